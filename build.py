@@ -1,0 +1,123 @@
+"""Building generated sources into importable extension modules (the only code that runs compilers).
+
+Builds are cached by a content signature: the generated sources, the tool version, the Cython
+and Python versions, the platform and the compiler flags. A build happens in a private
+temporary directory inside the cache and is moved into place with one atomic `rename`, under a
+file lock, so several processes building the same model at once neither corrupt the cache nor
+duplicate work; a failed build leaves nothing behind and raises `BuildError` with the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+from filelock import FileLock
+
+from dynamica import __version__
+from dynamica.errors import BuildError
+
+COMPILE_ARGS = ("-O2", "-fno-math-errno", "-Wno-unused-variable", "-Wno-unused-function")
+
+_BUILD_SCRIPT = r"""
+import sys
+from setuptools import Distribution, Extension
+from Cython.Build import cythonize
+src, name, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+ext = Extension(name, [src], extra_compile_args=list(args))
+exts = cythonize([ext], quiet=True, language_level=3, include_path=["."])
+dist = Distribution({"ext_modules": exts, "script_name": "build", "script_args": ["build_ext", "--inplace"]})
+dist.parse_command_line()
+dist.run_commands()
+"""
+
+
+def cache_root() -> Path:
+    """`$DYNAMICA_CACHE`, else `$XDG_CACHE_HOME/dynamica`, else `~/.cache/dynamica`."""
+    env = os.environ.get("DYNAMICA_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dynamica"
+
+
+def build_key(bundle, compile_args=COMPILE_ARGS) -> str:
+    import Cython
+    h = hashlib.sha256()
+    for part in (__version__, Cython.__version__, sys.version, platform.platform(),
+                 sysconfig.get_config_var("EXT_SUFFIX") or "", repr(tuple(compile_args)), bundle.backend):
+        h.update(part.encode())
+        h.update(b"\0")
+    for name, text in bundle.files:
+        h.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _find_extension(folder: Path, module_name: str) -> Path | None:
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        p = folder / f"{module_name}{suffix}"
+        if p.exists():
+            return p
+    return None
+
+
+def compile_bundle(bundle, cache: Path | None = None, compile_args=COMPILE_ARGS, progress=None) -> Path:
+    """Compile `bundle` (or find it in the cache); return the path of the extension module."""
+    cache = Path(cache) if cache is not None else cache_root()
+    cache.mkdir(parents=True, exist_ok=True)
+    key = build_key(bundle, compile_args)
+    final = cache / f"{bundle.module_name}-{key[:24]}"
+    found = _find_extension(final, bundle.module_name)
+    if found:
+        return found
+    with FileLock(str(final) + ".lock"):
+        found = _find_extension(final, bundle.module_name)       # another process won the race
+        if found:
+            return found
+        work = Path(tempfile.mkdtemp(prefix=f".build-{bundle.module_name}-", dir=cache))
+        try:
+            for name, text in bundle.files:
+                (work / name).write_text(text)
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-c", _BUILD_SCRIPT, bundle.main[0], bundle.module_name,
+                                   *compile_args], cwd=work, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise BuildError(f"compiling module `{bundle.module_name}` failed "
+                                 f"(exit code {proc.returncode})", proc.stdout + proc.stderr)
+            if _find_extension(work, bundle.module_name) is None:
+                raise BuildError(f"the build of `{bundle.module_name}` produced no extension module",
+                                 proc.stdout + proc.stderr)
+            (work / "build.log").write_text(proc.stdout + proc.stderr)
+            shutil.rmtree(work / "build", ignore_errors=True)
+            if progress is not None:
+                progress("compile", time.perf_counter() - t0)
+            os.rename(work, final)                                     # atomic publish
+        finally:
+            if work.exists():
+                shutil.rmtree(work, ignore_errors=True)
+    return _find_extension(final, bundle.module_name)
+
+
+def import_extension(path: Path):
+    """Import a compiled module from its file, under a name unique to that file."""
+    path = Path(path)
+    name = path.name.split(".")[0]
+    unique = f"{name}__{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
+    if unique in sys.modules:
+        return sys.modules[unique]
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules[unique] = module
+    return module

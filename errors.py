@@ -1,0 +1,43 @@
+"""The one error hierarchy of dynamica (STYLE.md, "Errors")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class DynamicaError(Exception):
+    """Base class of every error dynamica raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a model file: where (entry path) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"`{self.path}`: {self.message}" if self.path else self.message
+
+
+class ModelError(DynamicaError, ValueError):
+    """A model file is invalid. Lists every problem found, each with its entry path."""
+
+    def __init__(self, file: str, problems):
+        self.file = str(file)
+        self.problems = tuple(problems)
+        lines = [f"{self.file}: {len(self.problems)} problem(s) in the model:"]
+        lines += [f"  - {p}" for p in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class BuildError(DynamicaError):
+    """Compiling a generated module failed; `log` holds the compiler output."""
+
+    def __init__(self, message: str, log: str = ""):
+        self.log = log
+        super().__init__(f"{message}\n--- compiler log ---\n{log}" if log else message)
+
+
+class IntegrationError(DynamicaError):
+    """An integrator could not continue (t, step size and the offending component)."""

@@ -1,0 +1,1 @@
+"""Generator: model file -> validated model -> topology -> kinematics -> equation form -> IR -> source."""

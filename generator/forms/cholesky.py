@@ -1,0 +1,46 @@
+"""Tree-sparse Cholesky M = L^T L without fill-in (dissertation (2.7)-(2.10), (2.23)).
+
+The factorisation runs from the last coordinate to the first, so that with regular
+numbering the factor L has nonzeros only where M has (theorem 2.5). It is applied to a
+matrix of expressions in which structural zeros are literal zeros; sums run only over the
+nonzero entries of each column, which is the index set D_i of (2.23).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+
+def solve_reverse_cholesky(prog, M, Q, tag="L"):
+    """Unrolled solution of M x = Q with M = L^T L (L lower triangular), (2.23).
+
+    M: dict-like M[i][j] for j <= i (lower triangle, zeros omitted or sp.Integer(0)); Q: list.
+    Returns x as a list of expressions.
+    """
+    n = len(Q)
+    L = [dict() for _ in range(n)]          # L[i][j], j <= i, nonzeros only
+    below = [[] for _ in range(n)]          # below[j]: rows k > j with L[k][j] != 0
+    inv_diag = [None] * n
+    for i in range(n - 1, -1, -1):
+        s = M[i].get(i, 0) - sum((L[k][i] ** 2 for k in below[i]), sp.Integer(0))
+        lii = prog.let(f"{tag}{i}_{i}", sp.sqrt(s))
+        inv = inv_diag[i] = prog.let(f"{tag}inv{i}", 1 / lii)
+        L[i][i] = lii
+        for j in range(i - 1, -1, -1):
+            a = M[i].get(j, sp.Integer(0))
+            s = a - sum((L[k][i] * L[k][j] for k in below[i] if j in L[k]), sp.Integer(0))
+            if s == 0:
+                continue
+            L[i][j] = prog.let(f"{tag}{i}_{j}", s * inv)
+            below[j].append(i)
+    # L^T y = Q, from the last row up (2.8)
+    y = [None] * n
+    for i in range(n - 1, -1, -1):
+        s = Q[i] - sum((L[k][i] * y[k] for k in below[i]), sp.Integer(0))
+        y[i] = prog.let(f"chy{i}", s * inv_diag[i])
+    # L x = y, from the first row down (2.9)
+    x = [None] * n
+    for i in range(n):
+        s = y[i] - sum((L[i][j] * x[j] for j in L[i] if j < i), sp.Integer(0))
+        x[i] = prog.let(f"chx{i}", s * inv_diag[i])
+    return x

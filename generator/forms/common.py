@@ -1,0 +1,158 @@
+"""Pieces shared by the Lagrangian forms: the forward kinematic recursion and active forces.
+
+Symbol table (dissertation 1.3.2 and 1.4.1; body i, its parent k = kappa_i, frame of body i):
+  C_i x        transfer of a parent spatial vector into frame i, C_i = [[G, -G rho~], [0, G]]
+  v_i          absolute velocity [v; w] of O_i                                   (1.13)
+  w_hat_i      absolute acceleration of O_i with q'' = 0, gravity included by the
+               "accelerated ground" w_hat_0 = [-g; 0]                            (1.33)
+  w^c_i        Coriolis/centripetal transfer terms                               (after 1.12)
+  R_i0, r_i    orientation (ground -> i) and position of O_i in the ground frame (1.9), (1.10)
+  F^c_i        velocity-dependent inertial force [-m w~^2 r_c; -w~ Theta w]       (after 1.36)
+  F_i          active forces on body i at O_i (body frame)                       (1.36)
+  F_hat_i      F^c_i + F_i - M_i w_hat_i                                         (2.14)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from dynamica.generator import expr as ex
+from dynamica.generator.program import add, cross, dot, matTvec, matvec, scale, sub
+
+Z3 = [sp.Integer(0)] * 3
+
+
+def apply_C(G, rho_p, x):
+    """C_i x for a spatial vector x of the parent, with rho_p = G rho (frame i)."""
+    ang = matvec(G, x[3:])
+    return add(matvec(G, x[:3]), cross(ang, rho_p)) + ang
+
+
+def apply_CT(G, rho, f):
+    """C_i^T f: a force/torque pair at O_i (frame i) moved to O_k (parent frame)."""
+    fp = matTvec(G, f[:3])
+    return fp + add(cross(rho, fp), matTvec(G, f[3:]))
+
+
+def inertia_times(inert, a):
+    """M_i a for M_i = [[m E, -h~], [h~, Theta]] (h = m r_c), a = [lin; ang]."""
+    m, h, th = inert
+    return sub(scale(m, a[:3]), cross(h, a[3:])) + add(cross(h, a[:3]), matvec(th, a[3:]))
+
+
+@dataclass
+class ForwardPass:
+    rho_p: list      # per body: G_i rho_i
+    v: list          # absolute velocities (6)
+    w_hat: list      # bias accelerations (6)
+    R0: list         # G_i0 (3x3): ground -> i
+    r0: list         # O_i in ground frame
+    vr: list         # relative velocities A q' + vr_hat (6)
+
+
+def forward_pass(kin) -> ForwardPass:
+    """Velocities (1.13) and bias accelerations (1.33) with q'' = 0, positions (1.9)-(1.10)."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    g = kin.gravity
+    fp = ForwardPass(rho_p=[None] * (N + 1), v=[None] * (N + 1), w_hat=[None] * (N + 1),
+                     R0=[None] * (N + 1), r0=[None] * (N + 1), vr=[None] * (N + 1))
+    fp.v[0] = [sp.Integer(0)] * 6
+    fp.w_hat[0] = [-x for x in g] + Z3
+    fp.R0[0] = sp.eye(3)
+    fp.r0[0] = list(Z3)
+    for i in range(1, N + 1):
+        k = topo.kappa[i]
+        jk = kin.joints[i]
+        G, rho = jk.G, jk.rho
+        rp = fp.rho_p[i] = prog.let_vector(f"rp{i}", matvec(G, rho))
+        vr = list(jk.vr_hat)
+        for col, qd in zip(jk.A, jk.qd):
+            vr = [a + qd * c for a, c in zip(vr, col)]
+        vr = fp.vr[i] = prog.let_vector(f"vr{i}", vr)
+        wk = prog.let_vector(f"wk{i}", matvec(G, fp.v[k][3:]))       # parent's omega in frame i
+        vk = add(matvec(G, fp.v[k][:3]), cross(wk, rp))
+        fp.v[i] = prog.let_vector(f"v{i}", add(vk, vr[:3]) + add(wk, vr[3:]))
+        wc = add(cross(wk, cross(wk, rp)), scale(2, cross(wk, vr[:3]))) + cross(wk, vr[3:])
+        fp.w_hat[i] = prog.let_vector(f"wh{i}", [a + b + c for a, b, c in
+                                                 zip(apply_C(G, rp, fp.w_hat[k]), wc, jk.wr_hat)])
+        fp.R0[i] = prog.let_matrix(f"R{i}", G * fp.R0[k])
+        fp.r0[i] = prog.let_vector(f"r{i}", add(fp.r0[k], matTvec(fp.R0[k], rho)))
+    return fp
+
+
+def active_forces(kin, fp):
+    """Active body forces F_i (6, frame i, at O_i) and generalized forces per coordinate."""
+    spec, topo, prog = kin.spec, kin.topo, kin.program
+    N = topo.n_bodies
+    scope = spec.scope(coordinates_allowed=True)
+    P = lambda x: ex.parse(x, scope)  # noqa: E731
+    F = [[sp.Integer(0)] * 6 for _ in range(N + 1)]
+    gen = {c: sp.Integer(0) for c in kin.coordinates}
+
+    def point_state(body, point):
+        """Position and velocity (ground frame) of a body-fixed point."""
+        if body == "ground":
+            return point, list(Z3)
+        i = topo.index(body)
+        pos = add(fp.r0[i], matTvec(fp.R0[i], point))
+        vel = matTvec(fp.R0[i], add(fp.v[i][:3], cross(fp.v[i][3:], point)))
+        return pos, vel
+
+    def apply(body, point, f_ground=None, f_body=None, t_body=None):
+        if body == "ground":
+            return
+        i = topo.index(body)
+        fb = f_body if f_body is not None else matvec(fp.R0[i], f_ground)
+        tb = t_body if t_body is not None else list(Z3)
+        F[i] = [a + b for a, b in zip(F[i], fb + add(tb, cross(point, fb)))]
+
+    for n, f in enumerate(spec.forces):
+        tag = f"f{n}"
+        if f.type == "joint_spring_damper":
+            c = f["coordinate"]
+            gen[c] += -P(f["stiffness"]) * (ex.coord_symbol(c) - P(f["neutral"])) \
+                - P(f["damping"]) * ex.rate_symbol(c)
+        elif f.type == "generalized_force":
+            gen[f["coordinate"]] += P(f["value"])
+        elif f.type == "body_force":
+            i = topo.index(f["body"])
+            point = [P(x) for x in f["point"]]
+            force = [P(x) for x in f["force"]]
+            torque = [P(x) for x in f["torque"]]
+            if f["frame"] == "ground":
+                force = prog.let_vector(f"{tag}_f", matvec(fp.R0[i], force))
+                torque = prog.let_vector(f"{tag}_t", matvec(fp.R0[i], torque))
+            apply(f["body"], point, f_body=force, t_body=torque)
+        elif f.type == "spring_damper":
+            pa = [P(x) for x in f["point_a"]]
+            pb = [P(x) for x in f["point_b"]]
+            xa, va = point_state(f["body_a"], pa)
+            xb, vb = point_state(f["body_b"], pb)
+            d = prog.let_vector(f"{tag}_d", sub(xb, xa))
+            L = prog.let(f"{tag}_L", sp.sqrt(dot(d, d)))
+            Ldot = prog.let(f"{tag}_Ld", dot(d, sub(vb, va)) / L)
+            tension = prog.let(f"{tag}_T", P(f["stiffness"]) * (L - P(f["free_length"]))
+                               + P(f["damping"]) * Ldot)
+            e = prog.let_vector(f"{tag}_e", scale(tension / L, d))      # tension * unit vector
+            apply(f["body_b"], pb, f_ground=[-x for x in e])
+            apply(f["body_a"], pa, f_ground=e)
+        else:  # pragma: no cover - the loader rejects unknown types
+            raise ValueError(f"unsupported force type {f.type!r}")
+    F = [None] + [prog.let_vector(f"Fa{i}", F[i]) for i in range(1, N + 1)]
+    return F, gen
+
+
+def bias_forces(kin, fp, F_active):
+    """F_hat_i = F^c_i + F_i - M_i w_hat_i (2.14), frame i, at O_i."""
+    prog = kin.program
+    out = [None]
+    for i in range(1, kin.topo.n_bodies + 1):
+        bi = kin.inertia[i]
+        w = fp.v[i][3:]
+        fc = [-x for x in cross(w, cross(w, bi.h))] + [-x for x in cross(w, matvec(bi.theta, w))]
+        mw = inertia_times((bi.mass, bi.h, bi.theta), fp.w_hat[i])
+        out.append(prog.let_vector(f"Fh{i}", [a + b - c for a, b, c in zip(fc, F_active[i], mw)]))
+    return out

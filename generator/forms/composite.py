@@ -1,0 +1,110 @@
+"""The composite-body form, CBM (dissertation 2.2.1-2.2.2, (2.15)-(2.23)).
+
+Symbol table (body i, frame i):
+  M*_i = (m*, h*, Theta*)   composite inertia of the subtree D_i about O_i          (2.20)
+  F_hat*_i                  composite bias force of D_i at O_i                       (2.22)
+  M_ij = A_i^T M*_i T_ij A_j  blocks of the mass matrix, j in P_i                    (2.19)
+  Q_i  = A_i^T F_hat*_i + generalized forces of joint i                              (2.21)
+Composite inertias are carried as the 10 numbers (m, h, Theta) of M = [[m E, -h~], [h~,
+Theta]]: C^T M* C keeps that structure, so (2.20) is evaluated as a change of reference
+point and axes instead of a 6x6 triple product.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from dynamica.generator.forms import EquationsOfMotion, register
+from dynamica.generator.forms.cholesky import solve_reverse_cholesky
+from dynamica.generator.forms.common import active_forces, apply_CT, bias_forces, forward_pass, inertia_times
+from dynamica.generator.program import add, cross, dot, matTvec, scale, skew
+
+
+def transfer_inertia(prog, tag, G, rho, inert):
+    """C^T M C for M = (m, h, Theta) of a child, expressed at the parent's origin and axes."""
+    m, h, th = inert
+    hr = matTvec(G, h)                                       # G^T h
+    h_new = add(scale(m, rho), hr)
+    thr = G.T * th * G
+    rt, ht = skew(rho), skew(hr)
+    th_new = thr - m * rt * rt - rt * ht - ht * rt
+    return m, h_new, th_new
+
+
+@register("composite", "CBM")
+def composite(kin) -> EquationsOfMotion:
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    fp = forward_pass(kin)
+    F_active, gen = active_forces(kin, fp)
+    F_hat = bias_forces(kin, fp, F_active)
+
+    # backward pass: composite inertia (2.20) and composite bias force (2.22)
+    Mstar = [None] * (N + 1)
+    Fstar = [None] * (N + 1)
+    acc_I = [None] + [(kin.inertia[i].mass, list(kin.inertia[i].h), kin.inertia[i].theta)
+                      for i in range(1, N + 1)]
+    acc_F = [None] + [list(F_hat[i]) for i in range(1, N + 1)]
+    for i in range(N, 0, -1):
+        m, h, th = acc_I[i]
+        m = prog.let(f"Ms{i}_m", m)
+        h = prog.let_vector(f"Ms{i}_h", h)
+        th = sp.Matrix(3, 3, lambda r, c: th[min(r, c), max(r, c)])
+        th = prog.let_matrix(f"Ms{i}_T", sp.Matrix(3, 3, lambda r, c: th[r, c] if r <= c else 0))
+        th = sp.Matrix(3, 3, lambda r, c: th[min(r, c), max(r, c)])
+        Mstar[i] = (m, h, th)
+        Fstar[i] = prog.let_vector(f"Fs{i}", acc_F[i])
+        k = topo.kappa[i]
+        if k > 0:
+            jk = kin.joints[i]
+            cm, ch, cth = transfer_inertia(prog, f"X{i}", jk.G, jk.rho, Mstar[i])
+            pm, ph, pth = acc_I[k]
+            acc_I[k] = (pm + cm, add(ph, ch), pth + cth)
+            acc_F[k] = [a + b for a, b in zip(acc_F[k], apply_CT(jk.G, jk.rho, Fstar[i]))]
+
+    # coordinates in state order and their owners
+    owner, local = [], []
+    for i in range(1, N + 1):
+        for c in range(len(kin.joints[i].A)):
+            owner.append(i)
+            local.append(c)
+    first = {}
+    for idx, i in enumerate(owner):
+        first.setdefault(i, idx)
+    n = len(owner)
+
+    # right-hand side (2.21)
+    Q = []
+    for idx in range(n):
+        i, c = owner[idx], local[idx]
+        name = kin.coordinates[idx]
+        Q.append(prog.let(f"Q{idx}", dot(kin.joints[i].A[c], Fstar[i]) + gen[name]))
+
+    # mass matrix blocks (2.19): F = M*_i A_i carried towards the root by C^T
+    Mrows = [dict() for _ in range(n)]
+    for i in range(1, N + 1):
+        jk = kin.joints[i]
+        if not jk.A:
+            continue
+        cols = [prog.let_vector(f"Fm{i}_{c}", inertia_times(Mstar[i], a)) for c, a in enumerate(jk.A)]
+        for c in range(len(jk.A)):
+            for c2 in range(c + 1):
+                Mrows[first[i] + c][first[i] + c2] = prog.let(f"M{first[i] + c}_{first[i] + c2}",
+                                                              dot(jk.A[c2], cols[c]))
+        j = i
+        while topo.kappa[j] > 0:
+            cols = [prog.let_vector(f"Fm{i}_{c}_{topo.kappa[j]}", apply_CT(kin.joints[j].G, kin.joints[j].rho, f))
+                    for c, f in enumerate(cols)]
+            j = topo.kappa[j]
+            Aj = kin.joints[j].A
+            for c, f in enumerate(cols):
+                for c2, a in enumerate(Aj):
+                    Mrows[first[i] + c][first[j] + c2] = prog.let(f"M{first[i] + c}_{first[j] + c2}", dot(a, f))
+    qdd = solve_reverse_cholesky(prog, Mrows, Q)
+    qdd = [prog.let(f"qdd{k}", x) for k, x in enumerate(qdd)]
+    mass = [Mrows[max(r, c)].get(min(r, c), sp.Integer(0)) for r in range(n) for c in range(n)]
+    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
+    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
+    return EquationsOfMotion(form="composite", kind="lagrangian", program=prog,
+                             coordinates=kin.coordinates, q=qs, qd=qds,
+                             outputs={"qdd": qdd, "mass_matrix": mass})

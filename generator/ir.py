@@ -1,0 +1,134 @@
+"""The kernel IR: plain frozen data, no front-end (sympy) objects (STYLE.md, FFCx-style).
+
+A `Kernel` is an ordered list of single assignments to temporaries (`Assign`) and stores to
+output arrays (`Store`), with inputs and outputs described by role. Expressions are trees of
+the node types below; printers dispatch on them and refuse anything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+# ------------------------------------------------------------------ expression nodes
+@dataclass(frozen=True)
+class Num:
+    value: float
+
+
+@dataclass(frozen=True)
+class Arg:
+    """Element `index` of input array `array` (a scalar input such as t has index None)."""
+    array: str
+    index: int | None = None
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+
+
+@dataclass(frozen=True)
+class Add:
+    terms: tuple
+
+
+@dataclass(frozen=True)
+class Mul:
+    factors: tuple
+
+
+@dataclass(frozen=True)
+class Pow:
+    base: object
+    exp: object          # Num (integer-valued or not) or an expression
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str            # one of FUNCTIONS
+    args: tuple
+
+
+FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+             "exp", "log", "sqrt", "fabs", "sign", "heaviside", "fmin", "fmax")
+
+
+# ------------------------------------------------------------------ statements and kernels
+@dataclass(frozen=True)
+class Assign:
+    target: str
+    value: object
+
+
+@dataclass(frozen=True)
+class Store:
+    array: str
+    index: int
+    value: object
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str            # "t", "q", "qd", "p"
+    size: int | None     # None for a scalar
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    inputs: tuple        # of Input
+    outputs: tuple       # of Output
+    temps: tuple         # names of temporaries, in order of assignment
+    body: tuple          # of Assign | Store
+
+    def op_count(self) -> dict:
+        """Arithmetic operations of the straight-line code (adds, muls, divs, calls)."""
+        counts = {"add": 0, "mul": 0, "div": 0, "call": 0}
+
+        def walk(e):
+            if isinstance(e, Add):
+                counts["add"] += len(e.terms) - 1
+                for a in e.terms:
+                    walk(a)
+            elif isinstance(e, Mul):
+                counts["mul"] += len(e.factors) - 1
+                for a in e.factors:
+                    walk(a)
+            elif isinstance(e, Pow):
+                walk(e.base)
+                if isinstance(e.exp, Num) and float(e.exp.value).is_integer():
+                    k = int(e.exp.value)
+                    counts["mul"] += max(abs(k) - 1, 0)
+                    counts["div"] += k < 0
+                else:
+                    counts["call"] += 1
+                    walk(e.exp)
+            elif isinstance(e, Call):
+                counts["call"] += 1
+                for a in e.args:
+                    walk(a)
+        for st in self.body:
+            walk(st.value)
+        counts["total"] = counts["add"] + counts["mul"] + counts["div"] + counts["call"]
+        return counts
+
+
+@dataclass(frozen=True)
+class ModuleIR:
+    """Everything a backend needs to render a module."""
+    model_name: str
+    module_name: str
+    form: str
+    kind: str
+    coordinates: tuple
+    parameters: tuple        # ((name, size), ...)
+    parameter_defaults: tuple  # flattened floats
+    kernels: tuple           # of Kernel
+    signature: str = ""      # content hash, filled by lower()

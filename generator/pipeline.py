@@ -1,0 +1,60 @@
+"""The pipeline (STYLE.md): one pure function per stage, chained here.
+
+    load_model(path) -> ModelSpec             plain data; ModelError lists every problem
+    build_topology(spec) -> Topology          ints only: kappa, children, paths, subtrees
+    derive_kinematics(spec, topo) -> Kinematics   sympy; per-body named intermediates
+    form_equations(kin, form) -> EquationsOfMotion   registry of equation forms
+    lower(eom, spec) -> ModuleIR              DCE, sympy -> IR, CSE (value numbering)
+    render(mod, backend) -> SourceBundle      printer + jinja2
+    compile_bundle(bundle) -> Path            build.py: the only code that runs compilers
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from dynamica.generator.forms import form_equations, resolve
+from dynamica.generator.kinematics import derive_kinematics
+from dynamica.generator.lower import lower
+from dynamica.generator.model import load_model
+from dynamica.generator.render import render
+from dynamica.generator.topology import build_topology
+
+log = logging.getLogger("dynamica")
+
+
+@dataclass
+class Generated:
+    """Every intermediate of one generation (Devito's `IRs`), for tests and curious users."""
+    spec: object
+    topology: object
+    kinematics: object
+    equations: object
+    module_ir: object
+    bundle: object
+    timings: dict
+
+
+def generate(model, form: str = "composite", backend: str = "cython", progress=None) -> Generated:
+    """Run the pipeline up to source text. `progress(stage, seconds)` is called per stage."""
+    timings = {}
+
+    def stage(name, fn, *args):
+        t0 = time.perf_counter()
+        out = fn(*args)
+        timings[name] = time.perf_counter() - t0
+        log.info("%s: %.3f s", name, timings[name])
+        if progress is not None:
+            progress(name, timings[name])
+        return out
+
+    spec = model if hasattr(model, "bodies") else stage("load", load_model, model)
+    form = resolve(form)
+    topo = stage("topology", build_topology, spec)
+    kin = stage("kinematics", derive_kinematics, spec, topo)
+    eom = stage("equations", form_equations, kin, form)
+    mod = stage("lower", lower, eom, spec)
+    bundle = stage("render", render, mod, backend)
+    return Generated(spec, topo, kin, eom, mod, bundle, timings)

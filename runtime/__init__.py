@@ -1,0 +1,1 @@
+"""Runtime: loading compiled modules, simulation, the numeric reference and the CLI."""

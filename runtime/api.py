@@ -1,0 +1,266 @@
+"""The Python API of ../shared/API.md: `load`, the compiled model object and `simulate`."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dynamica import __version__
+from dynamica.errors import ModelError, Problem
+from dynamica.generator.model import ModelSpec, evaluate, load_model
+
+
+class CompiledModel:
+    """A compiled equation-of-motion module with named coordinates and parameters."""
+
+    def __init__(self, module, spec: ModelSpec, path: Path | None = None):
+        self.module = module
+        self.spec = spec
+        self.path = path
+        self.name = module.MODEL_NAME
+        self.form = module.FORM
+        self.kind = module.KIND
+        self.coordinates = tuple(module.COORDINATES)
+        self.n = int(module.N)
+        self._layout = tuple(module.PARAMETERS)                    # ((name, size), ...)
+        self._defaults = np.array(module.PARAMETER_DEFAULTS, dtype=float)
+        self.parameters = {}
+        k = 0
+        for name, size in self._layout:
+            vals = self._defaults[k:k + size]
+            p = next(p for p in spec.parameters if p.name == name)
+            self.parameters[name] = tuple(float(v) for v in vals) if isinstance(p.value, tuple) else float(vals[0])
+            k += size
+        self._scratch_qdd = np.zeros(self.n)
+
+    def __repr__(self):
+        return f"<dynamica model {self.name!r} form={self.form!r} n={self.n}>"
+
+    # -- parameters
+    def param_vector(self, params=None) -> np.ndarray:
+        """The flat parameter array of the module, defaults overridden by `params`."""
+        p = self._defaults.copy()
+        if not params:
+            return p
+        offsets, k = {}, 0
+        for name, size in self._layout:
+            offsets[name] = (k, size)
+            k += size
+        unknown = [k for k in params if k not in offsets]
+        if unknown:
+            raise KeyError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; "
+                           f"the model has {', '.join(offsets) or 'none'}")
+        for name, value in params.items():
+            k, size = offsets[name]
+            arr = np.atleast_1d(np.asarray(value, dtype=float))
+            if arr.shape != (size,) or (size == 1 and np.ndim(value) != 0 and isinstance(self.parameters[name], float)):
+                raise ValueError(f"parameter {name!r} expects {'a scalar' if size == 1 else f'{size} values'}, "
+                                 f"got {value!r}")
+            p[k:k + size] = arr
+        return p
+
+    # -- equations
+    def _vec(self, x, name, size=None):
+        a = np.ascontiguousarray(x, dtype=float).reshape(-1)
+        n = self.n if size is None else size
+        if a.shape[0] != n:
+            raise ValueError(f"`{name}` has length {a.shape[0]}, expected {n} ({', '.join(self.coordinates)})")
+        return a
+
+    def qdd(self, q, qd, t=0.0, params=None) -> np.ndarray:
+        out = np.empty(self.n)
+        self.module.qdd(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self.param_vector(params), out)
+        return out
+
+    def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
+        out = np.empty(self.n * self.n)
+        self.module.mass_matrix(float(t), self._vec(q, "q"), self.param_vector(params), out)
+        return out.reshape(self.n, self.n)
+
+    def rhs(self, t, y, params=None) -> np.ndarray:
+        out = np.empty(2 * self.n)
+        self.module.rhs(float(t), self._vec(y, "y", 2 * self.n), self.param_vector(params), out)
+        return out
+
+    def rhs_function(self, params=None):
+        """A fast `f(t, y)` closure for scipy's integrators (parameters bound once)."""
+        p = self.param_vector(params)
+        rhs, n2 = self.module.rhs, 2 * self.n
+
+        def f(t, y):
+            out = np.empty(n2)
+            rhs(float(t), np.ascontiguousarray(y, dtype=float), p, out)
+            return out
+        return f
+
+    def outputs(self, t, q, qd, params=None):
+        raise NotImplementedError("outputs (points, reactions, expressions) are computed by a later "
+                                  "release (issue 5); the model's `outputs` section is validated now")
+
+    # -- initial state
+    def initial_state(self, params=None):
+        """(q0, qd0) from the model's `initial` section (default 0), at the given parameters."""
+        q0, qd0 = np.zeros(self.n), np.zeros(self.n)
+        if not self.spec.initial:
+            return q0, qd0
+        from dynamica.generator import expr as ex
+        p = self.param_vector(params)
+        subs, k = {}, 0
+        for name, size in self._layout:
+            if size == 1 and isinstance(self.parameters[name], float):
+                subs[ex.param_symbol(name)] = p[k]
+            else:
+                for j in range(size):
+                    subs[ex.param_symbol(name, j)] = p[k + j]
+            k += size
+        for key, text in self.spec.initial:
+            val = evaluate(self.spec, [text], extra=subs)[0]
+            if key.startswith("der("):
+                qd0[self.coordinates.index(key[4:-1])] = val
+            else:
+                q0[self.coordinates.index(key)] = val
+        return q0, qd0
+
+
+# ------------------------------------------------------------------ load
+def _index_path(cache: Path, key: str) -> Path:
+    return cache / "index" / f"{key}.json"
+
+
+def load(path, form=None, backend="cython", *, cache=None, progress=None, check_mass_matrix=True) -> CompiledModel:
+    """Compile (or fetch from the cache) and import the module of a model file."""
+    from dynamica.build import cache_root, compile_bundle, import_extension
+    from dynamica.generator.forms import resolve
+    spec = load_model(path)
+    form = form or spec.simulate.form or "composite"
+    if form == "auto":
+        from dynamica.generator.forms import EQUATION_FORMS
+        form = next(iter(EQUATION_FORMS))   # the only registered form until `select` lands
+    try:
+        form = resolve(form)
+    except KeyError as exc:
+        raise ModelError(str(path), [Problem("form", str(exc.args[0]))]) from None
+    cache = Path(cache) if cache is not None else cache_root()
+    text = Path(path).read_bytes()
+    key = hashlib.sha256(b"\0".join([__version__.encode(), text, form.encode(), backend.encode()])).hexdigest()
+    idx = _index_path(cache, key)
+    so = None
+    if idx.exists():
+        try:
+            so = Path(json.loads(idx.read_text())["extension"])
+        except (ValueError, KeyError):
+            so = None
+        if so is not None and not so.exists():
+            so = None
+    if so is None:
+        from dynamica.generator.pipeline import generate
+        gen = generate(spec, form=form, backend=backend, progress=progress)
+        so = compile_bundle(gen.bundle, cache=cache, progress=progress)
+        idx.parent.mkdir(parents=True, exist_ok=True)
+        tmp = idx.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"extension": str(so), "signature": gen.module_ir.signature,
+                                   "model": spec.name, "form": form}))
+        os.replace(tmp, idx)
+    module = import_extension(so)
+    model = CompiledModel(module, spec, so)
+    if check_mass_matrix:
+        _check_regular(model)
+    return model
+
+
+def _check_regular(model: CompiledModel):
+    """A mass matrix singular at the initial state is an error naming the coordinates."""
+    q0, _ = model.initial_state()
+    M = model.mass_matrix(q0)
+    if not np.all(np.isfinite(M)):
+        raise ModelError(model.spec.file, [Problem("bodies", "the mass matrix is not finite at the initial state")])
+    w, V = np.linalg.eigh(M)
+    scale = max(1.0, float(np.abs(w).max()))
+    if w.min() <= 1e-12 * scale:
+        bad = V[:, 0]
+        names = [model.coordinates[k] for k in np.flatnonzero(np.abs(bad) > 0.1 * np.abs(bad).max())]
+        raise ModelError(model.spec.file, [Problem(
+            "bodies", f"the mass matrix is singular at the initial state (smallest eigenvalue {w.min():.3g}); "
+                      f"coordinates involved: {', '.join(f'`{c}`' for c in names)} (massless bodies at the "
+                      "end of a chain, or joint axes that cannot move any mass?)")])
+
+
+# ------------------------------------------------------------------ simulate
+@dataclass
+class SimulationResult:
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    coordinates: tuple
+    method: str
+    nfev: int = 0
+    success: bool = True
+    message: str = ""
+    info: dict = field(default_factory=dict)
+
+    def to_csv(self, path):
+        """Columns: t, each coordinate, then der(coordinate)."""
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["t", *self.coordinates, *(f"der({c})" for c in self.coordinates)])
+            for k in range(len(self.t)):
+                w.writerow([repr(float(self.t[k])), *(repr(float(x)) for x in self.q[k]),
+                            *(repr(float(x)) for x in self.qd[k])])
+
+    @classmethod
+    def read_csv(cls, path):
+        with open(path, newline="") as fh:
+            rows = list(csv.reader(fh))
+        header, data = rows[0], np.array(rows[1:], dtype=float)
+        n = (len(header) - 1) // 2
+        return cls(t=data[:, 0], q=data[:, 1:1 + n], qd=data[:, 1 + n:], coordinates=tuple(header[1:1 + n]),
+                   method="csv")
+
+
+#: integrator name -> scipy method (until the compiled Adams integrator lands, issue 3,
+#: "adams" runs LSODA, whose non-stiff mode is a variable-order (1-12) Adams method)
+SCIPY_METHODS = {"adams": "LSODA", "radau": "Radau", "RK45": "RK45", "DOP853": "DOP853",
+                 "LSODA": "LSODA", "BDF": "BDF", "Radau": "Radau"}
+
+
+def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
+             params=None, t0=0.0) -> SimulationResult:
+    """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block."""
+    from scipy.integrate import solve_ivp
+    if not isinstance(model, CompiledModel):
+        model = load(model)
+    sim = model.spec.simulate
+    t_end = sim.t_end if t_end is None else float(t_end)
+    method = method or sim.integrator
+    rtol = sim.rtol if rtol is None else rtol
+    atol = sim.atol if atol is None else atol
+    output_step = output_step if output_step is not None else sim.output_step
+    if method not in SCIPY_METHODS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(SCIPY_METHODS)}")
+    if not t_end > t0:
+        raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+    iq0, iqd0 = model.initial_state(params)
+    y0 = np.concatenate([iq0 if q0 is None else model._vec(q0, "q0"),
+                         iqd0 if qd0 is None else model._vec(qd0, "qd0")])
+    if output_step:
+        k = int(np.floor((t_end - t0) / output_step + 1e-9))
+        t_eval = t0 + output_step * np.arange(k + 1)
+        if t_eval[-1] < t_end - 1e-12 * max(1.0, abs(t_end)):
+            t_eval = np.append(t_eval, t_end)
+    else:
+        t_eval = None
+    sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=SCIPY_METHODS[method],
+                    rtol=rtol, atol=atol, t_eval=t_eval)
+    if not sol.success:
+        from dynamica.errors import IntegrationError
+        raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
+    n = model.n
+    return SimulationResult(t=sol.t, q=sol.y[:n].T.copy(), qd=sol.y[n:].T.copy(), coordinates=model.coordinates,
+                            method=method, nfev=int(sol.nfev), success=True, message=sol.message,
+                            info={"scipy_method": SCIPY_METHODS[method]})
