@@ -281,6 +281,8 @@ class _Loader:
                 self.err("bodies", "expected a non-empty list of bodies")
             return out
         seen_bodies, seen_coords = {}, {}
+        # coordinate names first, so that misuse of one (in a mass, a `by`) is named as such
+        self.pscope = self.pscope.child(coordinates=frozenset(_scan_coordinates(lst)))
         for i, b in enumerate(lst):
             path = f"bodies[{i}]"
             if not isinstance(b, dict):
@@ -342,7 +344,7 @@ class _Loader:
     def axis(self, v, path):
         if isinstance(v, str) and v in AXES:
             return AXES[v]
-        if isinstance(v, str):
+        if isinstance(v, str) and v not in self.pscope.vectors:
             self.err(path, f"expected an axis x, y, z, -x, -y, -z or a 3-vector, found {v!r}"
                            f"{ex.did_you_mean(v, AXES)}")
             return None
@@ -600,6 +602,20 @@ JOINT_TYPES = {
 }
 
 
+def _scan_coordinates(bodies) -> list:
+    """Names given to `q:` anywhere in the bodies' joints (before validation)."""
+    out = []
+    for b in bodies:
+        j = b.get("joint") if isinstance(b, dict) else None
+        items = [j] if isinstance(j, dict) else (j if isinstance(j, list) else [])
+        for tr in items:
+            q = tr.get("q") if isinstance(tr, dict) else None
+            for name in (q if isinstance(q, list) else [q]):
+                if isinstance(name, str):
+                    out.append(name)
+    return out
+
+
 def _two_axes(axes):
     return axes if isinstance(axes, list) and len(axes) == 2 else [axes, axes]
 
@@ -644,13 +660,18 @@ def _physics_warnings(spec: ModelSpec):
         except (TypeError, ValueError):
             continue
         if m < 0:
-            warnings.warn(f"{spec.file}: body `{b.name}` has negative mass {m}", DynamicaWarning, stacklevel=3)
+            _warn(spec, f"body `{b.name}` has negative mass {m}")
         I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
         ev = np.linalg.eigvalsh(I)
         tol = 1e-12 * max(1.0, abs(ev).max())
         if ev.min() < -tol:
-            warnings.warn(f"{spec.file}: inertia of body `{b.name}` is indefinite "
-                          f"(principal moments {ev.tolist()})", DynamicaWarning, stacklevel=3)
+            _warn(spec, f"inertia of body `{b.name}` is indefinite (principal moments {ev.tolist()})")
         elif ev[2] > ev[0] + ev[1] + tol:
-            warnings.warn(f"{spec.file}: inertia of body `{b.name}` violates the triangle inequality "
-                          f"(principal moments {ev.tolist()})", DynamicaWarning, stacklevel=3)
+            _warn(spec, f"inertia of body `{b.name}` violates the triangle inequality "
+                        f"(principal moments {ev.tolist()})")
+
+
+def _warn(spec, message):
+    """A warning attributed to the model file (not to a line of dynamica's code)."""
+    warnings.warn_explicit(f"{spec.file}: {message}", DynamicaWarning, filename=spec.file, lineno=0,
+                           module="dynamica.model")

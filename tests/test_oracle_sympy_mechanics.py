@@ -258,7 +258,7 @@ def model_3d_double_pendulum():
         "parameters": {
             "m1": 1.2, "m2": 0.8, "l": 1.0, "g": 9.81,
             "rc": [0.02, -0.03, -0.5],
-            "I2": {"value": [0.07, 0.06, 0.01, 0.004, -0.002, 0.003], "unit": "kg m^2"},
+            "I2": {"value": [0.07, 0.06, 0.02, 0.004, -0.002, 0.003], "unit": "kg m^2"},
         },
         "gravity": [0, 0, "-g"],
         "bodies": [
@@ -267,7 +267,8 @@ def model_3d_double_pendulum():
                        {"rotate": "x", "q": "phi1"},
                        {"rotate": "-y", "q": "theta1"}],
              "mass": "m1", "com": "rc",
-             "inertia": ["m1*l**2/12", "m1*l**2/12 + 0.01", 0.002, 0.001, -0.0005, 0.0007]},
+             "inertia": ["m1*l**2/12", "m1*l**2/12*1.05", "m1*l**2/12*0.2", 0.001, -0.0005,
+                         0.0007]},
             {"name": "link2", "parent": "link1",
              "joint": [{"translate": "z", "by": "-l"},
                        {"rotate": [1, 1, 0.5], "q": "phi2"}],
@@ -349,7 +350,7 @@ def model_universal_spherical():
              "joint": {"type": "universal", "q": ["a", "b"], "axes": ["y", "x"],
                        "offset": [0.1, 0.2, 0.3]},
              "mass": "m1", "com": [0.01, 0.02, "-l/2"],
-             "inertia": [0.08, 0.07, 0.01, 0.003, -0.004, 0.002]},
+             "inertia": [0.08, 0.07, 0.02, 0.003, -0.004, 0.002]},
             {"name": "ball", "parent": "arm",
              "joint": {"type": "spherical", "q": ["p", "r", "y"],
                        "offset": ["off[0]", "off[1]", "off[2]"]},

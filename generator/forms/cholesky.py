@@ -11,6 +11,14 @@ from __future__ import annotations
 import sympy as sp
 
 
+class StructurallySingular(ArithmeticError):
+    """A pivot of the factorisation is identically zero: M is singular at every state."""
+
+    def __init__(self, index: int):
+        self.index = index
+        super().__init__(f"zero pivot at coordinate {index}")
+
+
 def solve_reverse_cholesky(prog, M, Q, tag="L"):
     """Unrolled solution of M x = Q with M = L^T L (L lower triangular), (2.23).
 
@@ -23,6 +31,8 @@ def solve_reverse_cholesky(prog, M, Q, tag="L"):
     inv_diag = [None] * n
     for i in range(n - 1, -1, -1):
         s = M[i].get(i, 0) - sum((L[k][i] ** 2 for k in below[i]), sp.Integer(0))
+        if s == 0:
+            raise StructurallySingular(i)
         lii = prog.let(f"{tag}{i}_{i}", sp.sqrt(s))
         inv = inv_diag[i] = prog.let(f"{tag}inv{i}", 1 / lii)
         L[i][i] = lii

@@ -15,7 +15,8 @@ from __future__ import annotations
 import sympy as sp
 
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import solve_reverse_cholesky
+from dynamica.errors import ModelError, Problem
+from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_cholesky
 from dynamica.generator.forms.common import active_forces, apply_CT, bias_forces, forward_pass, inertia_times
 from dynamica.generator.program import add, cross, dot, matTvec, scale, skew
 
@@ -100,7 +101,13 @@ def composite(kin) -> EquationsOfMotion:
             for c, f in enumerate(cols):
                 for c2, a in enumerate(Aj):
                     Mrows[first[i] + c][first[j] + c2] = prog.let(f"M{first[i] + c}_{first[j] + c2}", dot(a, f))
-    qdd = solve_reverse_cholesky(prog, Mrows, Q)
+    try:
+        qdd = solve_reverse_cholesky(prog, Mrows, Q)
+    except StructurallySingular as exc:
+        c = kin.coordinates[exc.index]
+        raise ModelError(kin.spec.file, [Problem(
+            "bodies", f"the mass matrix is singular at every state: coordinate `{c}` moves no mass "
+                      "(a massless body at the end of a chain, or an axis through a point mass?)")]) from None
     qdd = [prog.let(f"qdd{k}", x) for k, x in enumerate(qdd)]
     mass = [Mrows[max(r, c)].get(min(r, c), sp.Integer(0)) for r in range(n) for c in range(n)]
     qs = tuple(q for jk in kin.joints[1:] for q in jk.q)

@@ -1,0 +1,279 @@
+"""Numeric reference: the composite-body algorithm evaluated with numpy, no unrolled generation.
+
+Independent of the generator on purpose: the joint quantities come from differentiating
+rho_i(q, t) and G_i(q, t) as (1.2)-(1.5) define them (the generator composes velocities
+through the transforms instead), and the recursions use explicit 6x6 matrices C_i, M_i and
+T_ij ((1.13), (1.33), (1.36), (2.19)-(2.22)) in ordinary loops. `dynamica check` and the
+tests compare the compiled module with it at random states and parameters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from dynamica.generator import expr as ex
+from dynamica.generator.kinematics import _rotation, _unit
+from dynamica.generator.topology import build_topology
+
+
+def skew(a):
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+def unskew(S):
+    return sp.Matrix([S[2, 1], S[0, 2], S[1, 0]])
+
+
+class NumericReference:
+    """qdd, mass matrix and energy of a ModelSpec, computed numerically."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.topo = topo = build_topology(spec)
+        self.N = N = topo.n_bodies
+        scope = spec.scope(time_allowed=True)
+        self.psyms = []
+        for p in spec.parameters:
+            if isinstance(p.value, tuple):
+                self.psyms += [ex.param_symbol(p.name, k) for k in range(len(p.value))]
+            else:
+                self.psyms.append(ex.param_symbol(p.name))
+        self.defaults = np.array([spec.defaults()[s] for s in self.psyms], dtype=float)
+        by_name = {b.name: b for b in spec.bodies}
+        self.coordinates = []
+        self.joint_fns, self.slices, self.inertia_fns = [None], [None], [None]
+        for i in range(1, N + 1):
+            body = by_name[topo.names[i]]
+            q = [ex.coord_symbol(c) for c in body.coordinates]
+            qd = [ex.rate_symbol(c) for c in body.coordinates]
+            start = len(self.coordinates)
+            self.coordinates += list(body.coordinates)
+            self.slices.append(slice(start, len(self.coordinates)))
+            self.joint_fns.append(self._joint(body, q, qd, scope))
+            m = ex.parse(body.mass, scope)
+            rc = sp.Matrix([ex.parse(x, scope) for x in body.com])
+            I = [ex.parse(x, scope) for x in body.inertia]
+            self.inertia_fns.append(sp.lambdify([self.psyms], [m, rc, sp.Matrix(
+                [[I[0], I[3], I[5]], [I[3], I[1], I[4]], [I[5], I[4], I[2]]])], "numpy"))
+        self.gravity_fn = sp.lambdify([self.psyms], sp.Matrix([ex.parse(g, scope) for g in spec.gravity]), "numpy")
+        self._forces(scope)
+
+    # -- joint kinematics by differentiation, (1.2)-(1.5)
+    def _joint(self, body, q, qd, scope):
+        G = sp.eye(3)            # parent -> current frame
+        rho = sp.zeros(3, 1)     # current origin in parent frame
+        for tr in body.joint:
+            if tr.kind == "offset":
+                rho = rho + G.T * sp.Matrix([ex.parse(x, scope) for x in tr.vector])
+                continue
+            u = sp.Matrix(_unit(tr.vector, scope))
+            val = ex.coord_symbol(tr.q) if tr.q is not None else ex.parse(tr.by, scope)
+            if tr.kind == "rotate":
+                G = _rotation(list(u), sp.cos(val), sp.sin(val)).T * G
+            else:
+                rho = rho + G.T * u * val
+        t = ex.T
+        n = len(q)
+        A = sp.zeros(6, n)
+        for k in range(n):
+            A[0:3, k] = G * rho.diff(q[k])
+            A[3:6, k] = unskew(G * G.T.diff(q[k]))
+        vhat = sp.Matrix.vstack(G * rho.diff(t), unskew(G * G.T.diff(t)))
+        qdv = sp.Matrix(qd)
+        vr = A * qdv + vhat if n else vhat
+        lin, ang = vr[0:3, :], vr[3:6, :]
+
+        def ddt(e):      # total time derivative with q'' = 0
+            return sum((e.diff(qk) * qdk for qk, qdk in zip(q, qd)), sp.zeros(*e.shape)) + e.diff(t)
+        what = sp.Matrix.vstack(ddt(lin) + _skew_sym(ang) * lin, ddt(ang))
+        args = [q, qd, t, self.psyms]
+        return sp.lambdify(args, [rho, G, A, vhat, what], "numpy")
+
+    def _forces(self, scope):
+        spec = self.spec
+        fscope = spec.scope(coordinates_allowed=True)
+        qs = [ex.coord_symbol(c) for c in self.coordinates]
+        qds = [ex.rate_symbol(c) for c in self.coordinates]
+        args = [qs, qds, ex.T, self.psyms]
+        self.forces = []
+        for f in spec.forces:
+            d = dict(f.fields)
+            fn = {}
+            for key, v in d.items():
+                if key in ("stiffness", "damping", "neutral", "value", "free_length"):
+                    fn[key] = sp.lambdify(args, ex.parse(v, fscope), "numpy")
+                elif key in ("force", "torque", "point", "point_a", "point_b"):
+                    fn[key] = sp.lambdify(args, sp.Matrix([ex.parse(x, fscope) for x in v]), "numpy")
+                else:
+                    fn[key] = v
+            self.forces.append((f.type, fn))
+
+    # -- the recursion
+    def _state(self, q, qd, t, p):
+        N, topo = self.N, self.topo
+        g = np.asarray(self.gravity_fn(p), dtype=float).reshape(3)
+        C = [None] * (N + 1)
+        A = [None] * (N + 1)
+        Mb = [None] * (N + 1)
+        v = [np.zeros(6)] + [None] * N
+        what = [np.concatenate([-g, np.zeros(3)])] + [None] * N
+        R0 = [np.eye(3)] + [None] * N
+        r0 = [np.zeros(3)] + [None] * N
+        rcs = [None] * (N + 1)
+        for i in range(1, N + 1):
+            k = topo.kappa[i]
+            s = self.slices[i]
+            rho, G, Ai, vh, wh = self.joint_fns[i](q[s], qd[s], t, p)
+            rho = np.asarray(rho, float).reshape(3)
+            G = np.asarray(G, float)
+            Ai = np.asarray(Ai, float).reshape(6, s.stop - s.start)
+            vh = np.asarray(vh, float).reshape(6)
+            wh = np.asarray(wh, float).reshape(6)
+            Ci = np.zeros((6, 6))
+            Ci[:3, :3] = G
+            Ci[:3, 3:] = -G @ skew(rho)
+            Ci[3:, 3:] = G
+            C[i], A[i] = Ci, Ai
+            vr = Ai @ qd[s] + vh
+            v[i] = Ci @ v[k] + vr                                         # (1.13)
+            wk = v[k][3:]
+            wc = np.concatenate([G @ skew(wk) @ skew(wk) @ rho + 2 * G @ skew(wk) @ G.T @ vr[:3],
+                                 G @ skew(wk) @ G.T @ vr[3:]])            # w^c after (1.12)
+            what[i] = Ci @ what[k] + wc + wh                              # (1.33)
+            R0[i] = G @ R0[k]                                             # (1.9)
+            r0[i] = r0[k] + R0[k].T @ rho                                 # (1.10)
+            m, rc, Ic = self.inertia_fns[i](p)
+            rc = np.asarray(rc, float).reshape(3)
+            Ic = np.asarray(Ic, float)
+            rcs[i] = (m, rc, Ic)
+            Mi = np.zeros((6, 6))
+            Mi[:3, :3] = m * np.eye(3)
+            Mi[:3, 3:] = -m * skew(rc)
+            Mi[3:, :3] = m * skew(rc)
+            Mi[3:, 3:] = Ic - m * skew(rc) @ skew(rc)                     # about O_i
+            Mb[i] = Mi
+        return dict(C=C, A=A, M=Mb, v=v, what=what, R0=R0, r0=r0, rcs=rcs, g=g)
+
+    def _active(self, st, q, qd, t, p):
+        N = self.N
+        F = [np.zeros(6) for _ in range(N + 1)]
+        gen = np.zeros(len(self.coordinates))
+        names = self.topo.names
+        for ftype, fn in self.forces:
+            if ftype == "joint_spring_damper":
+                k = self.coordinates.index(fn["coordinate"])
+                gen[k] += -fn["stiffness"](q, qd, t, p) * (q[k] - fn["neutral"](q, qd, t, p)) \
+                    - fn["damping"](q, qd, t, p) * qd[k]
+            elif ftype == "generalized_force":
+                gen[self.coordinates.index(fn["coordinate"])] += fn["value"](q, qd, t, p)
+            elif ftype == "body_force":
+                i = names.index(fn["body"])
+                f = np.asarray(fn["force"](q, qd, t, p), float).reshape(3)
+                tq = np.asarray(fn["torque"](q, qd, t, p), float).reshape(3)
+                pt = np.asarray(fn["point"](q, qd, t, p), float).reshape(3)
+                if fn["frame"] == "ground":
+                    f, tq = st["R0"][i] @ f, st["R0"][i] @ tq
+                F[i] += np.concatenate([f, tq + np.cross(pt, f)])
+            elif ftype == "spring_damper":
+                xs, vs = [], []
+                for side in ("a", "b"):
+                    b = fn[f"body_{side}"]
+                    pt = np.asarray(fn[f"point_{side}"](q, qd, t, p), float).reshape(3)
+                    if b == "ground":
+                        xs.append(pt), vs.append(np.zeros(3))
+                    else:
+                        i = names.index(b)
+                        xs.append(st["r0"][i] + st["R0"][i].T @ pt)
+                        vs.append(st["R0"][i].T @ (st["v"][i][:3] + np.cross(st["v"][i][3:], pt)))
+                d = xs[1] - xs[0]
+                L = np.linalg.norm(d)
+                e = d / L
+                T = fn["stiffness"](q, qd, t, p) * (L - fn["free_length"](q, qd, t, p)) \
+                    + fn["damping"](q, qd, t, p) * e @ (vs[1] - vs[0])
+                for side, sgn in (("a", 1.0), ("b", -1.0)):
+                    b = fn[f"body_{side}"]
+                    if b != "ground":
+                        i = names.index(b)
+                        pt = np.asarray(fn[f"point_{side}"](q, qd, t, p), float).reshape(3)
+                        fb = st["R0"][i] @ (sgn * T * e)
+                        F[i] += np.concatenate([fb, np.cross(pt, fb)])
+        return F, gen
+
+    def _params(self, params):
+        return self.defaults if params is None else np.asarray(params, dtype=float)
+
+    def equations(self, q, qd, t=0.0, params=None):
+        """Mass matrix and right-hand side Q of (1.41) by (2.19)-(2.22)."""
+        p = self._params(params)
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        st = self._state(q, qd, t, p)
+        F, gen = self._active(st, q, qd, t, p)
+        N, topo = self.N, self.topo
+        C, A, Mb = st["C"], st["A"], st["M"]
+        Fhat = [None] * (N + 1)
+        for i in range(1, N + 1):
+            m, rc, Ic = st["rcs"][i]
+            w = st["v"][i][3:]
+            Theta = Mb[i][3:, 3:]
+            Fc = np.concatenate([-m * skew(w) @ skew(w) @ rc, -skew(w) @ Theta @ w])
+            Fhat[i] = Fc + F[i] - Mb[i] @ st["what"][i]                    # (2.14)
+        Ms = [None] + [Mb[i].copy() for i in range(1, N + 1)]
+        Fs = [None] + [Fhat[i].copy() for i in range(1, N + 1)]
+        for i in range(N, 0, -1):                                         # (2.20), (2.22)
+            k = topo.kappa[i]
+            if k > 0:
+                Ms[k] += C[i].T @ Ms[i] @ C[i]
+                Fs[k] += C[i].T @ Fs[i]
+        n = len(self.coordinates)
+        M, Q = np.zeros((n, n)), np.zeros(n)
+        for i in range(1, N + 1):
+            si = self.slices[i]
+            Q[si] = A[i].T @ Fs[i]                                        # (2.21)
+            Tij = np.eye(6)
+            j = i
+            while j > 0:                                                  # (2.19), T_ij by (1.24)
+                sj = self.slices[j]
+                M[si, sj] = A[i].T @ Ms[i] @ Tij @ A[j]
+                M[sj, si] = M[si, sj].T
+                Tij = Tij @ C[j]
+                j = topo.kappa[j]
+        return M, Q + gen
+
+    def qdd(self, q, qd, t=0.0, params=None):
+        M, Q = self.equations(q, qd, t, params)
+        return np.linalg.solve(M, Q)
+
+    def mass_matrix(self, q, t=0.0, params=None):
+        return self.equations(q, np.zeros(len(self.coordinates)), t, params)[0]
+
+    def energy(self, q, qd, t=0.0, params=None):
+        """Kinetic + gravity + spring potential energy (for conservative-model checks)."""
+        p = self._params(params)
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        st = self._state(q, qd, t, p)
+        E = 0.0
+        for i in range(1, self.N + 1):
+            E += 0.5 * st["v"][i] @ st["M"][i] @ st["v"][i]
+            m, rc, _ = st["rcs"][i]
+            E -= m * st["g"] @ (st["r0"][i] + st["R0"][i].T @ rc)
+        names = self.topo.names
+        for ftype, fn in self.forces:
+            if ftype == "joint_spring_damper":
+                k = self.coordinates.index(fn["coordinate"])
+                E += 0.5 * fn["stiffness"](q, qd, t, p) * (q[k] - fn["neutral"](q, qd, t, p)) ** 2
+            elif ftype == "spring_damper":
+                xs = []
+                for side in ("a", "b"):
+                    b = fn[f"body_{side}"]
+                    pt = np.asarray(fn[f"point_{side}"](q, qd, t, p), float).reshape(3)
+                    xs.append(pt if b == "ground" else st["r0"][names.index(b)] + st["R0"][names.index(b)].T @ pt)
+                L = np.linalg.norm(xs[1] - xs[0])
+                E += 0.5 * fn["stiffness"](q, qd, t, p) * (L - fn["free_length"](q, qd, t, p)) ** 2
+            elif ftype in ("generalized_force", "body_force"):
+                raise ValueError("energy() is defined only for conservative models (no generalized or body forces)")
+        return E
+
+
+def _skew_sym(a):
+    return sp.Matrix([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
