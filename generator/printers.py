@@ -8,13 +8,17 @@ from dynamica.generator import ir
 
 
 class CPrinter:
-    """C-expression syntax (used inside Cython `cdef` functions; Cython accepts it as is)."""
+    """C99 expressions for the generated kernel files."""
 
     #: IR function -> name in the generated code (helpers come from dynamica_helpers.pxd)
     functions = {f: f for f in ir.FUNCTIONS} | {"sign": "dyn_sign", "heaviside": "dyn_heaviside"}
 
-    def __init__(self, arrays: dict | None = None):
+    def __init__(self, arrays: dict | None = None, variables: dict | None = None):
         self.arrays = arrays or {}      # IR input/output array name -> name in the code
+        self.variables = variables or {}  # temporaries living elsewhere (e.g. a workspace)
+
+    def var(self, name: str) -> str:
+        return self.variables.get(name, name)
 
     def doprint(self, node) -> str:
         method = getattr(self, "_print_" + type(node).__name__, None)
@@ -35,7 +39,7 @@ class CPrinter:
         return name if a.index is None else f"{name}[{a.index}]"
 
     def _print_Var(self, v):
-        return v.name
+        return self.variables.get(v.name, v.name)
 
     # operators
     def _paren(self, node) -> str:
@@ -104,8 +108,5 @@ class CPrinter:
         return f"{fn}({', '.join(self.doprint(a) for a in c.args)})"
 
 
-class CythonPrinter(CPrinter):
-    """Cython `cdef` code: the same expression syntax as C."""
-
-
-PRINTERS = {"cython": CythonPrinter}
+#: backend -> printer of its kernels (the Cython backend compiles C kernels behind a Cython module)
+PRINTERS = {"cython": CPrinter}

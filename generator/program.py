@@ -53,15 +53,15 @@ def scale(s, a):
 
 
 def dot(a, b):
-    return sum((x * y for x, y in zip(a, b)), sp.Integer(0))
+    return sp.Add(*[x * y for x, y in zip(a, b)])
 
 
 def matvec(M, v):
-    return [sum((M[r, c] * v[c] for c in range(M.cols)), sp.Integer(0)) for r in range(M.rows)]
+    return [sp.Add(*[M[r, c] * v[c] for c in range(M.cols)]) for r in range(M.rows)]
 
 
 def matTvec(M, v):
-    return [sum((M[c, r] * v[c] for c in range(M.rows)), sp.Integer(0)) for r in range(M.cols)]
+    return [sp.Add(*[M[c, r] * v[c] for c in range(M.rows)]) for r in range(M.cols)]
 
 
 def skew(a) -> sp.Matrix:

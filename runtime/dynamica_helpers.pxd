@@ -1,21 +1,8 @@
-# Hand-written numeric helpers cimported by every generated Cython module (dynamica).
+# Hand-written helpers cimported by every generated Cython module (dynamica).
 # Kept out of the templates on purpose (STYLE.md, "Templates stay thin"). Arrays are taken
 # through the buffer protocol (not typed memoryviews), which keeps generated C small.
 
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE
-
-
-cdef inline double dyn_sign(double x) noexcept nogil:
-    return (x > 0) - (x < 0)
-
-
-cdef inline double dyn_heaviside(double x) noexcept nogil:
-    # sympy's Heaviside convention at 0 is 1/2
-    if x > 0:
-        return 1.0
-    if x < 0:
-        return 0.0
-    return 0.5
 
 
 cdef inline int get_buffer(object obj, Py_buffer* view, Py_ssize_t n, str name, bint writable) except -1:

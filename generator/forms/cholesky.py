@@ -30,7 +30,7 @@ def solve_reverse_cholesky(prog, M, Q, tag="L"):
     below = [[] for _ in range(n)]          # below[j]: rows k > j with L[k][j] != 0
     inv_diag = [None] * n
     for i in range(n - 1, -1, -1):
-        s = M[i].get(i, 0) - sum((L[k][i] ** 2 for k in below[i]), sp.Integer(0))
+        s = M[i].get(i, 0) - sp.Add(*[L[k][i] ** 2 for k in below[i]])
         if s == 0:
             raise StructurallySingular(i)
         lii = prog.let(f"{tag}{i}_{i}", sp.sqrt(s))
@@ -38,7 +38,7 @@ def solve_reverse_cholesky(prog, M, Q, tag="L"):
         L[i][i] = lii
         for j in range(i - 1, -1, -1):
             a = M[i].get(j, sp.Integer(0))
-            s = a - sum((L[k][i] * L[k][j] for k in below[i] if j in L[k]), sp.Integer(0))
+            s = a - sp.Add(*[L[k][i] * L[k][j] for k in below[i] if j in L[k]])
             if s == 0:
                 continue
             L[i][j] = prog.let(f"{tag}{i}_{j}", s * inv)
@@ -46,11 +46,11 @@ def solve_reverse_cholesky(prog, M, Q, tag="L"):
     # L^T y = Q, from the last row up (2.8)
     y = [None] * n
     for i in range(n - 1, -1, -1):
-        s = Q[i] - sum((L[k][i] * y[k] for k in below[i]), sp.Integer(0))
+        s = Q[i] - sp.Add(*[L[k][i] * y[k] for k in below[i]])
         y[i] = prog.let(f"chy{i}", s * inv_diag[i])
     # L x = y, from the first row down (2.9)
     x = [None] * n
     for i in range(n):
-        s = y[i] - sum((L[i][j] * x[j] for j in L[i] if j < i), sp.Integer(0))
+        s = y[i] - sp.Add(*[L[i][j] * x[j] for j in L[i] if j < i])
         x[i] = prog.let(f"chx{i}", s * inv_diag[i])
     return x
