@@ -51,10 +51,28 @@ def cache_root() -> Path:
     return Path(base) / "dynamica"
 
 
+_FINGERPRINT = None
+
+
+def tool_fingerprint() -> str:
+    """Hash of dynamica's own generator, templates and helpers: any change invalidates caches."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        root = Path(__file__).resolve().parent
+        h = hashlib.sha256(__version__.encode())
+        for sub in ("generator", "templates", "runtime"):
+            for f in sorted((root / sub).rglob("*")):
+                if f.suffix in (".py", ".j2", ".pxd", ".pyx", ".h") and "__pycache__" not in f.parts:
+                    h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update((root / "build.py").read_bytes())
+        _FINGERPRINT = h.hexdigest()
+    return _FINGERPRINT
+
+
 def build_key(bundle, compile_args=COMPILE_ARGS) -> str:
     import Cython
     h = hashlib.sha256()
-    for part in (__version__, Cython.__version__, sys.version, platform.platform(),
+    for part in (tool_fingerprint(), Cython.__version__, sys.version, platform.platform(),
                  sysconfig.get_config_var("EXT_SUFFIX") or "", repr(tuple(compile_args)), bundle.backend):
         h.update(part.encode())
         h.update(b"\0")

@@ -135,7 +135,7 @@ def _index_path(cache: Path, key: str) -> Path:
 
 def load(path, form=None, backend="cython", *, cache=None, progress=None, check_mass_matrix=True) -> CompiledModel:
     """Compile (or fetch from the cache) and import the module of a model file."""
-    from dynamica.build import cache_root, compile_bundle, import_extension
+    from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
     from dynamica.generator.forms import resolve
     spec = load_model(path)
     form = form or spec.simulate.form or "composite"
@@ -148,7 +148,7 @@ def load(path, form=None, backend="cython", *, cache=None, progress=None, check_
         raise ModelError(str(path), [Problem("form", str(exc.args[0]))]) from None
     cache = Path(cache) if cache is not None else cache_root()
     text = Path(path).read_bytes()
-    key = hashlib.sha256(b"\0".join([__version__.encode(), text, form.encode(), backend.encode()])).hexdigest()
+    key = hashlib.sha256(b"\0".join([tool_fingerprint().encode(), text, form.encode(), backend.encode()])).hexdigest()
     idx = _index_path(cache, key)
     so = None
     if idx.exists():

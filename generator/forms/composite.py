@@ -18,17 +18,30 @@ from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_cholesky
 from dynamica.generator.forms.common import active_forces, apply_CT, bias_forces, forward_pass, inertia_times
-from dynamica.generator.program import add, cross, dot, matTvec, scale, skew
+from dynamica.generator.program import add, dot, matTvec, scale
 
 
 def transfer_inertia(prog, tag, G, rho, inert):
-    """C^T M C for M = (m, h, Theta) of a child, expressed at the parent's origin and axes."""
+    """C^T M C for M = (m, h, Theta) of a child, expressed at the parent's origin and axes.
+
+    With h' = G^T h:  m unchanged, h -> m rho + h',
+    Theta -> G^T Theta G - m rho~ rho~ - (rho~ h'~ + h'~ rho~)
+           = G^T Theta G + m (|rho|^2 E - rho rho^T) + 2 (rho . h') E - (h' rho^T + rho h'^T),
+    using a~ b~ = b a^T - (a . b) E; only the upper triangle is formed.
+    """
     m, h, th = inert
     hr = matTvec(G, h)                                       # G^T h
     h_new = add(scale(m, rho), hr)
-    thr = G.T * th * G
-    rt, ht = skew(rho), skew(hr)
-    th_new = thr - m * rt * rt - rt * ht - ht * rt
+    P = th * G
+    rr, rh = dot(rho, rho), dot(rho, hr)
+    th_new = sp.zeros(3, 3)
+    for r in range(3):
+        for c in range(r, 3):
+            e = sp.Add(*[G[k, r] * P[k, c] for k in range(3)]) \
+                - m * rho[r] * rho[c] - hr[r] * rho[c] - rho[r] * hr[c]
+            if r == c:
+                e += m * rr + 2 * rh
+            th_new[r, c] = th_new[c, r] = e
     return m, h_new, th_new
 
 
