@@ -184,7 +184,7 @@ def lower_kernel(name, eom, inputs, outputs, symbols) -> ir.Kernel:
 
 
 def lower(eom, spec) -> ir.ModuleIR:
-    """All kernels of a Lagrangian module: `qdd` (t, q, qd, p) and `mass_matrix` (t, q, p)."""
+    """The kernel of a Lagrangian module: `dynamics` (t, q, qd, p) -> (qdd, M)."""
     n = len(eom.coordinates)
     params, defaults = [], []
     sym = {ex.T: ir.Arg("t")}
@@ -205,11 +205,12 @@ def lower(eom, spec) -> ir.ModuleIR:
     qdsym = {s: ir.Arg("qd", j) for j, s in enumerate(eom.qd)}
     np_ = k
     t_in, q_in, qd_in, p_in = ir.Input("t", None), ir.Input("q", n), ir.Input("qd", n), ir.Input("p", np_)
+    # one kernel for both outputs: the mass matrix is an intermediate of the form anyway, and
+    # one program compiles in half the time of two overlapping ones
     kernels = (
-        lower_kernel("qdd", eom, (t_in, q_in, qd_in, p_in), [("qdd", eom.outputs["qdd"])],
+        lower_kernel("dynamics", eom, (t_in, q_in, qd_in, p_in),
+                     [("qdd", eom.outputs["qdd"]), ("M", eom.outputs["mass_matrix"])],
                      {**sym, **qsym, **qdsym}),
-        lower_kernel("mass_matrix", eom, (t_in, q_in, p_in), [("M", eom.outputs["mass_matrix"])],
-                     {**sym, **qsym}),
     )
     mod = ir.ModuleIR(model_name=spec.name, module_name=f"{spec.name}_{eom.form}", form=eom.form,
                       kind=eom.kind, coordinates=eom.coordinates, parameters=tuple(params),

@@ -21,6 +21,7 @@ class SourceBundle:
     backend: str
     files: tuple            # ((filename, text), ...); the first is the main source
     signature: str
+    op_count: int = 0       # arithmetic operations of the kernels (chooses compiler effort)
 
     @property
     def main(self) -> tuple:
@@ -125,11 +126,34 @@ def kernel_context(kernel: ir.Kernel, printer_cls) -> dict:
     return {"cname": cname, "c_args": _c_args(kernel), "parts": out_parts, "driver": driver}
 
 
-def rhs_lines(mod: ir.ModuleIR) -> list:
-    """The C entry point of a Lagrangian module: y = [q, qd] -> [qd, qdd]."""
+def _scratch(name, size, outputs):
+    """A scratch array: on the stack when small, else on the heap (NaN outputs if that fails)."""
+    if size <= STACK_DOUBLES:
+        return [f"double {name}[{size}];"], []
+    fail = [f"    for (int k = 0; k < {n}; ++k) {o}[k] = NAN;" for o, n in outputs]
+    return ([f"double *{name} = (double *)malloc({size} * sizeof(double));", f"if ({name} == NULL) {{"]
+            + fail + ["    return;", "}"], [f"free({name});"])
+
+
+def entry_points(mod: ir.ModuleIR) -> list:
+    """The C functions a Lagrangian module exports around its `dynamics` kernel.
+
+    qdd(t, q, qd, p, qdd), mass_matrix(t, q, p, M) and the entry point for integrators
+    rhs(t, y, p, ydot) with y = [q, qd], ydot = [qd, qdd]. Returns [{"signature", "lines"}].
+    """
     n = len(mod.coordinates)
-    return [f"memcpy(ydot, y + {n}, {n} * sizeof(double));",
-            f"{PREFIX}qdd(t, y, y + {n}, p, ydot + {n});"]
+    k = f"{PREFIX}dynamics"
+    m_decl, m_free = _scratch("M", max(n * n, 1), [("qdd", n)])
+    w_decl, w_free = _scratch("work", 2 * n, [("M", n * n)])
+    return [
+        {"signature": f"void {PREFIX}qdd(double t, const double *q, const double *qd, const double *p, double *qdd)",
+         "lines": m_decl + [f"{k}(t, q, qd, p, qdd, M);"] + m_free},
+        {"signature": f"void {PREFIX}mass_matrix(double t, const double *q, const double *p, double *M)",
+         "lines": w_decl + [f"memset(work, 0, {n} * sizeof(double));", f"{k}(t, q, work, p, work + {n}, M);"]
+         + w_free},
+        {"signature": f"void {PREFIX}rhs(double t, const double *y, const double *p, double *ydot)",
+         "lines": [f"memcpy(ydot, y + {n}, {n} * sizeof(double));", f"{PREFIX}qdd(t, y, y + {n}, p, ydot + {n});"]},
+    ]
 
 
 def template_context(mod: ir.ModuleIR, printer_cls) -> dict:
@@ -152,7 +176,7 @@ def template_context(mod: ir.ModuleIR, printer_cls) -> dict:
         "np": len(mod.parameter_defaults),
         "kernels": [kernel_context(k, printer_cls) for k in mod.kernels],
         "prefix": PREFIX,
-        "rhs_lines": rhs_lines(mod),
+        "entries": entry_points(mod),
         "kernels_header": f"{mod.module_name}_kernels.h",
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
     }
@@ -173,4 +197,4 @@ def render(mod: ir.ModuleIR, backend: str = "cython") -> SourceBundle:
     for h in HELPERS[backend]:
         files.append((h, resources.files("dynamica.runtime").joinpath(h).read_text()))
     return SourceBundle(module_name=mod.module_name, backend=backend, files=tuple(files),
-                        signature=mod.signature)
+                        signature=mod.signature, op_count=sum(k.op_count()["total"] for k in mod.kernels))
