@@ -35,33 +35,94 @@ class Program:
         return sp.Matrix(m.rows, m.cols, lambda r, c: self.let(f"{name}_{r}{c}", m[r, c]))
 
 
+# ------------------------------------------------------------------ fast arithmetic
+# Unrolled recursions multiply and add bare symbols and numbers almost exclusively; sympy's
+# general flattening (with its assumption queries) is most of the generation time there. These
+# build the canonical result directly for those cases and fall back to sympy otherwise.
+_ZERO, _ONE = sp.S.Zero, sp.S.One
+
+
+def mul(a, b):
+    """a * b with structural zeros and ones folded."""
+    if not isinstance(a, sp.Basic):
+        a = sp.sympify(a)
+    if not isinstance(b, sp.Basic):
+        b = sp.sympify(b)
+    if a.is_Number:
+        if a == 0:
+            return _ZERO
+        if a == 1:
+            return b
+        if b.is_Number:
+            return a * b
+        if b.is_Symbol:
+            return sp.Mul._from_args((a, b))
+    elif b.is_Number:
+        return mul(b, a)
+    elif a.is_Symbol and b.is_Symbol and a != b:
+        return sp.Mul._from_args((a, b) if a.compare(b) < 0 else (b, a))
+    return a * b
+
+
+def neg(a):
+    """-a, built directly for numbers, symbols and products with a numeric coefficient."""
+    if not isinstance(a, sp.Basic):
+        a = sp.sympify(a)
+    if a.is_Number:
+        return -a
+    if a.is_Symbol:
+        return sp.Mul._from_args((sp.S.NegativeOne, a))
+    if a.is_Mul and a.args[0].is_Number:
+        c = -a.args[0]
+        rest = a.args[1:]
+        if c == 1:
+            return rest[0] if len(rest) == 1 else sp.Mul._from_args(rest)
+        return sp.Mul._from_args((c,) + rest)
+    return -a
+
+
+def total(terms):
+    """Sum of expressions, zeros dropped (argument order as given, not sympy's)."""
+    terms = [t if isinstance(t, sp.Basic) else sp.sympify(t) for t in terms]
+    terms = [t for t in terms if not (t.is_Number and t == 0)]
+    if not terms:
+        return _ZERO
+    if len(terms) == 1:
+        return terms[0]
+    nums = [t for t in terms if t.is_Number]
+    if len(nums) > 1 or any(t.is_Add for t in terms):
+        return sp.Add(*terms)
+    return sp.Add._from_args(terms)
+
+
 # ------------------------------------------------------------------ 3-vector helpers
 def cross(a, b):
-    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    return [total([mul(a[1], b[2]), neg(mul(a[2], b[1]))]), total([mul(a[2], b[0]), neg(mul(a[0], b[2]))]),
+            total([mul(a[0], b[1]), neg(mul(a[1], b[0]))])]
 
 
 def add(a, b):
-    return [x + y for x, y in zip(a, b)]
+    return [total([x, y]) for x, y in zip(a, b)]
 
 
 def sub(a, b):
-    return [x - y for x, y in zip(a, b)]
+    return [total([x, neg(y)]) for x, y in zip(a, b)]
 
 
 def scale(s, a):
-    return [s * x for x in a]
+    return [mul(s, x) for x in a]
 
 
 def dot(a, b):
-    return sp.Add(*[x * y for x, y in zip(a, b)])
+    return total([mul(x, y) for x, y in zip(a, b)])
 
 
 def matvec(M, v):
-    return [sp.Add(*[M[r, c] * v[c] for c in range(M.cols)]) for r in range(M.rows)]
+    return [total([mul(M[r, c], v[c]) for c in range(M.cols)]) for r in range(M.rows)]
 
 
 def matTvec(M, v):
-    return [sp.Add(*[M[c, r] * v[c] for c in range(M.rows)]) for r in range(M.cols)]
+    return [total([mul(M[c, r], v[c]) for c in range(M.rows)]) for r in range(M.cols)]
 
 
 def skew(a) -> sp.Matrix:

@@ -85,8 +85,8 @@ def split_kernel(kernel: ir.Kernel, chunk: int = CHUNK):
             for v in sorted(_vars(st.value, set()), key=lambda v: (home[v], v)):
                 if home[v] != ci and v not in shared:
                     shared[v] = None
-    order = sorted(shared, key=lambda v: (home[v], [st.target for st in parts[home[v]]
-                                                    if isinstance(st, ir.Assign)].index(v)))
+    position = {st.target: k for k, st in enumerate(body) if isinstance(st, ir.Assign)}
+    order = sorted(shared, key=position.__getitem__)
     return parts, {v: k for k, v in enumerate(order)}
 
 

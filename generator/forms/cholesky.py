@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sympy as sp
 
+from dynamica.generator.program import mul, neg, total
+
 
 class StructurallySingular(ArithmeticError):
     """A pivot of the factorisation is identically zero: M is singular at every state."""
@@ -30,7 +32,7 @@ def solve_reverse_cholesky(prog, M, Q, tag="L"):
     below = [[] for _ in range(n)]          # below[j]: rows k > j with L[k][j] != 0
     inv_diag = [None] * n
     for i in range(n - 1, -1, -1):
-        s = M[i].get(i, 0) - sp.Add(*[L[k][i] ** 2 for k in below[i]])
+        s = total([M[i].get(i, sp.S.Zero)] + [neg(mul(L[k][i], L[k][i])) for k in below[i]])
         if s == 0:
             raise StructurallySingular(i)
         lii = prog.let(f"{tag}{i}_{i}", sp.sqrt(s))
@@ -38,19 +40,19 @@ def solve_reverse_cholesky(prog, M, Q, tag="L"):
         L[i][i] = lii
         for j in range(i - 1, -1, -1):
             a = M[i].get(j, sp.Integer(0))
-            s = a - sp.Add(*[L[k][i] * L[k][j] for k in below[i] if j in L[k]])
+            s = total([a] + [neg(mul(L[k][i], L[k][j])) for k in below[i] if j in L[k]])
             if s == 0:
                 continue
-            L[i][j] = prog.let(f"{tag}{i}_{j}", s * inv)
+            L[i][j] = prog.let(f"{tag}{i}_{j}", mul(s, inv))
             below[j].append(i)
     # L^T y = Q, from the last row up (2.8)
     y = [None] * n
     for i in range(n - 1, -1, -1):
-        s = Q[i] - sp.Add(*[L[k][i] * y[k] for k in below[i]])
-        y[i] = prog.let(f"chy{i}", s * inv_diag[i])
+        s = total([Q[i]] + [neg(mul(L[k][i], y[k])) for k in below[i]])
+        y[i] = prog.let(f"chy{i}", mul(s, inv_diag[i]))
     # L x = y, from the first row down (2.9)
     x = [None] * n
     for i in range(n):
-        s = y[i] - sp.Add(*[L[i][j] * x[j] for j in L[i] if j < i])
-        x[i] = prog.let(f"chx{i}", s * inv_diag[i])
+        s = total([y[i]] + [neg(mul(L[i][j], x[j])) for j in L[i] if j < i])
+        x[i] = prog.let(f"chx{i}", mul(s, inv_diag[i]))
     return x

@@ -18,7 +18,7 @@ from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_cholesky
 from dynamica.generator.forms.common import active_forces, apply_CT, bias_forces, forward_pass, inertia_times
-from dynamica.generator.program import add, dot, matTvec, scale
+from dynamica.generator.program import add, dot, matTvec, mul, neg, scale, total
 
 
 def transfer_inertia(prog, tag, G, rho, inert):
@@ -32,15 +32,16 @@ def transfer_inertia(prog, tag, G, rho, inert):
     m, h, th = inert
     hr = matTvec(G, h)                                       # G^T h
     h_new = add(scale(m, rho), hr)
-    P = th * G
+    P = sp.Matrix(3, 3, lambda r, c: total([mul(th[r, k], G[k, c]) for k in range(3)]))
     rr, rh = dot(rho, rho), dot(rho, hr)
     th_new = sp.zeros(3, 3)
     for r in range(3):
         for c in range(r, 3):
-            e = sp.Add(*[G[k, r] * P[k, c] for k in range(3)]) \
-                - m * rho[r] * rho[c] - hr[r] * rho[c] - rho[r] * hr[c]
+            terms = [mul(G[k, r], P[k, c]) for k in range(3)]
+            terms += [neg(mul(m, mul(rho[r], rho[c]))), neg(mul(hr[r], rho[c])), neg(mul(rho[r], hr[c]))]
             if r == c:
-                e += m * rr + 2 * rh
+                terms += [mul(m, rr), mul(2, rh)]
+            e = total(terms)
             th_new[r, c] = th_new[c, r] = e
     return m, h_new, th_new
 
