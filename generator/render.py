@@ -35,8 +35,8 @@ def _env() -> jinja2.Environment:
 
 
 PREFIX = "dyn_k_"
-#: statements per C function: bounds the C compiler's time and memory on large programs
-CHUNK = 1500
+#: expression nodes per C function: bounds the C compiler's time and memory on large programs
+CHUNK = 4000
 #: workspaces up to this many doubles live on the stack, larger ones on the heap
 STACK_DOUBLES = 16384
 
@@ -65,15 +65,29 @@ def _vars(node, acc):
     return acc
 
 
+def _size(node) -> int:
+    return 1 + sum(_size(k) for k in (getattr(node, "terms", ()) or getattr(node, "factors", ())
+                                      or getattr(node, "args", ()))) + (
+        _size(node.base) + _size(node.exp) if isinstance(node, ir.Pow) else 0)
+
+
 def split_kernel(kernel: ir.Kernel, chunk: int = CHUNK):
-    """Cut the straight-line body into functions of at most `chunk` statements.
+    """Cut the straight-line body into functions of at most about `chunk` expression nodes.
 
     Temporaries used outside the part that defines them move to a workspace `dyn_w`.
     Returns (parts, shared) with parts a list of statement tuples and shared the workspace
     index of each shared temporary.
     """
     body = kernel.body
-    parts = [body[k:k + chunk] for k in range(0, len(body), chunk)] or [()]
+    parts, cur, size = [], [], 0
+    for st in body:
+        cur.append(st)
+        size += _size(st.value)
+        if size >= chunk:
+            parts.append(tuple(cur))
+            cur, size = [], 0
+    if cur or not parts:
+        parts.append(tuple(cur))
     home = {}
     for ci, part in enumerate(parts):
         for st in part:
