@@ -24,22 +24,22 @@ def _progress(verbose):
 
 
 def cmd_compile(args):
+    import importlib.machinery
     from dynamica.runtime.api import load
-    print(f"[dynamica] generating and compiling {args.model} (form {args.form}) ...", file=sys.stderr, flush=True)
+    print(f"[dynamica] generating and compiling {args.model} ...", file=sys.stderr, flush=True)
     model = load(args.model, form=args.form, progress=_progress(not args.quiet), check_mass_matrix=False)
     src = Path(model.path)
+    where = src.parent
     if args.output:
-        out = Path(args.output)
-        out.mkdir(parents=True, exist_ok=True)
+        where = Path(args.output)
+        where.mkdir(parents=True, exist_ok=True)
+        keep = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".pyx", ".pxd", ".h")
         for f in src.parent.iterdir():
-            if f.suffix in (".so", ".pyd", ".pyx", ".pxd") or f.name.endswith(tuple(
-                    __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES)):
-                shutil.copy2(f, out / f.name)
-        where = out
-    else:
-        where = src.parent
+            if f.name.endswith(keep):
+                shutil.copy2(f, where / f.name)
     modname = src.name.split(".")[0]
-    print(f"module `{modname}` ({model.n} coordinates: {', '.join(model.coordinates)}) is in {where}")
+    print(f"module `{modname}` (form {model.form}; {model.n} coordinates: {', '.join(model.coordinates)}) "
+          f"is in {where}")
     print(f"use it with:  import sys; sys.path.insert(0, {str(where)!r}); import {modname}")
     print(f"  {modname}.rhs(t, y, p, ydot)  |  {modname}.rhs_capsule (C entry point)  |  "
           f"{modname}.PARAMETER_DEFAULTS")
@@ -133,6 +133,8 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_check)
 
     args = ap.parse_args(argv)
+    import warnings
+    warnings.showwarning = lambda msg, cat, *a, **k: print(f"dynamica: warning: {msg}", file=sys.stderr)
     try:
         return args.fn(args)
     except DynamicaError as exc:
