@@ -62,17 +62,20 @@ def cache_root() -> Path:
 _FINGERPRINT = None
 
 
+#: the files whose content shapes generated modules (generator, templates, kernel helpers)
+_FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "runtime/dynamica_helpers.*", "build.py")
+
+
 def tool_fingerprint() -> str:
-    """Hash of dynamica's own generator, templates and helpers: any change invalidates caches."""
+    """Hash of what shapes generated modules: any change to it invalidates the caches."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
         root = Path(__file__).resolve().parent
         h = hashlib.sha256(__version__.encode())
-        for sub in ("generator", "templates", "runtime"):
-            for f in sorted((root / sub).rglob("*")):
-                if f.suffix in (".py", ".j2", ".pxd", ".pyx", ".h") and "__pycache__" not in f.parts:
-                    h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
-        h.update((root / "build.py").read_bytes())
+        files = sorted({f for pattern in _FINGERPRINTED for f in root.glob(pattern)
+                        if "__pycache__" not in f.parts})
+        for f in files:
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
         _FINGERPRINT = h.hexdigest()
     return _FINGERPRINT
 
