@@ -81,9 +81,9 @@ def tool_fingerprint() -> str:
 
 
 def build_key(bundle, compile_args) -> str:
-    import Cython
+    from importlib.metadata import version
     h = hashlib.sha256()
-    for part in (tool_fingerprint(), Cython.__version__, sys.version, platform.platform(),
+    for part in (tool_fingerprint(), version("Cython"), sys.version, platform.platform(),
                  sysconfig.get_config_var("EXT_SUFFIX") or "", repr(tuple(compile_args)), bundle.backend):
         h.update(part.encode())
         h.update(b"\0")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import sympy as sp
 import yaml
 
 from dynamica.errors import ModelError, Problem
@@ -648,7 +649,8 @@ def evaluate(spec: ModelSpec, texts, extra=None) -> np.ndarray:
     subs[ex.T] = 0.0
     if extra:
         subs.update(extra)
-    vals = [ex.parse(t, scope).subs(subs) for t in texts]
+    subs = {k: sp.Float(v) for k, v in subs.items()}
+    vals = [ex.parse(t, scope).xreplace(subs) for t in texts]
     return np.array([float(v) for v in vals])
 
 

@@ -143,6 +143,8 @@ def main(argv=None) -> int:
     except (FileNotFoundError, KeyError, ValueError) as exc:
         print(f"dynamica: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:          # output piped into `head` and the like
+        return 0
 
 
 if __name__ == "__main__":
