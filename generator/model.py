@@ -24,8 +24,8 @@ IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1),
         "-x": (-1, 0, 0), "-y": (0, -1, 0), "-z": (0, 0, -1)}
 INERTIA_KEYS = ("Ixx", "Iyy", "Izz", "Ixy", "Iyz", "Ixz")
-#: integrators `simulate` accepts (the compiled Adams and Stoermer codes are issue 3)
-INTEGRATORS = ("adams", "radau", "RK45", "DOP853", "LSODA", "BDF", "Radau")
+#: integrators `simulate` accepts
+INTEGRATORS = ("adams", "stoermer6", "radau", "RK45", "DOP853", "LSODA", "BDF", "Radau")
 
 
 class DynamicaWarning(UserWarning):

@@ -226,7 +226,7 @@ class SimulationResult:
 #: integrator name -> scipy method; "adams" is not here: it runs the compiled Adams loop
 SCIPY_METHODS = {"radau": "Radau", "RK45": "RK45", "DOP853": "DOP853", "LSODA": "LSODA", "BDF": "BDF",
                  "Radau": "Radau"}
-METHODS = ("adams",) + tuple(SCIPY_METHODS)
+METHODS = ("adams", "stoermer6") + tuple(SCIPY_METHODS)
 
 
 def _output_times(t0, t_end, output_step):
@@ -240,12 +240,14 @@ def _output_times(t0, t_end, output_step):
 
 
 def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
-             params=None, t0=0.0) -> SimulationResult:
+             params=None, t0=0.0, step=None) -> SimulationResult:
     """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
 
     `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
     variable step and order 1-12 (runtime/adams_core.pyx) calling the module's C entry point
-    with no Python per step; the other names run scipy's `solve_ivp` on the compiled RHS.
+    with no Python per step; `"stoermer6"` is the fixed-step 6th-order Stoermer-Cowell method
+    of the dissertation's timing experiments with step `step` (default: the output step, else
+    (t_end - t0)/1000); the other names run scipy's `solve_ivp` on the compiled RHS.
     """
     from dynamica.errors import IntegrationError
     if not isinstance(model, CompiledModel):
@@ -277,6 +279,14 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
                                 info={"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12",
                                       "steps": res.nsteps, "rejected": res.nrejected,
                                       "order_histogram": res.order_histogram})
+    if method == "stoermer6":
+        from dynamica.runtime.stoermer import stoermer6_first_order
+        h = step or output_step or (t_end - t0) / 1000.0
+        t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
+        Y = np.asarray(Y)
+        return SimulationResult(t=np.asarray(t), q=Y[:, :n].copy(), qd=Y[:, n:].copy(),
+                                coordinates=model.coordinates, method=method, nfev=int(nfev),
+                                info={"integrator": f"Stoermer-Cowell 6 with Adams velocities, fixed step {h}"})
     from scipy.integrate import solve_ivp
     sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=SCIPY_METHODS[method],
                     rtol=rtol, atol=atol, t_eval=t_eval)

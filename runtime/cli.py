@@ -51,7 +51,7 @@ def cmd_simulate(args):
     model = load(args.model, form=args.form, progress=_progress(not args.quiet))
     t0 = time.perf_counter()
     res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,
-                   output_step=args.output_step)
+                   output_step=args.output_step, step=args.step)
     dt = time.perf_counter() - t0
     print(f"simulated {model.name} to t = {res.t[-1]:g} with {res.method} "
           f"({res.nfev} RHS calls, {dt:.3f} s, {len(res.t)} output points)")
@@ -117,7 +117,9 @@ def main(argv=None) -> int:
     p = sub.add_parser("simulate", help="integrate a model and write/plot the results")
     common(p)
     p.add_argument("--t-end", type=float, default=None, help="final time (default: the model's simulate.t_end)")
-    p.add_argument("--method", default=None, help="integrator: adams (default), radau, RK45, DOP853, LSODA, BDF")
+    p.add_argument("--method", default=None, help="integrator: adams (default, compiled), stoermer6 (fixed step, "
+                   "see --step), radau, RK45, DOP853, LSODA, BDF")
+    p.add_argument("--step", type=float, default=None, help="step of stoermer6 (default: the output step)")
     p.add_argument("--rtol", type=float, default=None)
     p.add_argument("--atol", type=float, default=None)
     p.add_argument("--output-step", type=float, default=None, help="spacing of output points")
