@@ -64,6 +64,9 @@ class ToIR:
             return ir.Pow(ir.Call("sqrt", (self(b),)), ir.Num(-1.0))
         return ir.Pow(self(b), self(x))
 
+    def _ir_MinMaxBase(self, e):          # Min/Max are lattice operations, not Functions
+        return self._ir_Function(e)
+
     def _ir_Function(self, e):
         name = _FUNCS.get(type(e))
         if name is None:
