@@ -1,0 +1,31 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Time a dynamica module's C entry point (`rhs_capsule`) from C, without Python call overhead.
+
+Compiled by bench_spine.py through dynamica's own build (`compile_bundle`).
+"""
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+ctypedef void (*rhs_fn)(double t, const double *y, const double *p, double *ydot) noexcept nogil
+
+
+def rhs_seconds_per_call(capsule, double t, double[::1] y, double[::1] p, double[::1] ydot, long repeat):
+    """Call the capsule's `rhs(t, y, p, ydot)` `repeat` times in a C loop; seconds per call."""
+    if not PyCapsule_IsValid(capsule, b"dynamica.rhs"):
+        raise TypeError("expected a PyCapsule named 'dynamica.rhs'")
+    if ydot.shape[0] != y.shape[0]:
+        raise ValueError("y and ydot must have the same length")
+    if repeat < 1:
+        raise ValueError("repeat must be >= 1")
+    cdef rhs_fn f = <rhs_fn>PyCapsule_GetPointer(capsule, b"dynamica.rhs")
+    cdef const double *yp = &y[0]
+    cdef const double *pp = &p[0] if p.shape[0] > 0 else NULL
+    cdef double *op = &ydot[0]
+    cdef timespec t0, t1
+    cdef long i
+    with nogil:
+        clock_gettime(CLOCK_MONOTONIC, &t0)
+        for i in range(repeat):
+            f(t, yp, pp, op)
+        clock_gettime(CLOCK_MONOTONIC, &t1)
+    return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / repeat
