@@ -9,7 +9,6 @@ temporary `z<k>`, assigned just before its first use.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter
 
 import sympy as sp

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamica import __version__
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.model import ModelSpec, evaluate, load_model
 
@@ -37,7 +36,6 @@ class CompiledModel:
             p = next(p for p in spec.parameters if p.name == name)
             self.parameters[name] = tuple(float(v) for v in vals) if isinstance(p.value, tuple) else float(vals[0])
             k += size
-        self._scratch_qdd = np.zeros(self.n)
 
     def __repr__(self):
         return f"<dynamica model {self.name!r} form={self.form!r} n={self.n}>"

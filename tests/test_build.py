@@ -1,7 +1,6 @@
 """Build and cache: content-keyed, atomic under concurrency, failures carry the compiler log."""
 
 import multiprocessing as mp
-import sys
 from pathlib import Path
 
 import jinja2
@@ -68,7 +67,6 @@ def test_template_variables_equal_context_keys(backend):
 
 def test_split_kernels_compute_the_same(tmp_path, monkeypatch):
     """A kernel cut into many C functions (shared temporaries in a workspace) is unchanged."""
-    import numpy as np
     import dynamica.generator.render as render
     from dynamica.runtime.api import CompiledModel
     from dynamica.runtime.check import check_against_reference

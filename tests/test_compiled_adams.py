@@ -18,7 +18,6 @@ interpolant; the compiled driver returns y0 there exactly, so outputs start afte
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import numpy as np

@@ -10,7 +10,7 @@ import pytest
 import dynamica
 from dynamica.runtime.check import check_against_reference
 
-from conftest import BUNDLED, MODELS, ROOT
+from conftest import BUNDLED, MODELS
 
 
 @pytest.mark.parametrize("name", BUNDLED)

@@ -43,7 +43,6 @@ def test_joint_quantities_match_definitions(tmp_path, source):
         subs = {ex.T: t}
         for k, s in enumerate(ref.psyms):
             subs[s] = p[k]
-        qv = {}
         for jk in kin.joints[1:]:
             for q, qd in zip(jk.q, jk.qd):
                 subs[q], subs[qd] = rng.uniform(-1, 1), rng.uniform(-1, 1)

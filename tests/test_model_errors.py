@@ -1,7 +1,6 @@
 """Bad input: every malformed model raises ModelError naming file, entry and expectation."""
 
 import copy
-import os
 
 import pytest
 
