@@ -290,8 +290,10 @@ class _Loader:
             if not isinstance(b, dict):
                 self.err(path, f"expected a mapping, found {b!r}")
                 continue
+            # an intermediate frame (`mass: 0`) may omit com and inertia; any other body gives both
+            massless = b.get("mass") == 0 and not isinstance(b.get("mass"), bool)
             self.keys(b, path, {"name", "parent", "joint", "mass", "com", "inertia"},
-                      required=("name", "parent", "joint", "mass", "com", "inertia"))
+                      required=("name", "parent", "joint", "mass") + (() if massless else ("com", "inertia")))
             name = b.get("name")
             ok = self.ident(name, f"{path}.name", "a body name")
             if ok and name in seen_bodies:

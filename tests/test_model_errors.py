@@ -124,3 +124,14 @@ def test_negative_mass_warns(tmp_path):
     f = write_model(tmp_path, mutate(lambda d: d["bodies"][1].update(mass=-1.0)))
     with pytest.warns(DynamicaWarning, match="body `a` has negative mass"):
         load_model(f)
+
+
+def test_massless_frame_may_omit_com_and_inertia(tmp_path):
+    d = mutate(lambda d: d["bodies"].append({"name": "frame", "parent": "b", "mass": 0,
+                                             "joint": [{"translate": [0, 0, "-l"]}]}))
+    spec = load_model(write_model(tmp_path, d))
+    frame = next(b for b in spec.bodies if b.name == "frame")
+    assert frame.com == (0, 0, 0) and frame.inertia == (0,) * 6
+    d = mutate(lambda d: d["bodies"].append({"name": "frame", "parent": "b", "mass": 1.0, "joint": []}))
+    with pytest.raises(ModelError, match="missing required key `com`"):
+        load_model(write_model(tmp_path, d, "m2.yaml"))
