@@ -54,6 +54,19 @@ FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh
              "exp", "log", "sqrt", "fabs", "sign", "heaviside", "fmin", "fmax")
 
 
+def children(node) -> tuple:
+    """The operand nodes of an expression node (empty for leaves)."""
+    if isinstance(node, Add):
+        return node.terms
+    if isinstance(node, Mul):
+        return node.factors
+    if isinstance(node, Pow):
+        return (node.base, node.exp)
+    if isinstance(node, Call):
+        return node.args
+    return ()
+
+
 # ------------------------------------------------------------------ statements and kernels
 @dataclass(frozen=True)
 class Assign:

@@ -165,9 +165,7 @@ def body_inertia(spec, body, i: int, prog: Program, scope) -> BodyInertia:
     h = prog.let_vector(f"h{i}", scale(m, rc))
     r2 = rc[0] ** 2 + rc[1] ** 2 + rc[2] ** 2
     theta = theta_c + m * (r2 * sp.eye(3) - sp.Matrix(3, 1, rc) * sp.Matrix(1, 3, rc))
-    theta = sp.Matrix(3, 3, lambda r, c: theta[min(r, c), max(r, c)])
-    theta = prog.let_matrix(f"Th{i}", theta)
-    theta = sp.Matrix(3, 3, lambda r, c: theta[min(r, c), max(r, c)])
+    theta = prog.let_symmetric(f"Th{i}", theta)
     return BodyInertia(mass=m, h=h, theta=theta, com=rc)
 
 

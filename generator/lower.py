@@ -104,18 +104,6 @@ def _is_cheap(node) -> bool:
         and node.factors[0].value == -1.0 and isinstance(node.factors[1], _TRIVIAL)
 
 
-def _children(node):
-    if isinstance(node, ir.Add):
-        return node.terms
-    if isinstance(node, ir.Mul):
-        return node.factors
-    if isinstance(node, ir.Pow):
-        return (node.base, node.exp)
-    if isinstance(node, ir.Call):
-        return node.args
-    return ()
-
-
 def _rebuild(node, kids):
     if isinstance(node, ir.Add):
         return ir.Add(kids)
@@ -137,7 +125,7 @@ def value_numbering(body: list) -> tuple[list, list]:
             return
         counts[node] += 1
         if counts[node] == 1:
-            for k in _children(node):
+            for k in ir.children(node):
                 count(k)
 
     for st in body:
@@ -149,7 +137,7 @@ def value_numbering(body: list) -> tuple[list, list]:
             return node
         if node in memo:
             return memo[node]
-        new = _rebuild(node, tuple(rewrite(k, False) for k in _children(node)))
+        new = _rebuild(node, tuple(rewrite(k, False) for k in ir.children(node)))
         if not top and counts[node] > 1 and not _is_cheap(node):
             name = f"z{len(temps)}"
             temps.append(name)

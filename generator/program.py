@@ -34,6 +34,11 @@ class Program:
     def let_matrix(self, name: str, m: sp.Matrix) -> sp.Matrix:
         return sp.Matrix(m.rows, m.cols, lambda r, c: self.let(f"{name}_{r}{c}", m[r, c]))
 
+    def let_symmetric(self, name: str, m: sp.Matrix) -> sp.Matrix:
+        """Bind the upper triangle of a symmetric matrix; return the symmetric matrix of the bindings."""
+        upper = {(r, c): self.let(f"{name}_{r}{c}", m[r, c]) for r in range(m.rows) for c in range(r, m.cols)}
+        return sp.Matrix(m.rows, m.cols, lambda r, c: upper[min(r, c), max(r, c)])
+
 
 # ------------------------------------------------------------------ fast arithmetic
 # Unrolled recursions multiply and add bare symbols and numbers almost exclusively; sympy's

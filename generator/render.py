@@ -55,20 +55,17 @@ def _decls(names, per_line=16):
 
 
 def _vars(node, acc):
+    """Names of the temporaries an expression reads."""
     if isinstance(node, ir.Var):
         acc.add(node.name)
-    for k in getattr(node, "terms", ()) or getattr(node, "factors", ()) or getattr(node, "args", ()):
+    for k in ir.children(node):
         _vars(k, acc)
-    if isinstance(node, ir.Pow):
-        _vars(node.base, acc)
-        _vars(node.exp, acc)
     return acc
 
 
 def _size(node) -> int:
-    return 1 + sum(_size(k) for k in (getattr(node, "terms", ()) or getattr(node, "factors", ())
-                                      or getattr(node, "args", ()))) + (
-        _size(node.base) + _size(node.exp) if isinstance(node, ir.Pow) else 0)
+    """Number of expression nodes."""
+    return 1 + sum(_size(k) for k in ir.children(node))
 
 
 def split_kernel(kernel: ir.Kernel, chunk: int = CHUNK):

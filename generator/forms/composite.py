@@ -64,9 +64,7 @@ def composite(kin) -> EquationsOfMotion:
         m, h, th = acc_I[i]
         m = prog.let(f"Ms{i}_m", m)
         h = prog.let_vector(f"Ms{i}_h", h)
-        th = sp.Matrix(3, 3, lambda r, c: th[min(r, c), max(r, c)])
-        th = prog.let_matrix(f"Ms{i}_T", sp.Matrix(3, 3, lambda r, c: th[r, c] if r <= c else 0))
-        th = sp.Matrix(3, 3, lambda r, c: th[min(r, c), max(r, c)])
+        th = prog.let_symmetric(f"Ms{i}_T", th)
         Mstar[i] = (m, h, th)
         Fstar[i] = prog.let_vector(f"Fs{i}", acc_F[i])
         k = topo.kappa[i]
