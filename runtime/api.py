@@ -221,12 +221,6 @@ class SimulationResult:
                    method="csv")
 
 
-#: integrator name -> scipy method; "adams" is not here: it runs the compiled Adams loop
-SCIPY_METHODS = {"radau": "Radau", "RK45": "RK45", "DOP853": "DOP853", "LSODA": "LSODA", "BDF": "BDF",
-                 "Radau": "Radau"}
-METHODS = ("adams", "stoermer6") + tuple(SCIPY_METHODS)
-
-
 def _output_times(t0, t_end, output_step):
     if not output_step:
         return None
@@ -237,6 +231,55 @@ def _output_times(t0, t_end, output_step):
     return t_eval
 
 
+def _result(model, t, Y, method, nfev, info, message=""):
+    """SimulationResult from states Y of shape (len(t), 2n)."""
+    n = model.n
+    Y = np.asarray(Y)
+    return SimulationResult(t=np.asarray(t), q=Y[:, :n].copy(), qd=Y[:, n:].copy(), coordinates=model.coordinates,
+                            method=method, nfev=int(nfev), message=message, info=info)
+
+
+def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
+    """The compiled Adams PECE loop (runtime/adams_core.pyx) on the module's C entry point."""
+    from dynamica.runtime.compiled_adams import solve
+    if t_eval is None:
+        t_eval = np.linspace(t0, t_end, 201)
+    res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
+                rtol=rtol, atol=atol)
+    return _result(model, res.t, np.asarray(res.y).T, "adams", res.nfev,
+                   {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12", "steps": res.nsteps,
+                    "rejected": res.nrejected, "order_histogram": res.order_histogram})
+
+
+def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
+    """Fixed-step Stoermer-Cowell 6 (runtime/stoermer.py); rtol/atol are not used."""
+    from dynamica.runtime.stoermer import stoermer6_first_order
+    h = step or (t_eval[1] - t_eval[0] if t_eval is not None and len(t_eval) > 1 else (t_end - t0) / 1000.0)
+    t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
+    return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
+
+
+def _scipy_runner(scipy_method):
+    def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
+        from scipy.integrate import solve_ivp
+        from dynamica.errors import IntegrationError
+        sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
+                        t_eval=t_eval)
+        if not sol.success:
+            raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
+        return _result(model, sol.t, sol.y.T, run.name, sol.nfev, {"integrator": f"scipy solve_ivp {scipy_method}"},
+                       sol.message)
+    return run
+
+
+#: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step) -> SimulationResult
+INTEGRATORS = {"adams": _run_adams, "stoermer6": _run_stoermer6}
+for _name, _scipy in (("radau", "Radau"), ("RK45", "RK45"), ("DOP853", "DOP853"), ("LSODA", "LSODA"),
+                      ("BDF", "BDF"), ("Radau", "Radau")):
+    INTEGRATORS[_name] = _scipy_runner(_scipy)
+    INTEGRATORS[_name].name = _name
+
+
 def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
              params=None, t0=0.0, step=None) -> SimulationResult:
     """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
@@ -245,9 +288,8 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     variable step and order 1-12 (runtime/adams_core.pyx) calling the module's C entry point
     with no Python per step; `"stoermer6"` is the fixed-step 6th-order Stoermer-Cowell method
     of the dissertation's timing experiments with step `step` (default: the output step, else
-    (t_end - t0)/1000); the other names run scipy's `solve_ivp` on the compiled RHS.
+    (t_end - t0)/1000); the other names (`INTEGRATORS`) run scipy's `solve_ivp` on the compiled RHS.
     """
-    from dynamica.errors import IntegrationError
     if not isinstance(model, CompiledModel):
         model = load(model)
     sim = model.spec.simulate
@@ -256,40 +298,12 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     rtol = sim.rtol if rtol is None else rtol
     atol = sim.atol if atol is None else atol
     output_step = output_step if output_step is not None else sim.output_step
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
+    if method not in INTEGRATORS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(INTEGRATORS)}")
     if not t_end > t0:
         raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
     iq0, iqd0 = model.initial_state(params)
     y0 = np.concatenate([iq0 if q0 is None else model._vec(q0, "q0"),
                          iqd0 if qd0 is None else model._vec(qd0, "qd0")])
-    t_eval = _output_times(t0, t_end, output_step)
-    n = model.n
-    if method == "adams":
-        from dynamica.runtime.compiled_adams import solve
-        if t_eval is None:
-            t_eval = np.linspace(t0, t_end, 201)
-        res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
-                    rtol=rtol, atol=atol)
-        Y = np.asarray(res.y)
-        return SimulationResult(t=np.asarray(res.t), q=Y[:n].T.copy(), qd=Y[n:].T.copy(),
-                                coordinates=model.coordinates, method=method, nfev=int(res.nfev),
-                                info={"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12",
-                                      "steps": res.nsteps, "rejected": res.nrejected,
-                                      "order_histogram": res.order_histogram})
-    if method == "stoermer6":
-        from dynamica.runtime.stoermer import stoermer6_first_order
-        h = step or output_step or (t_end - t0) / 1000.0
-        t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
-        Y = np.asarray(Y)
-        return SimulationResult(t=np.asarray(t), q=Y[:, :n].copy(), qd=Y[:, n:].copy(),
-                                coordinates=model.coordinates, method=method, nfev=int(nfev),
-                                info={"integrator": f"Stoermer-Cowell 6 with Adams velocities, fixed step {h}"})
-    from scipy.integrate import solve_ivp
-    sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=SCIPY_METHODS[method],
-                    rtol=rtol, atol=atol, t_eval=t_eval)
-    if not sol.success:
-        raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
-    return SimulationResult(t=sol.t, q=sol.y[:n].T.copy(), qd=sol.y[n:].T.copy(), coordinates=model.coordinates,
-                            method=method, nfev=int(sol.nfev), success=True, message=sol.message,
-                            info={"integrator": f"scipy solve_ivp {SCIPY_METHODS[method]}"})
+    return INTEGRATORS[method](model, t0, t_end, y0, _output_times(t0, t_end, output_step), rtol, atol,
+                               params, step)

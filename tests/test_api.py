@@ -68,3 +68,10 @@ def test_simulate_methods_agree(bundled):
     np.testing.assert_allclose(a.q, ref.q, atol=1e-8)
     np.testing.assert_allclose(s.q, ref.q, atol=1e-8)
     np.testing.assert_allclose(s.qd, ref.qd, atol=1e-8)
+
+
+def test_model_format_integrators_are_the_runtime_registry():
+    """Every integrator a model file may name is one `simulate` runs, and vice versa."""
+    from dynamica.generator.model import INTEGRATORS as NAMES
+    from dynamica.runtime.api import INTEGRATORS
+    assert set(NAMES) == set(INTEGRATORS)
