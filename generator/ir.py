@@ -144,4 +144,6 @@ class ModuleIR:
     parameters: tuple        # ((name, size), ...)
     parameter_defaults: tuple  # flattened floats
     kernels: tuple           # of Kernel
+    entries: str = "lagrangian"   # which entry points wrap the kernels (render.ENTRY_POINTS)
+    info: tuple = ()         # ((key, value), ...) form-specific metadata, exported as INFO
     signature: str = ""      # content hash, filled by lower()

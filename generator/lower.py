@@ -81,18 +81,57 @@ class ToIR:
         return ir.Call(name, args)
 
 
-def _needed(assignments, roots) -> list:
-    """Assignments reachable from `roots`, in program order (dead-code elimination)."""
-    need = set()
+def _needed(assignments, roots, aliases=None) -> list:
+    """Assignments reachable from `roots`, dependencies first (dead-code elimination).
+
+    `aliases` maps input symbols to program symbols that replace them in this kernel (the
+    Hamiltonian forms compute q' from the momenta); with aliases an assignment may depend on
+    a later one, so the result is ordered topologically, ties broken by program order.
+    """
+    aliases = aliases or {}
+    index = {sym: k for k, (sym, _) in enumerate(assignments)}
+
+    def deps(e):
+        out = set()
+        for s in e.free_symbols:
+            s = aliases.get(s, s)
+            if s in index:
+                out.add(s)
+        return out
+
+    need, stack = set(), []
     for r in roots:
-        need |= r.free_symbols
-    keep = []
-    for sym, e in reversed(assignments):
-        if sym in need:
-            keep.append((sym, e))
-            need |= e.free_symbols
-    keep.reverse()
-    return keep
+        stack.extend(deps(r))
+    dep = {}
+    while stack:
+        s = stack.pop()
+        if s in need:
+            continue
+        need.add(s)
+        dep[s] = deps(assignments[index[s]][1])
+        stack.extend(dep[s] - need)
+    if not aliases:
+        return [assignments[k] for k in sorted(index[s] for s in need)]
+    # Kahn's algorithm, smallest program index first
+    import heapq
+    users = {s: [] for s in need}
+    indeg = {s: len(dep[s]) for s in need}
+    for s in need:
+        for d in dep[s]:
+            users[d].append(s)
+    heap = [index[s] for s in need if indeg[s] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        sym, e = assignments[heapq.heappop(heap)]
+        order.append((sym, e))
+        for u in users[sym]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(heap, index[u])
+    if len(order) != len(need):
+        raise ValueError("cyclic dependency among intermediates (an alias depends on what it replaces)")
+    return order
 
 
 _TRIVIAL = (ir.Num, ir.Arg, ir.Var)
@@ -156,13 +195,16 @@ def value_numbering(body: list) -> tuple[list, list]:
     return out, temps
 
 
-def lower_kernel(name, eom, inputs, outputs, symbols) -> ir.Kernel:
+def lower_kernel(name, eom, inputs, outputs, symbols, aliases=None) -> ir.Kernel:
     """One kernel: `outputs` is a list of (array name, list of expressions)."""
-    roots = [e for _, exprs in outputs for e in exprs]
-    keep = _needed(eom.program.assignments, roots)
+    roots = [sp.sympify(e) for _, exprs in outputs for e in exprs]
+    keep = _needed(eom.program.assignments, roots, aliases)
     symbols = dict(symbols)
     for sym, _ in keep:
         symbols[sym] = ir.Var(sym.name)
+    for src, dst in (aliases or {}).items():
+        if dst in symbols:                # unused aliases need nothing
+            symbols[src] = symbols[dst]
     conv = ToIR(symbols)
     body = [ir.Assign(sym.name, conv(e)) for sym, e in keep]
     for arr, exprs in outputs:
@@ -173,11 +215,9 @@ def lower_kernel(name, eom, inputs, outputs, symbols) -> ir.Kernel:
                      temps=tuple(temps), body=tuple(body))
 
 
-def lower(eom, spec) -> ir.ModuleIR:
-    """The kernel of a Lagrangian module: `dynamics` (t, q, qd, p) -> (qdd, M)."""
-    n = len(eom.coordinates)
-    params, defaults = [], []
-    sym = {ex.T: ir.Arg("t")}
+def parameter_layout(spec):
+    """((name, size), ...), flattened defaults and symbol -> Arg("p", k) of a model's parameters."""
+    params, defaults, sym = [], [], {}
     k = 0
     for p in spec.parameters:
         if isinstance(p.value, tuple):
@@ -191,19 +231,32 @@ def lower(eom, spec) -> ir.ModuleIR:
             sym[ex.param_symbol(p.name)] = ir.Arg("p", k)
             defaults.append(float(p.value))
             k += 1
-    qsym = {s: ir.Arg("q", j) for j, s in enumerate(eom.q)}
-    qdsym = {s: ir.Arg("qd", j) for j, s in enumerate(eom.qd)}
-    np_ = k
-    t_in, q_in, qd_in, p_in = ir.Input("t", None), ir.Input("q", n), ir.Input("qd", n), ir.Input("p", np_)
-    # one kernel for both outputs: the mass matrix is an intermediate of the form anyway, and
-    # one program compiles in half the time of two overlapping ones
-    kernels = (
-        lower_kernel("dynamics", eom, (t_in, q_in, qd_in, p_in),
-                     [("qdd", eom.outputs["qdd"]), ("M", eom.outputs["mass_matrix"])],
-                     {**sym, **qsym, **qdsym}),
-    )
-    mod = ir.ModuleIR(model_name=spec.name, module_name=f"{spec.name}_{eom.form}", form=eom.form,
-                      kind=eom.kind, coordinates=eom.coordinates, parameters=tuple(params),
-                      parameter_defaults=tuple(defaults), kernels=kernels)
+    return tuple(params), tuple(defaults), sym
+
+
+def lower(eom, spec) -> ir.ModuleIR:
+    """The kernels of the form's kind (forms.kernel_specs), each DCE'd and CSE'd on its own."""
+    from dynamica.generator.forms import kernel_specs
+    n = len(eom.coordinates)
+    params, defaults, psym = parameter_layout(spec)
+    roles = {"q": eom.q, "qd": eom.qd, "pm": eom.pm}
+    kernels = []
+    for ks in kernel_specs(eom):
+        sizes = {"t": None, "p": len(defaults)}
+        sym = dict(psym) if "p" in ks.inputs else {}
+        extra = dict(ks.symbols)
+        for role in ks.inputs:
+            if role == "t":
+                sym[ex.T] = ir.Arg("t")
+            elif role != "p":
+                syms = extra[role] if role in extra else roles[role]
+                sizes[role] = len(syms)
+                sym.update({s: ir.Arg(role, j) for j, s in enumerate(syms)})
+        inputs = tuple(ir.Input(r, sizes.get(r, n)) for r in ks.inputs)
+        kernels.append(lower_kernel(ks.name, eom, inputs, list(ks.outputs), sym, dict(ks.aliases)))
+    mod = ir.ModuleIR(model_name=spec.name, module_name=f"{spec.name}_{eom.form.replace('-', '_')}",
+                      form=eom.form, kind=eom.kind, coordinates=eom.coordinates, parameters=params,
+                      parameter_defaults=defaults, kernels=tuple(kernels),
+                      entries=eom.entries or eom.kind, info=tuple(sorted(eom.info.items())))
     digest = hashlib.sha256(repr((__version__, mod)).encode()).hexdigest()
     return ir.ModuleIR(**{**mod.__dict__, "signature": digest})

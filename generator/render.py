@@ -34,7 +34,8 @@ def _env() -> jinja2.Environment:
                               keep_trailing_newline=True, autoescape=False)
 
 
-PREFIX = "dyn_k_"
+PREFIX = "dyn_k_"      # kernels
+ENTRY = "dyn_"        # entry points (the module's C interface)
 #: expression nodes per C function: bounds the C compiler's time and memory on large programs
 CHUNK = 4000
 #: workspaces up to this many doubles live on the stack, larger ones on the heap
@@ -146,25 +147,85 @@ def _scratch(name, size, outputs):
             + fail + ["    return;", "}"], [f"free({name});"])
 
 
-def entry_points(mod: ir.ModuleIR) -> list:
-    """The C functions a Lagrangian module exports around its `dynamics` kernel.
+def _kernel_names(mod):
+    return {k.name for k in mod.kernels}
+
+
+def lagrangian_entries(mod: ir.ModuleIR) -> list:
+    """The C functions a Lagrangian module exports around its kernels.
 
     qdd(t, q, qd, p, qdd), mass_matrix(t, q, p, M) and the entry point for integrators
     rhs(t, y, p, ydot) with y = [q, qd], ydot = [qd, qdd]. Returns [{"signature", "lines"}].
     """
     n = len(mod.coordinates)
     k = f"{PREFIX}dynamics"
-    m_decl, m_free = _scratch("M", max(n * n, 1), [("qdd", n)])
-    w_decl, w_free = _scratch("work", 2 * n, [("M", n * n)])
+    if "mass" in _kernel_names(mod):
+        qdd = [f"{k}(t, q, qd, p, qdd);"]
+        mass = [f"{PREFIX}mass(t, q, p, M);"]
+    else:
+        m_decl, m_free = _scratch("M", max(n * n, 1), [("qdd", n)])
+        w_decl, w_free = _scratch("work", 2 * n, [("M", n * n)])
+        qdd = m_decl + [f"{k}(t, q, qd, p, qdd, M);"] + m_free
+        mass = w_decl + [f"memset(work, 0, {n} * sizeof(double));", f"{k}(t, q, work, p, work + {n}, M);"] + w_free
     return [
-        {"signature": f"void {PREFIX}qdd(double t, const double *q, const double *qd, const double *p, double *qdd)",
-         "lines": m_decl + [f"{k}(t, q, qd, p, qdd, M);"] + m_free},
-        {"signature": f"void {PREFIX}mass_matrix(double t, const double *q, const double *p, double *M)",
-         "lines": w_decl + [f"memset(work, 0, {n} * sizeof(double));", f"{k}(t, q, work, p, work + {n}, M);"]
-         + w_free},
-        {"signature": f"void {PREFIX}rhs(double t, const double *y, const double *p, double *ydot)",
-         "lines": [f"memcpy(ydot, y + {n}, {n} * sizeof(double));", f"{PREFIX}qdd(t, y, y + {n}, p, ydot + {n});"]},
+        {"signature": f"void {ENTRY}qdd(double t, const double *q, const double *qd, const double *p, double *qdd)",
+         "lines": qdd},
+        {"signature": f"void {ENTRY}mass_matrix(double t, const double *q, const double *p, double *M)",
+         "lines": mass},
+        {"signature": f"void {ENTRY}rhs(double t, const double *y, const double *p, double *ydot)",
+         "lines": [f"memcpy(ydot, y + {n}, {n} * sizeof(double));", f"{ENTRY}qdd(t, y, y + {n}, p, ydot + {n});"]},
     ]
+
+
+def hamiltonian_entries(mod: ir.ModuleIR) -> list:
+    """A Hamiltonian module: rhs on y = [q, pm] (pm the Poisson momenta (1.49)), the
+    conversions momenta(t, q, qd, p, pm) and velocities(t, q, pm, p, qd), and mass_matrix."""
+    n = len(mod.coordinates)
+    s_decl, s_free = _scratch("pmd", max(n, 1), [("qd", n)])
+    return [
+        {"signature": f"void {ENTRY}rhs(double t, const double *y, const double *p, double *ydot)",
+         "lines": [f"{PREFIX}hamilton(t, y, y + {n}, p, ydot, ydot + {n});"]},
+        {"signature": f"void {ENTRY}momenta(double t, const double *q, const double *qd, const double *p, "
+                      "double *pm)",
+         "lines": [f"{PREFIX}momenta(t, q, qd, p, pm);"]},
+        {"signature": f"void {ENTRY}velocities(double t, const double *q, const double *pm, const double *p, "
+                      "double *qd)",
+         "lines": s_decl + [f"{PREFIX}hamilton(t, q, pm, p, qd, pmd);"] + s_free},
+        {"signature": f"void {ENTRY}mass_matrix(double t, const double *q, const double *p, double *M)",
+         "lines": [f"{PREFIX}mass(t, q, p, M);"]},
+    ]
+
+
+#: ModuleIR.entries -> function(mod) -> [{"signature", "lines"}]
+ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries}
+
+
+def _wrapper(name, doc, arrays):
+    """A Python wrapper of entry point `name(double t, arrays...)`: arrays are (name, size, writable)."""
+    return {"name": name, "doc": doc, "cname": f"{ENTRY}{name}",
+            "arrays": [{"name": a, "size": size, "writable": int(w)} for a, size, w in arrays]}
+
+
+def python_wrappers(mod: ir.ModuleIR) -> list:
+    """The module's Python functions: every entry point taking (t, arrays...) via the buffer protocol."""
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+    mass = _wrapper("mass_matrix", "The mass matrix, row-major, into `out` (length N*N).",
+                    [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)])
+    if mod.entries == "hamiltonian":
+        return [
+            _wrapper("rhs", "The state derivative of y = [q, pm] (pm: Poisson momenta) into `ydot` (length 2N).",
+                     [("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)]),
+            _wrapper("momenta", "Poisson momenta pm = B^T M v (1.49) of the state (q, qd), into `out`.",
+                     [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)]),
+            _wrapper("velocities", "Generalized velocities qd of the state (q, pm), into `out`.",
+                     [("q", n, 0), ("pm", n, 0), ("p", np_, 0), ("out", n, 1)]),
+            mass]
+    return [
+        _wrapper("qdd", "Generalized accelerations into `out` (float64 arrays; q, qd, out of length N, "
+                        "p of length NP).", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)]),
+        mass,
+        _wrapper("rhs", "The state derivative of y = [q, qd] into `ydot` (length 2N).",
+                 [("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)])]
 
 
 def template_context(mod: ir.ModuleIR, printer_cls) -> dict:
@@ -186,8 +247,10 @@ def template_context(mod: ir.ModuleIR, printer_cls) -> dict:
         "n": n,
         "np": len(mod.parameter_defaults),
         "kernels": [kernel_context(k, printer_cls) for k in mod.kernels],
-        "prefix": PREFIX,
-        "entries": entry_points(mod),
+        "prefix": ENTRY,
+        "entries": ENTRY_POINTS[mod.entries](mod),
+        "wrappers": python_wrappers(mod),
+        "info_literal": repr(dict(mod.info)),
         "kernels_header": f"{mod.module_name}_kernels.h",
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
     }

@@ -71,7 +71,15 @@ class CompiledModel:
             raise ValueError(f"`{name}` has length {a.shape[0]}, expected {n} ({', '.join(self.coordinates)})")
         return a
 
+    @property
+    def hamiltonian(self) -> bool:
+        """True when the state is [q, pm] with Poisson momenta pm (the Hamiltonian forms)."""
+        return self.kind == "hamiltonian"
+
     def qdd(self, q, qd, t=0.0, params=None) -> np.ndarray:
+        if self.hamiltonian:
+            raise TypeError(f"form {self.form!r} is Hamiltonian (state [q, pm]): use rhs(t, y) with "
+                            "y = to_state(q, qd), or a Lagrangian form for qdd")
         out = np.empty(self.n)
         self.module.qdd(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self.param_vector(params), out)
         return out
@@ -85,6 +93,25 @@ class CompiledModel:
         out = np.empty(2 * self.n)
         self.module.rhs(float(t), self._vec(y, "y", 2 * self.n), self.param_vector(params), out)
         return out
+
+    def to_state(self, q, qd, t=0.0, params=None) -> np.ndarray:
+        """The integrator state of (q, qd): [q, qd] (Lagrangian) or [q, pm] (Hamiltonian, (1.49))."""
+        q, qd = self._vec(q, "q"), self._vec(qd, "qd")
+        if not self.hamiltonian:
+            return np.concatenate([q, qd])
+        pm = np.empty(self.n)
+        self.module.momenta(float(t), q, qd, self.param_vector(params), pm)
+        return np.concatenate([q, pm])
+
+    def from_state(self, y, t=0.0, params=None):
+        """(q, qd) of an integrator state y (inverse of `to_state`)."""
+        y = self._vec(y, "y", 2 * self.n)
+        q = y[:self.n].copy()
+        if not self.hamiltonian:
+            return q, y[self.n:].copy()
+        qd = np.empty(self.n)
+        self.module.velocities(float(t), q, np.ascontiguousarray(y[self.n:]), self.param_vector(params), qd)
+        return q, qd
 
     def rhs_function(self, params=None):
         """A fast `f(t, y)` closure for scipy's integrators (parameters bound once)."""
@@ -231,11 +258,15 @@ def _output_times(t0, t_end, output_step):
     return t_eval
 
 
-def _result(model, t, Y, method, nfev, info, message=""):
-    """SimulationResult from states Y of shape (len(t), 2n)."""
+def _result(model, t, Y, method, nfev, info, message="", params=None):
+    """SimulationResult from states Y of shape (len(t), 2n) (Hamiltonian states converted to (q, qd))."""
     n = model.n
-    Y = np.asarray(Y)
-    return SimulationResult(t=np.asarray(t), q=Y[:, :n].copy(), qd=Y[:, n:].copy(), coordinates=model.coordinates,
+    Y, t = np.asarray(Y), np.asarray(t)
+    q, qd = Y[:, :n].copy(), Y[:, n:].copy()
+    if model.hamiltonian:
+        info = {**info, "momenta": qd}
+        qd = np.array([model.from_state(y, tk, params)[1] for tk, y in zip(t, Y)]).reshape(len(t), n)
+    return SimulationResult(t=t, q=q, qd=qd, coordinates=model.coordinates,
                             method=method, nfev=int(nfev), message=message, info=info)
 
 
@@ -248,13 +279,16 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
                 rtol=rtol, atol=atol)
     return _result(model, res.t, np.asarray(res.y).T, "adams", res.nfev,
                    {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12", "steps": res.nsteps,
-                    "rejected": res.nrejected, "order_histogram": res.order_histogram})
+                    "rejected": res.nrejected, "order_histogram": res.order_histogram}, params=params)
 
 
 def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
     """Fixed-step Stoermer-Cowell 6 (runtime/stoermer.py); rtol/atol are not used."""
     from dynamica.runtime.stoermer import stoermer6_first_order
     h = step or (t_eval[1] - t_eval[0] if t_eval is not None and len(t_eval) > 1 else (t_end - t0) / 1000.0)
+    if model.hamiltonian:
+        raise ValueError("stoermer6 integrates q'' = f(q, q'): it needs a Lagrangian form, not "
+                         f"{model.form!r}")
     t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
     return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
 
@@ -268,7 +302,7 @@ def _scipy_runner(scipy_method):
         if not sol.success:
             raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
         return _result(model, sol.t, sol.y.T, run.name, sol.nfev, {"integrator": f"scipy solve_ivp {scipy_method}"},
-                       sol.message)
+                       sol.message, params=params)
     return run
 
 
@@ -303,7 +337,7 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     if not t_end > t0:
         raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
     iq0, iqd0 = model.initial_state(params)
-    y0 = np.concatenate([iq0 if q0 is None else model._vec(q0, "q0"),
-                         iqd0 if qd0 is None else model._vec(qd0, "qd0")])
+    y0 = model.to_state(iq0 if q0 is None else model._vec(q0, "q0"),
+                        iqd0 if qd0 is None else model._vec(qd0, "qd0"), t0, params)
     return INTEGRATORS[method](model, t0, t_end, y0, _output_times(t0, t_end, output_step), rtol, atol,
                                params, step)

@@ -1,10 +1,29 @@
 """Registry of equation forms (GUIDE.md, "The equation forms").
 
-Each form is a function `form(kin) -> EquationsOfMotion`. Aliases are the seeds' acronyms.
+Each form is a function `form(kin) -> EquationsOfMotion`, registered with `@register(name,
+*acronyms)` in a module of this package; every module here is imported on first use, so a new
+form is a new file. Aliases are the seeds' acronyms.
+
+What a module computes is a set of kernels (straight-line functions of named inputs) fixed
+by the form's `kind`:
+
+  kind "lagrangian" (state y = [q, qd]):
+    dynamics (t, q, qd, p) -> qdd [, M]     M joins when `mass_in_dynamics` (it is an
+                                            intermediate of the form anyway: CBM, DRT)
+    mass     (t, q, p)     -> M             otherwise
+  kind "hamiltonian" (state y = [q, pm], pm the Poisson momenta (1.49)):
+    hamilton (t, q, pm, p) -> qd, pmd       the state derivative; qd symbols are aliased
+                                            to the form's solution for them
+    momenta  (t, q, qd, p) -> pm            p = B^T M v (1.49)
+    mass     (t, q, p)     -> M
+A form may add kernels of its own (`extra_kernels`), e.g. the residual of the iterative
+solver; the renderer's entry points for `kind` decide how they are called.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass, field
 
 from dynamica.generator.program import Program
@@ -18,12 +37,49 @@ class EquationsOfMotion:
     """What a form produces: a program and the expressions of each module output."""
 
     form: str
-    kind: str                        # "lagrangian" (state [q, qd]); later "hamiltonian"
+    kind: str                        # "lagrangian" (state [q, qd]) or "hamiltonian" (state [q, pm])
     program: Program
     coordinates: tuple               # names, state order
     q: tuple                         # symbols
     qd: tuple                        # symbols
-    outputs: dict = field(default_factory=dict)   # "qdd": [...], "mass_matrix": [... n*n row-major]
+    outputs: dict = field(default_factory=dict)
+    # lagrangian: "qdd": [n], "mass_matrix": [n*n row-major]
+    # hamiltonian: "qd": [n], "pmd": [n], "momenta": [n], "mass_matrix": [n*n]
+    mass_in_dynamics: bool = True    # lagrangian: M is computed by the dynamics kernel
+    pm: tuple = ()                   # hamiltonian: momentum symbols (inputs of `hamilton`)
+    aliases: dict = field(default_factory=dict)   # hamiltonian: qd symbol -> program symbol
+    extra_kernels: tuple = ()        # KernelSpec of form-specific kernels
+    info: dict = field(default_factory=dict)      # form-specific metadata exported by the module
+    entries: str = ""                # entry points (render.ENTRY_POINTS); default: the kind's
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel to lower: inputs by role (t, q, qd, pm, x, p), outputs (array, expressions)."""
+    name: str
+    inputs: tuple                    # e.g. ("t", "q", "qd", "p")
+    outputs: tuple                   # ((array name, [expressions]), ...)
+    aliases: tuple = ()              # ((input symbol, program symbol), ...) replaced in this kernel
+    symbols: tuple = ()              # ((role, (symbols...)), ...) for roles beyond t/q/qd/pm/p
+
+
+def kernel_specs(eom: EquationsOfMotion) -> tuple:
+    """The kernels of a module, by kind (see the module docstring)."""
+    o = eom.outputs
+    if eom.kind == "lagrangian":
+        if eom.mass_in_dynamics:
+            ks = [KernelSpec("dynamics", ("t", "q", "qd", "p"), (("qdd", o["qdd"]), ("M", o["mass_matrix"])))]
+        else:
+            ks = [KernelSpec("dynamics", ("t", "q", "qd", "p"), (("qdd", o["qdd"]),)),
+                  KernelSpec("mass", ("t", "q", "p"), (("M", o["mass_matrix"]),))]
+    elif eom.kind == "hamiltonian":
+        ks = [KernelSpec("hamilton", ("t", "q", "pm", "p"), (("qd", o["qd"]), ("pmd", o["pmd"])),
+                         aliases=tuple(eom.aliases.items())),
+              KernelSpec("momenta", ("t", "q", "qd", "p"), (("pm", o["momenta"]),)),
+              KernelSpec("mass", ("t", "q", "p"), (("M", o["mass_matrix"]),))]
+    else:
+        raise ValueError(f"unknown kind {eom.kind!r}")
+    return tuple(ks) + tuple(eom.extra_kernels)
 
 
 def register(name: str, *aliases: str):
@@ -49,4 +105,9 @@ def form_equations(kin, form: str = "composite") -> EquationsOfMotion:
     return EQUATION_FORMS[resolve(form)](kin)
 
 
-from dynamica.generator.forms import composite  # noqa: E402,F401  (registers itself)
+def _discover():
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_discover()

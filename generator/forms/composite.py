@@ -46,84 +46,123 @@ def transfer_inertia(prog, tag, G, rho, inert):
     return m, h_new, th_new
 
 
-@register("composite", "CBM")
-def composite(kin) -> EquationsOfMotion:
-    prog, topo = kin.program, kin.topo
-    N = topo.n_bodies
-    fp = forward_pass(kin)
-    F_active, gen = active_forces(kin, fp)
-    F_hat = bias_forces(kin, fp, F_active)
-
-    # backward pass: composite inertia (2.20) and composite bias force (2.22)
-    Mstar = [None] * (N + 1)
-    Fstar = [None] * (N + 1)
-    acc_I = [None] + [(kin.inertia[i].mass, list(kin.inertia[i].h), kin.inertia[i].theta)
-                      for i in range(1, N + 1)]
-    acc_F = [None] + [list(F_hat[i]) for i in range(1, N + 1)]
-    for i in range(N, 0, -1):
-        m, h, th = acc_I[i]
-        m = prog.let(f"Ms{i}_m", m)
-        h = prog.let_vector(f"Ms{i}_h", h)
-        th = prog.let_symmetric(f"Ms{i}_T", th)
-        Mstar[i] = (m, h, th)
-        Fstar[i] = prog.let_vector(f"Fs{i}", acc_F[i])
-        k = topo.kappa[i]
-        if k > 0:
-            jk = kin.joints[i]
-            cm, ch, cth = transfer_inertia(prog, f"X{i}", jk.G, jk.rho, Mstar[i])
-            pm, ph, pth = acc_I[k]
-            acc_I[k] = (pm + cm, add(ph, ch), pth + cth)
-            acc_F[k] = [a + b for a, b in zip(acc_F[k], apply_CT(jk.G, jk.rho, Fstar[i]))]
-
-    # coordinates in state order and their owners
+def coordinate_layout(kin):
+    """owner[k], local[k]: body and column of coordinate k (state order); first[i]: first coordinate of i."""
     owner, local = [], []
-    for i in range(1, N + 1):
+    for i in range(1, kin.topo.n_bodies + 1):
         for c in range(len(kin.joints[i].A)):
             owner.append(i)
             local.append(c)
     first = {}
     for idx, i in enumerate(owner):
         first.setdefault(i, idx)
+    return owner, local, first
+
+
+def composite_inertias(kin, tag="Ms"):
+    """M*_i of every subtree D_i about O_i, (2.20), as (m, h, Theta) bound in the program."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    Mstar = [None] * (N + 1)
+    acc = [None] + [(kin.inertia[i].mass, list(kin.inertia[i].h), kin.inertia[i].theta)
+                    for i in range(1, N + 1)]
+    for i in range(N, 0, -1):
+        m, h, th = acc[i]
+        Mstar[i] = (prog.let(f"{tag}{i}_m", m), prog.let_vector(f"{tag}{i}_h", h),
+                    prog.let_symmetric(f"{tag}{i}_T", th))
+        k = topo.kappa[i]
+        if k > 0:
+            jk = kin.joints[i]
+            cm, ch, cth = transfer_inertia(prog, f"X{i}", jk.G, jk.rho, Mstar[i])
+            pm, ph, pth = acc[k]
+            acc[k] = (pm + cm, add(ph, ch), pth + cth)
+    return Mstar
+
+
+def composite_forces(kin, F_hat, tag="Fs"):
+    """F_hat*_i of every subtree, (2.22): the bias forces carried towards the root by C^T."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    acc = [None] + [list(F_hat[i]) for i in range(1, N + 1)]
+    Fstar = [None] * (N + 1)
+    for i in range(N, 0, -1):
+        Fstar[i] = prog.let_vector(f"{tag}{i}", acc[i])
+        k = topo.kappa[i]
+        if k > 0:
+            jk = kin.joints[i]
+            acc[k] = [a + b for a, b in zip(acc[k], apply_CT(jk.G, jk.rho, Fstar[i]))]
+    return Fstar
+
+
+def mass_matrix_rows(kin, Mstar, tag="M"):
+    """Lower triangle of the mass matrix by blocks (2.19): Mrows[r][c], c <= r, nonzeros only.
+
+    M*_i A_i is carried towards the root by C^T and projected on each A_j, j in P_i.
+    """
+    prog, topo = kin.program, kin.topo
+    owner, local, first = coordinate_layout(kin)
     n = len(owner)
-
-    # right-hand side (2.21)
-    Q = []
-    for idx in range(n):
-        i, c = owner[idx], local[idx]
-        name = kin.coordinates[idx]
-        Q.append(prog.let(f"Q{idx}", dot(kin.joints[i].A[c], Fstar[i]) + gen[name]))
-
-    # mass matrix blocks (2.19): F = M*_i A_i carried towards the root by C^T
     Mrows = [dict() for _ in range(n)]
-    for i in range(1, N + 1):
+    for i in range(1, topo.n_bodies + 1):
         jk = kin.joints[i]
         if not jk.A:
             continue
-        cols = [prog.let_vector(f"Fm{i}_{c}", inertia_times(Mstar[i], a)) for c, a in enumerate(jk.A)]
+        cols = [prog.let_vector(f"F{tag}{i}_{c}", inertia_times(Mstar[i], a)) for c, a in enumerate(jk.A)]
         for c in range(len(jk.A)):
             for c2 in range(c + 1):
-                Mrows[first[i] + c][first[i] + c2] = prog.let(f"M{first[i] + c}_{first[i] + c2}",
+                Mrows[first[i] + c][first[i] + c2] = prog.let(f"{tag}{first[i] + c}_{first[i] + c2}",
                                                               dot(jk.A[c2], cols[c]))
         j = i
         while topo.kappa[j] > 0:
-            cols = [prog.let_vector(f"Fm{i}_{c}_{topo.kappa[j]}", apply_CT(kin.joints[j].G, kin.joints[j].rho, f))
+            cols = [prog.let_vector(f"F{tag}{i}_{c}_{topo.kappa[j]}",
+                                    apply_CT(kin.joints[j].G, kin.joints[j].rho, f))
                     for c, f in enumerate(cols)]
             j = topo.kappa[j]
             Aj = kin.joints[j].A
             for c, f in enumerate(cols):
                 for c2, a in enumerate(Aj):
-                    Mrows[first[i] + c][first[j] + c2] = prog.let(f"M{first[i] + c}_{first[j] + c2}", dot(a, f))
+                    Mrows[first[i] + c][first[j] + c2] = prog.let(f"{tag}{first[i] + c}_{first[j] + c2}", dot(a, f))
+    return Mrows
+
+
+def full_matrix(Mrows):
+    """Row-major n*n list of a symmetric matrix given by its lower-triangle rows."""
+    n = len(Mrows)
+    return [Mrows[max(r, c)].get(min(r, c), sp.Integer(0)) for r in range(n) for c in range(n)]
+
+
+def mass_matrix(kin):
+    """The mass matrix as a row-major list, for forms that do not form it (their `mass` kernel)."""
+    return full_matrix(mass_matrix_rows(kin, composite_inertias(kin, tag="Mc"), tag="Mm"))
+
+
+def singular_error(kin, index):
+    c = kin.coordinates[index]
+    return ModelError(kin.spec.file, [Problem(
+        "bodies", f"the mass matrix is singular at every state: coordinate `{c}` moves no mass "
+                  "(a massless body at the end of a chain, or an axis through a point mass?)")])
+
+
+@register("composite", "CBM")
+def composite(kin) -> EquationsOfMotion:
+    prog = kin.program
+    fp = forward_pass(kin)
+    F_active, gen = active_forces(kin, fp)
+    F_hat = bias_forces(kin, fp, F_active)
+    Mstar = composite_inertias(kin)                 # (2.20)
+    Fstar = composite_forces(kin, F_hat)            # (2.22)
+    owner, local, _ = coordinate_layout(kin)
+    # right-hand side (2.21)
+    Q = [prog.let(f"Q{idx}", dot(kin.joints[i].A[c], Fstar[i]) + gen[kin.coordinates[idx]])
+         for idx, (i, c) in enumerate(zip(owner, local))]
+    Mrows = mass_matrix_rows(kin, Mstar)            # (2.19)
     try:
         qdd = solve_reverse_cholesky(prog, Mrows, Q)
     except StructurallySingular as exc:
-        c = kin.coordinates[exc.index]
-        raise ModelError(kin.spec.file, [Problem(
-            "bodies", f"the mass matrix is singular at every state: coordinate `{c}` moves no mass "
-                      "(a massless body at the end of a chain, or an axis through a point mass?)")]) from None
+        raise singular_error(kin, exc.index) from None
     qdd = [prog.let(f"qdd{k}", x) for k, x in enumerate(qdd)]
-    mass = [Mrows[max(r, c)].get(min(r, c), sp.Integer(0)) for r in range(n) for c in range(n)]
     qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
     qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
     return EquationsOfMotion(form="composite", kind="lagrangian", program=prog,
                              coordinates=kin.coordinates, q=qs, qd=qds,
-                             outputs={"qdd": qdd, "mass_matrix": mass})
+                             outputs={"qdd": qdd, "mass_matrix": full_matrix(Mrows)})
