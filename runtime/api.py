@@ -228,15 +228,30 @@ class SimulationResult:
     success: bool = True
     message: str = ""
     info: dict = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)     # name -> array over t (model `outputs`)
 
     def to_csv(self, path):
         """Columns: t, each coordinate, then der(coordinate)."""
-        with open(path, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["t", *self.coordinates, *(f"der({c})" for c in self.coordinates)])
-            for k in range(len(self.t)):
-                w.writerow([repr(float(self.t[k])), *(repr(float(x)) for x in self.q[k]),
-                            *(repr(float(x)) for x in self.qd[k])])
+        with CsvWriter(path, self.coordinates) as w:
+            w.write(self.t, self.q, self.qd)
+
+    def to_npz(self, path):
+        """Every array (t, q, qd, outputs) with the coordinate names, in numpy's npz format."""
+        np.savez(path, t=self.t, q=self.q, qd=self.qd, coordinates=np.array(self.coordinates),
+                 method=np.array(self.method), nfev=np.array(self.nfev),
+                 **{f"out:{k}": np.asarray(v) for k, v in self.outputs.items()})
+
+    @classmethod
+    def read_npz(cls, path):
+        with np.load(path, allow_pickle=False) as z:
+            return cls(t=z["t"], q=z["q"], qd=z["qd"], coordinates=tuple(str(c) for c in z["coordinates"]),
+                       method=str(z["method"]), nfev=int(z["nfev"]),
+                       outputs={k[4:]: z[k] for k in z.files if k.startswith("out:")})
+
+    def series(self) -> dict:
+        """name -> time series (coordinates, der(...), outputs): see runtime/results.py."""
+        from dynamica.runtime.results import series
+        return series(self)
 
     @classmethod
     def read_csv(cls, path):
@@ -246,6 +261,29 @@ class SimulationResult:
         n = (len(header) - 1) // 2
         return cls(t=data[:, 0], q=data[:, 1:1 + n], qd=data[:, 1 + n:], coordinates=tuple(header[1:1 + n]),
                    method="csv")
+
+
+class CsvWriter:
+    """Results written row by row and flushed, so an interrupted run keeps what it computed."""
+
+    def __init__(self, path, coordinates):
+        self.fh = open(path, "w", newline="")
+        self.w = csv.writer(self.fh)
+        self.w.writerow(["t", *coordinates, *(f"der({c})" for c in coordinates)])
+
+    def write(self, t, q, qd):
+        for k in range(len(t)):
+            self.w.writerow([repr(float(t[k])), *(repr(float(x)) for x in q[k]), *(repr(float(x)) for x in qd[k])])
+        self.fh.flush()
+
+    def close(self):
+        self.fh.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _output_times(t0, t_end, output_step):
@@ -315,7 +353,7 @@ for _name, _scipy in (("radau", "Radau"), ("RK45", "RK45"), ("DOP853", "DOP853")
 
 
 def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
-             params=None, t0=0.0, step=None) -> SimulationResult:
+             params=None, t0=0.0, step=None, progress=None, segments=20) -> SimulationResult:
     """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
 
     `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
@@ -323,6 +361,12 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     with no Python per step; `"stoermer6"` is the fixed-step 6th-order Stoermer-Cowell method
     of the dissertation's timing experiments with step `step` (default: the output step, else
     (t_end - t0)/1000); the other names (`INTEGRATORS`) run scipy's `solve_ivp` on the compiled RHS.
+
+    `progress(result_so_far, new)` (optional) makes the run go in `segments` pieces ending at
+    output points and is called after each with the partial result and the slice of new rows
+    (for progress bars and for writing results as they come). Each piece restarts the
+    integrator from the state reached, like a stage boundary: results agree with one piece
+    to the integration tolerance, and cost a few start-up steps per piece.
     """
     if not isinstance(model, CompiledModel):
         model = load(model)
@@ -339,5 +383,24 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     iq0, iqd0 = model.initial_state(params)
     y0 = model.to_state(iq0 if q0 is None else model._vec(q0, "q0"),
                         iqd0 if qd0 is None else model._vec(qd0, "qd0"), t0, params)
-    return INTEGRATORS[method](model, t0, t_end, y0, _output_times(t0, t_end, output_step), rtol, atol,
-                               params, step)
+    t_eval = _output_times(t0, t_end, output_step)
+    run = INTEGRATORS[method]
+    if progress is None:
+        return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step)
+    if t_eval is None:
+        t_eval = np.linspace(t0, t_end, 201)
+    cuts = np.unique(np.linspace(0, len(t_eval) - 1, max(2, min(segments, len(t_eval) - 1) + 1)).astype(int))
+    parts, nfev = [], 0
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        te = t_eval[a:b + 1]
+        piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step)
+        nfev += piece.nfev
+        y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params)
+        start = 0 if not parts else 1          # the first row repeats the previous piece's last
+        parts.append((piece.t[start:], piece.q[start:], piece.qd[start:]))
+        res = SimulationResult(t=np.concatenate([p[0] for p in parts]), q=np.concatenate([p[1] for p in parts]),
+                               qd=np.concatenate([p[2] for p in parts]), coordinates=model.coordinates,
+                               method=piece.method, nfev=nfev, message=piece.message,
+                               info={**piece.info, "segments": len(parts)})
+        progress(res, slice(len(res.t) - len(parts[-1][0]), len(res.t)))
+    return res

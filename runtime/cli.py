@@ -45,46 +45,70 @@ def cmd_compile(args):
     return 0
 
 
+class ProgressBar:
+    """A one-line text bar on stderr, redrawn as the simulated time advances."""
+
+    def __init__(self, t0, t_end, enabled, width=30):
+        self.t0, self.t_end, self.enabled, self.width = t0, t_end, enabled, width
+        self.start = time.perf_counter()
+
+    def update(self, t):
+        if not self.enabled:
+            return
+        frac = min(1.0, (t - self.t0) / (self.t_end - self.t0))
+        k = int(round(frac * self.width))
+        print(f"\r[dynamica] [{'#' * k}{'.' * (self.width - k)}] {100 * frac:5.1f}%  t = {t:<10.4g} "
+              f"{time.perf_counter() - self.start:7.2f} s", end="", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self.enabled:
+            print(file=sys.stderr, flush=True)
+
+
 def cmd_simulate(args):
-    from dynamica.runtime.api import load, simulate
+    from dynamica.runtime.api import CsvWriter, load, simulate
+    from dynamica.runtime.results import parse_vars, plot_pages, summary_table
     model = load(args.model, form=args.form, progress=_progress(not args.quiet))
+    if args.vars:                    # fail before a long run, not after it
+        parse_vars(args.vars, [*model.coordinates, *(f"der({c})" for c in model.coordinates)])
     t0 = time.perf_counter()
-    res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,
-                   output_step=args.output_step, step=args.step)
+    show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
+    t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
+    bar = ProgressBar(0.0, t_end, show)
+    writer = CsvWriter(args.out, model.coordinates) if args.out else None
+    try:
+        def progress(res, new):
+            if writer is not None:
+                writer.write(res.t[new], res.q[new], res.qd[new])
+            bar.update(res.t[-1])
+        res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,
+                       output_step=args.output_step, step=args.step,
+                       progress=progress if (show or writer is not None) else None)
+    finally:
+        bar.close()
+        if writer is not None:
+            writer.close()
     dt = time.perf_counter() - t0
     print(f"simulated {model.name} to t = {res.t[-1]:g} with {res.method} "
           f"({res.nfev} RHS calls, {dt:.3f} s, {len(res.t)} output points)")
     if args.out:
-        res.to_csv(args.out)
         print(f"results written to {args.out}")
     if args.plot:
-        plot_result(res, args.plot, model.name)
-        print(f"plot written to {args.plot}")
-    if not args.out and not args.plot:
+        rep = plot_pages(res, args.plot, args.vars, deviation=args.deviation, title=f"{model.name} ({model.form})",
+                         panels_per_page=args.panels)
+        print(f"plot: {rep.pages} page(s), {rep.panels} panel(s) in {', '.join(map(str, rep.files))}")
+    if args.table:
+        names = [v for p in args.vars.replace(";", " ").split() for v in p.split(",") if v] if args.vars else None
+        times = [float(x) for x in args.table_times.split(",")] if args.table_times else []
+        tab = summary_table(res, names, times)
+        tab.to_csv(args.table)
+        print(tab.text())
+        print(f"summary table written to {args.table}")
+    if not args.out and not args.plot and not args.table:
         k = len(res.t) - 1
         for name, qv, qdv in zip(res.coordinates, res.q[k], res.qd[k]):
             print(f"  {name:>12s} = {qv: .10g}   der = {qdv: .10g}")
     return 0
-
-
-def plot_result(res, path, title):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    for k, name in enumerate(res.coordinates):
-        axes[0].plot(res.t, res.q[:, k], label=name)
-        axes[1].plot(res.t, res.qd[:, k], label=f"der({name})")
-    axes[0].set_ylabel("coordinates")
-    axes[1].set_ylabel("rates")
-    axes[1].set_xlabel("t [s]")
-    axes[0].set_title(title)
-    for ax in axes:
-        ax.grid(True)
-        ax.legend(fontsize="small", ncol=3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 def cmd_check(args):
@@ -123,7 +147,18 @@ def main(argv=None) -> int:
     p.add_argument("--atol", type=float, default=None)
     p.add_argument("--output-step", type=float, default=None, help="spacing of output points")
     p.add_argument("--out", help="write results to this CSV file")
-    p.add_argument("--plot", help="write a plot of coordinates and rates (PNG/PDF/SVG)")
+    p.add_argument("--plot", help="write pages of time plots: PDF (one multi-page file) or PNG/SVG (a file "
+                   "per page)")
+    p.add_argument("--vars", help="what to plot/tabulate: panels separated by spaces or ';', curves in a panel "
+                   "by ',', e.g. 'q1,q2 der(q1)' (default: coordinates, rates)")
+    p.add_argument("--deviation", action="store_true", help="plot deviations from the initial values")
+    p.add_argument("--panels", type=int, default=4, help="panels per plot page (default 4)")
+    p.add_argument("--table", help="write a summary table (initial value, values at --table-times, maximum "
+                   "deviation, mean, std) to this CSV file and print it")
+    p.add_argument("--table-times", help="comma-separated times for the summary table")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="show a progress bar (default: when stderr is a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
     p.set_defaults(fn=cmd_simulate)
 
     p = sub.add_parser("check", help="compare the compiled RHS with the numeric reference at random states")

@@ -1,0 +1,170 @@
+"""What a simulation reports: named time series, plot pages and summary tables (D90, 5.2.4).
+
+D90 shows results as pages of time plots (several panels per page, several curves per
+panel, absolute or as deviations from the initial value, figs. 5.4-5.5) and as summary
+tables at chosen instants with the maximum deviation, mean and standard deviation (figs.
+5.6-5.7, appendix B). Both work on the `series` of a result: coordinates by name, rates as
+`der(name)`, and every computed output (`result.outputs`) by its key.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def series(result) -> dict:
+    """name -> 1-D array over result.t: coordinates, der(coordinate), scalar outputs and the
+    components of vector outputs as `name[k]`."""
+    out = {}
+    for k, c in enumerate(result.coordinates):
+        out[c] = result.q[:, k]
+    for k, c in enumerate(result.coordinates):
+        out[f"der({c})"] = result.qd[:, k]
+    for name, arr in (getattr(result, "outputs", None) or {}).items():
+        arr = np.asarray(arr)
+        if arr.ndim == 1:
+            out[name] = arr
+        else:
+            flat = arr.reshape(arr.shape[0], -1)
+            for j in range(flat.shape[1]):
+                out[f"{name}[{j}]"] = flat[:, j]
+    return out
+
+
+def parse_vars(text: str | None, available) -> list:
+    """Panels from a --vars string: panels separated by ';' or spaces, curves by ','.
+
+    `q1,q2 der(q1)` -> [["q1", "q2"], ["der(q1)"]]. None -> one panel of coordinates and one
+    of rates. Unknown names are an error listing what there is.
+    """
+    available = list(available)
+    if not text:
+        coords = [v for v in available if not v.startswith("der(") and "[" not in v and "." not in v]
+        rates = [v for v in available if v.startswith("der(")]
+        return [p for p in (coords, rates) if p]
+    panels = [[v.strip() for v in chunk.split(",") if v.strip()]
+              for chunk in text.replace(";", " ").split()]
+    unknown = [v for p in panels for v in p if v not in available]
+    if unknown:
+        raise ValueError(f"unknown variable(s) {', '.join(map(repr, unknown))}; available: {', '.join(available)}")
+    return [p for p in panels if p]
+
+
+@dataclass
+class PlotReport:
+    files: list
+    pages: int
+    panels: int
+
+
+def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, title=None) -> PlotReport:
+    """Pages of time plots. PDF: one multi-page file; other formats (PNG, SVG): one file per
+    page, `name.png`, `name_2.png`, ... `deviation=True` plots x(t) - x(t0)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_pdf import PdfPages
+    from pathlib import Path
+
+    data = series(result)
+    panels = parse_vars(vars, data) if not isinstance(vars, list) else vars
+    path = Path(path)
+    pages = [panels[k:k + panels_per_page] for k in range(0, len(panels), panels_per_page)] or [[]]
+    pdf = PdfPages(path) if path.suffix.lower() == ".pdf" else None
+    files = [path] if pdf else []
+    try:
+        for pno, page in enumerate(pages):
+            fig, axes = plt.subplots(max(len(page), 1), 1, figsize=(8.27, 2.6 * max(len(page), 1) + 0.6),
+                                     sharex=True, squeeze=False)
+            for ax, panel in zip(axes[:, 0], page):
+                for name in panel:
+                    y = data[name]
+                    ax.plot(result.t, y - y[0] if deviation else y, label=name)
+                ax.grid(True)
+                ax.legend(fontsize="small", ncol=min(len(panel), 4))
+                ax.set_ylabel("deviation" if deviation else "value")
+            axes[-1, 0].set_xlabel("t [s]")
+            head = title or ""
+            if len(pages) > 1:
+                head = f"{head}  (page {pno + 1}/{len(pages)})".strip()
+            if head:
+                fig.suptitle(head)
+            fig.tight_layout()
+            if pdf:
+                pdf.savefig(fig)
+            else:
+                f = path if pno == 0 else path.with_name(f"{path.stem}_{pno + 1}{path.suffix}")
+                fig.savefig(f)
+                files.append(f)
+            plt.close(fig)
+    finally:
+        if pdf:
+            pdf.close()
+    return PlotReport(files=files, pages=len(pages), panels=sum(len(p) for p in pages))
+
+
+@dataclass
+class SummaryTable:
+    """Rows per variable: initial value, values at the chosen times, maximum deviation from the
+    initial value (signed, with its time), mean and standard deviation over the output points."""
+    names: list
+    times: list
+    initial: list
+    at_times: list          # per variable, per time
+    max_dev: list
+    t_max_dev: list
+    mean: list
+    std: list
+
+    def header(self):
+        return (["variable", "initial"] + [f"t={t:g}" for t in self.times]
+                + ["max deviation", "t of max deviation", "mean", "std"])
+
+    def rows(self):
+        for k, name in enumerate(self.names):
+            yield [name, self.initial[k], *self.at_times[k], self.max_dev[k], self.t_max_dev[k],
+                   self.mean[k], self.std[k]]
+
+    def to_csv(self, path):
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(self.header())
+            for r in self.rows():
+                w.writerow([r[0], *(repr(float(x)) for x in r[1:])])
+
+    def text(self) -> str:
+        head = self.header()
+        body = [[r[0], *(f"{x:.6g}" for x in r[1:])] for r in self.rows()]
+        widths = [max(len(str(c)) for c in col) for col in zip(head, *body)]
+        fmt = lambda row: "  ".join(str(c).rjust(w) for c, w in zip(row, widths))  # noqa: E731
+        return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(r) for r in body])
+
+
+def summary_table(result, vars=None, times=()) -> SummaryTable:
+    """The summary table of `vars` (names; default all coordinates and rates); values at
+    `times` are linearly interpolated between output points (times outside are an error)."""
+    data = series(result)
+    names = list(vars) if vars else [v for v in data if "[" not in v]
+    unknown = [v for v in names if v not in data]
+    if unknown:
+        raise ValueError(f"unknown variable(s) {', '.join(map(repr, unknown))}; available: {', '.join(data)}")
+    t = np.asarray(result.t)
+    for tt in times:
+        if not t[0] - 1e-12 <= tt <= t[-1] + 1e-12:
+            raise ValueError(f"table time {tt} is outside the simulated interval [{t[0]}, {t[-1]}]")
+    tab = SummaryTable(names, list(times), [], [], [], [], [], [])
+    for name in names:
+        y = np.asarray(data[name], dtype=float)
+        dev = y - y[0]
+        k = int(np.argmax(np.abs(dev)))
+        tab.initial.append(float(y[0]))
+        tab.at_times.append([float(np.interp(tt, t, y)) for tt in times])
+        tab.max_dev.append(float(dev[k]))
+        tab.t_max_dev.append(float(t[k]))
+        tab.mean.append(float(np.mean(y)))
+        tab.std.append(float(np.std(y)) if len(y) > 1 else math.nan)
+    return tab
