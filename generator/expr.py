@@ -30,6 +30,11 @@ def param_symbol(name: str, index: int | None = None) -> sp.Symbol:
     return sp.Symbol(name if index is None else f"{name}[{index}]", real=True)
 
 
+def local_symbol(name: str) -> sp.Symbol:
+    """A name bound by its context, e.g. `elongation` in a spring law."""
+    return sp.Symbol(f"local:{name}", real=True)
+
+
 def coord_symbol(name: str) -> sp.Symbol:
     return sp.Symbol(f"q:{name}", real=True)
 
@@ -51,10 +56,12 @@ class Scope:
     coordinates: frozenset = frozenset()      # allowed only where coordinates_allowed
     coordinates_allowed: bool = False
     time_allowed: bool = True
+    local: tuple = ()                         # names bound by the context (e.g. a force law)
 
     def child(self, **kw) -> "Scope":
         d = dict(scalars=self.scalars, vectors=self.vectors, coordinates=self.coordinates,
-                 coordinates_allowed=self.coordinates_allowed, time_allowed=self.time_allowed)
+                 coordinates_allowed=self.coordinates_allowed, time_allowed=self.time_allowed,
+                 local=self.local)
         d.update(kw)
         return Scope(**d)
 
@@ -109,6 +116,8 @@ class _Walker:
             if not sc.time_allowed:
                 self.fail("time `t` is not allowed here")
             return T
+        if name in sc.local:
+            return local_symbol(name)
         if name in sc.scalars:
             return param_symbol(name)
         if name in sc.vectors:
@@ -117,7 +126,8 @@ class _Walker:
             if not sc.coordinates_allowed:
                 self.fail(f"coordinate `{name}` is allowed only in forces and outputs")
             return coord_symbol(name)
-        hint = _did_you_mean(name, set(sc.scalars) | set(sc.vectors) | set(sc.coordinates) | {"t", "pi"})
+        hint = _did_you_mean(name, set(sc.scalars) | set(sc.vectors) | set(sc.coordinates) | set(sc.local)
+                             | {"t", "pi"})
         self.fail(f"unknown name `{name}`{hint}")
 
     def visit_Subscript(self, node):

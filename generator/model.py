@@ -472,7 +472,7 @@ class _Loader:
             for key, (kind, dflt) in schema.items():
                 p = f"{path}.{key}"
                 v = f.get(key, dflt)
-                if v is REQUIRED:
+                if v is REQUIRED or (v is None and kind in ("expr", "law")):     # optional, not given
                     continue
                 if kind == "coordinate":
                     if v not in coords:
@@ -485,6 +485,8 @@ class _Loader:
                         continue
                 elif kind == "expr":
                     v = self.expression(v, p, self.fscope)
+                elif kind == "law":
+                    v = self.expression(v, p, self.fscope.child(local=LAW_LOCALS))
                 elif kind == "vector":
                     v = self.vector(v, p, self.fscope)
                 elif kind == "point":
@@ -499,6 +501,14 @@ class _Loader:
                 if v is None:
                     continue
                 fields.append((key, v))
+            given = dict(fields)
+            if ft == "limit" and "lower" not in given and "upper" not in given:
+                self.err(path, "a `limit` needs `lower`, `upper` or both")
+            if ft == "spring_damper" and ("law" in f) == ("stiffness" in f):
+                self.err(path, "a `spring_damper` needs either `stiffness` (linear) or `law` (an expression "
+                               f"of {' and '.join(LAW_LOCALS)}), not {'both' if 'law' in f else 'neither'}")
+            if ft == "spring_damper" and "law" in f and "damping" in f:
+                self.err(f"{path}.damping", "with a `law`, put the damping into the law (elongation_rate)")
             name = f.get("name", f"{ft}_{i}")
             if "name" in f:
                 self.ident(name, f"{path}.name", "a force name")
@@ -585,9 +595,19 @@ FORCE_TYPES = {
                    "torque": ("vector", [0, 0, 0]), "frame": ("frame", "ground")},
     "spring_damper": {"body_a": ("body_or_ground", REQUIRED), "point_a": ("point", REQUIRED),
                       "body_b": ("body_or_ground", REQUIRED), "point_b": ("point", REQUIRED),
-                      "stiffness": ("expr", REQUIRED), "damping": ("expr", 0),
-                      "free_length": ("expr", REQUIRED)},
+                      "stiffness": ("expr", None), "damping": ("expr", 0),
+                      "free_length": ("expr", REQUIRED), "law": ("law", None)},
+    # seed 003: F = (k - mu q') exp(-a (q - q1)) at a lower bound q1, mirrored at an upper bound
+    "limit": {"coordinate": ("coordinate", REQUIRED), "lower": ("expr", None), "upper": ("expr", None),
+              "stiffness": ("expr", REQUIRED), "damping": ("expr", 0), "decay": ("expr", REQUIRED)},
+    # 6-DOF linear spring-damper between frames fixed in two bodies (axes parallel to body_a's)
+    "bushing": {"body_a": ("body_or_ground", REQUIRED), "point_a": ("point", [0, 0, 0]),
+                "body_b": ("body_or_ground", REQUIRED), "point_b": ("point", [0, 0, 0]),
+                "stiffness": ("vector", [0, 0, 0]), "damping": ("vector", [0, 0, 0]),
+                "rotational_stiffness": ("vector", [0, 0, 0]), "rotational_damping": ("vector", [0, 0, 0])},
 }
+#: names a spring_damper `law` may use besides parameters, coordinates and t
+LAW_LOCALS = ("elongation", "elongation_rate")
 
 
 def _rot(axis, q):

@@ -77,8 +77,8 @@ class _Env:
             d["der"] = lambda x: sp.diff(x, T)
         return d
 
-    def expr(self, value, where, allow_coords=False):
-        """Parse one scalar expression (number or string)."""
+    def expr(self, value, where, allow_coords=False, extra=None):
+        """Parse one scalar expression (number or string); `extra`: more local names."""
         if isinstance(value, bool):
             raise OracleModelError(f"{where}: boolean is not an expression")
         if isinstance(value, (int, float)):
@@ -97,6 +97,7 @@ class _Env:
 
         s = re.sub(r"\b([A-Za-z_]\w*)\s*\[\s*(\d+)\s*\]", repl, s)
         local = self._local_dict(allow_coords)
+        local.update(extra or {})
         # validate with the Python AST: only the documented grammar
         try:
             tree = ast.parse(s, mode="eval")
@@ -412,6 +413,61 @@ def build_kane(model):
             tq = env.vec3(fd.get("torque", [0, 0, 0]), f"{w}.torque", True)
             loads.append((Pt, f[0] * E.x + f[1] * E.y + f[2] * E.z))
             loads.append((frames[body], tq[0] * E.x + tq[1] * E.y + tq[2] * E.z))
+        elif typ == "limit":
+            extra = set(fd) - {"type", "coordinate", "lower", "upper", "stiffness", "damping", "decay", "name"}
+            if extra:
+                raise OracleModelError(f"{w}: unknown keys {sorted(extra)}")
+            i = coord_names.index(fd["coordinate"])
+            k = env.expr(fd["stiffness"], f"{w}.stiffness", True)
+            mu = env.expr(fd.get("damping", 0), f"{w}.damping", True)
+            a = env.expr(fd["decay"], f"{w}.decay", True)
+            x, xd = qs[i], qs[i].diff(T)
+            if "lower" in fd:
+                gen[i] += (k - mu * xd) * sp.exp(-a * (x - env.expr(fd["lower"], f"{w}.lower", True)))
+            if "upper" in fd:
+                gen[i] += -(k + mu * xd) * sp.exp(a * (x - env.expr(fd["upper"], f"{w}.upper", True)))
+        elif typ == "bushing":
+            extra = set(fd) - {"type", "body_a", "point_a", "body_b", "point_b", "stiffness", "damping",
+                               "rotational_stiffness", "rotational_damping", "name"}
+            if extra:
+                raise OracleModelError(f"{w}: unknown keys {sorted(extra)}")
+            A, B = frames[fd["body_a"]], frames[fd["body_b"]]
+            Pa = body_point(fd["body_a"], fd.get("point_a", [0, 0, 0]), f"{w}.point_a")
+            Pb = body_point(fd["body_b"], fd.get("point_b", [0, 0, 0]), f"{w}.point_b")
+            vec = lambda key: env.vec3(fd.get(key, [0, 0, 0]), f"{w}.{key}", True)  # noqa: E731
+            K, C, Kr, Cr = vec("stiffness"), vec("damping"), vec("rotational_stiffness"), vec("rotational_damping")
+            r = Pb.pos_from(Pa)
+            ax = [A.x, A.y, A.z]
+            d = [r.dot(e) for e in ax]                        # components along A's axes
+            dd = [sp.diff(c, T) for c in d]                   # their time derivatives
+            R = A.dcm(B)
+            th = [(R[2, 1] - R[1, 2]) / 2, (R[0, 2] - R[2, 0]) / 2, (R[1, 0] - R[0, 1]) / 2]
+            wrel = B.ang_vel_in(A)
+            om = [wrel.dot(e) for e in ax]
+            Fv = sum((-(K[j] * d[j] + C[j] * dd[j]) * ax[j] for j in range(3)), 0 * N.x)
+            Tv = sum((-(Kr[j] * th[j] + Cr[j] * om[j]) * ax[j] for j in range(3)), 0 * N.x)
+            pts[0] += 1
+            Pa2 = Pa.locatenew(f"Q{pts[0]}", r)               # the point of A under Pb
+            Pa2.v2pt_theory(Pa, N, A)
+            loads += [(Pb, Fv), (Pa2, -Fv)]
+            if fd["body_b"] != "ground":
+                loads.append((B, Tv))
+            if fd["body_a"] != "ground":
+                loads.append((A, -Tv))
+        elif typ == "spring_damper" and "law" in fd:
+            extra = set(fd) - {"type", "body_a", "point_a", "body_b", "point_b", "law", "free_length", "name"}
+            if extra:
+                raise OracleModelError(f"{w}: unknown keys {sorted(extra)}")
+            Pa = body_point(fd["body_a"], fd.get("point_a", [0, 0, 0]), f"{w}.point_a")
+            Pb = body_point(fd["body_b"], fd.get("point_b", [0, 0, 0]), f"{w}.point_b")
+            L0 = env.expr(fd["free_length"], f"{w}.free_length", True)
+            r = Pb.pos_from(Pa).express(N)
+            L = sp.sqrt(r.dot(r))
+            x_, v_ = sp.Symbol("x_"), sp.Symbol("v_")
+            law = env.expr(fd["law"], f"{w}.law", True, extra={"elongation": x_, "elongation_rate": v_})
+            tension = law.subs({x_: L - L0, v_: sp.diff(L, T)})
+            loads.append((Pb, -tension * r / L))
+            loads.append((Pa, tension * r / L))
         elif typ == "spring_damper":
             extra = set(fd) - {"type", "body_a", "point_a", "body_b", "point_b", "stiffness",
                                "damping", "free_length"}
