@@ -170,12 +170,8 @@ def log(msg: str) -> None:
 # dynamica
 
 def compile_ctiming(workdir: Path):
-    from dynamica.build import compile_bundle, import_extension
-    from dynamica.generator.render import SourceBundle
-    text = (HERE / "_ctiming.pyx").read_text()
-    bundle = SourceBundle(module_name="_ctiming", backend="cython", files=(("_ctiming.pyx", text),),
-                          signature="bench")
-    return import_extension(compile_bundle(bundle, cache=workdir / "ctiming-cache"))
+    from dynamica.runtime.timing import ctiming
+    return ctiming()
 
 
 def measure_dynamica(n: int, workdir: Path, ctiming) -> dict:

@@ -158,15 +158,25 @@ def _index_path(cache: Path, key: str) -> Path:
     return cache / "index" / f"{key}.json"
 
 
-def load(path, form=None, backend="cython", *, cache=None, progress=None, check_mass_matrix=True) -> CompiledModel:
-    """Compile (or fetch from the cache) and import the module of a model file."""
+def load(path, form=None, backend="cython", *, cache=None, progress=None, check_mass_matrix=True,
+         select_by="predicted") -> CompiledModel:
+    """Compile (or fetch from the cache) and import the module of a model file.
+
+    form="auto" picks the cheapest form: by the flop formulas of chapter 4 (select_by=
+    "predicted", the dissertation's choice) or by timing every compiled form ("measured").
+    """
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
     from dynamica.generator.forms import resolve
     spec = load_model(path)
     form = form or spec.simulate.form or "composite"
     if form == "auto":
-        from dynamica.generator.forms import EQUATION_FORMS
-        form = next(iter(EQUATION_FORMS))   # the only registered form until `select` lands
+        from dynamica.runtime import selection
+        if select_by == "predicted":
+            form = selection.predicted_best(spec)
+        elif select_by == "measured":
+            form = selection.select(path, measure=True).recommended
+        else:
+            raise ValueError(f"select_by must be 'predicted' or 'measured', not {select_by!r}")
     try:
         form = resolve(form)
     except KeyError as exc:

@@ -120,6 +120,26 @@ def cmd_check(args):
     return 0 if report.ok(args.rtol) else 1
 
 
+def cmd_select(args):
+    from dynamica.runtime.selection import diagram, select
+    if args.diagram:
+        grids = diagram(args.diagram, max_chains=args.max_chains, max_length=args.max_length, K=args.K)
+        print(f"fig. 4.8 analogue ({', '.join(f'{k}-DOF' for k in grids)} joints) written to {args.diagram}")
+        if not args.model:
+            return 0
+    if not args.model:
+        print("dynamica: error: a model file is needed (or --diagram FILE alone)", file=sys.stderr)
+        return 2
+
+    def progress(form, row):
+        if not args.quiet:
+            print(f"[dynamica] {form:<22s} done", file=sys.stderr, flush=True)
+    forms = args.forms.split(",") if args.forms else None
+    rep = select(args.model, forms=forms, measure=args.measure, K=args.K, progress=progress)
+    print(rep.text())
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="dynamica", description="Equations of motion of rigid-body trees "
                                  "as compiled extensions (after Dynamica90).")
@@ -160,6 +180,19 @@ def main(argv=None) -> int:
                    help="show a progress bar (default: when stderr is a terminal)")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.set_defaults(fn=cmd_simulate)
+
+    p = sub.add_parser("select", help="predicted flops, generated operations and (--measure) time per RHS "
+                       "call of every equation form; recommends the cheapest")
+    p.add_argument("model", nargs="?", help="model file (YAML)")
+    p.add_argument("--forms", help="comma-separated forms (default: all registered)")
+    p.add_argument("--measure", action="store_true", help="compile every form and time its RHS (C level)")
+    p.add_argument("--K", type=float, default=2, help="iterations assumed for ITR in the prediction (default 2)")
+    p.add_argument("--diagram", help="draw the fig. 4.8 analogue (chains x chain length, per joint DOF, "
+                   "coloured by the cheapest form) to this file")
+    p.add_argument("--max-chains", type=int, default=20)
+    p.add_argument("--max-length", type=int, default=20)
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(fn=cmd_select)
 
     p = sub.add_parser("check", help="compare the compiled RHS with the numeric reference at random states")
     common(p)

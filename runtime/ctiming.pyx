@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Time a dynamica module's C entry point (`rhs_capsule`) from C, without Python call overhead.
 
-Compiled by bench_spine.py through dynamica's own build (`compile_bundle`).
+Compiled on first use through dynamica's own build (runtime/timing.py).
 """
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
@@ -27,5 +27,27 @@ def rhs_seconds_per_call(capsule, double t, double[::1] y, double[::1] p, double
         clock_gettime(CLOCK_MONOTONIC, &t0)
         for i in range(repeat):
             f(t, yp, pp, op)
+        clock_gettime(CLOCK_MONOTONIC, &t1)
+    return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / repeat
+
+
+def rhs_seconds_per_call_states(capsule, double t, double[:, ::1] ys, double[::1] p, double[::1] ydot, long repeat):
+    """Like `rhs_seconds_per_call`, cycling through the rows of `ys` (forms that keep state between
+    calls, the iterative one, are then timed on a moving state, as inside an integration)."""
+    if not PyCapsule_IsValid(capsule, b"dynamica.rhs"):
+        raise TypeError("expected a PyCapsule named 'dynamica.rhs'")
+    if ydot.shape[0] != ys.shape[1] or ys.shape[0] < 1:
+        raise ValueError("ys must be (k >= 1, len(ydot))")
+    if repeat < 1:
+        raise ValueError("repeat must be >= 1")
+    cdef rhs_fn f = <rhs_fn>PyCapsule_GetPointer(capsule, b"dynamica.rhs")
+    cdef const double *pp = &p[0] if p.shape[0] > 0 else NULL
+    cdef double *op = &ydot[0]
+    cdef long k = ys.shape[0], i
+    cdef timespec t0, t1
+    with nogil:
+        clock_gettime(CLOCK_MONOTONIC, &t0)
+        for i in range(repeat):
+            f(t, &ys[i % k, 0], pp, op)
         clock_gettime(CLOCK_MONOTONIC, &t1)
     return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / repeat

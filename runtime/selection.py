@@ -1,0 +1,146 @@
+"""Choosing the cheapest equation form (dissertation 4.2 and 5.2.3; fig. 4.8).
+
+For a model: per registered form, the flops the formulas (4.1)-(4.7) predict
+(generator/cost.py), the arithmetic operations of the generated code after CSE, and on
+request the measured time per RHS call of each compiled variant (runtime/timing.py). The
+recommendation is the cheapest predicted form among the section 4.2 candidates (CBM, LGR,
+ITR-G, DEC), or the fastest measured one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dynamica.generator import cost
+
+#: the iteration count the dissertation assumes when it predicts ITR (tables 5.2, 5.3: K = 2)
+DEFAULT_K = 2
+
+
+@dataclass
+class FormRow:
+    form: str
+    acronym: str
+    kind: str = ""
+    predicted: float | None = None       # flops, formulas (4.1)-(4.7)
+    generated: int | None = None         # operations of the generated RHS kernels after CSE
+    seconds: float | None = None         # measured time per RHS call (C level)
+    note: str = ""
+
+
+@dataclass
+class SelectReport:
+    model: str
+    n: int
+    bodies: int
+    K: float
+    rows: list = field(default_factory=list)
+    recommended: str = ""
+    basis: str = "predicted"
+
+    def text(self) -> str:
+        head = f"{self.model}: {self.bodies} bodies, {self.n} coordinates (ITR predicted with K = {self.K:g})"
+        cols = ["form", "acronym", "predicted flops", "generated ops", "measured us/call", "note"]
+        body = []
+        for r in self.rows:
+            body.append([r.form, r.acronym, "-" if r.predicted is None else f"{r.predicted:.0f}",
+                         "-" if r.generated is None else str(r.generated),
+                         "-" if r.seconds is None else f"{r.seconds * 1e6:.3f}", r.note])
+        w = [max(len(c), *(len(b[k]) for b in body)) for k, c in enumerate(cols)]
+        fmt = lambda row: "  ".join(s.ljust(w[k]) if k in (0, 1, 5) else s.rjust(w[k])  # noqa: E731
+                                    for k, s in enumerate(row)).rstrip()
+        lines = [head, fmt(cols), fmt(["-" * x for x in w])] + [fmt(b) for b in body]
+        lines.append(f"recommended: {self.recommended} (cheapest {self.basis})")
+        return "\n".join(lines)
+
+
+def _rhs_ops(module_ir) -> int:
+    """Operations of the kernels one RHS call runs (not the separate mass matrix or conversions)."""
+    return sum(k.op_count()["total"] for k in module_ir.kernels if k.name not in ("mass", "momenta"))
+
+
+def predicted_best(spec, K=DEFAULT_K, available=None) -> str:
+    """The section 4.2 choice by the formulas, among the candidates that are registered."""
+    from dynamica.generator.forms import EQUATION_FORMS
+    available = set(EQUATION_FORMS if available is None else available)
+    cands = [f for f in cost.SELECTION if f in available] or [f for f in cost.FORMS if f in available]
+    return cost.best(cost.from_spec(spec), K=K, forms=cands)
+
+
+def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, progress=None) -> SelectReport:
+    """Predicted flops, generated operations and (measure=True) measured us per call of each form."""
+    from dynamica.generator.forms import ALIASES, EQUATION_FORMS, resolve
+    from dynamica.generator.model import load_model
+    from dynamica.generator.topology import build_topology
+    spec = load_model(path)
+    topo = build_topology(spec)
+    tree = cost.from_topology(topo, spec)
+    order = {f: k for k, f in enumerate(cost.FORMS)}
+    names = [resolve(f) for f in forms] if forms else sorted(EQUATION_FORMS, key=lambda f: (order.get(f, 99), f))
+    acr = dict(cost.ACRONYMS)
+    for a, f in ALIASES.items():
+        acr.setdefault(f, a)
+    rep = SelectReport(model=spec.name, n=len(spec.coordinates), bodies=topo.n_bodies, K=K)
+    for f in names:
+        row = FormRow(form=f, acronym=acr.get(f, ""))
+        try:
+            row.predicted = float(cost.count(tree, form=f, K=K))
+        except (KeyError, ValueError):
+            row.note = "no flop formula in the dissertation"
+        if generate_code or measure:
+            from dynamica.generator.pipeline import generate
+            g = generate(spec, form=f)
+            row.kind = g.equations.kind
+            row.generated = _rhs_ops(g.module_ir)
+        if measure:
+            from dynamica.runtime.api import load
+            from dynamica.runtime.timing import seconds_per_call
+            model = load(path, form=f, check_mass_matrix=False)
+            row.seconds = seconds_per_call(model)
+        if progress is not None:
+            progress(f, row)
+        rep.rows.append(row)
+    if measure:
+        rep.recommended = min((r for r in rep.rows if r.seconds is not None), key=lambda r: r.seconds).form
+        rep.basis = "measured"
+    else:
+        rep.recommended = predicted_best(spec, K, available=names)
+    return rep
+
+
+# ------------------------------------------------------------------ fig. 4.8
+def diagram(path, max_chains=20, max_length=20, dofs=(1, 2, 3), K=DEFAULT_K, candidates=cost.SELECTION):
+    """The analogue of fig. 4.8: for a base body carrying c chains of l bodies (joints of n_J
+    DOFs), the cheapest form by the formulas, one panel per n_J. Returns {n_J: 2-D array of form
+    indices} and writes the figure to `path`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    cands = [cost.form_name(f) for f in candidates]
+    grids = {}
+    for nJ in dofs:
+        g = np.zeros((max_chains, max_length), dtype=int)
+        for c in range(1, max_chains + 1):
+            for ln in range(1, max_length + 1):
+                g[c - 1, ln - 1] = cands.index(cost.best(cost.star_of_chains(c, ln, nJ), K=K, forms=cands))
+        grids[nJ] = g
+    colours = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3"][:len(cands)]
+    cmap = ListedColormap(colours)
+    fig, axes = plt.subplots(1, len(dofs), figsize=(4.2 * len(dofs), 4.2), squeeze=False)
+    for ax, nJ in zip(axes[0], dofs):
+        ax.pcolormesh(np.arange(0.5, max_length + 1), np.arange(0.5, max_chains + 1), grids[nJ],
+                      cmap=cmap, vmin=-0.5, vmax=len(cands) - 0.5)
+        ax.set_title(f"{nJ}-DOF joints")
+        ax.set_xlabel("chain length (bodies)")
+        ax.set_ylabel("number of chains")
+    fig.legend(handles=[Patch(color=colours[k], label=f"{f} ({cost.ACRONYMS[f]})") for k, f in enumerate(cands)],
+               loc="lower center", ncol=len(cands))
+    fig.suptitle(f"cheapest form by the flop formulas (4.1)-(4.7), ITR with K = {K:g} (cf. fig. 4.8)")
+    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    fig.savefig(path)
+    plt.close(fig)
+    return grids

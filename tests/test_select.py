@@ -1,0 +1,61 @@
+"""`dynamica select`, form="auto" and the fig. 4.8 diagram (issue 4, part 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import dynamica
+from dynamica.generator import cost
+from dynamica.generator.forms import EQUATION_FORMS
+from dynamica.runtime.cli import main
+from dynamica.runtime.selection import diagram, predicted_best, select
+
+
+def test_report_lists_every_form_with_its_numbers(models_dir):
+    rep = select(models_dir / "chain7.yaml")
+    assert {r.form for r in rep.rows} == set(EQUATION_FORMS)
+    # chain7: seven revolute joints in a chain, so the predictions are the closed forms of table 4.3
+    row = {r.form: r for r in rep.rows}
+    assert row["composite"].predicted == float(cost.count(cost.chain(7, 1), form="CBM"))
+    for r in rep.rows:
+        assert r.generated > 0
+        if r.form in cost.FORMS:
+            assert r.predicted > 0
+    assert rep.recommended in cost.SELECTION
+    assert "recommended:" in rep.text()
+
+
+def test_generated_ops_are_the_compiled_modules(models_dir):
+    rep = select(models_dir / "star.yaml", forms=["CBM"], measure=True)
+    (r,) = rep.rows
+    m = dynamica.load(str(models_dir / "star.yaml"), form="composite")
+    assert r.generated == m.module.OPERATION_COUNTS["dynamics"]["total"]
+    assert 0 < r.seconds < 1e-3 and rep.basis == "measured" and rep.recommended == "composite"
+
+
+def test_auto_uses_the_prediction(models_dir, tmp_path):
+    path = models_dir / "chain7.yaml"
+    want = predicted_best(dynamica.generator.model.load_model(path))
+    m = dynamica.load(str(path), form="auto")
+    assert m.form == want
+
+
+def test_diagram_matches_the_dissertations_findings(tmp_path):
+    """Fig. 4.8 / section 4.2: CBM wins on stars of short chains (linear in N there), while on a
+    single long chain CBM (cubic) loses to a linear form."""
+    grids = diagram(tmp_path / "d.png", max_chains=12, max_length=25, dofs=(1, 3))
+    cands = [cost.form_name(f) for f in cost.SELECTION]
+    for nJ, g in grids.items():
+        assert cands[g[11, 0]] == "composite", nJ                 # 12 chains of one body: a star
+        assert cands[g[0, 24]] != "composite", nJ                 # one chain of 25 bodies
+    assert (tmp_path / "d.png").stat().st_size > 10000
+    assert np.unique(grids[3]).size >= 2
+
+
+def test_cli(models_dir, tmp_path, capsys):
+    assert main(["select", str(models_dir / "double_pendulum.yaml"), "--forms", "CBM,composite", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted flops" in out and "recommended: composite" in out
+    assert main(["select", "--diagram", str(tmp_path / "f.png"), "--max-chains", "4", "--max-length", "4"]) == 0
+    assert (tmp_path / "f.png").exists()
+    assert main(["select"]) == 2
