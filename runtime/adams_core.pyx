@@ -1,25 +1,28 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Compiled Shampine-Gordon Adams PECE integration loop (port of runtime/adams.py).
+"""Compiled Shampine-Gordon Adams PECE step (the one implementation of runtime/adams.py).
 
-The step (``step_core``) is a line-by-line port of ``Adams._step_core`` of runtime/adams.py
-(STEP of Shampine & Gordon 1975: block 0 checks and start, block 1 coefficients, block 2
-predictor and error estimates at orders k-2..k, block 3 failure handling, block 4 corrector,
-order selection with the k+1 estimate, step selection, round-off floor with STEP's compensated
-summation), and ``intrp`` is INTRP.  The driver ``integrate`` repeats what
-``solve_ivp(fun, (t0, t_bound), y0, method=Adams, t_eval=t_out)`` does, so the two give the
-same steps, the same number of RHS evaluations and the same numbers up to the order of
-floating-point summations (BLAS in numpy vs. plain loops here).
+``step_core`` is STEP of Shampine & Gordon 1975 (block 0 checks and start, block 1
+coefficients, block 2 predictor and error estimates at orders k-2..k, block 3 failure
+handling, block 4 corrector, order selection with the k+1 estimate, step selection, round-off
+floor with STEP's compensated summation) and ``intrp_raw`` is INTRP.  docs/adams.md gives the
+formulas.
+
+:class:`Stepper` holds one integration: ``step()`` takes one step (what
+``runtime.adams.Adams._step_impl`` calls), ``run(t_out, Y, j, nmax)`` takes up to ``nmax`` steps
+in a C loop and fills outputs by INTRP (what ``runtime.compiled_adams.solve`` calls), and with
+``dense=True`` every accepted step's interpolant (x, y, psi, phi rows, order) is appended to a
+C buffer, from which :class:`AdamsSolution` evaluates the solution on the whole interval.
 
 With a PyCapsule named b"dynamica.rhs" (``void rhs(double t, const double *y, const double *p,
-double *ydot)``) the whole loop runs without the GIL and without any Python call per step;
-with a Python callable ``f(t, y)`` the same loop calls back into Python for every evaluation.
+double *ydot)``) ``run`` releases the GIL and makes no Python call per step; with a Python
+callable ``f(t, y)`` the same loop calls back into Python for every evaluation.
 
 Arrays are 1-based as in STEP (row/index 0 unused).  ``phi`` is a (17, n) row-major block.
 """
 
 from libc.math cimport fabs, sqrt, pow, copysign, isfinite, INFINITY
 from libc.float cimport DBL_EPSILON
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_IsValid, PyCapsule_GetPointer
 
@@ -42,16 +45,18 @@ cdef enum:
     ST_MAXSTEPS = 5
     ST_WTZERO = 6
     ST_STIFF = 7
+    ST_NOMEM = 8
 
-OK, CRASH_TOL, CRASH_STEP, NONFINITE, PYERR, MAXSTEPS, WTZERO, STIFF = range(8)
-STATUS_NAMES = ("ok", "crash_tol", "crash_step", "nonfinite", "pyerr", "maxsteps", "wtzero", "stiff")
+OK, CRASH_TOL, CRASH_STEP, NONFINITE, PYERR, MAXSTEPS, WTZERO, STIFF, NOMEM = range(9)
+STATUS_NAMES = ("ok", "crash_tol", "crash_step", "nonfinite", "pyerr", "maxsteps", "wtzero", "stiff",
+                "nomem")
 MAX_ORDER = MAXORD
 
 cdef double U = DBL_EPSILON
 cdef double TWOU = 2.0 * DBL_EPSILON
 cdef double FOURU = 4.0 * DBL_EPSILON
 
-# 1-based tables: GSTR[i] = |gamma*_i| (exact, as runtime/adams.py), TWO[i] = 2**i.
+# 1-based tables: GSTR[i] = |gamma*_i| (exact, see runtime/adams.py gamma_star), TWO[i] = 2**i.
 cdef double GSTR[MAXORD + 2]
 cdef double TWO[MAXORD + 2]
 
@@ -97,6 +102,7 @@ cdef struct State:
     double g[MAXORD + 2]
     double w[MAXORD + 2]
     double x
+    double t_old
     double h
     double hold
     double tb
@@ -109,13 +115,34 @@ cdef struct State:
     int nornd
     int start
     int h_given
+    int force_k         # test hook: > 0 forces the order ramp up to force_k, accepts every step
+    int done            # run(): ended by extrapolation within 4u|t| of tb (x unchanged)
     long nfev
     long nrejected
+    long nsteps
+    long max_steps
+    long hist[MAXORD + 2]
+    # DDES stiffness test
+    int kle4
+    int stiff
+    int ksteps
+    long nstiff
+    # tolerances (per component)
+    const double *rtol
+    const double *atol
     # right-hand side
     rhs_fn fn
     const double *par
     void *pyfun         # borrowed: the Python callable (fn == NULL)
     void *errbox        # borrowed: a list receiving an exception from the callable
+    # dense record: per accepted step [t_old, x, kold, y(n), psi(0..kold), phi rows 1..kold+1]
+    int record
+    double *rec
+    Py_ssize_t reclen
+    Py_ssize_t reccap
+    Py_ssize_t *recoff
+    Py_ssize_t nrec
+    Py_ssize_t offcap
     # failure report
     double bad_t
     double bad_h
@@ -126,6 +153,7 @@ cdef struct State:
 
 cdef int pycall(State *s, double t, double *yin, double *out) noexcept with gil:
     cdef double[::1] mv
+    cdef const double[::1] rv
     cdef Py_ssize_t i, n = s.n
     try:
         ya = np.empty(n)
@@ -133,11 +161,11 @@ cdef int pycall(State *s, double t, double *yin, double *out) noexcept with gil:
         for i in range(n):
             mv[i] = yin[i]
         r = (<object>s.pyfun)(t, ya)
-        mv = np.ascontiguousarray(np.asarray(r, dtype=np.float64).reshape(-1))
-        if mv.shape[0] != n:
-            raise ValueError(f"the right-hand side returned {mv.shape[0]} values, expected {n}")
+        rv = np.ascontiguousarray(np.asarray(r, dtype=np.float64).reshape(-1))
+        if rv.shape[0] != n:
+            raise ValueError(f"the right-hand side returned {rv.shape[0]} values, expected {n}")
         for i in range(n):
-            out[i] = mv[i]
+            out[i] = rv[i]
     except BaseException as e:
         (<list>s.errbox).append(e)
         return -1
@@ -177,7 +205,18 @@ cdef inline double wnorm(const double *a, const double *rwt, int n) noexcept nog
 
 cdef void coefficients(int k, int ns, double h, double *psi, double *alpha, double *beta,
                        double *sig, double *g, double *w) noexcept nogil:
-    """STEP block 1 for k >= ns (as runtime/adams.py ``_coefficients``)."""
+    """STEP block 1 for k >= ns: psi, alpha, beta, sigma for this step and g(1..k+1).
+
+    psi(i) = x_{n+1} - x_{n+1-i}, alpha(i) = h / psi(i),
+    beta(i) = prod_{j<i} psi_j(n+1) / psi_j(n)  (phi*_i = beta_i phi_i),
+    sig(i+1) = i alpha(i) sig(i),
+    g(i) = g_{i,1} with g_{1,q} = 1/q, g_{2,q} = 1/(q(q+1)), g_{i,q} = g_{i-1,q} - alpha_{i-1} g_{i-1,q+1}.
+
+    Entries with index < ns are those of constant steps and are kept from earlier steps.  STEP
+    updates g incrementally through its array v; here the triangle g_{i,q} is rebuilt from the
+    alphas (at most 66 multiply-adds): the same numbers, no state to keep consistent when the
+    order changes.
+    """
     cdef int i, q
     cdef double temp1, temp2, a
     beta[ns] = 1.0
@@ -203,18 +242,23 @@ cdef void coefficients(int k, int ns, double h, double *psi, double *alpha, doub
         g[i] = w[1]
 
 
-cdef void intrp(State *s, double xout, double *out) noexcept nogil:
-    """INTRP: y(xout) from the Adams interpolant of the last step (order kold + 1)."""
-    cdef int n = s.n, ki = s.kold + 1, i, j, l
-    cdef double hi = xout - s.x, term = 0.0, gamma, eta, psijm1, acc
+cdef void intrp_raw(int n, int kold, double x, const double *y, const double *phi1,
+                    const double *psi, double xout, double *out) noexcept nogil:
+    """INTRP: y(xout) from the Adams interpolant of a step ending at x with value y.
+
+    ``phi1`` points at row 1 of the modified divided differences (row i at phi1 + (i-1) n,
+    i = 1..kold+1), ``psi`` is 1-based (psi[1..kold]).  The derivative interpolates f at
+    x, x - psi_1, ..., x - psi_kold; y(xout) = y + hi sum_i g_i(hi) phi_i with hi = xout - x.
+    """
+    cdef int ki = kold + 1, i, j, l
+    cdef double hi = xout - x, term = 0.0, gamma, eta, psijm1, acc
     cdef double w[MAXORD + 3]
     cdef double gi[MAXORD + 3]
-    cdef double *phi = s.phi
     for i in range(1, ki + 1):
         w[i] = 1.0 / i
     gi[1] = 1.0
     for j in range(2, ki + 1):
-        psijm1 = s.psi[j - 1]
+        psijm1 = psi[j - 1]
         gamma = (hi + term) / psijm1
         eta = hi / psijm1
         for i in range(1, ki + 2 - j):
@@ -224,8 +268,12 @@ cdef void intrp(State *s, double xout, double *out) noexcept nogil:
     for l in range(n):
         acc = 0.0
         for i in range(1, ki + 1):
-            acc += phi[i * n + l] * gi[i]
-        out[l] = s.y[l] + hi * acc
+            acc += phi1[(i - 1) * n + l] * gi[i]
+        out[l] = y[l] + hi * acc
+
+
+cdef inline void intrp(State *s, double xout, double *out) noexcept nogil:
+    intrp_raw(s.n, s.kold, s.x, s.y, s.phi + s.n, s.psi, xout, out)
 
 
 cdef int step_core(State *s) noexcept nogil:
@@ -272,7 +320,7 @@ cdef int step_core(State *s) noexcept nogil:
             phi[2 * n + l] = 0.0
         sn = wnorm(yp, rwt, n)
         absh = fabs(h)
-        if not s.h_given and eps < 16.0 * sn * h * h:
+        if not (s.force_k or s.h_given) and eps < 16.0 * sn * h * h:
             absh = 0.25 * sqrt(eps / sn)
         h = copysign(max(absh, FOURU * fabs(x)), h)
         s.hold = 0.0
@@ -374,7 +422,7 @@ cdef int step_core(State *s) noexcept nogil:
             if erkm1 <= 0.5 * erk:
                 knew = km1
 
-        if err <= eps:
+        if err <= eps or s.force_k:
             break
 
         # Block 3: unsuccessful step; restore x, phi, psi; halve (order 1 after 3 failures).
@@ -428,7 +476,10 @@ cdef int step_core(State *s) noexcept nogil:
     erkp1 = 0.0
     if knew == km1 or k == MAXORD:
         phase1 = 0
-    if phase1:
+    if s.force_k:
+        k = min(kp1, s.force_k)
+        action = 0
+    elif phase1:
         action = 1
     elif knew == km1:
         action = -1
@@ -454,13 +505,14 @@ cdef int step_core(State *s) noexcept nogil:
 
     # Step size for the next step: double, keep, or reduce to [0.5, 0.9] h.
     hnew = h + h
-    if not phase1 and p5eps < erk * TWO[k + 1]:
+    if not phase1 and not s.force_k and p5eps < erk * TWO[k + 1]:
         hnew = h
         if p5eps < erk:
             r = pow(p5eps / erk, 1.0 / (k + 1))
             hnew = absh * max(0.5, min(0.9, r))
             hnew = copysign(max(hnew, FOURU * fabs(x)), h)
 
+    s.t_old = xold
     s.x = x
     swap = s.y
     s.y = s.ynew
@@ -474,153 +526,214 @@ cdef int step_core(State *s) noexcept nogil:
     return ST_OK
 
 
-cdef int run(State *s, const double *rtol, const double *atol, const double *tout, int m,
-             double *Y, int *jout, long max_steps, long *nsteps, long *hist,
-             int stiff_raise, long *nstiff) noexcept nogil:
-    """DE-like driver: steps to s.tb, filling Y[j * n + l] = y_l(tout[j]) by INTRP."""
-    cdef int n = s.n, l, code, j = jout[0]
-    cdef double d = 1.0 if s.tb >= s.x else -1.0
+
+cdef int record_step(State *s) noexcept nogil:
+    """Append the interpolant of the last step to the dense record."""
+    cdef int n = s.n, kold = s.kold, i
+    cdef Py_ssize_t size = 3 + n + (kold + 1) + (kold + 1) * n, cap
+    cdef double *r
+    cdef Py_ssize_t *o
+    if s.reclen + size > s.reccap:
+        cap = max(2 * s.reccap, s.reclen + size + 1024)
+        r = <double*>realloc(s.rec, sizeof(double) * cap)
+        if r == NULL:
+            return ST_NOMEM
+        s.rec = r
+        s.reccap = cap
+    if s.nrec + 2 > s.offcap:
+        cap = max(2 * s.offcap, 256)
+        o = <Py_ssize_t*>realloc(s.recoff, sizeof(Py_ssize_t) * cap)
+        if o == NULL:
+            return ST_NOMEM
+        s.recoff = o
+        s.offcap = cap
+    r = s.rec + s.reclen
+    r[0] = s.t_old
+    r[1] = s.x
+    r[2] = kold
+    memcpy(r + 3, s.y, sizeof(double) * n)
+    for i in range(kold + 1):
+        r[3 + n + i] = s.psi[i]
+    memcpy(r + 3 + n + kold + 1, s.phi + n, sizeof(double) * n * (kold + 1))
+    s.recoff[s.nrec] = s.reclen
+    s.nrec += 1
+    s.reclen += size
+    return ST_OK
+
+
+cdef int step_one(State *s) noexcept nogil:
+    """Weights, one STEP, counters, DDES stiffness test, dense record.
+
+    Returns ST_OK, ST_STIFF (step accepted; the stiffness test fired on it) or an error code.
+    """
+    cdef int n = s.n, l, code
     cdef double wt
-    cdef int kle4 = 0, stiff = 0, ksteps = 0
-    while d * (s.x - s.tb) < 0:
+    for l in range(n):
+        wt = s.rtol[l] * fabs(s.y[l]) + s.atol[l]
+        if wt <= 0:
+            s.bad_i = l
+            s.bad_t = s.x
+            return ST_WTZERO
+        s.rwt[l] = 1.0 / wt
+    code = step_core(s)
+    if code != ST_OK:
+        return code
+    s.nsteps += 1
+    s.hist[s.kold] += 1
+    if s.record:
+        code = record_step(s)
+        if code != ST_OK:
+            return code
+    # DDES: a run of 50 consecutive steps at order <= 4 within a block of 500 steps.
+    s.kle4 = 0 if s.kold > 4 else s.kle4 + 1
+    if s.kle4 >= STIFF_RUN:
+        s.stiff = 1
+    s.ksteps += 1
+    if s.ksteps >= STIFF_BLOCK:
+        s.ksteps = 0
+        if s.stiff:
+            s.stiff = 0
+            s.kle4 = 0
+            s.nstiff += 1
+            return ST_STIFF
+    return ST_OK
+
+
+cdef int run(State *s, const double *tout, int m, double *Y, int *jout, long nmax,
+             int stiff_raise) noexcept nogil:
+    """DE-like driver: at most nmax steps towards s.tb, filling Y[j * n + l] = y_l(tout[j])."""
+    cdef int n = s.n, code, j = jout[0]
+    cdef long taken = 0
+    cdef double d = 1.0 if s.tb >= s.x else -1.0
+    while d * (s.x - s.tb) < 0 and not s.done and taken < nmax:
         if fabs(s.tb - s.x) <= FOURU * fabs(s.x):
             # DE: too close to the end for a step: extrapolate with the interpolant.
             while j < m and d * (tout[j] - s.tb) <= 0:
                 intrp(s, tout[j], Y + j * n)
                 j += 1
-            s.x = s.tb
+            s.done = 1
             break
-        if nsteps[0] >= max_steps:
+        if s.nsteps >= s.max_steps:
             jout[0] = j
             return ST_MAXSTEPS
-        for l in range(n):
-            wt = rtol[l] * fabs(s.y[l]) + atol[l]
-            if wt <= 0:
-                s.bad_i = l
-                s.bad_t = s.x
-                jout[0] = j
-                return ST_WTZERO
-            s.rwt[l] = 1.0 / wt
-        code = step_core(s)
+        code = step_one(s)
+        taken += 1
+        if code == ST_OK or code == ST_STIFF:
+            while j < m and d * (tout[j] - s.x) <= 0:
+                intrp(s, tout[j], Y + j * n)
+                j += 1
+        if code == ST_STIFF and not stiff_raise:
+            code = ST_OK
         if code != ST_OK:
             jout[0] = j
             return code
-        nsteps[0] += 1
-        hist[s.kold] += 1
-        while j < m and d * (tout[j] - s.x) <= 0:
-            intrp(s, tout[j], Y + j * n)
-            j += 1
-        # DDES stiffness test: a run of 50 steps at order <= 4 within a block of 500.
-        kle4 = 0 if s.kold > 4 else kle4 + 1
-        if kle4 >= STIFF_RUN:
-            stiff = 1
-        ksteps += 1
-        if ksteps >= STIFF_BLOCK:
-            ksteps = 0
-            if stiff:
-                stiff = 0
-                kle4 = 0
-                nstiff[0] += 1
-                if stiff_raise:
-                    jout[0] = j
-                    return ST_STIFF
     jout[0] = j
     return ST_OK
 
 
-def integrate(f, double t0, y0, t_out, p=None, rtol=1e-6, atol=1e-6, long max_steps=500000,
-              t_bound=None, first_step=None, double max_step=INFINITY, bint stiff_raise=True):
-    """Integrate y' = f(t, y) from t0 and return ``(Y, info)``.
+cdef class Stepper:
+    """One Adams integration of y' = f(t, y) from t0 towards t_bound (the compiled STEP state).
 
-    f : PyCapsule named b"dynamica.rhs" (C pointer called directly, GIL released) or a Python
-        callable ``f(t, y) -> array`` (same algorithm, one Python call per evaluation).
-    t_out : output times, monotone in the direction of integration, within [t0, t_bound];
-        ``t_bound`` defaults to ``t_out[-1]``.  Outputs equal to t0 are y0 exactly, the
-        others come from the Adams interpolant (INTRP) of the step that covers them.
+    f : PyCapsule named b"dynamica.rhs" (called directly; ``run`` releases the GIL) or a Python
+        callable ``f(t, y) -> array`` (one Python call per evaluation).
     p : parameter array handed to the capsule (ignored for a callable).
-    Returns Y of shape (n, len(t_out)) (rows filled up to info["n_out"]) and info, a dict:
-    status (0 ok, see STATUS_NAMES), nfev, nsteps, nrejected, order_histogram (list, index =
-    order 0..12), t, h, and for failures component, value, nbad, eps_factor.
+    dense : record every accepted step's interpolant (see :meth:`solution`).
+    The right-hand side is first evaluated by :meth:`begin`.  Methods return status codes
+    (``OK``, ``STIFF`` ... of this module); :meth:`info` describes a failure.
     """
-    cdef double[::1] y0v = np.ascontiguousarray(y0, dtype=np.float64).reshape(-1)
-    cdef double[::1] tv = np.ascontiguousarray(t_out, dtype=np.float64).reshape(-1)
-    cdef int n = y0v.shape[0], m = tv.shape[0], j, l, code
-    cdef double[::1] pv
-    cdef double[::1] rt = np.array(np.broadcast_to(np.asarray(rtol, dtype=np.float64), (n,)), dtype=np.float64)
-    cdef double[::1] at = np.array(np.broadcast_to(np.asarray(atol, dtype=np.float64), (n,)), dtype=np.float64)
-    cdef double tb, d, h0
+
     cdef State s
-    cdef long nsteps = 0, nstiff = 0
-    cdef long hist[MAXORD + 2]
-    cdef int jout = 0
     cdef double *work
-    cdef double pdummy = 0.0
-    cdef double[:, ::1] Yv
-    cdef bint use_capsule
-    errbox = []
+    cdef object f, errbox, keep
+    cdef double pdummy
+    cdef readonly double t0
+    cdef readonly bint capsule
+    cdef public bint stiff_raise
 
-    if n == 0:
-        raise ValueError("y0 is empty")
-    tb = float(tv[m - 1]) if t_bound is None else float(t_bound)
-    d = 1.0 if tb >= t0 else -1.0
-    for j in range(m):
-        if d * (tv[j] - t0) < 0 or d * (tv[j] - tb) > 0:
-            raise ValueError(f"t_out[{j}] = {tv[j]!r} lies outside [t0, t_bound] = [{t0!r}, {tb!r}]")
-        if j > 0 and d * (tv[j] - tv[j - 1]) < 0:
-            raise ValueError("t_out must be monotone in the direction of integration")
-    for l in range(n):
-        if rt[l] < 0 or at[l] < 0:
-            raise ValueError("rtol and atol must be non-negative")
-        if rt[l] + at[l] <= 0:
-            raise ValueError("rtol and atol must not both be zero")
-    if not (max_step > 0):
-        raise ValueError("max_step must be positive")
+    def __cinit__(self):
+        memset(&self.s, 0, sizeof(State))
+        self.work = NULL
 
-    memset(&s, 0, sizeof(State))
-    use_capsule = PyCapsule_IsValid(f, b"dynamica.rhs") != 0
-    if use_capsule:
-        s.fn = <rhs_fn>PyCapsule_GetPointer(f, b"dynamica.rhs")
-        if p is None:
-            s.par = &pdummy
+    def __dealloc__(self):
+        free(self.work)
+        free(self.s.rec)
+        free(self.s.recoff)
+
+    def __init__(self, f, double t0, y0, double t_bound, p=None, rtol=1e-6, atol=1e-6,
+                 first_step=None, double max_step=INFINITY, long max_steps=500000,
+                 bint stiff_raise=True, bint dense=False):
+        cdef const double[::1] y0v = np.ascontiguousarray(y0, dtype=np.float64).reshape(-1)
+        cdef int n = y0v.shape[0], l
+        cdef double[::1] rt = np.array(np.broadcast_to(np.asarray(rtol, dtype=np.float64), (n,)), dtype=np.float64)
+        cdef double[::1] at = np.array(np.broadcast_to(np.asarray(atol, dtype=np.float64), (n,)), dtype=np.float64)
+        cdef const double[::1] pv
+        cdef double d, h0
+        cdef State *s = &self.s
+        if n == 0:
+            raise ValueError("y0 is empty")
+        for l in range(n):
+            if rt[l] < 0 or at[l] < 0:
+                raise ValueError("rtol and atol must be non-negative")
+            if rt[l] + at[l] <= 0:
+                raise ValueError("rtol and atol must not both be zero")
+        if not (max_step > 0):
+            raise ValueError("max_step must be positive")
+        self.errbox = []
+        keep = [rt, at]
+        self.pdummy = 0.0
+        if PyCapsule_IsValid(f, b"dynamica.rhs"):
+            self.capsule = True
+            s.fn = <rhs_fn>PyCapsule_GetPointer(f, b"dynamica.rhs")
+            s.par = &self.pdummy
+            if p is not None:
+                pv = np.ascontiguousarray(p, dtype=np.float64).reshape(-1)
+                keep.append(pv)
+                if pv.shape[0] > 0:
+                    s.par = &pv[0]
+        elif callable(f):
+            self.capsule = False
+            s.fn = NULL
+            s.pyfun = <void*>f
+            s.errbox = <void*>self.errbox
+            s.par = &self.pdummy
         else:
-            pv = np.ascontiguousarray(p, dtype=np.float64).reshape(-1)
-            s.par = &pdummy if pv.shape[0] == 0 else &pv[0]
-    elif callable(f):
-        s.fn = NULL
-        s.pyfun = <void*>f
-        s.errbox = <void*>errbox
-        s.par = &pdummy
-    else:
-        raise TypeError("f must be a PyCapsule named 'dynamica.rhs' or a callable f(t, y)")
+            raise TypeError("f must be a PyCapsule named 'dynamica.rhs' or a callable f(t, y)")
+        self.f = f
+        self.keep = keep
+        s.rtol = &rt[0]
+        s.atol = &at[0]
+        self.stiff_raise = stiff_raise
 
-    Y = np.full((m, n), np.nan)
-    Yv = Y
-    work = <double*>malloc(sizeof(double) * n * (7 + 17))
-    if work == NULL:
-        raise MemoryError()
-    try:
-        memset(work, 0, sizeof(double) * n * (7 + 17))
+        self.work = <double*>malloc(sizeof(double) * n * (7 + 17))
+        if self.work == NULL:
+            raise MemoryError()
+        memset(self.work, 0, sizeof(double) * n * (7 + 17))
         s.n = n
-        s.y = work
-        s.ynew = work + n
-        s.pp = work + 2 * n
-        s.yp = work + 3 * n
-        s.psum = work + 4 * n
-        s.temp4 = work + 5 * n
-        s.rwt = work + 6 * n
-        s.phi = work + 7 * n
+        s.y = self.work
+        s.ynew = self.work + n
+        s.pp = self.work + 2 * n
+        s.yp = self.work + 3 * n
+        s.psum = self.work + 4 * n
+        s.temp4 = self.work + 5 * n
+        s.rwt = self.work + 6 * n
+        s.phi = self.work + 7 * n
         for l in range(n):
             s.y[l] = y0v[l]
+        self.t0 = t0
         s.x = t0
-        s.tb = tb
+        s.t_old = t0
+        s.tb = t_bound
         s.max_step = max_step
+        s.max_steps = max_steps
         s.k = 1
         s.start = 1
         s.nornd = 1
         s.phase1 = 1
         s.eps_factor = 1.0
+        s.record = dense
+        d = 1.0 if t_bound >= t0 else -1.0
         if first_step is None:
-            h0 = max(fabs(tb - t0), FOURU * fabs(t0))
+            h0 = max(fabs(t_bound - t0), FOURU * fabs(t0))
             s.h_given = 0
         else:
             h0 = float(first_step)
@@ -630,37 +743,292 @@ def integrate(f, double t0, y0, t_out, p=None, rtol=1e-6, atol=1e-6, long max_st
         if h0 > max_step:
             h0 = max_step
         s.h = d * h0
-        for j in range(MAXORD + 2):
-            hist[j] = 0
-        # outputs at t0 are y0 itself
-        while jout < m and tv[jout] == t0:
-            for l in range(n):
-                Yv[jout, l] = y0v[l]
-            jout += 1
-        code = feval(&s, s.x, s.y, s.yp, s.h)
+
+    cdef int _f0(self) except? -1:
+        cdef State *s = &self.s
+        cdef int code = feval(s, s.x, s.y, s.yp, s.h), l
         if code == ST_OK:
-            for l in range(n):
-                s.phi[n + l] = s.yp[l]
-            if use_capsule:
-                with nogil:
-                    code = run(&s, &rt[0], &at[0], &tv[0], m, &Yv[0, 0], &jout, max_steps,
-                               &nsteps, hist, stiff_raise, &nstiff)
-            else:
-                code = run(&s, &rt[0], &at[0], &tv[0], m, &Yv[0, 0], &jout, max_steps,
-                           &nsteps, hist, stiff_raise, &nstiff)
-    finally:
-        free(work)
-    if code == ST_PYERR and errbox:
-        raise errbox[0]
-    info = {
-        "status": code, "message": STATUS_NAMES[code],
-        "nfev": s.nfev, "nsteps": nsteps, "nrejected": s.nrejected,
-        "order_histogram": [hist[j] for j in range(MAXORD + 1)],
-        "t": s.x, "h": s.h, "n_out": jout, "nstiff": nstiff, "eps_factor": s.eps_factor,
-        "capsule": bool(use_capsule),
-    }
+            for l in range(s.n):
+                s.phi[s.n + l] = s.yp[l]     # so that the interpolant is defined before the first step
+        return code
+
+    def begin(self):
+        """Evaluate f(t0, y0); returns a status code."""
+        return self._f0()
+
+    def step(self):
+        """One step of STEP (retrying after failures); returns OK, STIFF (accepted) or an error code."""
+        return step_one(&self.s)
+
+    def run(self, const double[::1] t_out, double[:, ::1] Y, int j, long nmax):
+        """At most nmax steps towards t_bound, filling Y[j:] (shape (m, n)) at t_out[j:] by INTRP.
+
+        Returns (code, j) with j the number of filled outputs.  STIFF is returned (after the
+        step) only when ``stiff_raise``; otherwise detections are counted in ``nstiff``.
+        """
+        cdef int code, jout = j, m = t_out.shape[0]
+        cdef const double *tp = &t_out[0] if m > 0 else NULL
+        cdef double *yp = &Y[0, 0] if m > 0 else NULL
+        if m > 0 and Y.shape[1] != self.s.n:
+            raise ValueError("Y must have shape (len(t_out), n)")
+        if self.capsule:
+            with nogil:
+                code = run(&self.s, tp, m, yp, &jout, nmax, self.stiff_raise)
+        else:
+            code = run(&self.s, tp, m, yp, &jout, nmax, self.stiff_raise)
+        return code, jout
+
+    def restart(self, y=None):
+        """Start again at order 1 from the current point, optionally with a new state y;
+        returns the status of the evaluation of f there."""
+        cdef State *s = &self.s
+        cdef const double[::1] yv
+        cdef double remaining
+        cdef int l
+        if y is not None:
+            yv = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
+            if yv.shape[0] != s.n:
+                raise ValueError(f"restart: y must have shape ({s.n},)")
+            for l in range(s.n):
+                s.y[l] = yv[l]
+        remaining = fabs(s.tb - s.x)
+        s.h = copysign(min(max(remaining, FOURU * fabs(s.x)), s.max_step), 1.0 if s.tb >= self.t0 else -1.0)
+        s.h_given = 0
+        s.start = 1
+        s.kold = 0
+        s.done = 0
+        return self._f0()
+
+    def force(self, int order):
+        """Test hook: raise the order by one per step up to ``order`` and keep it there; every
+        step is accepted (step sizes are set through ``h``)."""
+        if not 1 <= order <= MAXORD:
+            raise ValueError("order must be in 1..12")
+        self.s.force_k = order
+
+    def intrp(self, double t):
+        """y(t) from the interpolant of the last step, shape (n,)."""
+        out = np.empty(self.s.n)
+        cdef double[::1] ov = out
+        intrp(&self.s, t, &ov[0])
+        return out
+
+    def intrp_many(self, t):
+        """y at the times t (1-D) from the interpolant of the last step, shape (n, len(t))."""
+        cdef const double[::1] tv = np.ascontiguousarray(t, dtype=np.float64).reshape(-1)
+        cdef Py_ssize_t i, m = tv.shape[0]
+        out = np.empty((m, self.s.n))
+        cdef double[:, ::1] ov = out
+        for i in range(m):
+            intrp(&self.s, tv[i], &ov[i, 0])
+        return out.T
+
+    def interpolant(self):
+        """(x, y, phi rows 0..kold+1, psi 0..kold, kold) of the last step (copies)."""
+        cdef State *s = &self.s
+        cdef int kold = s.kold
+        phi = np.array(<double[:kold + 2, :s.n]> s.phi)
+        psi = np.array([s.psi[i] for i in range(kold + 1)])
+        return s.x, self.y, phi, psi, kold
+
+    def solution(self, t_last=None):
+        """The dense solution over all recorded steps (``dense=True``) as an :class:`AdamsSolution`;
+        ``t_last`` (default: the current t, or t_bound after an end by extrapolation) ends it."""
+        cdef State *s = &self.s
+        if not s.record:
+            raise ValueError("the stepper was created without dense=True")
+        rec = np.array(<double[:s.reclen]> s.rec) if s.reclen else np.zeros(0)
+        off = np.array(<Py_ssize_t[:s.nrec]> s.recoff) if s.nrec else np.zeros(0, dtype=np.intp)
+        if t_last is None:
+            t_last = s.tb if s.done else s.x
+        return AdamsSolution(self.t0, float(t_last), s.n, rec, off)
+
+    def info(self):
+        """Counters and, after a failure, what failed."""
+        cdef State *s = &self.s
+        return {"nfev": s.nfev, "nsteps": s.nsteps, "nrejected": s.nrejected,
+                "order_histogram": [s.hist[j] for j in range(MAXORD + 1)], "nstiff": s.nstiff,
+                "t": s.x, "h": s.h, "hold": s.hold, "eps_factor": s.eps_factor,
+                "component": s.bad_i, "value": s.bad_val, "nbad": s.nbad,
+                "bad_t": s.bad_t, "bad_h": s.bad_h, "capsule": bool(self.capsule)}
+
+    def pop_error(self):
+        """The exception raised by the Python callable (status PYERR), or None."""
+        return self.errbox.pop(0) if self.errbox else None
+
+    property t:
+        def __get__(self):
+            return self.s.x
+
+    property t_old:
+        def __get__(self):
+            return self.s.t_old
+
+    property t_bound:
+        def __get__(self):
+            return self.s.tb
+
+    property y:
+        def __get__(self):
+            return np.array(<double[:self.s.n]> self.s.y)
+
+    property h:
+        def __get__(self):
+            return self.s.h
+
+        def __set__(self, double h):
+            self.s.h = h
+
+    property k:
+        def __get__(self):
+            return self.s.k
+
+    property kold:
+        def __get__(self):
+            return self.s.kold
+
+    property hold:
+        def __get__(self):
+            return self.s.hold
+
+    property g:
+        def __get__(self):
+            return np.array([self.s.g[i] for i in range(MAXORD + 2)])
+
+    property nfev:
+        def __get__(self):
+            return self.s.nfev
+
+    property nsteps:
+        def __get__(self):
+            return self.s.nsteps
+
+    property nrejected:
+        def __get__(self):
+            return self.s.nrejected
+
+    property nstiff:
+        def __get__(self):
+            return self.s.nstiff
+
+    property order_histogram:
+        def __get__(self):
+            return [self.s.hist[j] for j in range(MAXORD + 1)]
+
+    property done:
+        """True once t_bound is reached (by a step or by extrapolation within 4u|t|)."""
+        def __get__(self):
+            return bool(self.s.done or self.s.x == self.s.tb)
+
+
+def intrp_eval(double x, y, phi, psi, int kold, t):
+    """INTRP for one step's data (as :meth:`Stepper.interpolant` returns them) at the 1-D times t;
+    returns shape (n, len(t))."""
+    cdef const double[::1] yv = np.ascontiguousarray(y, dtype=np.float64)
+    cdef const double[:, ::1] pv = np.ascontiguousarray(phi, dtype=np.float64)
+    cdef const double[::1] sv = np.ascontiguousarray(psi, dtype=np.float64)
+    cdef const double[::1] tv = np.ascontiguousarray(t, dtype=np.float64).reshape(-1)
+    cdef int n = yv.shape[0]
+    cdef Py_ssize_t i, m = tv.shape[0]
+    if pv.shape[0] < kold + 2 or pv.shape[1] != n or sv.shape[0] < kold + 1 or not 0 <= kold <= MAXORD:
+        raise ValueError("inconsistent interpolant data")
+    out = np.empty((m, n))
+    cdef double[:, ::1] ov = out
+    for i in range(m):
+        intrp_raw(n, kold, x, &yv[0], &pv[1, 0], &sv[0], tv[i], &ov[i, 0])
+    return out.T
+
+
+cdef class AdamsSolution:
+    """Continuous solution over the whole interval from the Adams interpolants of every step
+    (like scipy's ``OdeSolution``: ``sol(t)`` for a scalar gives shape (n,), for a 1-D array
+    (n, len(t)); at a step end the step ending there is used, which reproduces its y)."""
+
+    cdef readonly int n
+    cdef readonly double t_min, t_max
+    cdef readonly object ts
+    cdef readonly Py_ssize_t n_segments
+    cdef object rec, off, ends
+    cdef double d
+
+    def __init__(self, double t0, double t_last, int n, rec, off):
+        self.n = n
+        self.rec = np.ascontiguousarray(rec, dtype=np.float64)
+        self.off = np.ascontiguousarray(off, dtype=np.intp)
+        self.n_segments = self.off.shape[0]
+        if self.n_segments == 0:
+            raise ValueError("no steps recorded")
+        xs = self.rec[self.off + 1]
+        self.d = 1.0 if (xs[-1] >= t0) else -1.0
+        self.ts = np.concatenate([[t0], xs[:-1], [t_last]])
+        self.ends = self.d * self.ts[1:]
+        self.t_min = min(t0, t_last)
+        self.t_max = max(t0, t_last)
+
+    cdef void _eval(self, double t, Py_ssize_t seg, double *out):
+        cdef double[::1] rv = self.rec
+        cdef Py_ssize_t[::1] ofv = self.off
+        cdef double *r = &rv[0] + ofv[seg]
+        cdef int kold = <int>r[2], n = self.n
+        intrp_raw(n, kold, r[1], r + 3, r + 3 + n + kold + 1, r + 3 + n, t, out)
+
+    def __call__(self, t):
+        ta = np.asarray(t, dtype=np.float64)
+        cdef Py_ssize_t i, m
+        seg = np.searchsorted(self.ends, self.d * ta.reshape(-1), side="left")
+        np.clip(seg, 0, self.n_segments - 1, out=seg)
+        cdef Py_ssize_t[::1] sv = np.ascontiguousarray(seg, dtype=np.intp)
+        cdef const double[::1] tv = np.ascontiguousarray(ta.reshape(-1))
+        m = tv.shape[0]
+        out = np.empty((m, self.n))
+        cdef double[:, ::1] ov = out
+        for i in range(m):
+            self._eval(tv[i], sv[i], &ov[i, 0])
+        if ta.ndim == 0:
+            return out[0]
+        return out.T
+
+
+def integrate(f, double t0, y0, t_out, p=None, rtol=1e-6, atol=1e-6, long max_steps=500000,
+              t_bound=None, first_step=None, double max_step=INFINITY, bint stiff_raise=True):
+    """Integrate y' = f(t, y) from t0 and return ``(Y, info)`` (no events, no dense output).
+
+    t_out : output times, monotone in the direction of integration, within [t0, t_bound];
+        ``t_bound`` defaults to ``t_out[-1]``.  Outputs equal to t0 are y0 exactly, the
+        others come from the Adams interpolant (INTRP) of the step that covers them.
+    Returns Y of shape (n, len(t_out)) (rows filled up to info["n_out"]) and info, a dict:
+    status (0 ok, see STATUS_NAMES), nfev, nsteps, nrejected, order_histogram (list, index =
+    order 0..12), t, h, and for failures component, value, nbad, eps_factor.
+    """
+    cdef const double[::1] tv = np.ascontiguousarray(t_out, dtype=np.float64).reshape(-1)
+    cdef int m = tv.shape[0], j, jout = 0
+    cdef double tb, d
+    if m == 0 and t_bound is None:
+        raise ValueError("t_out is empty and no t_bound given")
+    tb = float(tv[m - 1]) if t_bound is None else float(t_bound)
+    d = 1.0 if tb >= t0 else -1.0
+    for j in range(m):
+        if d * (tv[j] - t0) < 0 or d * (tv[j] - tb) > 0:
+            raise ValueError(f"t_out[{j}] = {tv[j]!r} lies outside [t0, t_bound] = [{t0!r}, {tb!r}]")
+        if j > 0 and d * (tv[j] - tv[j - 1]) < 0:
+            raise ValueError("t_out must be monotone in the direction of integration")
+    st = Stepper(f, t0, y0, tb, p, rtol, atol, first_step, max_step, max_steps, stiff_raise)
+    y0a = st.y
+    Y = np.full((m, y0a.shape[0]), np.nan)
+    while jout < m and tv[jout] == t0:          # outputs at t0 are y0 itself
+        Y[jout] = y0a
+        jout += 1
+    code = st.begin()
+    if code == ST_OK:
+        code, jout = st.run(tv, Y, jout, max_steps + 1)
+    if code == ST_PYERR:
+        err = st.pop_error()
+        if err is not None:
+            raise err
+    info = st.info()
+    info.update(status=code, message=STATUS_NAMES[code], n_out=jout)
     if code == ST_NONFINITE:
-        info.update(t=s.bad_t, h=s.bad_h, component=s.bad_i, value=s.bad_val, nbad=s.nbad)
-    elif code == ST_WTZERO:
-        info.update(component=s.bad_i)
+        info.update(t=info["bad_t"], h=info["bad_h"])
+    if st.done:
+        info["t"] = tb
     return Y.T, info

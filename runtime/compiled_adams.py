@@ -1,10 +1,13 @@
 """Compiled Adams integration loop (runtime/adams_core.pyx) and its Python entry point.
 
-``solve(model_or_capsule, t_span, ...)`` integrates with the Shampine-Gordon Adams PECE method of
-runtime/adams.py, but with the whole step loop compiled: when the right-hand side is a generated
-model's ``rhs_capsule`` (a PyCapsule b"dynamica.rhs" holding
-``void rhs(double t, const double *y, const double *p, double *ydot)``) no Python runs per step
-and the GIL is released.  A Python callable ``f(t, y)`` is accepted too (same numbers, slower).
+``solve(model_or_capsule, t_span, ...)`` integrates with the Shampine-Gordon Adams PECE method
+(the step of runtime/adams_core.pyx, which ``runtime.adams.Adams`` drives one step at a time) with
+the whole step loop compiled: when the right-hand side is a generated model's ``rhs_capsule`` (a
+PyCapsule b"dynamica.rhs" holding ``void rhs(double t, const double *y, const double *p, double
+*ydot)``) no Python runs per step and the GIL is released.  A Python callable ``f(t, y)`` is
+accepted too (same numbers, slower).  Events (``g(t, y)`` once per accepted step, roots by brentq
+on the Adams interpolant) and a dense solution over the whole interval (interpolants recorded in
+C) as in ``solve_ivp``.
 
 The Cython source is compiled on first use through dynamica's own build (content-addressed
 cache, see build.py) and the imported module is kept for the process.
@@ -54,6 +57,11 @@ class CompiledAdamsResult:
     order_histogram: list
     capsule: bool
     info: dict = field(repr=False, default_factory=dict)
+    t_events: list | None = None      #: per event, the times found (None without events)
+    y_events: list | None = None      #: per event, the states there, shape (count, n)
+    sol: object = field(repr=False, default=None)   #: AdamsSolution with dense_output=True
+    status: int = 0                   #: 0 reached the end of t_span, 1 a terminal event
+    message: str = ""
 
 
 def _resolve(model_or_capsule, y0, params_array, use_capsule):
@@ -91,59 +99,198 @@ def _bound_rhs(module, p, n2):
     return f
 
 
+def _error(code, info, rtol, atol, max_steps=None):
+    """The exception for a failure status of the compiled core (None for OK)."""
+    from dynamica.runtime.adams import StiffnessError
+    mod = core()
+    rmax, amax = float(np.max(rtol)), float(np.max(atol))
+    if code == mod.OK:
+        return None
+    if code == mod.NONFINITE:
+        return IntegrationError(
+            f"right-hand side returned {info['value']} in component {info['component']} (of "
+            f"{info['nbad']} non-finite) at t = {info['bad_t']!r} with step size h = {info['bad_h']!r}")
+    if code == mod.CRASH_TOL:
+        fct = info["eps_factor"]
+        return IntegrationError(
+            f"requested accuracy is below what round-off allows at t = {info['t']!r}: "
+            f"use rtol >= {fct * rmax:.3g} (and atol >= {fct * amax:.3g}), suggested rtol = {fct * rmax:.3g}")
+    if code == mod.CRASH_STEP:
+        return IntegrationError(
+            f"step size {abs(info['h']):.3g} too small at t = {info['t']!r} (below 4u|t|); "
+            f"requested accuracy too high or a singularity: suggested rtol = {info['eps_factor'] * rmax:.3g}")
+    if code == mod.MAXSTEPS:
+        return IntegrationError(f"more than max_steps = {max_steps} steps (reached t = {info['t']!r})")
+    if code == mod.WTZERO:
+        return IntegrationError(f"pure relative error test impossible: component {info['component']} "
+                                f"is zero with atol = 0 at t = {info['t']!r}")
+    if code == mod.STIFF:
+        return StiffnessError(
+            f"problem appears stiff: use method='radau' (Adams stayed at order <= 4 for 50+ "
+            f"consecutive steps; t = {info['t']!r}, step size {abs(info['hold']):.3g}, "
+            f"{info['nsteps']} steps, {info['nfev']} evaluations)")
+    if code == mod.NOMEM:
+        return MemoryError("compiled Adams: out of memory for the dense output")
+    return IntegrationError(f"compiled Adams failed: {mod.STATUS_NAMES[code]}")
+
+
+def _check(st, code, rtol, atol, max_steps):
+    if code == 0:
+        return
+    if code == core().PYERR:
+        err = st.pop_error()
+        if err is not None:
+            raise err
+    exc = _error(code, st.info(), rtol, atol, max_steps)
+    if exc is not None:
+        raise exc
+
+
+def _prepare_events(events):
+    """(events, max_events, direction) with scipy's conventions (``terminal``: bool or a count)."""
+    if callable(events):
+        events = (events,)
+    events = tuple(events)
+    max_events = np.empty(len(events))
+    direction = np.empty(len(events))
+    for i, ev in enumerate(events):
+        if not callable(ev):
+            raise TypeError(f"event {i} is not callable")
+        terminal = getattr(ev, "terminal", None)
+        direction[i] = getattr(ev, "direction", 0)
+        if terminal is None or terminal == 0:
+            max_events[i] = np.inf
+        elif int(terminal) == terminal and terminal > 0:
+            max_events[i] = terminal
+        else:
+            raise ValueError("The `terminal` attribute of each event must be a boolean or positive integer.")
+    return events, max_events, direction
+
+
+def _active_events(g, g_new, direction):
+    """Indices of the events whose function changed sign (or reached zero) over the step
+    (solve_ivp's rule; plain Python: there are few events and this runs once per step)."""
+    out = []
+    for i, (a, b, d) in enumerate(zip(g, g_new, direction)):
+        up = a <= 0 <= b
+        down = a >= 0 >= b
+        if (up and d > 0) or (down and d < 0) or ((up or down) and d == 0):
+            out.append(i)
+    return out
+
+
+_EPS = float(np.finfo(float).eps)
+
+
 def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rtol=1e-6, atol=1e-6,
-          max_steps=500_000, first_step=None, max_step=np.inf, on_stiff="raise", use_capsule=True):
+          max_steps=500_000, first_step=None, max_step=np.inf, on_stiff="raise", use_capsule=True,
+          events=None, dense_output=False):
     """Integrate with the compiled Adams loop; return a :class:`CompiledAdamsResult`.
 
     model_or_capsule : a compiled model (``dynamica.load``; its ``rhs_capsule`` and default
         parameters are used; ``use_capsule=False`` runs its Python ``rhs`` instead), a PyCapsule
         b"dynamica.rhs" (then ``params_array`` must be the model's flat parameter array), or a
         Python callable ``f(t, y)``.
-    t_span : (t0, t_bound).  t_eval : output times in t_span (default: t_bound only).
+    t_span : (t0, t_bound).  t_eval : output times in t_span (default: the end point only, i.e.
+        t_bound or the time of a terminal event).
     rtol, atol : scalars or per-component arrays (weights ``rtol |y| + atol``, as Adams).
     on_stiff : "raise" (:class:`~dynamica.runtime.adams.StiffnessError`), "warn" or "ignore".
+    events : callables ``g(t, y)`` (or one), with scipy's optional attributes ``terminal``
+        (bool or a count) and ``direction``.  Each is evaluated once per accepted step (at its
+        end); a sign change is located by ``scipy.optimize.brentq`` (xtol = rtol = 4u, as
+        solve_ivp) on the Adams interpolant of that step.  Result: ``t_events``, ``y_events``
+        (lists of arrays, one per event); a terminal event ends the integration there
+        (``status`` 1), outputs after it are dropped.  Without events the whole loop runs in C.
+    dense_output : also return ``sol``, a callable solution on the whole interval built from
+        every step's interpolant (recorded in C, no Python per step).
     Raises :class:`~dynamica.errors.IntegrationError` on failure (non-finite RHS, tolerance
     below round-off, step size too small, too many steps).
     """
-    from dynamica.runtime.adams import StiffnessError, StiffnessWarning
+    from dynamica.runtime.adams import StiffnessWarning
     if on_stiff not in ("raise", "warn", "ignore"):
         raise ValueError("on_stiff must be 'raise', 'warn' or 'ignore'")
     t0, tb = float(t_span[0]), float(t_span[1])
     f, y0, p = _resolve(model_or_capsule, y0, params_array, use_capsule)
-    t_eval = np.array([tb]) if t_eval is None else np.asarray(t_eval, dtype=float).reshape(-1)
+    default_out = t_eval is None
+    tv = np.array([tb]) if default_out else np.array(t_eval, dtype=float).reshape(-1)
+    d = 1.0 if tb >= t0 else -1.0
+    m = tv.shape[0]
+    if np.any(d * (tv - t0) < 0) or np.any(d * (tv - tb) > 0):
+        raise ValueError(f"t_eval must lie within t_span = [{t0!r}, {tb!r}]")
+    if m > 1 and np.any(d * np.diff(tv) < 0):
+        raise ValueError("t_eval must be monotone in the direction of integration")
     mod = core()
-    Y, info = mod.integrate(f, t0, y0, t_eval, p, rtol, atol, int(max_steps), tb, first_step,
-                            float(max_step), on_stiff == "raise")
-    status = info["status"]
-    if status == mod.NONFINITE:
-        raise IntegrationError(
-            f"right-hand side returned {info['value']} in component {info['component']} (of "
-            f"{info['nbad']} non-finite) at t = {info['t']!r} with step size h = {info['h']!r}")
-    if status == mod.CRASH_TOL:
-        fct = info["eps_factor"]
-        r, a = fct * np.max(rtol), fct * np.max(atol)
-        raise IntegrationError(
-            f"requested accuracy is below what round-off allows at t = {info['t']!r}: "
-            f"use rtol >= {r:.3g} (and atol >= {a:.3g}), suggested rtol = {r:.3g}")
-    if status == mod.CRASH_STEP:
-        raise IntegrationError(
-            f"step size {abs(info['h']):.3g} too small at t = {info['t']!r} (below 4u|t|); "
-            f"requested accuracy too high or a singularity: suggested rtol = "
-            f"{info['eps_factor'] * np.max(rtol):.3g}")
-    if status == mod.MAXSTEPS:
-        raise IntegrationError(f"more than max_steps = {max_steps} steps (reached t = {info['t']!r})")
-    if status == mod.WTZERO:
-        raise IntegrationError(f"pure relative error test impossible: component {info['component']} "
-                               f"is zero with atol = 0 at t = {info['t']!r}")
-    if status == mod.STIFF:
-        raise StiffnessError(f"problem appears stiff: use method='radau' (Adams stayed at order <= 4 "
-                             f"for 50+ consecutive steps; t = {info['t']!r}, {info['nsteps']} steps, "
-                             f"{info['nfev']} evaluations)")
-    if status != mod.OK:
-        raise IntegrationError(f"compiled Adams failed: {info['message']}")
+    st = mod.Stepper(f, t0, y0, tb, p, rtol, atol, first_step, float(max_step), int(max_steps),
+                     on_stiff == "raise", bool(dense_output))
+    n = y0.shape[0]
+    Y = np.full((m, n), np.nan)
+    j = 0
+    while j < m and tv[j] == t0:                        # outputs at t0 are y0 itself
+        Y[j] = y0
+        j += 1
+    _check(st, st.begin(), rtol, atol, max_steps)
+
+    status, t_end, t_events, y_events = 0, None, None, None
+    if events is None:
+        code, j = st.run(tv, Y, j, int(max_steps) + 1)
+        _check(st, code, rtol, atol, max_steps)
+    else:
+        from scipy.optimize import brentq
+        events, max_events, direction = _prepare_events(events)
+        ne = len(events)
+        t_events = [[] for _ in range(ne)]
+        y_events = [[] for _ in range(ne)]
+        count = np.zeros(ne)
+        direction = direction.tolist()
+        g = [float(ev(t0, y0.copy())) for ev in events]
+        intrp, run = st.intrp, st.run
+        while not st.done:
+            before = st.nsteps
+            code, j = run(tv, Y, j, 1)
+            if code:
+                _check(st, code, rtol, atol, max_steps)
+            if st.nsteps == before:                      # ended by extrapolation within 4u|t|
+                break
+            t = st.t
+            y = st.y
+            g_new = [float(ev(t, y if i == 0 else y.copy())) for i, ev in enumerate(events)]
+            active = _active_events(g, g_new, direction)
+            if active:
+                t_old = st.t_old
+                active = np.array(active)
+                count[active] += 1
+                roots = np.array([brentq(lambda s, ev=events[e]: ev(s, intrp(s)), t_old, t,
+                                         xtol=4 * _EPS, rtol=4 * _EPS) for e in active])
+                terminate = bool(np.any(count[active] >= max_events[active]))
+                if terminate:
+                    order = np.argsort(d * roots)
+                    active, roots = active[order], roots[order]
+                    last = np.nonzero(count[active] >= max_events[active])[0][0]
+                    active, roots = active[:last + 1], roots[:last + 1]
+                for e, te in zip(active, roots):
+                    t_events[e].append(te)
+                    y_events[e].append(intrp(te))
+                if terminate:
+                    status, t_end = 1, float(roots[-1])
+                    break
+            g = g_new
+        t_events = [np.asarray(te) for te in t_events]
+        y_events = [np.asarray(ye).reshape(-1, n) for ye in y_events]
+    if status == 1:
+        if default_out:
+            tv, Y, j = np.array([t_end]), st.intrp(t_end)[None, :], 1
+        else:
+            j = min(j, int(np.count_nonzero(d * (tv - t_end) <= 0)))
+            tv, Y = tv[:j], Y[:j]
+    info = st.info()
     if info["nstiff"] and on_stiff == "warn":
         warnings.warn(f"problem appears stiff ({info['nstiff']} detection(s)): use method='radau'",
                       StiffnessWarning, stacklevel=2)
-    return CompiledAdamsResult(t=t_eval, y=Y, nfev=info["nfev"], nsteps=info["nsteps"],
+    info.update(status=status, n_out=j)
+    sol = st.solution(t_end) if dense_output else None
+    return CompiledAdamsResult(t=tv, y=Y.T, nfev=info["nfev"], nsteps=info["nsteps"],
                                nrejected=info["nrejected"], order_histogram=info["order_histogram"],
-                               capsule=info["capsule"], info=info)
+                               capsule=info["capsule"], info=info, t_events=t_events, y_events=y_events,
+                               sol=sol, status=status,
+                               message="A termination event occurred." if status == 1
+                               else "The solver successfully reached the end of the integration interval.")

@@ -49,10 +49,10 @@ def solve_reverse_cholesky(prog, M, Q, tag="L"):
     y = [None] * n
     for i in range(n - 1, -1, -1):
         s = total([Q[i]] + [neg(mul(L[k][i], y[k])) for k in below[i]])
-        y[i] = prog.let(f"chy{i}", mul(s, inv_diag[i]))
+        y[i] = prog.let(f"{tag}chy{i}", mul(s, inv_diag[i]))
     # L x = y, from the first row down (2.9)
     x = [None] * n
     for i in range(n):
         s = total([y[i]] + [neg(mul(L[i][j], x[j])) for j in L[i] if j < i])
-        x[i] = prog.let(f"chx{i}", mul(s, inv_diag[i]))
+        x[i] = prog.let(f"{tag}chx{i}", mul(s, inv_diag[i]))
     return x

@@ -1,0 +1,80 @@
+"""The direct form, DRT (dissertation 1.4.2, 2.2.2: (2.11)-(2.14), then (2.23)).
+
+Lagrange II assembled directly from the tangent basis instead of composite bodies:
+  B_ij = A_i (j = i),  C_i B_{kappa_i j} (j in P_{kappa_i}),  0 otherwise        (1.31)
+  M = B^T M B = sum_i B_i^T M_i B_i                                               (2.11)
+  Q = B^T F_hat = sum_i B_i^T F_hat_i, plus the generalized forces of the joints  (2.12)
+with F_hat of (2.14). B is kept per body as the columns B_i[r] (6-vectors, frame i) of the
+coordinates r of the joints on the path P_i only: the structural zeros of B (j not in P_i)
+are never formed. Each body adds the products of its columns to the entries of the rows and
+columns of P_i, so M_rc sums over the bodies of D_j intersected with D_k (r in joint j, c in
+joint k). The system is solved by the tree-sparse Cholesky (2.23).
+"""
+
+from __future__ import annotations
+
+from dynamica.generator.forms import EquationsOfMotion, register
+from dynamica.generator.forms.cholesky import (
+    StructurallySingular,
+    solve_reverse_cholesky,
+)
+from dynamica.generator.forms.common import (
+    active_forces,
+    apply_C,
+    bias_forces,
+    forward_pass,
+    inertia_times,
+)
+from dynamica.generator.forms.composite import (
+    coordinate_layout,
+    full_matrix,
+    singular_error,
+)
+from dynamica.generator.program import dot, total
+
+
+def tangent_basis(kin, fp, tag="dr_B"):
+    """B_i (1.31) of every body as {coordinate index: 6-vector in frame i}, nonzero blocks only."""
+    prog, topo = kin.program, kin.topo
+    _, _, first = coordinate_layout(kin)
+    B = [{}]
+    for i in range(1, topo.n_bodies + 1):
+        jk = kin.joints[i]
+        cols = {r: prog.let_vector(f"{tag}{i}_{r}", apply_C(jk.G, fp.rho_p[i], b))   # C_i B_{kappa_i j}
+                for r, b in B[topo.kappa[i]].items()}
+        cols.update({first[i] + c: list(a) for c, a in enumerate(jk.A)})           # B_ii = A_i
+        B.append(cols)
+    return B
+
+
+@register("direct", "DRT")
+def direct(kin) -> EquationsOfMotion:
+    prog = kin.program
+    n = len(kin.coordinates)
+    fp = forward_pass(kin)
+    F_active, gen = active_forces(kin, fp)
+    F_hat = bias_forces(kin, fp, F_active)                      # (2.14)
+    B = tangent_basis(kin, fp)                                  # (1.31), (2.13)
+    m_terms = [{} for _ in range(n)]                        # lower triangle, r >= c
+    q_terms = [[gen[c]] for c in kin.coordinates]
+    for i in range(1, kin.topo.n_bodies + 1):
+        bi = kin.inertia[i]
+        MB = {r: prog.let_vector(f"dr_MB{i}_{r}", inertia_times((bi.mass, bi.h, bi.theta), b))
+              for r, b in B[i].items()}                         # M_i B_i
+        for r, b in B[i].items():
+            q_terms[r].append(dot(b, F_hat[i]))                 # B_i^T F_hat_i (2.12)
+            for c, mb in MB.items():
+                if c <= r:
+                    m_terms[r].setdefault(c, []).append(dot(mb, b))   # B_i^T M_i B_i (2.11)
+    Mrows = [{c: prog.let(f"dr_M{r}_{c}", total(t)) for c, t in row.items()} for r, row in enumerate(m_terms)]
+    Q = [prog.let(f"dr_Q{r}", total(t)) for r, t in enumerate(q_terms)]
+    try:
+        qdd = solve_reverse_cholesky(prog, Mrows, Q, tag="dr_L")    # (2.23)
+    except StructurallySingular as exc:
+        raise singular_error(kin, exc.index) from None
+    qdd = [prog.let(f"dr_qdd{k}", x) for k, x in enumerate(qdd)]
+    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
+    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
+    return EquationsOfMotion(form="direct", kind="lagrangian", program=prog,
+                             coordinates=kin.coordinates, q=qs, qd=qds,
+                             outputs={"qdd": qdd, "mass_matrix": full_matrix(Mrows)})
