@@ -195,10 +195,10 @@ def value_numbering(body: list) -> tuple[list, list]:
     return out, temps
 
 
-def lower_kernel(name, eom, inputs, outputs, symbols, aliases=None) -> ir.Kernel:
-    """One kernel: `outputs` is a list of (array name, list of expressions)."""
+def lower_kernel(name, program, inputs, outputs, symbols, aliases=None) -> ir.Kernel:
+    """One kernel: `outputs` is a list of (array name, list of expressions) of `program`."""
     roots = [sp.sympify(e) for _, exprs in outputs for e in exprs]
-    keep = _needed(eom.program.assignments, roots, aliases)
+    keep = _needed(program.assignments, roots, aliases)
     symbols = dict(symbols)
     for sym, _ in keep:
         symbols[sym] = ir.Var(sym.name)
@@ -253,7 +253,8 @@ def lower(eom, spec) -> ir.ModuleIR:
                 sizes[role] = len(syms)
                 sym.update({s: ir.Arg(role, j) for j, s in enumerate(syms)})
         inputs = tuple(ir.Input(r, sizes.get(r, n)) for r in ks.inputs)
-        kernels.append(lower_kernel(ks.name, eom, inputs, list(ks.outputs), sym, dict(ks.aliases)))
+        kernels.append(lower_kernel(ks.name, ks.program or eom.program, inputs, list(ks.outputs), sym,
+                                    dict(ks.aliases)))
     mod = ir.ModuleIR(model_name=spec.name, module_name=f"{spec.name}_{eom.form.replace('-', '_')}",
                       form=eom.form, kind=eom.kind, coordinates=eom.coordinates, parameters=params,
                       parameter_defaults=defaults, kernels=tuple(kernels),

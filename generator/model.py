@@ -88,6 +88,7 @@ class Outputs:
     angular: tuple = ()             # body names
     reactions: bool = False
     expressions: tuple = ()         # ((name, text), ...)
+    forces: bool = False            # the value of every force element
 
 
 @dataclass(frozen=True)
@@ -519,7 +520,7 @@ class _Loader:
         if not isinstance(d, dict):
             self.err("outputs", f"expected a mapping, found {d!r}")
             return Outputs()
-        self.keys(d, "outputs", {"points", "angular", "reactions", "expressions"})
+        self.keys(d, "outputs", {"points", "angular", "reactions", "expressions", "forces"})
         points = []
         for name, pt in (d.get("points") or {}).items():
             p = f"outputs.points.{name}"
@@ -547,6 +548,10 @@ class _Loader:
         if not isinstance(reactions, bool):
             self.err("outputs.reactions", f"expected true or false, found {reactions!r}")
             reactions = False
+        forces = d.get("forces", False)
+        if not isinstance(forces, bool):
+            self.err("outputs.forces", f"expected true or false, found {forces!r}")
+            forces = False
         exprs = []
         for name, e in (d.get("expressions") or {}).items():
             p = f"outputs.expressions.{name}"
@@ -554,7 +559,8 @@ class _Loader:
                 v = self.expression(e, p, self.fscope)
                 if v is not None:
                     exprs.append((name, v))
-        return Outputs(tuple(points), tuple(b for b in angular if b in body_names), reactions, tuple(exprs))
+        return Outputs(tuple(points), tuple(b for b in angular if b in body_names), reactions, tuple(exprs),
+                       forces)
 
     def simulate(self, d) -> Simulate:
         if not isinstance(d, dict):

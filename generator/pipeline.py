@@ -19,6 +19,7 @@ from dynamica.generator.forms import form_equations, resolve
 from dynamica.generator.kinematics import derive_kinematics
 from dynamica.generator.lower import lower
 from dynamica.generator.model import load_model
+from dynamica.generator.outputs import attach_outputs, wanted
 from dynamica.generator.render import render
 from dynamica.generator.topology import build_topology
 
@@ -55,6 +56,8 @@ def generate(model, form: str = "composite", backend: str = "cython", progress=N
     topo = stage("topology", build_topology, spec)
     kin = stage("kinematics", derive_kinematics, spec, topo)
     eom = stage("equations", form_equations, kin, form)
+    if wanted(spec) or eom.kind == "hamiltonian":
+        stage("outputs", attach_outputs, eom, spec, topo)
     mod = stage("lower", lower, eom, spec)
     bundle = stage("render", render, mod, backend)
     return Generated(spec, topo, kin, eom, mod, bundle, timings)

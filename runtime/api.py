@@ -124,9 +124,33 @@ class CompiledModel:
             return out
         return f
 
-    def outputs(self, t, q, qd, params=None):
-        raise NotImplementedError("outputs (points, reactions, expressions) are computed by a later "
-                                  "release (issue 5); the model's `outputs` section is validated now")
+    @property
+    def output_layout(self) -> tuple:
+        """((key, shape), ...) of `outputs`, in order."""
+        info = getattr(self.module, "INFO", {})
+        return tuple(info.get("output_layout", (("qdd", (self.n,)),)))
+
+    def outputs(self, t, q, qd, params=None) -> dict:
+        """What the model's `outputs` section asks for (API.md), plus "qdd": name -> ndarray."""
+        q, qd = self._vec(q, "q"), self._vec(qd, "qd")
+        if not hasattr(self.module, "outputs"):            # no outputs section: qdd only
+            return {"qdd": self.qdd(q, qd, t, params)}
+        layout = self.output_layout
+        flat = np.empty(sum(int(np.prod(s)) for _, s in layout))
+        self.module.outputs(float(t), q, qd, self.param_vector(params), flat)
+        out, k = {}, 0
+        for key, shape in layout:
+            size = int(np.prod(shape))
+            out[key] = flat[k] if shape == () else flat[k:k + size].reshape(shape).copy()
+            k += size
+        return out
+
+    def output_series(self, t, Q, QD, params=None) -> dict:
+        """`outputs` along a trajectory: name -> array with a leading time axis."""
+        rows = [self.outputs(tk, q, qd, params) for tk, q, qd in zip(t, Q, QD)]
+        if not rows:
+            return {}
+        return {k: np.array([r[k] for r in rows]) for k in rows[0]}
 
     # -- initial state
     def initial_state(self, params=None):
@@ -241,9 +265,9 @@ class SimulationResult:
     outputs: dict = field(default_factory=dict)     # name -> array over t (model `outputs`)
 
     def to_csv(self, path):
-        """Columns: t, each coordinate, then der(coordinate)."""
-        with CsvWriter(path, self.coordinates) as w:
-            w.write(self.t, self.q, self.qd)
+        """Columns: t, each coordinate, der(coordinate), then the outputs (`name` or `name[k]`)."""
+        with CsvWriter(path, self.coordinates, _output_columns(self.outputs)) as w:
+            w.write(self.t, self.q, self.qd, self.outputs)
 
     def to_npz(self, path):
         """Every array (t, q, qd, outputs) with the coordinate names, in numpy's npz format."""
@@ -267,23 +291,45 @@ class SimulationResult:
     def read_csv(cls, path):
         with open(path, newline="") as fh:
             rows = list(csv.reader(fh))
-        header, data = rows[0], np.array(rows[1:], dtype=float)
-        n = (len(header) - 1) // 2
-        return cls(t=data[:, 0], q=data[:, 1:1 + n], qd=data[:, 1 + n:], coordinates=tuple(header[1:1 + n]),
-                   method="csv")
+        header, data = rows[0], np.array(rows[1:], dtype=float).reshape(len(rows) - 1, len(rows[0]))
+        n = sum(1 for h in header if h.startswith("der("))
+        outputs, k = {}, 1 + 2 * n
+        while k < len(header):
+            key = header[k].split("[")[0]
+            j = k
+            while j < len(header) and header[j].split("[")[0] == key and (j == k or "[" in header[j]):
+                j += 1
+            outputs[key] = data[:, k] if "[" not in header[k] else data[:, k:j]
+            k = j
+        return cls(t=data[:, 0], q=data[:, 1:1 + n], qd=data[:, 1 + n:1 + 2 * n], coordinates=tuple(header[1:1 + n]),
+                   method="csv", outputs=outputs)
+
+
+def _output_columns(outputs) -> list:
+    """(key, column names) per output: `key` for a scalar series, `key[j]` for vector components."""
+    cols = []
+    for key, arr in outputs.items():
+        arr = np.asarray(arr)
+        width = int(np.prod(arr.shape[1:]))
+        cols.append((key, [key] if arr.ndim == 1 else [f"{key}[{j}]" for j in range(width)]))
+    return cols
 
 
 class CsvWriter:
     """Results written row by row and flushed, so an interrupted run keeps what it computed."""
 
-    def __init__(self, path, coordinates):
+    def __init__(self, path, coordinates, output_columns=()):
         self.fh = open(path, "w", newline="")
         self.w = csv.writer(self.fh)
-        self.w.writerow(["t", *coordinates, *(f"der({c})" for c in coordinates)])
+        self.keys = [k for k, _ in output_columns]
+        self.w.writerow(["t", *coordinates, *(f"der({c})" for c in coordinates),
+                         *(c for _, cols in output_columns for c in cols)])
 
-    def write(self, t, q, qd):
+    def write(self, t, q, qd, outputs=None):
+        outs = [np.asarray(outputs[k]).reshape(len(t), -1) for k in self.keys] if self.keys else []
         for k in range(len(t)):
-            self.w.writerow([repr(float(t[k])), *(repr(float(x)) for x in q[k]), *(repr(float(x)) for x in qd[k])])
+            self.w.writerow([repr(float(t[k])), *(repr(float(x)) for x in q[k]), *(repr(float(x)) for x in qd[k]),
+                             *(repr(float(x)) for o in outs for x in o[k])])
         self.fh.flush()
 
     def close(self):
@@ -314,24 +360,29 @@ def _result(model, t, Y, method, nfev, info, message="", params=None):
     if model.hamiltonian:
         info = {**info, "momenta": qd}
         qd = np.array([model.from_state(y, tk, params)[1] for tk, y in zip(t, Y)]).reshape(len(t), n)
-    return SimulationResult(t=t, q=q, qd=qd, coordinates=model.coordinates,
-                            method=method, nfev=int(nfev), message=message, info=info)
+    return SimulationResult(t=t, q=q, qd=qd, coordinates=model.coordinates, method=method, nfev=int(nfev),
+                            message=message, info=info,
+                            outputs=model.output_series(t, q, qd, params) if hasattr(model.module, "outputs") else {})
 
 
-def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
+def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None):
     """The compiled Adams PECE loop (runtime/adams_core.pyx) on the module's C entry point."""
     from dynamica.runtime.compiled_adams import solve
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
     res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
-                rtol=rtol, atol=atol)
-    return _result(model, res.t, np.asarray(res.y).T, "adams", res.nfev,
-                   {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12", "steps": res.nsteps,
-                    "rejected": res.nrejected, "order_histogram": res.order_histogram}, params=params)
+                rtol=rtol, atol=atol, events=events)
+    info = {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12", "steps": res.nsteps,
+            "rejected": res.nrejected, "order_histogram": res.order_histogram}
+    if events:
+        info.update(t_events=res.t_events, y_events=res.y_events, status=res.status)
+    return _result(model, res.t, np.asarray(res.y).T, "adams", res.nfev, info, params=params)
 
 
-def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
+def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None):
     """Fixed-step Stoermer-Cowell 6 (runtime/stoermer.py); rtol/atol are not used."""
+    if events:
+        raise ValueError("stoermer6 does not locate events; use adams or a scipy method")
     from dynamica.runtime.stoermer import stoermer6_first_order
     h = step or (t_eval[1] - t_eval[0] if t_eval is not None and len(t_eval) > 1 else (t_end - t0) / 1000.0)
     if model.hamiltonian:
@@ -342,19 +393,22 @@ def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
 
 
 def _scipy_runner(scipy_method):
-    def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
+    def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None):
         from scipy.integrate import solve_ivp
         from dynamica.errors import IntegrationError
         sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
-                        t_eval=t_eval)
-        if not sol.success:
+                        t_eval=t_eval, events=events)
+        if sol.status < 0:
             raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
-        return _result(model, sol.t, sol.y.T, run.name, sol.nfev, {"integrator": f"scipy solve_ivp {scipy_method}"},
-                       sol.message, params=params)
+        info = {"integrator": f"scipy solve_ivp {scipy_method}"}
+        if events:
+            info.update(t_events=sol.t_events, y_events=sol.y_events, status=sol.status)
+        return _result(model, sol.t, sol.y.T, run.name, sol.nfev, info, sol.message, params=params)
     return run
 
 
-#: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step) -> SimulationResult
+#: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None)
+#: -> SimulationResult
 INTEGRATORS = {"adams": _run_adams, "stoermer6": _run_stoermer6}
 for _name, _scipy in (("radau", "Radau"), ("RK45", "RK45"), ("DOP853", "DOP853"), ("LSODA", "LSODA"),
                       ("BDF", "BDF"), ("Radau", "Radau")):
@@ -363,7 +417,7 @@ for _name, _scipy in (("radau", "Radau"), ("RK45", "RK45"), ("DOP853", "DOP853")
 
 
 def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
-             params=None, t0=0.0, step=None, progress=None, segments=20) -> SimulationResult:
+             params=None, t0=0.0, step=None, progress=None, segments=20, events=None) -> SimulationResult:
     """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
 
     `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
@@ -372,7 +426,10 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     of the dissertation's timing experiments with step `step` (default: the output step, else
     (t_end - t0)/1000); the other names (`INTEGRATORS`) run scipy's `solve_ivp` on the compiled RHS.
 
-    `progress(result_so_far, new)` (optional) makes the run go in `segments` pieces ending at
+    `events`: functions g(t, y) of the integrator state y (= to_state(q, qd)) with scipy's optional
+    `terminal` and `direction` attributes; their zeros are located on the integrator's
+    interpolant and returned in `result.info["t_events"]`, `["y_events"]` (adams and the scipy
+    methods). `progress(result_so_far, new)` (optional) makes the run go in `segments` pieces ending at
     output points and is called after each with the partial result and the slice of new rows
     (for progress bars and for writing results as they come). Each piece restarts the
     integrator from the state reached, like a stage boundary: results agree with one piece
@@ -396,11 +453,13 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     t_eval = _output_times(t0, t_end, output_step)
     run = INTEGRATORS[method]
     if progress is None:
-        return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step)
+        return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events)
+    if events:
+        raise ValueError("events and progress together are not supported (a piece would restart the events)")
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
     cuts = np.unique(np.linspace(0, len(t_eval) - 1, max(2, min(segments, len(t_eval) - 1) + 1)).astype(int))
-    parts, nfev = [], 0
+    parts, outs, nfev = [], [], 0
     for a, b in zip(cuts[:-1], cuts[1:]):
         te = t_eval[a:b + 1]
         piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step)
@@ -408,9 +467,11 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
         y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params)
         start = 0 if not parts else 1          # the first row repeats the previous piece's last
         parts.append((piece.t[start:], piece.q[start:], piece.qd[start:]))
+        outs.append({k: v[start:] for k, v in piece.outputs.items()})
         res = SimulationResult(t=np.concatenate([p[0] for p in parts]), q=np.concatenate([p[1] for p in parts]),
                                qd=np.concatenate([p[2] for p in parts]), coordinates=model.coordinates,
                                method=piece.method, nfev=nfev, message=piece.message,
-                               info={**piece.info, "segments": len(parts)})
+                               info={**piece.info, "segments": len(parts)},
+                               outputs={k: np.concatenate([o[k] for o in outs]) for k in piece.outputs})
         progress(res, slice(len(res.t) - len(parts[-1][0]), len(res.t)))
     return res

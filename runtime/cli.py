@@ -6,6 +6,8 @@ Errors are printed without a traceback and the exit code is non-zero.
 from __future__ import annotations
 
 import argparse
+
+import numpy as np
 import shutil
 import sys
 import time
@@ -75,11 +77,17 @@ def cmd_simulate(args):
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
     bar = ProgressBar(0.0, t_end, show)
-    writer = CsvWriter(args.out, model.coordinates) if args.out else None
+    writer = None
+    if args.out:
+        from dynamica.runtime.api import _output_columns
+        q0, qd0 = model.initial_state()
+        probe = {k: np.asarray(v)[None] for k, v in model.outputs(0.0, q0, qd0).items()} \
+            if hasattr(model.module, "outputs") else {}
+        writer = CsvWriter(args.out, model.coordinates, _output_columns(probe))
     try:
         def progress(res, new):
             if writer is not None:
-                writer.write(res.t[new], res.q[new], res.qd[new])
+                writer.write(res.t[new], res.q[new], res.qd[new], {k: v[new] for k, v in res.outputs.items()})
             bar.update(res.t[-1])
         res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,
                        output_step=args.output_step, step=args.step,

@@ -116,3 +116,20 @@ def test_cli_pages_table_and_flushed_csv(tmp_path, models_dir, capsys):
                "--plot", str(tmp_path / "x.pdf")])
     assert rc == 2 and "unknown variable(s) 'theta1'" in capsys.readouterr().err
     assert not (tmp_path / "x.pdf").exists()
+
+
+def test_simulate_passes_events(models_dir):
+    """Zero crossings of the first coordinate located by simulate on the compiled Adams path,
+    the same as with scipy's DOP853 (1e-7 at these tolerances), and a terminal event stops it."""
+    model = dynamica.load(str(models_dir / "double_pendulum.yaml"))
+
+    def cross(t, y):
+        return y[0]
+    a = dynamica.simulate(model, t_end=4.0, rtol=1e-11, atol=1e-12, output_step=0.1, events=[cross])
+    b = dynamica.simulate(model, t_end=4.0, rtol=1e-11, atol=1e-12, output_step=0.1, events=[cross], method="DOP853")
+    ta, tb = a.info["t_events"][0], b.info["t_events"][0]
+    assert len(ta) >= 2 and len(ta) == len(tb)
+    np.testing.assert_allclose(ta, tb, atol=1e-7)
+    cross.terminal = True
+    c = dynamica.simulate(model, t_end=4.0, rtol=1e-11, atol=1e-12, output_step=0.1, events=[cross])
+    assert c.info["status"] == 1 and c.t[-1] <= ta[0] + 1e-12

@@ -61,6 +61,7 @@ class KernelSpec:
     outputs: tuple                   # ((array name, [expressions]), ...)
     aliases: tuple = ()              # ((input symbol, program symbol), ...) replaced in this kernel
     symbols: tuple = ()              # ((role, (symbols...)), ...) for roles beyond t/q/qd/pm/p
+    program: object = None           # the program its expressions live in (default: the form's)
 
 
 def kernel_specs(eom: EquationsOfMotion) -> tuple:

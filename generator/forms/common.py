@@ -117,19 +117,25 @@ def active_forces(kin, fp):
         tb = t_body if t_body is not None else list(Z3)
         F[i] = [a + b for a, b in zip(F[i], fb + add(tb, cross(point, fb)))]
 
+    values = kin.force_values
+    values.clear()
     for n, f in enumerate(spec.forces):
         tag = f"f{n}"
+        name = f["name"]
         if f.type == "joint_spring_damper":
             c = f["coordinate"]
-            gen[c] += -P(f["stiffness"]) * (ex.coord_symbol(c) - P(f["neutral"])) \
-                - P(f["damping"]) * ex.rate_symbol(c)
+            Qf = -P(f["stiffness"]) * (ex.coord_symbol(c) - P(f["neutral"])) - P(f["damping"]) * ex.rate_symbol(c)
+            gen[c] += Qf
+            values[f"{name}.generalized_force"] = [Qf]
         elif f.type == "generalized_force":
             gen[f["coordinate"]] += P(f["value"])
+            values[f"{name}.generalized_force"] = [P(f["value"])]
         elif f.type == "body_force":
             i = topo.index(f["body"])
             point = [P(x) for x in f["point"]]
             force = [P(x) for x in f["force"]]
             torque = [P(x) for x in f["torque"]]
+            values[f"{name}.force"], values[f"{name}.torque"] = force, torque     # as given, in `frame`
             if f["frame"] == "ground":
                 force = prog.let_vector(f"{tag}_f", matvec(fp.R0[i], force))
                 torque = prog.let_vector(f"{tag}_t", matvec(fp.R0[i], torque))
@@ -149,6 +155,7 @@ def active_forces(kin, fp):
             else:
                 tension = prog.let(f"{tag}_T", P(f["stiffness"]) * (L - P(f["free_length"]))
                                    + P(f["damping"]) * Ldot)
+            values[f"{name}.length"], values[f"{name}.tension"] = [L], [tension]
             e = prog.let_vector(f"{tag}_e", scale(tension / L, d))      # tension * unit vector
             apply(f["body_b"], pb, f_ground=[-x for x in e])
             apply(f["body_a"], pa, f_ground=e)
@@ -159,10 +166,13 @@ def active_forces(kin, fp):
             q, qd = ex.coord_symbol(c), ex.rate_symbol(c)
             k, mu, a = P(f["stiffness"]), P(f["damping"]), P(f["decay"])
             fields = dict(f.fields)
+            Qf = sp.Integer(0)
             if "lower" in fields:
-                gen[c] += prog.let(f"{tag}_lo", (k - mu * qd) * sp.exp(-a * (q - P(fields["lower"]))))
+                Qf += prog.let(f"{tag}_lo", (k - mu * qd) * sp.exp(-a * (q - P(fields["lower"]))))
             if "upper" in fields:
-                gen[c] += prog.let(f"{tag}_up", -(k + mu * qd) * sp.exp(a * (q - P(fields["upper"]))))
+                Qf += prog.let(f"{tag}_up", -(k + mu * qd) * sp.exp(a * (q - P(fields["upper"]))))
+            gen[c] += Qf
+            values[f"{name}.generalized_force"] = [Qf]
         elif f.type == "bushing":
             # frame a: axes of body_a at point_a; frame b: axes of body_b at point_b. In frame a:
             # d = G_a (x_b - x_a), d' = G_a (v_b - v_a) - w_a x d, rotation angles
@@ -185,6 +195,7 @@ def active_forces(kin, fp):
             Kr, Cr = [P(x) for x in f["rotational_stiffness"]], [P(x) for x in f["rotational_damping"]]
             Fb = prog.let_vector(f"{tag}_F", [-(K[j] * d[j] + C[j] * dd[j]) for j in range(3)])
             Tq = prog.let_vector(f"{tag}_M", [-(Kr[j] * th[j] + Cr[j] * w[j]) for j in range(3)])
+            values[f"{name}.force"], values[f"{name}.torque"] = Fb, Tq        # on body_b, frame a
             apply(f["body_b"], pb, f_ground=matTvec(Ga, Fb), t_body=matvec(Gb, matTvec(Ga, Tq)))
             apply(f["body_a"], add(pa, d), f_body=[-x for x in Fb], t_body=[-x for x in Tq])
         else:  # pragma: no cover - the loader rejects unknown types
