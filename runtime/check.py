@@ -1,4 +1,15 @@
-"""The regression check: compiled (generated) RHS vs the numeric reference at random states."""
+"""The regression check: compiled (generated) RHS vs the numeric reference at random states.
+
+Lagrangian modules (state [q, qd]): qdd and the mass matrix against the reference.
+Hamiltonian modules (state [q, pm], pm the Poisson momenta (1.49)): at y = [q, momenta(q, qd)]
+the RHS must be [qd, pm'] with pm' = d pm/dt of the reference along the Lagrangian motion
+(NumericReference.pmd); momenta(q, qd) against the reference's B^T M v; velocities(q, pm) must
+give back qd; and the mass matrix. `max_rel_qdd` then holds the worst relative difference of the
+state derivative (qd and pm' parts), so `ok` means the same for both kinds. For Hamiltonian
+modules the scaled parameters are redrawn until every body inertia M_i is positive definite
+(scaling a moment of inertia and the parallel-axis terms independently can make an inertia
+about the centre of mass negative, and then the mass matrix or the matrix of (1.65) indefinite).
+"""
 
 from __future__ import annotations
 
@@ -17,17 +28,35 @@ class CheckReport:
     max_rel_qdd: float
     max_rel_mass: float
     max_asym: float
+    kind: str = "lagrangian"
+    # Hamiltonian modules only (0 otherwise)
+    max_rel_momenta: float = 0.0     # momenta(q, qd) vs the reference B^T M v
+    max_rel_qd: float = 0.0          # rhs[:n] at [q, pm] vs qd
+    max_rel_pmd: float = 0.0         # rhs[n:] vs the reference d pm/dt
+    max_rel_velocities: float = 0.0  # velocities(q, pm) vs qd
 
     def ok(self, rtol=1e-10) -> bool:
-        return self.max_rel_qdd <= rtol and self.max_rel_mass <= rtol and self.max_asym <= rtol
+        return all(x <= rtol for x in (self.max_rel_qdd, self.max_rel_mass, self.max_asym, self.max_rel_momenta,
+                                       self.max_rel_qd, self.max_rel_pmd, self.max_rel_velocities))
 
     def text(self) -> str:
         verdict = "OK" if self.ok() else "MISMATCH"
-        return (f"{self.model} ({self.form}): {self.samples} random states and parameters\n"
-                f"  max relative difference, qdd:          {self.max_rel_qdd:.3e}\n"
+        head = f"{self.model} ({self.form}): {self.samples} random states and parameters\n"
+        if self.kind == "hamiltonian":
+            body = (f"  max relative difference, momenta:      {self.max_rel_momenta:.3e}\n"
+                    f"  max relative difference, rhs qd:       {self.max_rel_qd:.3e}\n"
+                    f"  max relative difference, rhs pm':      {self.max_rel_pmd:.3e}\n"
+                    f"  max relative difference, velocities:   {self.max_rel_velocities:.3e}\n")
+        else:
+            body = f"  max relative difference, qdd:          {self.max_rel_qdd:.3e}\n"
+        return (head + body +
                 f"  max relative difference, mass matrix:  {self.max_rel_mass:.3e}\n"
                 f"  max relative asymmetry, mass matrix:   {self.max_asym:.3e}\n"
                 f"  {verdict} (tolerance 1e-10)")
+
+
+def _rel(a, b):
+    return float(np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
 
 
 def check_against_reference(model, samples=20, seed=0, spread=0.2) -> CheckReport:
@@ -36,20 +65,41 @@ def check_against_reference(model, samples=20, seed=0, spread=0.2) -> CheckRepor
     perm = [ref.coordinates.index(c) for c in model.coordinates]
     rng = np.random.default_rng(seed)
     p0 = model.param_vector()
-    e_qdd = e_M = e_sym = 0.0
+    hamiltonian = getattr(model, "kind", "lagrangian") == "hamiltonian"
+    e_qdd = e_M = e_sym = e_pm = e_qd = e_pmd = e_vel = 0.0
     for _ in range(samples):
         q, qd, t = rng.uniform(-1, 1, model.n), rng.uniform(-1, 1, model.n), rng.uniform(0, 2)
         p = p0 * rng.uniform(1 - spread, 1 + spread, p0.shape)
+        for _retry in range(50 if hamiltonian else 0):
+            if ref.physical(p):
+                break
+            p = p0 * rng.uniform(1 - spread, 1 + spread, p0.shape)
         qr, qdr = np.empty(model.n), np.empty(model.n)
         qr[perm], qdr[perm] = q, qd
-        a = np.empty(model.n)
-        model.module.qdd(t, q, qd, p, a)
-        b = ref.qdd(qr, qdr, t, p)[perm]
-        e_qdd = max(e_qdd, np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
+        if hamiltonian:
+            pm = np.empty(model.n)
+            model.module.momenta(t, q, qd, p, pm)
+            e_pm = max(e_pm, _rel(pm, ref.momenta(qr, qdr, t, p)[perm]))
+            yd = np.empty(2 * model.n)
+            model.module.rhs(t, np.concatenate([q, pm]), p, yd)
+            e_qd = max(e_qd, _rel(yd[:model.n], qd))
+            e_pmd = max(e_pmd, _rel(yd[model.n:], ref.pmd(qr, qdr, t, p)[perm]))
+            vel = np.empty(model.n)
+            model.module.velocities(t, q, pm, p, vel)
+            e_vel = max(e_vel, _rel(vel, qd))
+            e_qdd = max(e_qdd, e_qd, e_pmd)
+        else:
+            a = np.empty(model.n)
+            model.module.qdd(t, q, qd, p, a)
+            b = ref.qdd(qr, qdr, t, p)[perm]
+            e_qdd = max(e_qdd, np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
         M = np.empty(model.n * model.n)
         model.module.mass_matrix(t, q, p, M)
         M = M.reshape(model.n, model.n)
         Mr = ref.mass_matrix(qr, t, p)[np.ix_(perm, perm)]
         e_M = max(e_M, np.linalg.norm(M - Mr) / max(1.0, np.linalg.norm(Mr)))
         e_sym = max(e_sym, np.linalg.norm(M - M.T) / max(1.0, np.linalg.norm(M)))
+    if hamiltonian:
+        return CheckReport(model.name, model.form, samples, e_qdd, e_M, e_sym, kind="hamiltonian",
+                           max_rel_momenta=e_pm, max_rel_qd=e_qd, max_rel_pmd=e_pmd, max_rel_velocities=e_vel)
     return CheckReport(model.name, model.form, samples, e_qdd, e_M, e_sym)

@@ -112,11 +112,12 @@ class NumericReference:
     # -- the recursion
     def _state(self, q, qd, t, p):
         N, topo = self.N, self.topo
+        dt = complex if (np.iscomplexobj(q) or np.iscomplexobj(qd) or np.iscomplexobj(t)) else float
         g = np.asarray(self.gravity_fn(p), dtype=float).reshape(3)
         C = [None] * (N + 1)
         A = [None] * (N + 1)
         Mb = [None] * (N + 1)
-        v = [np.zeros(6)] + [None] * N
+        v = [np.zeros(6, dtype=dt)] + [None] * N
         what = [np.concatenate([-g, np.zeros(3)])] + [None] * N
         R0 = [np.eye(3)] + [None] * N
         r0 = [np.zeros(3)] + [None] * N
@@ -125,12 +126,12 @@ class NumericReference:
             k = topo.kappa[i]
             s = self.slices[i]
             rho, G, Ai, vh, wh = self.joint_fns[i](q[s], qd[s], t, p)
-            rho = np.asarray(rho, float).reshape(3)
-            G = np.asarray(G, float)
-            Ai = np.asarray(Ai, float).reshape(6, s.stop - s.start)
-            vh = np.asarray(vh, float).reshape(6)
-            wh = np.asarray(wh, float).reshape(6)
-            Ci = np.zeros((6, 6))
+            rho = np.asarray(rho, dt).reshape(3)
+            G = np.asarray(G, dt)
+            Ai = np.asarray(Ai, dt).reshape(6, s.stop - s.start)
+            vh = np.asarray(vh, dt).reshape(6)
+            wh = np.asarray(wh, dt).reshape(6)
+            Ci = np.zeros((6, 6), dtype=dt)
             Ci[:3, :3] = G
             Ci[:3, 3:] = -G @ skew(rho)
             Ci[3:, 3:] = G
@@ -246,6 +247,53 @@ class NumericReference:
 
     def mass_matrix(self, q, t=0.0, params=None):
         return self.equations(q, np.zeros(len(self.coordinates)), t, params)[0]
+
+    def physical(self, params=None, tol=1e-12):
+        """True when every body's 6x6 inertia M_i (about O_i) is positive semidefinite with a
+        positive mass, or zero (a massless frame), at these parameters."""
+        p = self._params(params)
+        for i in range(1, self.N + 1):
+            m, rc, Ic = self.inertia_fns[i](p)
+            Ic = np.asarray(Ic, float)
+            if float(m) == 0.0 and not Ic.any():
+                continue
+            if float(m) < 0 or np.linalg.eigvalsh(Ic).min() < -tol * max(1.0, abs(Ic).max()):
+                return False
+        return True
+
+    # -- Hamiltonian variables (1.49): pm = B^T M v and its time derivative
+    def momenta(self, q, qd, t=0.0, params=None):
+        """Poisson momenta pm = B^T M v (1.49): A_i^T of the subtree momenta T^T M v at O_i.
+
+        Complex q, qd, t are allowed (complex-step differentiation in `pmd`)."""
+        p = self._params(params)
+        st = self._state(q, qd, t, p)
+        N, topo = self.N, self.topo
+        P = [None] + [st["M"][i] @ st["v"][i] for i in range(1, N + 1)]
+        for i in range(N, 0, -1):
+            k = topo.kappa[i]
+            if k > 0:
+                P[k] = P[k] + st["C"][i].T @ P[i]
+        out = np.zeros(len(self.coordinates), dtype=P[1].dtype if N else float)
+        for i in range(1, N + 1):
+            out[self.slices[i]] = st["A"][i].T @ P[i]
+        return out
+
+    def pmd(self, q, qd, t=0.0, params=None, h=1e-30):
+        """d pm / dt along the motion through (q, qd) at t, with q'' from the Lagrangian equations:
+
+            pm' = (d pm/d qd) q'' + (d pm/d q) q' + d pm/d t = M q'' + D_(q', 0, 1) pm = Q + D pm,
+
+        since pm = M(q, t) q' + B^T M v_hat is linear in q' (1.56) and M q'' = Q (1.41). The
+        directional derivative D pm along (q', 0, 1) is one complex-step evaluation
+        Im pm(q + i h q', q', t + i h) / h (exact to rounding; the joint functions must be
+        analytic, which every grammar function used in a transform is, except abs/sign/min/max/
+        heaviside)."""
+        p = self._params(params)
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        _, Q = self.equations(q, qd, t, p)
+        dpm = self.momenta(q + 1j * h * qd, qd.astype(complex), t + 1j * h, p).imag / h
+        return Q + dpm
 
     def energy(self, q, qd, t=0.0, params=None):
         """Kinetic + gravity + spring potential energy (for conservative-model checks)."""

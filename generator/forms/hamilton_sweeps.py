@@ -1,0 +1,146 @@
+"""Hamiltonian sweep forms: the kinematic part of (1.54) solved for q' body by body.
+
+hamilton-articulated (HABM), dissertation 3.1.2, (3.9)-(3.17): the method of separate bodies
+(Vereshchagin's sweep, "progonka") on the first three rows of (1.54).
+hamilton-ltdl (HDEC), dissertation 3.2.3, (3.32)-(3.40): the symmetric L^T D L elimination of
+the same system, with Cholesky factors of the joint blocks A_i^T M*_i A_i.
+
+Symbol table (body i, its parent k = kappa_i, children S_i; [lin; ang] spatial vectors):
+  M*_i     articulated inertia of the subtree D_i at O_i (6x6 symmetric)      (3.16), (3.22)
+  pi*_i    momentum bias: p*_i = M*_i v_i - pi*_i                            (3.13)
+  D_i      A_i^T M*_i A_i (n_i x n_i);  Y_i = M*_i A_i (6 x n_i)
+  v^r_i    v_hat^r_i, the driven part of the joint velocity (1.4)
+  p_i      the Poisson momenta of joint i (state), pm' their derivatives (3.12)
+Forward sweep (i = N..1), HABM (3.16):
+  M*_i  = M_i + sum_j C_j^T H_j M*_j C_j,   H_j M*_j = M*_j - Y_j D_j^{-1} Y_j^T
+  pi*_i = sum_j C_j^T [H_j (pi*_j - M*_j v^r_j) - M*_j A_j u_j],  u_j = D_j^{-1} p_j
+          evaluated as C_j^T [x_j - Y_j D_j^{-1} (A_j^T x_j + p_j)],  x_j = pi*_j - M*_j v^r_j
+Backward sweep (i = 1..N), HABM (3.17):
+  v*_i = C_i v_k + v^r_i,  q'_i = U_i (pi*_i - M*_i v*_i) + u_i = D_i^{-1} (p_i + A_i^T pi*_i - Y_i^T v*_i)
+  v_i = A_i q'_i + v*_i,   p*_i = M*_i v_i - pi*_i,   pm'_i by (3.12) (hamiltonian.py)
+HDEC, with L_i the Cholesky factor D_i = L_i^T L_i (L_i lower triangular, formed from the last
+row as (2.7)) and U_i = L_i^{-T} A_i^T M*_i = L_i^{-T} Y_i^T (3.22):
+  M*_i  = M_i + sum_j C_j^T (M*_j - U_j^T U_j) C_j                                     (3.30)
+  x_i   = L_i^{-T} [p_i + A_i^T (pi*_i - M*_i v^r_i)]                                  (3.35)
+  pi*_i = sum_j C_j^T (pi*_j - M*_j v^r_j - U_j^T x_j)                                 (3.36)
+  q'_i  = L_i^{-1} (x_i - U_i C_i v_k)   (the seed's L_i^{-1}(u_i - U_i v*_i), u_i = x_i + U_i v^r_i)
+  v_i, p*_i, pm'_i as HABM                                                             (3.40)
+The seed's printed (3.34)-(3.40) lose the lines (3.37)-(3.39); the relations above follow
+from L^T X = P, L V = I X with the factors (3.21)-(3.22) and were checked against (3.17).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from dynamica.errors import ModelError, Problem
+from dynamica.generator.forms import register
+from dynamica.generator.forms.cholesky import StructurallySingular
+from dynamica.generator.forms.common import apply_C, apply_CT
+from dynamica.generator.forms.hamiltonian import (Z6, Hamiltonian, reverse_cholesky, rigid6, solve_L, solve_LT,
+                                                  spd_inverse, symv, transfer6)
+from dynamica.generator.program import add, dot, mul, neg, sub, total
+
+
+def _singular(kin, i):
+    body = kin.topo.names[i]
+    return ModelError(kin.spec.file, [Problem(
+        "bodies", f"the joint block A_i^T M*_i A_i of body `{body}` is singular at every state: its "
+                  "coordinates move no mass (a massless end body, or an axis through a point mass?)")])
+
+
+def _sweep(kin, tag, ltdl: bool):
+    H = Hamiltonian(kin, tag)
+    prog, topo, N = kin.program, kin.topo, kin.topo.n_bodies
+    Ma = [None] * (N + 1)
+    pi = [None] * (N + 1)
+    accM = [None] + [rigid6(kin.inertia[i]) for i in range(1, N + 1)]
+    accP = [None] + [list(Z6) for _ in range(N + 1)]
+    Y, Dinv, L, Linv, U, x = {}, {}, {}, {}, {}, {}
+    # forward sweep: from the tips to the root
+    for i in range(N, 0, -1):
+        jk = kin.joints[i]
+        A, n = jk.A, len(jk.A)
+        Ma[i] = prog.let_symmetric(f"{tag}Ma{i}", accM[i])
+        pi[i] = prog.let_vector(f"{tag}pi{i}", accP[i])
+        xb = sub(pi[i], symv(Ma[i], jk.vr_hat))                      # pi*_i - M*_i v^r_i
+        if n:
+            Y[i] = [prog.let_vector(f"{tag}Y{i}_{c}", symv(Ma[i], a)) for c, a in enumerate(A)]
+            Du = {(r, c): prog.let(f"{tag}D{i}_{r}{c}", dot(A[r], Y[i][c])) for r in range(n) for c in range(r, n)}
+            D = [[Du[min(r, c), max(r, c)] for c in range(n)] for r in range(n)]
+            p_i = H.pm_of[i]
+            try:
+                if ltdl:
+                    L[i], Linv[i] = reverse_cholesky(prog, D, f"{tag}L{i}_")
+                    # U_i = L^{-T} Y^T: column r of U is L^{-T} (row r of Y)
+                    cols = [solve_LT(L[i], Linv[i], [Y[i][c][r] for c in range(n)]) for r in range(6)]
+                    U[i] = [[prog.let(f"{tag}U{i}_{c}{r}", cols[r][c]) for r in range(6)] for c in range(n)]
+                    x[i] = prog.let_vector(f"{tag}x{i}", solve_LT(L[i], Linv[i], [
+                        total([p_i[c], dot(A[c], xb)]) for c in range(n)]))
+                    Hm = sp.Matrix(6, 6, lambda r, c: total([Ma[i][r, c]] + [neg(mul(U[i][k][r], U[i][k][c]))
+                                                                              for k in range(n)]))
+                    contrib = [total([xb[r]] + [neg(mul(U[i][k][r], x[i][k])) for k in range(n)])
+                               for r in range(6)]
+                else:
+                    if any(D[r][r] == 0 for r in range(n)):
+                        raise StructurallySingular(0)
+                    Dinv[i] = spd_inverse(prog, D, f"{tag}Di{i}_")
+                    # W = D^{-1} Y^T (n x 6), H_i M*_i = M*_i - Y_i W
+                    W = [[prog.let(f"{tag}W{i}_{c}{r}", total([mul(Dinv[i][c][k], Y[i][k][r]) for k in range(n)]))
+                          for r in range(6)] for c in range(n)]
+                    Hm = sp.Matrix(6, 6, lambda r, c: total([Ma[i][r, c]] + [neg(mul(Y[i][k][r], W[k][c]))
+                                                                              for k in range(n)]))
+                    s = [total([p_i[c], dot(A[c], xb)]) for c in range(n)]
+                    u = prog.let_vector(f"{tag}u{i}", [total([mul(Dinv[i][c][k], s[k]) for k in range(n)])
+                                                      for c in range(n)])
+                    contrib = [total([xb[r]] + [neg(mul(Y[i][k][r], u[k])) for k in range(n)]) for r in range(6)]
+            except StructurallySingular:
+                raise _singular(kin, i) from None
+        else:
+            Hm, contrib = Ma[i], xb
+        k = topo.kappa[i]
+        if k > 0:
+            Hm = prog.let_symmetric(f"{tag}Hm{i}", Hm)
+            contrib = prog.let_vector(f"{tag}pc{i}", contrib)
+            T = transfer6(jk.G, jk.rho, Hm)
+            accM[k] = accM[k] + T
+            accP[k] = add(accP[k], apply_CT(jk.G, jk.rho, contrib))
+    # backward sweep: from the root to the tips
+    v = [list(Z6)] + [None] * N
+    pstar = [None] * (N + 1)
+    qd = [None] * H.n
+    for i in range(1, N + 1):
+        jk = kin.joints[i]
+        A, n = jk.A, len(jk.A)
+        k = topo.kappa[i]
+        Cv = prog.let_vector(f"{tag}Cv{i}", apply_C(jk.G, H.rp[i], v[k]))     # C_i v_k
+        vs = add(Cv, jk.vr_hat)                                                  # v*_i
+        if n:
+            if ltdl:
+                rhs = [total([x[i][c], neg(dot(U[i][c], Cv))]) for c in range(n)]
+                qi = solve_L(L[i], Linv[i], rhs)
+            else:
+                s = [total([H.pm_of[i][c], dot(A[c], pi[i]), neg(dot(Y[i][c], vs))]) for c in range(n)]
+                qi = [total([mul(Dinv[i][c][m], s[m]) for m in range(n)]) for c in range(n)]
+            qi = [prog.let(f"{tag}qdot{H.first[i] + c}", e) for c, e in enumerate(qi)]
+            for c in range(n):
+                qd[H.first[i] + c] = qi[c]
+                vs = add(vs, [mul(qi[c], a) for a in A[c]])
+        v[i] = prog.let_vector(f"{tag}v{i}", vs)
+        pstar[i] = prog.let_vector(f"{tag}ps{i}", sub(symv(Ma[i], v[i]), pi[i]))
+    pmd = H.momentum_rates(pstar, v, H.composite_forces())
+    return H, qd, pmd
+
+
+@register("hamilton-articulated", "HABM")
+def hamilton_articulated(kin):
+    """Sweep of (1.54), (3.16)-(3.17)."""
+    H, qd, pmd = _sweep(kin, "ha_", ltdl=False)
+    return H.equations("hamilton-articulated", qd, pmd)
+
+
+@register("hamilton-ltdl", "HDEC")
+def hamilton_ltdl(kin):
+    """L^T D L elimination of (1.54), (3.32)-(3.40)."""
+    H, qd, pmd = _sweep(kin, "hd_", ltdl=True)
+    return H.equations("hamilton-ltdl", qd, pmd)
