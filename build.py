@@ -63,7 +63,8 @@ _FINGERPRINT = None
 
 
 #: the files whose content shapes generated modules (generator, templates, kernel helpers)
-_FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "runtime/dynamica_helpers.*", "build.py")
+_FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "runtime/dynamica_helpers.*", "runtime/dynamica_itr.h",
+                 "build.py")
 
 
 def tool_fingerprint() -> str:

@@ -196,8 +196,143 @@ def hamiltonian_entries(mod: ir.ModuleIR) -> list:
     ]
 
 
+def _output_size(mod, kernel, array):
+    k = next(k for k in mod.kernels if k.name == kernel)
+    return next(o.size for o in k.outputs if o.name == array)
+
+
+#: doubles of work space per coordinate of the iterative solver (DYN_ITR_WORK in runtime/dynamica_itr.h)
+ITR_WORK = 8
+
+
+def iterative_entries(mod: ir.ModuleIR) -> list:
+    """An iterative module (forms/iterative.py): the Lagrangian entry points around the
+    quasi-Newton solver of runtime/dynamica_itr.h, whose state `dyn_itr_st` (inverse estimate
+    and counters) is static in the module (`iterative_preamble`); plus the solver's controls.
+
+    qdd: itr_terms -> Q, ws; dyn_itr_solve(Q, ws, itr_mx); on request a direct solve with M
+    (ws itself for ITR-M, the `mass` kernel for ITR-G).
+    """
+    n = len(mod.coordinates)
+    nws = max(_output_size(mod, "itr_terms", "ws"), 1)
+    separate_mass = "mass" in _kernel_names(mod)
+    nwork = ITR_WORK * n
+    decl, free = _scratch("dyn_buf", n + nws + nwork + (n * n if separate_mass else 0), [("qdd", n)])
+    lines = decl + [f"double *Q = dyn_buf, *ws = dyn_buf + {n}, *work = dyn_buf + {n + nws};",
+                    f"{PREFIX}itr_terms(t, q, qd, p, Q, ws);",
+                    f"if (dyn_itr_solve(&dyn_itr_st, Q, ws, {PREFIX}itr_mx, qdd, work) != 0) {{"]
+    if separate_mass:
+        lines += [f"    double *M = dyn_buf + {n + nws + nwork};", f"    {PREFIX}mass(t, q, p, M);",
+                  "    dyn_itr_direct(&dyn_itr_st, Q, M, qdd);"]
+    else:
+        lines += ["    dyn_itr_direct(&dyn_itr_st, Q, ws, qdd);"]
+    lines += ["}"] + free
+    if separate_mass:
+        mass = [f"{PREFIX}mass(t, q, p, M);"]
+    else:       # ws is M: itr_terms at zero velocities
+        w_decl, w_free = _scratch("work", 2 * n, [("M", n * n)])
+        mass = w_decl + [f"memset(work, 0, {n} * sizeof(double));",
+                         f"{PREFIX}itr_terms(t, q, work, p, work + {n}, M);"] + w_free
+    return [
+        {"signature": f"void {ENTRY}qdd(double t, const double *q, const double *qd, const double *p, double *qdd)",
+         "lines": lines},
+        {"signature": f"void {ENTRY}mass_matrix(double t, const double *q, const double *p, double *M)",
+         "lines": mass},
+        {"signature": f"void {ENTRY}rhs(double t, const double *y, const double *p, double *ydot)",
+         "lines": [f"memcpy(ydot, y + {n}, {n} * sizeof(double));", f"{ENTRY}qdd(t, y, y + {n}, p, ydot + {n});"]},
+        {"signature": f"void {ENTRY}itr_stats(double *out)", "lines": ["dyn_itr_read_stats(&dyn_itr_st, out);"]},
+        {"signature": f"void {ENTRY}itr_reset(int what)", "lines": ["dyn_itr_clear(&dyn_itr_st, what);"]},
+        {"signature": f"void {ENTRY}itr_settings(const double *in_, double *out)",
+         "lines": ["dyn_itr_configure(&dyn_itr_st, in_, out);"]},
+        {"signature": f"int {ENTRY}itr_inverse(double *out)", "lines": ["return dyn_itr_copy_inverse(&dyn_itr_st, out);"]},
+    ]
+
+
+def iterative_preamble(mod: ir.ModuleIR) -> list:
+    """File-scope C of an iterative module: the solver and its persistent state."""
+    n = len(mod.coordinates)
+    return ['#include "dynamica_itr.h"',
+            "/* the inverse estimate H_k of (2.29), kept between calls, and the solver's counters:",
+            "   static, one per module, so the module is not thread-safe (dynamica_itr.h) */",
+            f"static double dyn_itr_H[{n * n}];",
+            f"static dyn_itr_state dyn_itr_st = DYN_ITR_STATE({n}, dyn_itr_H);"]
+
+
+ITR_STATS = ("calls", "iterations", "residuals", "fallbacks", "pb_calls", "pb_iterations", "directs", "inits",
+             "last_iterations", "last_method", "last_rho", "max_rho", "have_inverse", "n")
+ITR_METHODS = ("2.29", "2.33", "direct", "init", "failed")
+ITR_SETTINGS = ("rtol", "atol", "eps_abs", "eps_rel", "rho_max", "max_iter", "max_iter_pb")
+
+
+def iterative_python(mod: ir.ModuleIR) -> list:
+    """Python functions of an iterative module: itr_stats, itr_reset, itr_settings, itr_inverse."""
+    n = len(mod.coordinates)
+    stats = ", ".join(f'"{k}": s[{j}]' for j, k in enumerate(ITR_STATS))
+    ints = ", ".join(f'"{k}"' for k in ITR_STATS if k not in ("last_rho", "max_rho", "last_method", "have_inverse"))
+    return [
+        "",
+        f"ITR_METHODS = {ITR_METHODS!r}",
+        f"ITR_SETTINGS = {ITR_SETTINGS!r}",
+        "",
+        "",
+        "def itr_stats():",
+        '    """Counters of the iterative solver since the last reset: calls, iterations (residual',
+        "    evaluations after r_0, the K of (4.4)-(4.5)), residuals (all of them), fallbacks (calls that",
+        "    left (2.29): (2.33) or a direct solve), pb_calls / pb_iterations ((2.33)), directs (Cholesky",
+        "    solves, first call included), inits, last_iterations, last_method, last_rho (|r_0|/|b|, a lower",
+        '    bound of ||E - M H_0||: (2.43) asks < 1), max_rho, have_inverse, n."""',
+        f"    cdef double s[{len(ITR_STATS)}]",
+        "    dyn_itr_stats(s)",
+        f"    d = {{{stats}}}",
+        f"    for k in ({ints},):",
+        "        d[k] = int(d[k])",
+        '    d["have_inverse"] = bool(d["have_inverse"])',
+        '    d["last_method"] = ITR_METHODS[int(d["last_method"])]',
+        "    return d",
+        "",
+        "",
+        "def itr_reset(inverse=True, stats=True):",
+        '    """Forget the inverse estimate (the next call solves directly) and/or clear the counters."""',
+        "    dyn_itr_reset((1 if inverse else 0) | (2 if stats else 0))",
+        "",
+        "",
+        "def itr_settings(**changes):",
+        '    """Read (no arguments) or change the solver settings; returns them all. rtol, atol: stop when',
+        "    the correction |H r| <= rtol |x| + atol; eps_abs, eps_rel: (2.28) with eps = eps_abs + eps_rel |Q|;",
+        "    rho_max: (2.33) instead of (2.29) when |r_0| / |Q| >= rho_max (check of (2.43)); max_iter: iterations",
+        '    of (2.29) before (2.33), max_iter_pb: of (2.33) before the direct solve (-1: n + 1, the default)."""',
+        f"    cdef double a[{len(ITR_SETTINGS)}]",
+        f"    cdef double b[{len(ITR_SETTINGS)}]",
+        "    unknown = sorted(set(changes) - set(ITR_SETTINGS))",
+        "    if unknown:",
+        '        raise KeyError(f"unknown setting(s) {unknown}; available: {ITR_SETTINGS}")',
+        "    for k, name in enumerate(ITR_SETTINGS):",
+        '        a[k] = float(changes[name]) if name in changes else float("nan")',
+        "    dyn_itr_settings(a, b)",
+        "    d = {name: b[k] for k, name in enumerate(ITR_SETTINGS)}",
+        '    d["max_iter"] = int(d["max_iter"])',
+        '    d["max_iter_pb"] = int(d["max_iter_pb"])',
+        "    return d",
+        "",
+        "",
+        "def itr_inverse(out):",
+        f'    """The inverse estimate H (row-major, length {n * n}) into `out`; False (and NaN) when there is none."""',
+        "    cdef Py_buffer b_out",
+        f'    get_buffer(out, &b_out, {n * n}, "out", 1)',
+        "    try:",
+        "        return bool(dyn_itr_inverse(<double*>b_out.buf))",
+        "    finally:",
+        "        PyBuffer_Release(&b_out)",
+    ]
+
+
 #: ModuleIR.entries -> function(mod) -> [{"signature", "lines"}]
-ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries}
+ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries,
+                "iterative": iterative_entries}
+#: ModuleIR.entries -> function(mod) -> lines at file scope of the kernel header (before the kernels)
+PREAMBLES = {"iterative": iterative_preamble}
+#: ModuleIR.entries -> function(mod) -> lines of Cython appended to the module (extra Python functions)
+MODULE_CODE = {"iterative": iterative_python}
 
 
 def _wrapper(name, doc, arrays):
@@ -251,6 +386,8 @@ def template_context(mod: ir.ModuleIR, printer_cls) -> dict:
         "entries": ENTRY_POINTS[mod.entries](mod),
         "wrappers": python_wrappers(mod),
         "info_literal": repr(dict(mod.info)),
+        "preamble": PREAMBLES[mod.entries](mod) if mod.entries in PREAMBLES else [],
+        "module_code": MODULE_CODE[mod.entries](mod) if mod.entries in MODULE_CODE else [],
         "kernels_header": f"{mod.module_name}_kernels.h",
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
     }
@@ -258,7 +395,7 @@ def template_context(mod: ir.ModuleIR, printer_cls) -> dict:
 
 #: backend -> ((template, output file name pattern), ...); the first output is the main source
 TEMPLATES = {"cython": (("cython_module.pyx.j2", "{module}.pyx"), ("kernels.h.j2", "{module}_kernels.h"))}
-HELPERS = {"cython": ("dynamica_helpers.pxd", "dynamica_helpers.h")}
+HELPERS = {"cython": ("dynamica_helpers.pxd", "dynamica_helpers.h", "dynamica_itr.h")}
 
 
 def render(mod: ir.ModuleIR, backend: str = "cython") -> SourceBundle:
