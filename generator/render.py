@@ -363,6 +363,20 @@ def python_wrappers(mod: ir.ModuleIR) -> list:
                  [("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)])]
 
 
+def output_entries(mod: ir.ModuleIR) -> tuple[list, list]:
+    """Entry point and Python wrapper of the `outputs` kernel (generator/outputs.py), if any."""
+    if "outputs" not in _kernel_names(mod):
+        return [], []
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+    size = _output_size(mod, "outputs", "out")
+    entry = {"signature": f"void {ENTRY}outputs(double t, const double *q, const double *qd, const double *p, "
+                          "double *out)",
+             "lines": [f"{PREFIX}outputs(t, q, qd, p, out);"]}
+    wrap = _wrapper("outputs", f"The model's outputs (INFO['output_layout']) of the state (q, qd), flat, into `out` "
+                               f"(length {size}).", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)])
+    return [entry], [wrap]
+
+
 def template_context(mod: ir.ModuleIR, printer_cls) -> dict:
     n = len(mod.coordinates)
     return {
@@ -383,8 +397,8 @@ def template_context(mod: ir.ModuleIR, printer_cls) -> dict:
         "np": len(mod.parameter_defaults),
         "kernels": [kernel_context(k, printer_cls) for k in mod.kernels],
         "prefix": ENTRY,
-        "entries": ENTRY_POINTS[mod.entries](mod),
-        "wrappers": python_wrappers(mod),
+        "entries": ENTRY_POINTS[mod.entries](mod) + output_entries(mod)[0],
+        "wrappers": python_wrappers(mod) + output_entries(mod)[1],
         "info_literal": repr(dict(mod.info)),
         "preamble": PREAMBLES[mod.entries](mod) if mod.entries in PREAMBLES else [],
         "module_code": MODULE_CODE[mod.entries](mod) if mod.entries in MODULE_CODE else [],

@@ -72,7 +72,9 @@ def cmd_simulate(args):
     from dynamica.runtime.results import parse_vars, plot_pages, summary_table
     model = load(args.model, form=args.form, progress=_progress(not args.quiet))
     if args.vars:                    # fail before a long run, not after it
-        parse_vars(args.vars, [*model.coordinates, *(f"der({c})" for c in model.coordinates)])
+        outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout
+                for j in range(int(np.prod(shape)) if shape != () else 1)] if hasattr(model.module, "outputs") else []
+        parse_vars(args.vars, [*model.coordinates, *(f"der({c})" for c in model.coordinates), *outs])
     t0 = time.perf_counter()
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
