@@ -94,6 +94,16 @@ class CompiledModel:
         self.module.rhs(float(t), self._vec(y, "y", 2 * self.n), self.param_vector(params), out)
         return out
 
+    def solver_stats(self) -> dict:
+        """Counters of a form with an inner solver (the iterative one: iterations per call, fallbacks);
+        empty for the direct forms."""
+        return dict(self.module.itr_stats()) if hasattr(self.module, "itr_stats") else {}
+
+    def reset_solver(self):
+        """Forget state kept between calls (the iterative form's inverse estimate) and its counters."""
+        if hasattr(self.module, "itr_reset"):
+            self.module.itr_reset()
+
     def to_state(self, q, qd, t=0.0, params=None) -> np.ndarray:
         """The integrator state of (q, qd): [q, qd] (Lagrangian) or [q, pm] (Hamiltonian, (1.49))."""
         q, qd = self._vec(q, "q"), self._vec(qd, "qd")
@@ -183,11 +193,13 @@ def _index_path(cache: Path, key: str) -> Path:
 
 
 def load(path, form=None, backend="cython", *, cache=None, progress=None, check_mass_matrix=True,
-         select_by="predicted") -> CompiledModel:
+         select_by="predicted", mode="symbolic") -> CompiledModel:
     """Compile (or fetch from the cache) and import the module of a model file.
 
     form="auto" picks the cheapest form: by the flop formulas of chapter 4 (select_by=
     "predicted", the dissertation's choice) or by timing every compiled form ("measured").
+    mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
+    run as hand-written loops (generator/numeric.py; composite and articulated forms).
     """
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
     from dynamica.generator.forms import resolve
@@ -205,9 +217,15 @@ def load(path, form=None, backend="cython", *, cache=None, progress=None, check_
         form = resolve(form)
     except KeyError as exc:
         raise ModelError(str(path), [Problem("form", str(exc.args[0]))]) from None
+    from dynamica.generator import numeric
+    if mode not in numeric.MODES:
+        raise ValueError(f"unknown mode {mode!r}; available: {', '.join(numeric.MODES)}")
+    parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode()]
+    if mode == "numeric":
+        numeric.check_form(form)
+        parts += [mode.encode(), numeric.core_digest().encode()]
     cache = Path(cache) if cache is not None else cache_root()
-    text = Path(path).read_bytes()
-    key = hashlib.sha256(b"\0".join([tool_fingerprint().encode(), text, form.encode(), backend.encode()])).hexdigest()
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()
     idx = _index_path(cache, key)
     so = None
     if idx.exists():
@@ -219,12 +237,12 @@ def load(path, form=None, backend="cython", *, cache=None, progress=None, check_
             so = None
     if so is None:
         from dynamica.generator.pipeline import generate
-        gen = generate(spec, form=form, backend=backend, progress=progress)
+        gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
         so = compile_bundle(gen.bundle, cache=cache, progress=progress)
         idx.parent.mkdir(parents=True, exist_ok=True)
         tmp = idx.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"extension": str(so), "signature": gen.module_ir.signature,
-                                   "model": spec.name, "form": form}))
+                                   "model": spec.name, "form": form, "mode": mode}))
         os.replace(tmp, idx)
     module = import_extension(so)
     model = CompiledModel(module, spec, so)
@@ -452,6 +470,7 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
                         iqd0 if qd0 is None else model._vec(qd0, "qd0"), t0, params)
     t_eval = _output_times(t0, t_end, output_step)
     run = INTEGRATORS[method]
+    model.reset_solver()          # the iterative form starts from a direct solve: runs are reproducible
     if progress is None:
         return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events)
     if events:

@@ -97,13 +97,21 @@ class NumericReference:
         qds = [ex.rate_symbol(c) for c in self.coordinates]
         args = [qs, qds, ex.T, self.psyms]
         self.forces = []
+        from dynamica.generator.model import LAW_LOCALS
+        law_args = args + [[ex.local_symbol(n) for n in LAW_LOCALS]]
+        vectors = ("force", "torque", "point", "point_a", "point_b")
         for f in spec.forces:
             d = dict(f.fields)
             fn = {}
             for key, v in d.items():
-                if key in ("stiffness", "damping", "neutral", "value", "free_length"):
+                if f.type == "bushing" and key in ("stiffness", "damping", "rotational_stiffness",
+                                                   "rotational_damping"):
+                    fn[key] = sp.lambdify(args, sp.Matrix([ex.parse(x, fscope) for x in v]), "numpy")
+                elif key == "law":
+                    fn[key] = sp.lambdify(law_args, ex.parse(v, fscope.child(local=LAW_LOCALS)), "numpy")
+                elif key in ("stiffness", "damping", "neutral", "value", "free_length", "lower", "upper", "decay"):
                     fn[key] = sp.lambdify(args, ex.parse(v, fscope), "numpy")
-                elif key in ("force", "torque", "point", "point_a", "point_b"):
+                elif key in vectors:
                     fn[key] = sp.lambdify(args, sp.Matrix([ex.parse(x, fscope) for x in v]), "numpy")
                 else:
                     fn[key] = v
@@ -190,8 +198,11 @@ class NumericReference:
                 d = xs[1] - xs[0]
                 L = np.linalg.norm(d)
                 e = d / L
-                T = fn["stiffness"](q, qd, t, p) * (L - fn["free_length"](q, qd, t, p)) \
-                    + fn["damping"](q, qd, t, p) * e @ (vs[1] - vs[0])
+                if "law" in fn:
+                    T = fn["law"](q, qd, t, p, [L - fn["free_length"](q, qd, t, p), e @ (vs[1] - vs[0])])
+                else:
+                    T = fn["stiffness"](q, qd, t, p) * (L - fn["free_length"](q, qd, t, p)) \
+                        + fn["damping"](q, qd, t, p) * e @ (vs[1] - vs[0])
                 for side, sgn in (("a", 1.0), ("b", -1.0)):
                     b = fn[f"body_{side}"]
                     if b != "ground":
@@ -199,6 +210,45 @@ class NumericReference:
                         pt = np.asarray(fn[f"point_{side}"](q, qd, t, p), float).reshape(3)
                         fb = st["R0"][i] @ (sgn * T * e)
                         F[i] += np.concatenate([fb, np.cross(pt, fb)])
+            elif ftype == "limit":
+                k = self.coordinates.index(fn["coordinate"])
+                kk, mu, a = (fn[x](q, qd, t, p) for x in ("stiffness", "damping", "decay"))
+                if "lower" in fn:
+                    gen[k] += (kk - mu * qd[k]) * np.exp(-a * (q[k] - fn["lower"](q, qd, t, p)))
+                if "upper" in fn:
+                    gen[k] -= (kk + mu * qd[k]) * np.exp(a * (q[k] - fn["upper"](q, qd, t, p)))
+            elif ftype == "bushing":
+                # ground-frame kinematics of the two frames, then the law in frame a (docs/model_format_extensions.md)
+                fr = {}
+                for side in ("a", "b"):
+                    b = fn[f"body_{side}"]
+                    pt = np.asarray(fn[f"point_{side}"](q, qd, t, p), float).reshape(3)
+                    if b == "ground":
+                        fr[side] = (np.eye(3), pt, np.zeros(3), np.zeros(3), pt)
+                    else:
+                        i = names.index(b)
+                        R = st["R0"][i]
+                        w_g = R.T @ st["v"][i][3:]
+                        fr[side] = (R, st["r0"][i] + R.T @ pt, R.T @ st["v"][i][:3] + np.cross(w_g, R.T @ pt),
+                                    w_g, pt)
+                Ra, xa, va, wa, pa = fr["a"]
+                Rb, xb, vb, wb, pb = fr["b"]
+                dg = xb - xa
+                d = Ra @ dg
+                dd = Ra @ (vb - va) - Ra @ np.cross(wa, dg)            # d/dt (Ra dg), Ra' = -Ra wa~ (ground wa)
+                R = Ra @ Rb.T
+                th = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+                w = Ra @ (wb - wa)
+                vec = lambda key: np.asarray(fn[key](q, qd, t, p), float).reshape(3)  # noqa: E731
+                Fa = -(vec("stiffness") * d + vec("damping") * dd)           # on b, frame a
+                Ta = -(vec("rotational_stiffness") * th + vec("rotational_damping") * w)
+                if fn["body_b"] != "ground":
+                    i = names.index(fn["body_b"])
+                    fb, tb = Rb @ Ra.T @ Fa, Rb @ Ra.T @ Ta
+                    F[i] += np.concatenate([fb, tb + np.cross(pb, fb)])
+                if fn["body_a"] != "ground":
+                    i = names.index(fn["body_a"])
+                    F[i] += np.concatenate([-Fa, -Ta + np.cross(pa + d, -Fa)])
         return F, gen
 
     def _params(self, params):

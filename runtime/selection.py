@@ -59,10 +59,26 @@ def _rhs_ops(module_ir) -> int:
     return sum(k.op_count()["total"] for k in module_ir.kernels if k.name not in ("mass", "momenta", "outputs"))
 
 
+def _inverts_body_inertias(spec) -> bool:
+    """LGR applies M_i^-1 of every body (2.24): false when a body is massless or its inertia singular
+    at the default parameters."""
+    import numpy as np
+    from dynamica.runtime.reference import NumericReference
+    ref = NumericReference(spec)
+    for fn in ref.inertia_fns[1:]:
+        m, _, I = fn(ref.defaults)
+        if not float(m) > 0 or np.linalg.eigvalsh(np.asarray(I, float)).min() <= 0:
+            return False
+    return True
+
+
 def predicted_best(spec, K=DEFAULT_K, available=None) -> str:
-    """The section 4.2 choice by the formulas, among the candidates that are registered."""
+    """The section 4.2 choice by the formulas, among the candidates that are registered (LGR only
+    when every body inertia can be inverted)."""
     from dynamica.generator.forms import EQUATION_FORMS
     available = set(EQUATION_FORMS if available is None else available)
+    if not _inverts_body_inertias(spec):
+        available.discard("lagrange1")
     cands = [f for f in cost.SELECTION if f in available] or [f for f in cost.FORMS if f in available]
     return cost.best(cost.from_spec(spec), K=K, forms=cands)
 

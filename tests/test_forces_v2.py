@@ -187,3 +187,10 @@ def test_model_errors(tmp_path):
     assert "forces[1]" in text and "not both" in text
     assert "forces[2].law" in text and "did you mean `elongation`" in text
     assert "forces[3].stiffness" in text
+
+
+def test_numeric_reference_knows_the_new_forces(model):
+    """`dynamica check` (numeric reference) on a model with limits, a law spring and a bushing."""
+    from dynamica.runtime.check import check_against_reference
+    rep = check_against_reference(model, samples=6, seed=2)
+    assert rep.ok(1e-10), rep.text()

@@ -59,3 +59,13 @@ def test_cli(models_dir, tmp_path, capsys):
     assert main(["select", "--diagram", str(tmp_path / "f.png"), "--max-chains", "4", "--max-length", "4"]) == 0
     assert (tmp_path / "f.png").exists()
     assert main(["select"]) == 2
+
+
+def test_auto_never_picks_lgr_for_a_massless_body(models_dir):
+    """PUMA's link1 is massless at the default parameters: LGR (which inverts every M_i) is out."""
+    from dynamica.generator.model import load_model
+    from dynamica.runtime.selection import _inverts_body_inertias
+    spec = load_model(models_dir / "puma560.yaml")
+    assert not _inverts_body_inertias(spec)
+    assert _inverts_body_inertias(load_model(models_dir / "chain7.yaml"))
+    assert predicted_best(spec, available=["lagrange1", "composite"]) == "composite"
