@@ -44,20 +44,27 @@ def _with_outputs(path, outputs):
     return out
 
 
+TREES = {"mixed8": ("mixed", 8, (1, 2, 3, "custom", "welded"), 501),
+         "chain6": ("chain", 6, (1, 2, 3), 502),
+         "star7": ("star", 7, (1, 2, 3), 503)}
+
+
 @pytest.fixture(scope="module")
-def tree_and_path(tmp_path_factory):
-    tree = random_tree("mixed", 8, (1, 2, 3, "custom", "welded"), np.random.default_rng(501), name="outs8")
-    path = tmp_path_factory.mktemp("outputs") / "outs8.yaml"
-    write_yaml(tree, path)
-    return tree, _with_outputs(path, {"reactions": True})
+def tree_paths(tmp_path_factory):
+    out = {}
+    for case, (kind, n, tokens, seed) in TREES.items():
+        tree = random_tree(kind, n, tokens, np.random.default_rng(seed), name=case)
+        path = tmp_path_factory.mktemp("outputs") / f"{case}.yaml"
+        write_yaml(tree, path)
+        out[case] = (tree, _with_outputs(path, {"reactions": True}))
+    return out
 
 
-@pytest.mark.parametrize("form", ["composite", "articulated", "hamilton-composite"])
-def test_reactions_match_pinocchio(tree_and_path, form):
-    from dynamica.generator.forms import EQUATION_FORMS
-    if form not in EQUATION_FORMS:
-        pytest.skip(f"form {form} is not registered in this checkout")
-    tree, path = tree_and_path
+@pytest.mark.parametrize("case,form", [("mixed8", "composite"), ("mixed8", "articulated"),
+                                       ("mixed8", "hamilton-composite"), ("chain6", "composite"),
+                                       ("star7", "composite")])
+def test_reactions_match_pinocchio(tree_paths, case, form):
+    tree, path = tree_paths[case]
     model = dynamica.load(str(path), form=form)
     order = list(model.coordinates)
     rng = np.random.default_rng(3)
