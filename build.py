@@ -50,6 +50,49 @@ dist.run_commands()
 """
 
 
+#: gfortran flags of the Fortran backend (FFLAGS of f2py's meson build, after meson's release -O3)
+FORTRAN_ARGS = ("-O2", "-Wno-unused-dummy-argument", "-Wno-unused-variable")
+FORTRAN_ARGS_LARGE = ("-O1",) + FORTRAN_ARGS[1:]
+
+
+def fortran_compile_args(bundle) -> tuple:
+    return FORTRAN_ARGS_LARGE if getattr(bundle, "op_count", 0) > LARGE_PROGRAM_OPS else FORTRAN_ARGS
+
+
+def fortran_toolchain() -> str:
+    """gfortran's and numpy's (f2py's) versions: part of the build key of Fortran modules."""
+    from importlib.metadata import version
+    gf = shutil.which(os.environ.get("FC", "gfortran"))
+    if gf is None:
+        raise BuildError("backend 'fortran' needs gfortran (e.g. `apt-get install -y gfortran`), "
+                         "which is not on PATH", "")
+    out = subprocess.run([gf, "--version"], capture_output=True, text=True).stdout.splitlines()
+    return f"{out[0] if out else gf}|numpy {version('numpy')}"
+
+
+def _f2py_build(bundle, work: Path, fortran_args) -> str:
+    """The f2py half of a Fortran bundle: f2py (meson backend) builds `<module>_f` from the
+    .f90 files in `work`, with signatures taken from the `*_f2py.f90` ones only. Returns the log."""
+    wrappers = [n for n, _ in bundle.files if n.endswith("_f2py.f90")]
+    sources = [n for n, _ in bundle.files if n.endswith(".f90") and n not in wrappers]
+    name = f"{bundle.module_name}_f"
+    env = dict(os.environ, FFLAGS=" ".join(fortran_args))
+    log = ""
+    steps = ([sys.executable, "-m", "numpy.f2py", "-h", f"{name}.pyf", "-m", name, "--overwrite-signature",
+              *wrappers],
+             [sys.executable, "-m", "numpy.f2py", "-c", "--backend", "meson", "--build-dir", "f2py-build",
+              f"{name}.pyf", *sources, *wrappers])
+    for cmd in steps:
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env)
+        log += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+        if proc.returncode != 0:
+            raise BuildError(f"f2py build of `{name}` failed (exit code {proc.returncode})", log)
+    if _find_extension(work, name) is None:
+        raise BuildError(f"the f2py build of `{name}` produced no extension module", log)
+    shutil.rmtree(work / "f2py-build", ignore_errors=True)
+    return log
+
+
 def cache_root() -> Path:
     """`$DYNAMICA_CACHE`, else `$XDG_CACHE_HOME/dynamica`, else `~/.cache/dynamica`."""
     env = os.environ.get("DYNAMICA_CACHE")
@@ -88,6 +131,10 @@ def build_key(bundle, compile_args) -> str:
                  sysconfig.get_config_var("EXT_SUFFIX") or "", repr(tuple(compile_args)), bundle.backend):
         h.update(part.encode())
         h.update(b"\0")
+    if bundle.backend == "fortran":
+        for part in (fortran_toolchain(), repr(fortran_compile_args(bundle))):
+            h.update(part.encode())
+            h.update(b"\0")
     for name, text in bundle.files:
         h.update(name.encode() + b"\0" + text.encode() + b"\0")
     return h.hexdigest()
@@ -121,15 +168,16 @@ def compile_bundle(bundle, cache: Path | None = None, compile_args=None, progres
             for name, text in bundle.files:
                 (work / name).write_text(text)
             t0 = time.perf_counter()
+            flog = _f2py_build(bundle, work, fortran_compile_args(bundle)) if bundle.backend == "fortran" else ""
             proc = subprocess.run([sys.executable, "-c", _BUILD_SCRIPT, bundle.main[0], bundle.module_name,
                                    *compile_args], cwd=work, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise BuildError(f"compiling module `{bundle.module_name}` failed "
-                                 f"(exit code {proc.returncode})", proc.stdout + proc.stderr)
+                                 f"(exit code {proc.returncode})", flog + proc.stdout + proc.stderr)
             if _find_extension(work, bundle.module_name) is None:
                 raise BuildError(f"the build of `{bundle.module_name}` produced no extension module",
                                  proc.stdout + proc.stderr)
-            (work / "build.log").write_text(proc.stdout + proc.stderr)
+            (work / "build.log").write_text(flog + proc.stdout + proc.stderr)
             shutil.rmtree(work / "build", ignore_errors=True)
             if progress is not None:
                 progress("compile", time.perf_counter() - t0)

@@ -108,5 +108,60 @@ class CPrinter:
         return f"{fn}({', '.join(self.doprint(a) for a in c.args)})"
 
 
+class FortranPrinter(CPrinter):
+    """Fortran 2008 expressions (free form) for the Fortran backend (templates/fortran_*.j2).
+
+    Arrays are declared 0-based (`q(0:*)`), so IR indices print unchanged; constants are
+    double precision literals (`1.5d0`); integer powers stay integer powers (`x**5`, exact
+    repeated multiplication as in C); sign/heaviside/fmin/fmax are the module's helpers
+    (C semantics of runtime/dynamica_helpers.h: dyn_sign(0) = 0, H(0) = 1/2, fmin/fmax ignore
+    a NaN operand). Line length is not this class's business: the renderer wraps statements.
+    """
+
+    functions = {f: f for f in ir.FUNCTIONS} | {
+        "fabs": "abs", "sign": "dyn_sign", "heaviside": "dyn_heaviside", "fmin": "dyn_fmin", "fmax": "dyn_fmax"}
+
+    @staticmethod
+    def literal(v: float) -> str:
+        if not math.isfinite(v):
+            raise ValueError(f"non-finite constant {v} in generated code")
+        s = repr(float(v))
+        s = s.replace("e", "d") if "e" in s else s + "d0"
+        return s
+
+    def _print_Num(self, n):
+        s = self.literal(n.value)
+        return f"({s})" if n.value < 0 else s
+
+    def _print_Arg(self, a):
+        name = self.arrays.get(a.array, a.array)
+        return name if a.index is None else f"{name}({a.index})"
+
+    def _mul_text(self, e) -> str:
+        # the C text with its one literal "1.0" (no numerator) made double precision
+        num = [f for f in e.factors if not (isinstance(f, ir.Pow) and isinstance(f.exp, ir.Num)
+                                           and f.exp.value < 0 and float(f.exp.value).is_integer())]
+        text = super()._mul_text(e)
+        if not num or (len(num) == 1 and isinstance(num[0], ir.Num) and num[0].value == -1.0):
+            sign = "-" if text.startswith("-") else ""
+            text = sign + "1.0d0" + text[len(sign) + 3:]
+        return text
+
+    def _print_Pow(self, e):
+        if isinstance(e.exp, ir.Num) and float(e.exp.value).is_integer():
+            k = int(e.exp.value)
+            if k == 0:
+                return "1.0d0"
+            b = self._paren(e.base)
+            if abs(k) <= 4:
+                prod = "*".join([b] * abs(k))
+            else:
+                prod = f"{b}**{abs(k)}"
+            return prod if k > 0 else f"1.0d0/({prod})"
+        exp = self.doprint(e.exp) if isinstance(e.exp, (ir.Var, ir.Arg, ir.Call)) or \
+            (isinstance(e.exp, ir.Num) and e.exp.value >= 0) else f"({self.doprint(e.exp)})"
+        return f"{self._paren(e.base)}**{exp}"
+
+
 #: backend -> printer of its kernels (the Cython backend compiles C kernels behind a Cython module)
-PRINTERS = {"cython": CPrinter}
+PRINTERS = {"cython": CPrinter, "fortran": FortranPrinter}

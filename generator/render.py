@@ -378,6 +378,9 @@ def output_entries(mod: ir.ModuleIR) -> tuple[list, list]:
 
 
 def template_context(mod: ir.ModuleIR, printer_cls) -> dict:
+    for backend, context in CONTEXTS.items():      # backends with their own context (Fortran)
+        if PRINTERS.get(backend) is printer_cls:
+            return context(mod, printer_cls)
     n = len(mod.coordinates)
     return {
         "version": __version__,
@@ -423,3 +426,196 @@ def render(mod: ir.ModuleIR, backend: str = "cython") -> SourceBundle:
         files.append((h, resources.files("dynamica.runtime").joinpath(h).read_text()))
     return SourceBundle(module_name=mod.module_name, backend=backend, files=tuple(files),
                         signature=mod.signature, op_count=sum(k.op_count()["total"] for k in mod.kernels))
+
+
+# ------------------------------------------------------------------ the Fortran backend (docs/fortran.md)
+#: free-form source lines are at most 132 characters: statements are cut at this width with `&`
+FORTRAN_WIDTH = 100
+#: F2008 allows 255 continuation lines; longer sums are accumulated in several statements
+FORTRAN_MAX_CONTINUATIONS = 200
+FORTRAN_MODULE = "dyn_kernels"      # the Fortran module holding helpers, kernels and entry points
+
+
+def fortran_wrap(text: str, indent: str = "    ", width: int = FORTRAN_WIDTH) -> list:
+    """One statement as free-form lines: cut anywhere (a cut token continues after a leading `&`)."""
+    if len(indent) + len(text) <= width:
+        return [indent + text]
+    step = width - len(indent) - 2
+    pieces = [text[k:k + step] for k in range(0, len(text), step)]
+    lines = [indent + pieces[0] + "&"]
+    lines += [indent + "&" + p + "&" for p in pieces[1:-1]]
+    lines.append(indent + "&" + pieces[-1])
+    return lines
+
+
+def _fortran_statement(lhs: str, value, pr, indent="    ") -> list:
+    """`lhs = value`, as several accumulating statements when one would need too many lines
+    (left-to-right summation as in C, so the result is the same)."""
+    text = pr.doprint(value)
+    limit = FORTRAN_MAX_CONTINUATIONS * (FORTRAN_WIDTH - len(indent) - 2)
+    if len(text) <= limit or not isinstance(value, ir.Add) or len(value.terms) < 2:
+        return fortran_wrap(f"{lhs} = {text}", indent)
+    terms = list(value.terms)
+    half = len(terms) // 2
+    first = _fortran_statement(lhs, ir.Add(tuple(terms[:half])) if half > 1 else terms[0], pr, indent)
+    rest = ir.Add((ir.Var("\0lhs"),) + tuple(terms[half:]))
+    pr2 = type(pr)(pr.arrays, {**pr.variables, "\0lhs": lhs})
+    return first + _fortran_statement(lhs, rest, pr2, indent)
+
+
+def _f_dummies(kernel: ir.Kernel) -> tuple[list, list]:
+    """Dummy argument names and declarations of a kernel procedure (0-based assumed-size arrays)."""
+    names, decls = [], []
+    for i in kernel.inputs:
+        names.append(f"in_{i.name}")
+        decls.append(f"real(c_double), intent(in) :: in_{i.name}" if i.size is None
+                     else f"real(c_double), intent(in) :: in_{i.name}(0:*)")
+    for o in kernel.outputs:
+        names.append(f"out_{o.name}")
+        decls.append(f"real(c_double), intent(inout) :: out_{o.name}(0:*)")
+    return names, decls
+
+
+def _f_decls(names, per_line=12):
+    names = list(names)
+    return [f"real(c_double) :: {', '.join(names[k:k + per_line])}" for k in range(0, len(names), per_line)]
+
+
+def fortran_kernel_context(kernel: ir.Kernel, printer_cls) -> dict:
+    """A kernel as Fortran procedures: parts (`split_kernel`, the C path's cut) and a driver.
+
+    Every temporary is renamed (`v<k>` locally, `dyn_w(k)` shared): Fortran names are
+    case-insensitive and at most 63 characters, the IR's are neither."""
+    arrays = {i.name: f"in_{i.name}" for i in kernel.inputs} | {o.name: f"out_{o.name}" for o in kernel.outputs}
+    parts, shared = split_kernel(kernel, CHUNK)
+    local = {t: f"v{k}" for k, t in enumerate(kernel.temps) if t not in shared}
+    pr = printer_cls(arrays, local | {v: f"dyn_w({k})" for v, k in shared.items()})
+    names, decls = _f_dummies(kernel)
+    fname = f"k_{kernel.name}"
+    out_parts = []
+    for ci, part in enumerate(parts):
+        lines, loc = [], []
+        for st in part:
+            if isinstance(st, ir.Assign):
+                if st.target not in shared:
+                    loc.append(local[st.target])
+                lines += _fortran_statement(pr.var(st.target), st.value, pr, "")
+            elif isinstance(st, ir.Store):
+                lines += _fortran_statement(f"out_{st.array}({st.index})", st.value, pr, "")
+            else:
+                raise TypeError(f"unknown statement {type(st).__name__}")
+        out_parts.append({"name": f"{fname}_p{ci}", "decls": _f_decls(loc), "lines": lines})
+    nw = len(shared)
+    call_args = ", ".join(names)
+    if nw <= STACK_DOUBLES:
+        wdecl = [f"real(c_double) :: dyn_w(0:{max(nw, 1) - 1})"]
+        driver = []
+    else:
+        wdecl = ["real(c_double), allocatable :: dyn_w(:)", "integer :: stat"]
+        driver = [f"allocate(dyn_w(0:{nw - 1}), stat=stat)", "if (stat /= 0) then"]
+        driver += [f"    out_{o.name}(0:{o.size - 1}) = ieee_value(0.0_c_double, ieee_quiet_nan)"
+                   for o in kernel.outputs]
+        driver += ["    return", "end if"]
+    driver += [f"call {p['name']}({call_args}, dyn_w)" for p in out_parts]
+    return {"name": fname, "args": call_args, "decls": decls, "parts": out_parts,
+            "wdecl": wdecl, "driver": driver}
+
+
+def _f_entry(name, args, body, decl_extra=(), alloc=()):
+    return {"name": name, "args": args, "extra": list(decl_extra), "lines": list(alloc) + body}
+
+
+def fortran_entries(mod: ir.ModuleIR) -> list:
+    """The bind(C) entry points (the C signatures of `ENTRY_POINTS`, t passed by value), as
+    {"name", "args": [(name, size or None, writable)], "extra", "lines"}."""
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+
+    def scratch(name, size):
+        if size <= STACK_DOUBLES:
+            return [f"real(c_double) :: {name}(0:{size - 1})"], []
+        return [f"real(c_double), allocatable :: {name}(:)"], [f"allocate({name}(0:{size - 1}))"]
+
+    ents = []
+    if mod.entries == "lagrangian":
+        if "mass" in _kernel_names(mod):
+            qdd_extra, qdd_lines = [], ["call k_dynamics(t, q, qd, p, out)"]
+            m_extra, m_lines = [], ["call k_mass(t, q, p, out)"]
+        else:
+            d, a = scratch("Ms", max(n * n, 1))
+            qdd_extra, qdd_lines = d, a + ["call k_dynamics(t, q, qd, p, out, Ms)"]
+            d, a = scratch("work", 2 * n)
+            m_extra, m_lines = d, a + [f"work(0:{n - 1}) = 0.0d0", f"call k_dynamics(t, q, work(0:{n - 1}), p, "
+                                                                       f"work({n}:{2 * n - 1}), out)"]
+        ents += [
+            _f_entry("qdd", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)], qdd_lines, qdd_extra),
+            _f_entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], m_lines, m_extra),
+            _f_entry("rhs", [("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)],
+                     [f"ydot(0:{n - 1}) = y({n}:{2 * n - 1})",
+                      f"call e_qdd(t, y(0:{n - 1}), y({n}:{2 * n - 1}), p, ydot({n}:{2 * n - 1}))"])]
+    elif mod.entries == "hamiltonian":
+        d, a = scratch("pmd", max(n, 1))
+        ents += [
+            _f_entry("rhs", [("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)],
+                     [f"call k_hamilton(t, y(0:{n - 1}), y({n}:{2 * n - 1}), p, ydot(0:{n - 1}), "
+                      f"ydot({n}:{2 * n - 1}))"]),
+            _f_entry("momenta", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)],
+                     ["call k_momenta(t, q, qd, p, out)"]),
+            _f_entry("velocities", [("q", n, 0), ("pm", n, 0), ("p", np_, 0), ("out", n, 1)],
+                     a + ["call k_hamilton(t, q, pm, p, out, pmd)"], d),
+            _f_entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"])]
+    else:
+        raise ValueError(f"backend 'fortran' does not support {mod.entries!r} modules (form {mod.form!r}): "
+                         "its solver is the hand-written C of runtime/dynamica_itr.h; use backend='cython'")
+    if "outputs" in _kernel_names(mod):
+        size = _output_size(mod, "outputs", "out")
+        ents.append(_f_entry("outputs", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)],
+                             ["call k_outputs(t, q, qd, p, out)"]))
+    for e in ents:
+        e["cname"] = f"{ENTRY}{mod.module_name}_{e['name']}"
+        e["fname"] = e["name"]
+        e["dummies"] = ", ".join(["t"] + [a for a, _, _ in e["args"]])
+        e["decls"] = ["real(c_double), value, intent(in) :: t"] + [
+            f"real(c_double), intent({'inout' if w else 'in'}) :: {a}(0:*)" for a, _, w in e["args"]]
+        # the f2py-facing wrapper: explicit shapes (f2py checks the sizes), t by reference
+        e["wdecls"] = ["real(c_double), intent(in) :: t"] + [
+            f"real(c_double), intent({'inout' if w else 'in'}) :: {a}(0:{s - 1})" for a, s, w in e["args"]]
+        e["c_signature"] = (f"void {e['cname']}(double t, " + ", ".join(
+            f"{'' if w else 'const '}double *{a}" for a, _, w in e["args"]) + ")")
+    return ents
+
+
+def fortran_context(mod: ir.ModuleIR, printer_cls) -> dict:
+    """Everything the Fortran templates show (fortran_kernels.f90.j2, fortran_module.pyx.j2)."""
+    entries = fortran_entries(mod)
+    return {
+        "version": __version__,
+        "model_name": mod.model_name,
+        "form": mod.form,
+        "signature": mod.signature,
+        "model_name_literal": repr(mod.model_name),
+        "form_literal": repr(mod.form),
+        "kind_literal": repr(mod.kind),
+        "signature_literal": repr(mod.signature),
+        "version_literal": repr(__version__),
+        "coordinates_literal": repr(tuple(mod.coordinates)),
+        "parameters_literal": repr(tuple(mod.parameters)),
+        "defaults_literal": repr(tuple(float(x) for x in mod.parameter_defaults)),
+        "op_counts_literal": repr({k.name: k.op_count() for k in mod.kernels}),
+        "n": len(mod.coordinates),
+        "np": len(mod.parameter_defaults),
+        "info_literal": repr(dict(mod.info)),
+        "fortran_module": FORTRAN_MODULE,
+        "kernels": [fortran_kernel_context(k, printer_cls) for k in mod.kernels],
+        "entries": entries,
+        "wrappers": python_wrappers(mod) + output_entries(mod)[1],
+        "f2py_module": f"{mod.module_name}_f",
+        "f2py_only": " ".join(e["fname"] for e in entries),
+    }
+
+
+#: the Fortran backend: a Cython shim (main), the kernels and the subroutines f2py wraps (build.py: files
+#: ending in _f2py.f90 give f2py its signatures, the other .f90 files are compiled with them)
+TEMPLATES["fortran"] = (("fortran_module.pyx.j2", "{module}.pyx"), ("fortran_kernels.f90.j2", "{module}_f.f90"),
+                        ("fortran_f2py.f90.j2", "{module}_f2py.f90"))
+HELPERS["fortran"] = ("dynamica_helpers.pxd",)
+CONTEXTS = {"fortran": fortran_context}

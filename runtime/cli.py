@@ -28,7 +28,8 @@ def cmd_compile(args):
     import importlib.machinery
     from dynamica.runtime.api import load
     print(f"[dynamica] generating and compiling {args.model} ...", file=sys.stderr, flush=True)
-    model = load(args.model, form=args.form, progress=_progress(not args.quiet), check_mass_matrix=False)
+    model = load(args.model, form=args.form, backend=args.backend, progress=_progress(not args.quiet),
+                 check_mass_matrix=False)
     src = Path(model.path)
     where = src.parent
     if args.output:
@@ -70,7 +71,7 @@ class ProgressBar:
 def cmd_simulate(args):
     from dynamica.runtime.api import CsvWriter, load, simulate
     from dynamica.runtime.results import parse_vars, plot_pages, summary_table
-    model = load(args.model, form=args.form, progress=_progress(not args.quiet))
+    model = load(args.model, form=args.form, backend=args.backend, progress=_progress(not args.quiet))
     if args.vars:                    # fail before a long run, not after it
         outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout
                 for j in range(int(np.prod(shape)) if shape != () else 1)] if hasattr(model.module, "outputs") else []
@@ -124,7 +125,7 @@ def cmd_simulate(args):
 def cmd_check(args):
     from dynamica.runtime.api import load
     from dynamica.runtime.check import check_against_reference
-    model = load(args.model, form=args.form, progress=_progress(not args.quiet))
+    model = load(args.model, form=args.form, backend=args.backend, progress=_progress(not args.quiet))
     report = check_against_reference(model, samples=args.samples, seed=args.seed)
     print(report.text())
     return 0 if report.ok(args.rtol) else 1
@@ -160,6 +161,8 @@ def main(argv=None) -> int:
         p.add_argument("model", help="model file (YAML, see MODEL_FORMAT.md)")
         p.add_argument("--form", default=None, help="equation form (composite/CBM, or auto); default: "
                        "the model's simulate.form, else composite")
+        p.add_argument("--backend", default="cython", choices=("cython", "fortran"),
+                       help="cython (default) or fortran (f2py + gfortran, docs/fortran.md)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
     p = sub.add_parser("compile", help="generate and compile the module of a model")
