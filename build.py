@@ -106,7 +106,7 @@ _FINGERPRINT = None
 
 
 #: the files whose content shapes generated modules (generator, templates, kernel helpers)
-_FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "runtime/dynamica_helpers.*", "runtime/dynamica_itr.h",
+_FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "runtime/dynamica_helpers.*", "runtime/dynamica_itr.h", "runtime/numeric_core.h",
                  "build.py")
 
 

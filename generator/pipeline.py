@@ -38,8 +38,22 @@ class Generated:
     timings: dict
 
 
-def generate(model, form: str = "composite", backend: str = "cython", progress=None) -> Generated:
-    """Run the pipeline up to source text. `progress(stage, seconds)` is called per stage."""
+def generate(model, form: str = "composite", backend: str = "cython", progress=None,
+             mode: str = "symbolic") -> Generated:
+    """Run the pipeline up to source text. `progress(stage, seconds)` is called per stage.
+
+    mode="symbolic" unrolls the whole form; mode="numeric" (generator/numeric.py) generates only
+    the joint kinematics, inertias and forces and runs the recursions as hand-written loops.
+    """
+    from dynamica.generator.numeric import MODES, generate_numeric
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
+    if mode == "numeric":
+        t0 = time.perf_counter()
+        spec = model if hasattr(model, "bodies") else load_model(model)
+        if progress is not None and spec is not model:
+            progress("load", time.perf_counter() - t0)
+        return generate_numeric(spec, form=form, backend=backend, progress=progress)
     timings = {}
 
     def stage(name, fn, *args):

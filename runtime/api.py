@@ -199,7 +199,7 @@ def load(path, form=None, backend="cython", *, cache=None, progress=None, check_
     form="auto" picks the cheapest form: by the flop formulas of chapter 4 (select_by=
     "predicted", the dissertation's choice) or by timing every compiled form ("measured").
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
-    run as hand-written loops (generator/numeric.py; composite and articulated forms).
+    run as hand-written loops (generator/numeric.py; composite, articulated and ltdl forms).
     """
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
     from dynamica.generator.forms import resolve
