@@ -28,7 +28,7 @@ def cmd_compile(args):
     import importlib.machinery
     from dynamica.runtime.api import load
     print(f"[dynamica] generating and compiling {args.model} ...", file=sys.stderr, flush=True)
-    model = load(args.model, form=args.form, backend=args.backend, progress=_progress(not args.quiet),
+    model = load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=_progress(not args.quiet),
                  check_mass_matrix=False)
     src = Path(model.path)
     where = src.parent
@@ -71,7 +71,7 @@ class ProgressBar:
 def cmd_simulate(args):
     from dynamica.runtime.api import CsvWriter, load, simulate
     from dynamica.runtime.results import parse_vars, plot_pages, summary_table
-    model = load(args.model, form=args.form, backend=args.backend, progress=_progress(not args.quiet))
+    model = load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=_progress(not args.quiet))
     if args.vars:                    # fail before a long run, not after it
         outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout
                 for j in range(int(np.prod(shape)) if shape != () else 1)] if hasattr(model.module, "outputs") else []
@@ -125,7 +125,7 @@ def cmd_simulate(args):
 def cmd_check(args):
     from dynamica.runtime.api import load
     from dynamica.runtime.check import check_against_reference
-    model = load(args.model, form=args.form, backend=args.backend, progress=_progress(not args.quiet))
+    model = load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=_progress(not args.quiet))
     report = check_against_reference(model, samples=args.samples, seed=args.seed)
     print(report.text())
     return 0 if report.ok(args.rtol) else 1
@@ -163,6 +163,9 @@ def main(argv=None) -> int:
                        "the model's simulate.form, else composite")
         p.add_argument("--backend", default="cython", choices=("cython", "fortran"),
                        help="cython (default) or fortran (f2py + gfortran, docs/fortran.md)")
+        p.add_argument("--mode", default="symbolic", choices=("symbolic", "numeric"),
+                       help="symbolic (default: everything unrolled) or numeric (joint kinematics generated, "
+                       "recursions as compiled loops; composite, articulated, ltdl)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
     p = sub.add_parser("compile", help="generate and compile the module of a model")
