@@ -43,13 +43,16 @@ def build_topology(spec) -> Topology:
         if b.parent != "ground" and b.parent not in parent:
             problems.append(Problem(f"{b.path}.parent", f"missing parent body `{b.parent}`"))
     # cycle detection: follow parents from every body
-    reported = set()
+    reported, grounded = set(), {"ground"}     # grounded: bodies known to reach ground (linear time)
     for name in names:
-        seen, cur = [], name
-        while cur != "ground" and cur in parent and cur not in seen:
+        seen, on_walk, cur = [], set(), name
+        while cur not in grounded and cur in parent and cur not in on_walk:
             seen.append(cur)
+            on_walk.add(cur)
             cur = parent[cur]
-        if cur in seen:
+        if cur in grounded:
+            grounded.update(seen)
+        elif cur in on_walk:
             cycle = tuple(seen[seen.index(cur):])
             key = frozenset(cycle)
             if key not in reported:
@@ -67,7 +70,8 @@ def build_topology(spec) -> Topology:
         n = stack.pop()
         order.append(n)
         stack.extend(reversed(kids[n]))
-    unreached = [n for n in names if n not in set(order)]
+    reached = set(order)
+    unreached = [n for n in names if n not in reached]
     if unreached:
         raise ModelError(spec.file, [Problem("bodies", "not connected to ground: " + ", ".join(f"`{n}`" for n in unreached))])
     idx = {n: i for i, n in enumerate(order)}
