@@ -33,6 +33,7 @@ from dynamica.generator.forms import resolve
 from dynamica.generator.forms.common import Z3, active_forces
 from dynamica.generator.kinematics import derive_kinematics
 from dynamica.generator.lower import lower_kernel, parameter_layout
+from dynamica.generator.outputs import output_equations, wanted
 from dynamica.generator.program import add, cross, matTvec, matvec
 
 #: forms with a hand-written numeric recursion (runtime/numeric_core.h)
@@ -166,23 +167,34 @@ def _c_ints(values, per_line=24) -> list:
 def render_numeric(mod: ir.ModuleIR, form: str, topo_arrays: dict, nb: int):
     """SourceBundle: the Cython module (the standard template), the kernel header, the core."""
     from dynamica.generator.printers import PRINTERS
-    from dynamica.generator.render import (ENTRY, SourceBundle, _env, kernel_context, python_wrappers)
+    from dynamica.generator.render import (ENTRY, SourceBundle, _env, _wrapper, kernel_context, python_wrappers)
     n = len(mod.coordinates)
     entries = [
         {"signature": f"void {ENTRY}qdd(double t, const double *q, const double *qd, const double *p, double *qdd)"},
         {"signature": f"void {ENTRY}mass_matrix(double t, const double *q, const double *p, double *M)"},
         {"signature": f"void {ENTRY}rhs(double t, const double *y, const double *p, double *ydot)"}]
-    (kernel,) = mod.kernels
+    kernel, *rest = mod.kernels
     header = f"{mod.module_name}_kernels.h"
+    wrappers = python_wrappers(mod)
+    outputs = None
+    if rest:                                   # the outputs kernel (lower_outputs)
+        (ok,) = rest
+        size = ok.outputs[0].size
+        entries.append({"signature": f"void {ENTRY}outputs(double t, const double *q, const double *qd, "
+                                     "const double *p, double *out)"})
+        wrappers.append(_wrapper("outputs", f"The model's outputs (INFO['output_layout']) of the state (q, qd), "
+                                            f"flat, into `out` (length {size}).",
+                                 [("q", n, 0), ("qd", n, 0), ("p", len(mod.parameter_defaults), 0), ("out", size, 1)]))
+        outputs = {**kernel_context(ok, PRINTERS["cython"]), "size": size}
     ctx = {
         "version": __version__, "model_name": mod.model_name, "form": form, "signature": mod.signature,
         "model_name_literal": repr(mod.model_name), "form_literal": repr(form), "kind_literal": repr(mod.kind),
         "signature_literal": repr(mod.signature), "version_literal": repr(__version__),
         "coordinates_literal": repr(tuple(mod.coordinates)), "parameters_literal": repr(tuple(mod.parameters)),
         "defaults_literal": repr(tuple(float(x) for x in mod.parameter_defaults)),
-        "op_counts_literal": repr({kernel.name: kernel.op_count()}),
+        "op_counts_literal": repr({k.name: k.op_count() for k in mod.kernels}),
         "n": n, "np": len(mod.parameter_defaults), "nb": nb, "prefix": ENTRY,
-        "entries": entries, "wrappers": python_wrappers(mod), "info_literal": repr(dict(mod.info)),
+        "entries": entries, "wrappers": wrappers, "info_literal": repr(dict(mod.info)), "outputs": outputs,
         "module_code": [], "kernels_header": header,
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
         "kernel": kernel_context(kernel, PRINTERS["cython"]),
@@ -224,11 +236,25 @@ def lower_terms(kin, spec, form: str) -> ir.ModuleIR:
     body = tuple(st for st in kernel.body
                  if not (isinstance(st, ir.Store) and isinstance(st.value, ir.Num) and st.value.value == 0.0))
     kernel = ir.Kernel(**{**kernel.__dict__, "body": body})
+    kernels, info = (kernel,), (("mode", "numeric"),)
+    if wanted(spec):
+        out_kernel, layout = lower_outputs(spec, kin.topo, n, len(defaults), sym)
+        kernels, info = kernels + (out_kernel,), info + (("output_layout", layout),)
     mod = ir.ModuleIR(model_name=spec.name, module_name=f"{spec.name}_{form}_numeric", form=form,
                       kind="lagrangian", coordinates=kin.coordinates, parameters=params,
-                      parameter_defaults=defaults, kernels=(kernel,), entries="numeric",
-                      info=(("mode", "numeric"),))
+                      parameter_defaults=defaults, kernels=kernels, entries="numeric", info=info)
     return mod, terms
+
+
+def lower_outputs(spec, topo, n: int, n_params: int, sym: dict):
+    """The `outputs` kernel (t, q, qd, qdd, p) -> out: generator/outputs.py with the accelerations
+    as inputs (the numeric recursion computes them), so it stays linear in the bodies."""
+    qdd = [sp.Symbol(f"nm_qdd{k}") for k in range(n)]
+    oe = output_equations(spec, topo, qdd=qdd)
+    sym = dict(sym)
+    sym.update({s: ir.Arg("qdd", k) for k, s in enumerate(qdd)})
+    inputs = (ir.Input("t", None), ir.Input("q", n), ir.Input("qd", n), ir.Input("qdd", n), ir.Input("p", n_params))
+    return lower_kernel("outputs", oe.program, inputs, [("out", oe.values)], sym), oe.layout
 
 
 def generate_numeric(spec, form: str = "composite", backend: str = "cython", progress=None):

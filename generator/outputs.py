@@ -46,21 +46,27 @@ def wanted(spec) -> bool:
     return bool(o.points or o.angular or o.reactions or o.expressions or o.forces)
 
 
-def output_equations(spec, topo) -> OutputEquations:
+def output_equations(spec, topo, qdd=None) -> OutputEquations:
+    """The outputs as expressions of (t, q, qd, p); with `qdd` (symbols, one per coordinate) the
+    accelerations are taken as given inputs instead of solved for (numeric mode: the recursion
+    of the form computes them), so the program stays linear in the number of bodies."""
     kin = derive_kinematics(spec, topo)
     prog, N = kin.program, topo.n_bodies
     fp = forward_pass(kin)
     F_active, gen = active_forces(kin, fp)
     F_hat = bias_forces(kin, fp, F_active)
-    Mstar, Fstar = composite_inertias(kin), composite_forces(kin, F_hat)
     owner, local, first = coordinate_layout(kin)
-    Q = [prog.let(f"Q{k}", dot(kin.joints[i].A[c], Fstar[i]) + gen[kin.coordinates[k]])
-         for k, (i, c) in enumerate(zip(owner, local))]
-    try:
-        qdd = solve_reverse_cholesky(prog, mass_matrix_rows(kin, Mstar), Q)
-    except StructurallySingular as exc:
-        raise singular_error(kin, exc.index) from None
-    qdd = [prog.let(f"qdd{k}", x) for k, x in enumerate(qdd)]
+    if qdd is None:
+        Mstar, Fstar = composite_inertias(kin), composite_forces(kin, F_hat)
+        Q = [prog.let(f"Q{k}", dot(kin.joints[i].A[c], Fstar[i]) + gen[kin.coordinates[k]])
+             for k, (i, c) in enumerate(zip(owner, local))]
+        try:
+            qdd = solve_reverse_cholesky(prog, mass_matrix_rows(kin, Mstar), Q)
+        except StructurallySingular as exc:
+            raise singular_error(kin, exc.index) from None
+        qdd = [prog.let(f"qdd{k}", x) for k, x in enumerate(qdd)]
+    else:
+        qdd = list(qdd)
 
     # accelerations of the body origins (frame i)
     g = kin.gravity
