@@ -146,7 +146,8 @@ def cmd_select(args):
         if not args.quiet:
             print(f"[dynamica] {form:<22s} done", file=sys.stderr, flush=True)
     forms = args.forms.split(",") if args.forms else None
-    rep = select(args.model, forms=forms, measure=args.measure, K=args.K, progress=progress)
+    modes = tuple(args.modes.split(",")) if args.modes else ("symbolic", "numeric")
+    rep = select(args.model, forms=forms, measure=args.measure, K=args.K, progress=progress, modes=modes)
     print(rep.text())
     return 0
 
@@ -203,6 +204,7 @@ def main(argv=None) -> int:
     p.add_argument("--forms", help="comma-separated forms (default: all registered)")
     p.add_argument("--measure", action="store_true", help="compile every form and time its RHS (C level)")
     p.add_argument("--K", type=float, default=2, help="iterations assumed for ITR in the prediction (default 2)")
+    p.add_argument("--modes", help="comma-separated modes to report (default: symbolic,numeric)")
     p.add_argument("--diagram", help="draw the fig. 4.8 analogue (chains x chain length, per joint DOF, "
                    "coloured by the cheapest form) to this file")
     p.add_argument("--max-chains", type=int, default=20)

@@ -5,6 +5,13 @@ For a model: per registered form, the flops the formulas (4.1)-(4.7) predict
 request the measured time per RHS call of each compiled variant (runtime/timing.py). The
 recommendation is the cheapest predicted form among the section 4.2 candidates (CBM, LGR,
 ITR-G, DEC), or the fastest measured one.
+
+Both modes are reported (dissertation 5.1.3): `symbolic` unrolls the form (every structural zero
+exploited; the row's generated ops are the whole RHS) and `numeric` generates only the joint
+terms (its generated ops) and runs the recursion as compiled loops (the flops the formulas
+predict, with no zero exploited). The predicted choice of mode: symbolic unless its program
+exceeds NUMERIC_ABOVE operations (then the C compiler's time and memory, not the RHS, decide);
+with measure=True the fastest measured (form, mode).
 """
 
 from __future__ import annotations
@@ -15,12 +22,17 @@ from dynamica.generator import cost
 
 #: the iteration count the dissertation assumes when it predicts ITR (tables 5.2, 5.3: K = 2)
 DEFAULT_K = 2
+#: generated operations above which numeric mode is recommended (a symbolic chain of 100 bodies in
+#: the sweep form has ~265 000 and takes about a minute of C compiler time; see benchmarks/README.md)
+NUMERIC_ABOVE = 200_000
+MODES = ("symbolic", "numeric")
 
 
 @dataclass
 class FormRow:
     form: str
     acronym: str
+    mode: str = "symbolic"
     kind: str = ""
     predicted: float | None = None       # flops, formulas (4.1)-(4.7)
     generated: int | None = None         # operations of the generated RHS kernels after CSE
@@ -36,21 +48,22 @@ class SelectReport:
     K: float
     rows: list = field(default_factory=list)
     recommended: str = ""
+    recommended_mode: str = "symbolic"
     basis: str = "predicted"
 
     def text(self) -> str:
         head = f"{self.model}: {self.bodies} bodies, {self.n} coordinates (ITR predicted with K = {self.K:g})"
-        cols = ["form", "acronym", "predicted flops", "generated ops", "measured us/call", "note"]
+        cols = ["form", "acronym", "mode", "predicted flops", "generated ops", "measured us/call", "note"]
         body = []
         for r in self.rows:
-            body.append([r.form, r.acronym, "-" if r.predicted is None else f"{r.predicted:.0f}",
+            body.append([r.form, r.acronym, r.mode, "-" if r.predicted is None else f"{r.predicted:.0f}",
                          "-" if r.generated is None else str(r.generated),
                          "-" if r.seconds is None else f"{r.seconds * 1e6:.3f}", r.note])
         w = [max(len(c), *(len(b[k]) for b in body)) for k, c in enumerate(cols)]
-        fmt = lambda row: "  ".join(s.ljust(w[k]) if k in (0, 1, 5) else s.rjust(w[k])  # noqa: E731
+        fmt = lambda row: "  ".join(s.ljust(w[k]) if k in (0, 1, 2, 6) else s.rjust(w[k])  # noqa: E731
                                     for k, s in enumerate(row)).rstrip()
         lines = [head, fmt(cols), fmt(["-" * x for x in w])] + [fmt(b) for b in body]
-        lines.append(f"recommended: {self.recommended} (cheapest {self.basis})")
+        lines.append(f"recommended: {self.recommended}, mode {self.recommended_mode} (cheapest {self.basis})")
         return "\n".join(lines)
 
 
@@ -83,11 +96,17 @@ def predicted_best(spec, K=DEFAULT_K, available=None) -> str:
     return cost.best(cost.from_spec(spec), K=K, forms=cands)
 
 
-def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, progress=None) -> SelectReport:
-    """Predicted flops, generated operations and (measure=True) measured us per call of each form."""
+def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, progress=None,
+           modes=MODES) -> SelectReport:
+    """Predicted flops, generated operations and (measure=True) measured us per call of each form,
+    in each of `modes` (numeric mode only for the forms it has: generator.numeric.SUPPORTED_FORMS)."""
     from dynamica.generator.forms import ALIASES, EQUATION_FORMS, resolve
     from dynamica.generator.model import load_model
+    from dynamica.generator.numeric import SUPPORTED_FORMS
     from dynamica.generator.topology import build_topology
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise ValueError(f"unknown mode(s) {unknown}; available: {', '.join(MODES)}")
     spec = load_model(path)
     topo = build_topology(spec)
     tree = cost.from_topology(topo, spec)
@@ -98,29 +117,38 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
         acr.setdefault(f, a)
     rep = SelectReport(model=spec.name, n=len(spec.coordinates), bodies=topo.n_bodies, K=K)
     for f in names:
-        row = FormRow(form=f, acronym=acr.get(f, ""))
-        try:
-            row.predicted = float(cost.count(tree, form=f, K=K))
-        except (KeyError, ValueError):
-            row.note = "no flop formula in the dissertation"
-        if generate_code or measure:
-            from dynamica.generator.pipeline import generate
-            g = generate(spec, form=f)
-            row.kind = g.equations.kind
-            row.generated = _rhs_ops(g.module_ir)
-        if measure:
-            from dynamica.runtime.api import load
-            from dynamica.runtime.timing import seconds_per_call
-            model = load(path, form=f, check_mass_matrix=False)
-            row.seconds = seconds_per_call(model)
-        if progress is not None:
-            progress(f, row)
-        rep.rows.append(row)
+        for mode in modes:
+            if mode == "numeric" and f not in SUPPORTED_FORMS:
+                continue
+            row = FormRow(form=f, acronym=acr.get(f, ""), mode=mode)
+            try:
+                row.predicted = float(cost.count(tree, form=f, K=K))
+            except (KeyError, ValueError):
+                row.note = "no flop formula in the dissertation"
+            if generate_code or measure:
+                from dynamica.generator.pipeline import generate
+                g = generate(spec, form=f, mode=mode)
+                row.kind = g.equations.kind
+                row.generated = _rhs_ops(g.module_ir)
+                if mode == "numeric":
+                    row.note = "generated: joint terms only; the recursion runs as loops"
+            if measure:
+                from dynamica.runtime.api import load
+                from dynamica.runtime.timing import seconds_per_call
+                model = load(path, form=f, mode=mode, check_mass_matrix=False)
+                row.seconds = seconds_per_call(model)
+            if progress is not None:
+                progress(f if mode == "symbolic" else f"{f} ({mode})", row)
+            rep.rows.append(row)
     if measure:
-        rep.recommended = min((r for r in rep.rows if r.seconds is not None), key=lambda r: r.seconds).form
-        rep.basis = "measured"
+        best = min((r for r in rep.rows if r.seconds is not None), key=lambda r: r.seconds)
+        rep.recommended, rep.recommended_mode, rep.basis = best.form, best.mode, "measured"
     else:
         rep.recommended = predicted_best(spec, K, available=names)
+        sym = next((r for r in rep.rows if r.form == rep.recommended and r.mode == "symbolic"), None)
+        has_numeric = "numeric" in modes and rep.recommended in SUPPORTED_FORMS
+        big = sym is None or (sym.generated is not None and sym.generated > NUMERIC_ABOVE)
+        rep.recommended_mode = "numeric" if has_numeric and big else "symbolic"
     return rep
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import dynamica
 from dynamica.generator import cost
@@ -27,10 +28,31 @@ def test_report_lists_every_form_with_its_numbers(models_dir):
 
 def test_generated_ops_are_the_compiled_modules(models_dir):
     rep = select(models_dir / "star.yaml", forms=["CBM"], measure=True)
-    (r,) = rep.rows
+    r, rn = rep.rows
+    assert (r.mode, rn.mode) == ("symbolic", "numeric")
     m = dynamica.load(str(models_dir / "star.yaml"), form="composite")
     assert r.generated == m.module.OPERATION_COUNTS["dynamics"]["total"]
-    assert 0 < r.seconds < 1e-3 and rep.basis == "measured" and rep.recommended == "composite"
+    mn = dynamica.load(str(models_dir / "star.yaml"), form="composite", mode="numeric")
+    assert rn.generated == mn.module.OPERATION_COUNTS["numeric_terms"]["total"]
+    assert 0 < r.seconds < 1e-3 and 0 < rn.seconds < 1e-3 and rep.basis == "measured"
+    assert rep.recommended == "composite"
+    assert rep.recommended_mode == min((r, rn), key=lambda x: x.seconds).mode
+
+
+def test_modes(models_dir, monkeypatch):
+    from dynamica.generator.numeric import SUPPORTED_FORMS
+    from dynamica.runtime import selection
+    rep = select(models_dir / "chain7.yaml")
+    assert {r.form for r in rep.rows if r.mode == "numeric"} == set(SUPPORTED_FORMS)
+    assert rep.recommended_mode == "symbolic"          # a small program: symbolic mode
+    assert "mode symbolic" in rep.text()
+    monkeypatch.setattr(selection, "NUMERIC_ABOVE", 0)   # as if the symbolic program were too large
+    rep = select(models_dir / "chain7.yaml", forms=["CBM", "DEC", "LGR", "ITR-G"])
+    assert rep.recommended in SUPPORTED_FORMS and rep.recommended_mode == "numeric"
+    assert {r.mode for r in select(models_dir / "chain7.yaml", forms=["ABM"], modes=("symbolic",)).rows} \
+        == {"symbolic"}
+    with pytest.raises(ValueError, match="unknown mode"):
+        select(models_dir / "chain7.yaml", modes=("fast",))
 
 
 def test_auto_uses_the_prediction(models_dir, tmp_path):
