@@ -1,0 +1,384 @@
+#!/usr/bin/env python
+"""Scale benchmark (issue 6): both modes and both backends on chains and stars of N = 10..1000
+bodies, next to Pinocchio (ABA; CRBA + Cholesky) and MuJoCo (mj_forward) measured in the same run.
+
+    python benchmarks/bench_scale.py                       # N = 10 50 100 200 500 1000, chain and star
+    python benchmarks/bench_scale.py --sizes 10 100 --shapes chain --variants num:articulated --no-save
+
+Models: the chains and stars of benchmarks/bench_forms.py with 1-DOF revolute joints (offsets with
+three components, masses, centres of mass off the axes, full inertia tensors; gravity [0, 0, -g]).
+
+Variants `mode:form[:backend]` (default below): every build runs in a subprocess of its own
+(`--worker`), which generates (dynamica.generate) and compiles (build.compile_bundle) into a
+fresh cache directory, and reports generation and compile seconds, the peak resident memory of
+the generator process and of the largest compiler process (getrusage: RUSAGE_SELF after
+generation, RUSAGE_CHILDREN after compiling), the size of the generated sources and the kernel
+operation count. A build is killed at --timeout. Within a series (variant, shape) the sizes run in
+increasing order; when generation + compile of one size took longer than --budget seconds, or the
+growth of the last two sizes predicts more than twice the budget for the next, the larger sizes
+are reported as skipped.
+
+Per-call times, all in this process, interleaved per size in --rounds rounds (best kept):
+  - dynamica: runtime.timing.seconds_per_call, a C loop over the module's rhs_capsule on 8 random
+    states (no Python per call);
+  - pin.aba(model, data, q, v, tau) and pin.crba + pin.nonLinearEffects + pin.cholesky.decompose/
+    solve, from Python (timeit; includes ~1 us of binding overhead per pinocchio call);
+  - mujoco.mj_forward(m, d) from Python (contacts disabled; mj_forward also computes positions,
+    velocities, energy off), with the model built as MJCF from the same numbers.
+Each is checked: q'' of every peer against dynamica's at one random state (relative 2-norm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_forms import model_dict  # noqa: E402
+
+SIZES = (10, 50, 100, 200, 500, 1000)
+SHAPES = ("chain", "star")
+VARIANTS = ("numeric:articulated", "numeric:ltdl", "numeric:composite",
+            "symbolic:articulated", "symbolic:composite", "symbolic:articulated:fortran")
+BUDGET = 300.0
+TIMEOUT = 900.0
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------ build
+def worker(job: dict) -> dict:
+    """Generate and compile one variant (runs in its own process)."""
+    import dynamica
+    from dynamica.build import compile_bundle
+    t0 = time.perf_counter()
+    g = dynamica.generate(job["model"], form=job["form"], backend=job["backend"], mode=job["mode"])
+    t1 = time.perf_counter()
+    gen_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    so = compile_bundle(g.bundle, cache=Path(job["cache"]))
+    t2 = time.perf_counter()
+    cc_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    ops = sum(k.op_count()["total"] for k in g.module_ir.kernels)
+    return {"gen": t1 - t0, "compile": t2 - t1, "gen_mb": gen_rss, "cc_mb": cc_rss, "so": str(so),
+            "src_kb": sum(len(t) for _, t in g.bundle.files) / 1024.0, "ops": ops,
+            "stages": dict(g.timings)}
+
+
+def build(job: dict, timeout: float) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)]
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, start_new_session=True)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout ({timeout:.0f} s)", "wall": time.perf_counter() - t0}
+    if r.returncode != 0:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["?"]
+        return {"error": f"failed (exit {r.returncode}): {tail[0][:120]}", "wall": time.perf_counter() - t0}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------------------------------ peers
+def _sym_inertia(xx, yy, zz, xy, yz, xz):
+    return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]], dtype=float)
+
+
+def _parts(b):
+    off = next(t["translate"] for t in b["joint"] if "translate" in t)
+    axis = next(t["rotate"] for t in b["joint"] if "rotate" in t)
+    return np.array(off, dtype=float), axis
+
+
+def pinocchio_model(d: dict):
+    import pinocchio as pin
+    model, ids = pin.Model(), {"ground": 0}
+    for b in d["bodies"]:
+        off, axis = _parts(b)
+        joint = {"x": pin.JointModelRX, "y": pin.JointModelRY, "z": pin.JointModelRZ}[axis]()
+        jid = model.addJoint(ids[b["parent"]], joint, pin.SE3(np.eye(3), off), b["name"])
+        model.appendBodyToJoint(jid, pin.Inertia(b["mass"], np.array(b["com"], dtype=float),
+                                                 _sym_inertia(*b["inertia"])), pin.SE3.Identity())
+        ids[b["name"]] = jid
+    model.gravity.linear = np.array([0.0, 0.0, -9.81])
+    return model
+
+
+def mujoco_model(d: dict):
+    import mujoco
+    kids = {}
+    for b in d["bodies"]:
+        kids.setdefault(b["parent"], []).append(b)
+
+    def body_xml(b, depth):
+        off, axis = _parts(b)
+        xx, yy, zz, xy, yz, xz = b["inertia"]
+        ax = {"x": "1 0 0", "y": "0 1 0", "z": "0 0 1"}[axis]
+        pad = " " * depth
+        inner = "".join(body_xml(c, depth + 1) for c in kids.get(b["name"], []))
+        return (f'{pad}<body name="{b["name"]}" pos="{off[0]} {off[1]} {off[2]}">'
+                f'<joint type="hinge" axis="{ax}" damping="0" armature="0"/>'
+                f'<inertial pos="{" ".join(map(str, b["com"]))}" mass="{b["mass"]}" '
+                f'fullinertia="{xx} {yy} {zz} {xy} {xz} {yz}"/>\n{inner}{pad}</body>\n')
+
+    # iterative body nesting would be needed beyond Python's recursion limit
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(d["bodies"]) + 100))
+    xml = ('<mujoco><option gravity="0 0 -9.81" integrator="Euler"><flag contact="disable" '
+           'energy="disable"/></option><worldbody>\n'
+           + "".join(body_xml(b, 1) for b in kids.get("ground", [])) + "</worldbody></mujoco>")
+    m = mujoco.MjModel.from_xml_string(xml)
+    return m, mujoco.MjData(m)
+
+
+def best_timeit(f, rounds: int) -> float:
+    t = timeit.timeit(f, number=3) / 3
+    number = max(3, int(0.05 / max(t, 1e-9)))
+    return min(timeit.repeat(f, number=number, repeat=rounds)) / number
+
+
+class Peers:
+    """Pinocchio and MuJoCo on one model: per-call timers and q'' at a state."""
+
+    def __init__(self, d: dict):
+        import mujoco
+        import pinocchio as pin
+        self.pin, self.mj = pin, mujoco
+        self.pm = pinocchio_model(d)
+        self.pd = self.pm.createData()
+        self.mm, self.md = mujoco_model(d)
+        self.tau = np.zeros(self.pm.nv)
+
+    def set_state(self, q, v):
+        self.q, self.v = q, v
+        self.md.qpos[:], self.md.qvel[:] = q, v
+
+    def aba(self):
+        return self.pin.aba(self.pm, self.pd, self.q, self.v, self.tau)
+
+    def crba(self):
+        pin = self.pin
+        pin.crba(self.pm, self.pd, self.q)
+        b = self.tau - pin.nonLinearEffects(self.pm, self.pd, self.q, self.v)
+        pin.cholesky.decompose(self.pm, self.pd)
+        return pin.cholesky.solve(self.pm, self.pd, b)
+
+    def mj_forward(self):
+        self.mj.mj_forward(self.mm, self.md)
+        return self.md.qacc
+
+    def qdd(self):
+        return {"aba": np.array(self.aba()), "crba": np.array(self.crba()), "mj": np.array(self.mj_forward())}
+
+
+# ------------------------------------------------------------------------------------------ run
+def rel(a, b):
+    return float(np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
+
+
+def parse_variant(v: str):
+    parts = v.split(":")
+    mode, form = parts[0], parts[1]
+    backend = parts[2] if len(parts) > 2 else "cython"
+    return mode, form, backend
+
+
+def label(v: str) -> str:
+    mode, form, backend = parse_variant(v)
+    from dynamica.generator.forms import resolve
+    acr = {"articulated": "ABM", "ltdl": "DEC", "composite": "CBM"}.get(resolve(form), form)
+    return f"{'num' if mode == 'numeric' else 'sym'}-{'F' if backend == 'fortran' else 'C'} {acr}"
+
+
+def run(args) -> list:
+    import yaml
+
+    from dynamica.build import import_extension
+    from dynamica.generator.model import load_model
+    from dynamica.runtime.api import CompiledModel
+    from dynamica.runtime.timing import seconds_per_call
+    rows, tmp = [], Path(tempfile.mkdtemp(prefix="bench_scale_"))
+    try:
+        for shape in args.shapes:
+            stopped = {}                                   # variant -> reason larger sizes are skipped
+            history = {v: [] for v in args.variants}       # (n, build seconds)
+            for n in args.sizes:
+                d = model_dict(shape, n, 1)
+                path = tmp / f"{shape}{n}.yaml"
+                path.write_text(yaml.safe_dump(d, sort_keys=False))
+                spec = load_model(path)
+                rng = np.random.default_rng(n)
+                states = np.concatenate([rng.uniform(-1, 1, (8, n)), rng.uniform(-1, 1, (8, n))], axis=1)
+                q, v = states[0, :n], states[0, n:]
+                peers = Peers(d)
+                peers.set_state(q, v)
+                ref = peers.qdd()
+                models = {}
+                for var in args.variants:
+                    row = {"shape": shape, "n": n, "variant": var}
+                    rows.append(row)
+                    if var in stopped:
+                        row["error"] = stopped[var]
+                        continue
+                    mode, form, backend = parse_variant(var)
+                    log(f"{shape} N={n} {label(var)}: building")
+                    res = build({"model": str(path), "form": form, "mode": mode, "backend": backend,
+                                 "cache": str(tmp / f"cache_{shape}_{n}_{var.replace(':', '_')}")}, args.timeout)
+                    row.update(res)
+                    if "error" in res:
+                        log(f"  {res['error']}")
+                        stopped[var] = f"skipped (N={n}: {res['error']})"
+                        continue
+                    total = res["gen"] + res["compile"]
+                    log(f"  gen {res['gen']:.1f} s, compile {res['compile']:.1f} s, {res['ops']} ops, "
+                        f"peak {max(res['gen_mb'], res['cc_mb']):.0f} MB")
+                    history[var].append((n, total))
+                    if total > args.budget:
+                        stopped[var] = f"skipped (budget: {total:.0f} s at N={n})"
+                    elif len(history[var]) >= 2:
+                        (n1, t1), (n2, t2) = history[var][-2:]
+                        nxt = next((m for m in args.sizes if m > n), None)
+                        if nxt and t1 > 0 and t2 > t1:
+                            p = math.log(t2 / t1) / math.log(n2 / n1)
+                            if t2 * (nxt / n2) ** p > 2 * args.budget:
+                                stopped[var] = f"skipped (predicted {t2 * (nxt / n2) ** p:.0f} s)"
+                    m = CompiledModel(import_extension(Path(res["so"])), spec, Path(res["so"]))
+                    models[var] = m
+                    a = m.qdd(q, v)
+                    row["err_aba"], row["err_crba"], row["err_mj"] = (rel(a, ref["aba"]), rel(a, ref["crba"]),
+                                                                      rel(a, ref["mj"]))
+                # interleaved timing rounds: every dynamica module and the peers
+                best = {k: float("inf") for k in list(models) + ["aba", "crba", "mj"]}
+                for _ in range(args.rounds):
+                    for var, m in models.items():
+                        best[var] = min(best[var], seconds_per_call(m, states=states, budget=args.time_budget,
+                                                                    rounds=2))
+                    best["aba"] = min(best["aba"], best_timeit(peers.aba, 2))
+                    best["crba"] = min(best["crba"], best_timeit(peers.crba, 2))
+                    best["mj"] = min(best["mj"], best_timeit(peers.mj_forward, 2))
+                for row in rows:
+                    if row["shape"] == shape and row["n"] == n:
+                        row.update({"aba_us": best["aba"] * 1e6, "crba_us": best["crba"] * 1e6,
+                                    "mj_us": best["mj"] * 1e6})
+                        if row["variant"] in models:
+                            row["rhs_us"] = best[row["variant"]] * 1e6
+                log(f"{shape} N={n}: " + ", ".join(f"{label(k) if ':' in k else k} {t * 1e6:.1f} us"
+                                                   for k, t in best.items()))
+                models.clear()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ report
+HEAD = (f"{'shape':<6} {'N':>5} {'variant':<10} {'gen s':>7} {'compile s':>9} {'peak MB':>8} {'src kB':>8} "
+        f"{'ops':>8} {'RHS us':>10} {'/aba':>6} {'/crba':>6} {'/mj':>6} {'max rel err':>11}")
+
+
+def fmt(r) -> str:
+    lead = f"{r['shape']:<6} {r['n']:>5} {label(r['variant']):<10} "
+    if "error" in r:
+        return lead + r["error"]
+    us = r.get("rhs_us", float("nan"))
+    err = max(r["err_aba"], r["err_crba"], r["err_mj"])
+    return lead + (f"{r['gen']:>7.2f} {r['compile']:>9.2f} {max(r['gen_mb'], r['cc_mb']):>8.0f} {r['src_kb']:>8.0f} "
+                   f"{r['ops']:>8} {us:>10.2f} {us / r['aba_us']:>6.2f} {us / r['crba_us']:>6.2f} "
+                   f"{us / r['mj_us']:>6.2f} {err:>11.1e}")
+
+
+def peers_table(rows) -> list:
+    seen, out = set(), [f"{'shape':<6} {'N':>5} {'pin.aba us':>11} {'pin crba+chol us':>16} {'mj_forward us':>14}"]
+    for r in rows:
+        key = (r["shape"], r["n"])
+        if key in seen or "aba_us" not in r:
+            continue
+        seen.add(key)
+        out.append(f"{r['shape']:<6} {r['n']:>5} {r['aba_us']:>11.2f} {r['crba_us']:>16.2f} {r['mj_us']:>14.2f}")
+    return out
+
+
+def verdict(rows) -> list:
+    def get(shape, n, var):
+        return next((r for r in rows if r["shape"] == shape and r["n"] == n and r["variant"] == var
+                     and "error" not in r), None)
+    out = ["Targets (issue 6):"]
+    r = get("chain", 1000, "numeric:articulated")
+    if r:
+        tot = r["gen"] + r["compile"]
+        out.append(f"  numeric chain N=1000 generate + compile < 60 s: {tot:.1f} s "
+                   f"({'met' if tot < 60 else 'NOT met'})")
+        ratio = r["rhs_us"] / r["aba_us"]
+        out.append(f"  numeric chain N=1000 RHS within 2x of pin.aba: {ratio:.2f}x ({'met' if ratio <= 2 else 'NOT met'})")
+    else:
+        out.append("  numeric chain N=1000 (articulated): not measured")
+    for var in ("symbolic:articulated", "symbolic:composite"):
+        r = get("chain", 100, var)
+        if r:
+            tot = r["gen"] + r["compile"]
+            ratio = r["rhs_us"] / r["aba_us"]
+            out.append(f"  {label(var)} chain N=100: generate + compile {tot:.0f} s "
+                       f"({'met' if tot < 300 else 'NOT met'}: < 5 min), RHS / pin.aba {ratio:.2f} "
+                       f"({'met' if ratio < 1 else 'NOT met'}: < 1)")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), help="mode:form[:backend]")
+    ap.add_argument("--budget", type=float, default=BUDGET, help="generation + compile seconds after which the "
+                    "next size of a series is skipped (default %(default)s)")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per build (default %(default)s)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (default %(default)s)")
+    ap.add_argument("--time-budget", type=float, default=0.1, help="seconds per dynamica timing (default %(default)s)")
+    ap.add_argument("--out", default=str(HERE / "results" / "scale.txt"))
+    ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return 0
+    import dynamica
+    import mujoco
+    import pinocchio
+    start, load0 = time.strftime("%Y-%m-%d %H:%M:%S"), os.getloadavg()[0]
+    rows = run(args)
+    rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    lines = [__doc__.strip().splitlines()[0], "",
+             f"run {start} .. {time.strftime('%H:%M:%S')} (load average {load0:.2f} .. {os.getloadavg()[0]:.2f}); "
+             f"{platform.platform()}, {os.cpu_count()} cores; python {platform.python_version()}; dynamica "
+             f"{dynamica.__version__} ({rev}), pinocchio {pinocchio.__version__}, mujoco {mujoco.__version__}",
+             "variant: sym/num = mode symbolic/numeric, C/F = backend Cython/Fortran, form acronym. gen/compile: "
+             "seconds in a fresh process and cache;",
+             "peak MB: max of the generator's and the largest compiler process's resident memory; RHS us: C loop "
+             "over rhs_capsule; /aba, /crba, /mj: RHS over",
+             "pin.aba, pin crba+nle+cholesky, mujoco mj_forward (all three from Python, best of rounds); max rel err: "
+             "q'' against all three peers.", "",
+             HEAD] + [fmt(r) for r in rows] + ["", "Peers (us per call):"] + peers_table(rows) + [""] + verdict(rows)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.no_save:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+        Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1))
+        log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
