@@ -2,6 +2,8 @@
 behind the same module interface; differential tests against the Cython module."""
 
 import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +12,11 @@ import dynamica
 from dynamica.generator import ir
 from dynamica.generator.printers import FortranPrinter
 from dynamica.generator.render import fortran_wrap
+from dynamica.runtime.check import check_against_reference
 
 from conftest import MODELS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 needs_gfortran = pytest.mark.skipif(shutil.which("gfortran") is None,
                                     reason="gfortran is not installed (apt-get install -y gfortran)")
@@ -20,12 +25,31 @@ _PAIRS = {}
 
 
 def pair(name, form):
-    """(Fortran model, Cython model) of a bundled model, compiled once per session."""
+    """(Fortran model, Cython model) of a bundled model or a random tree (TREES), compiled once per session."""
     key = (name, form)
     if key not in _PAIRS:
-        path = MODELS / f"{name}.yaml"
+        path = tree_path(name) if name in TREES else MODELS / f"{name}.yaml"
         _PAIRS[key] = (dynamica.load(path, form=form, backend="fortran"), dynamica.load(path, form=form))
     return _PAIRS[key]
+
+
+#: random trees of tests/oracles/pin_trees.py (1-, 2-, 3-DOF, custom and welded joints, a free base)
+TREES = {"chain5_123": ("chain", 5, (1, 2, 3), 301, {}),
+         "mixed7_custom_welded": ("mixed", 7, (1, 2, 3, "custom", "welded"), 302, {}),
+         "star6_free": ("star", 6, (1, 2, 3), 303, {"base_joint": "free"})}
+_TREE_DIR = []
+
+
+def tree_path(name):
+    from oracles.pin_trees import random_tree, write_yaml
+    if not _TREE_DIR:
+        import tempfile
+        _TREE_DIR.append(tempfile.mkdtemp(prefix="dyn_fortran_trees_"))
+    kind, n, tokens, seed, kw = TREES[name]
+    path = Path(_TREE_DIR[0]) / f"{name}.yaml"
+    if not path.exists():
+        write_yaml(random_tree(kind, n, tokens, np.random.default_rng(seed), name=name, **kw), path)
+    return path
 
 
 def _close(a, b, rtol=1e-12):
@@ -53,7 +77,12 @@ FAST = [("double_pendulum", "composite"), ("forces_demo", "composite"), ("govern
 SLOW = [("double_pendulum", "articulated"), ("double_pendulum", "hamilton-composite"),
         ("forces_demo", "articulated"), ("forces_demo", "hamilton-composite"), ("governor", "composite"),
         ("governor", "hamilton-composite"), ("driven", "composite"), ("driven", "articulated")]
-CASES = FAST + [pytest.param(*c, marks=pytest.mark.slow) for c in SLOW]
+# every bundled model and the random trees (issue 6: differential tests on all of them)
+_COVERED = {name for name, _ in FAST + SLOW}
+EVERY = [(m.stem, "composite") for m in sorted(MODELS.glob("*.yaml")) if m.stem not in _COVERED] \
+    + [(t, "composite") for t in TREES] + [(t, "articulated") for t in TREES]
+FAST.append(("mixed7_custom_welded", "ltdl"))
+CASES = FAST + [pytest.param(*c, marks=pytest.mark.slow) for c in SLOW + EVERY]
 
 
 # ------------------------------------------------------------------ printer and source (no compiler needed)
@@ -118,6 +147,9 @@ def test_fortran_equals_cython(name, form):
         assert of.keys() == oc.keys()
         for k in oc:
             _close(of[k], oc[k])
+    # and against the numeric reference (runtime/reference.py), independently of the Cython module
+    rep = check_against_reference(mf, samples=5)
+    assert rep.ok(), rep.text()
 
 
 @needs_gfortran
