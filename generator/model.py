@@ -150,8 +150,13 @@ def load_model(source) -> ModelSpec:
         raise ModelError(str(path), [Problem("", "file not found")])
     try:
         # libyaml's parser when present (same YAML, ~10x faster on large models)
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        text = path.read_text(encoding="utf-8")
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
+        try:                               # the pure-Python parser's message quotes the offending line
+            yaml.safe_load(text)
+        except yaml.YAMLError as exc2:
+            exc = exc2
         raise ModelError(str(path), [Problem("", f"not valid YAML: {exc}")]) from None
     return _Loader(str(path), data).run()
 

@@ -43,16 +43,19 @@ def build_topology(spec) -> Topology:
         if b.parent != "ground" and b.parent not in parent:
             problems.append(Problem(f"{b.path}.parent", f"missing parent body `{b.parent}`"))
     # cycle detection: follow parents from every body
-    reported, grounded = set(), {"ground"}     # grounded: bodies known to reach ground (linear time)
+    # grounded / stranded: bodies known to reach ground / not to (each body is walked once)
+    reported, grounded, stranded = set(), {"ground"}, set()
     for name in names:
         seen, on_walk, cur = [], set(), name
-        while cur not in grounded and cur in parent and cur not in on_walk:
+        while cur not in grounded and cur not in stranded and cur in parent and cur not in on_walk:
             seen.append(cur)
             on_walk.add(cur)
             cur = parent[cur]
         if cur in grounded:
             grounded.update(seen)
-        elif cur in on_walk:
+            continue
+        stranded.update(seen)
+        if cur in on_walk:
             cycle = tuple(seen[seen.index(cur):])
             key = frozenset(cycle)
             if key not in reported:

@@ -146,7 +146,7 @@ def cmd_select(args):
         if not args.quiet:
             print(f"[dynamica] {form:<22s} done", file=sys.stderr, flush=True)
     forms = args.forms.split(",") if args.forms else None
-    modes = tuple(args.modes.split(",")) if args.modes else ("symbolic", "numeric")
+    modes = tuple(m.strip() for m in args.modes.split(",")) if args.modes else ("symbolic", "numeric")
     rep = select(args.model, forms=forms, measure=args.measure, K=args.K, progress=progress, modes=modes)
     print(rep.text())
     return 0

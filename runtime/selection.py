@@ -9,9 +9,10 @@ ITR-G, DEC), or the fastest measured one.
 Both modes are reported (dissertation 5.1.3): `symbolic` unrolls the form (every structural zero
 exploited; the row's generated ops are the whole RHS) and `numeric` generates only the joint
 terms (its generated ops) and runs the recursion as compiled loops (the flops the formulas
-predict, with no zero exploited). The predicted choice of mode: symbolic unless its program
-exceeds NUMERIC_ABOVE operations (then the C compiler's time and memory, not the RHS, decide);
-with measure=True the fastest measured (form, mode).
+predict, with no zero exploited). The predicted choice: the cheapest predicted form in symbolic
+mode, unless its symbolic RHS program (generated, or else predicted) exceeds NUMERIC_ABOVE
+operations; then the C compiler's time and memory decide, and the cheapest predicted form that
+numeric mode has is recommended in numeric mode. With measure=True: the fastest measured pair.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from dynamica.generator import cost
 
 #: the iteration count the dissertation assumes when it predicts ITR (tables 5.2, 5.3: K = 2)
 DEFAULT_K = 2
-#: generated operations above which numeric mode is recommended (a symbolic chain of 100 bodies in
-#: the sweep form has ~265 000 and takes about a minute of C compiler time; see benchmarks/README.md)
+#: operations of the symbolic RHS program above which numeric mode is recommended: a chain of 100
+#: bodies in the sweep form has ~265 000 and takes about a minute of C compiler time and 1.2 GB
+#: (benchmarks/results/scale.txt)
 NUMERIC_ABOVE = 200_000
 MODES = ("symbolic", "numeric")
 
@@ -49,6 +51,7 @@ class SelectReport:
     rows: list = field(default_factory=list)
     recommended: str = ""
     recommended_mode: str = "symbolic"
+    mode_reason: str = ""
     basis: str = "predicted"
 
     def text(self) -> str:
@@ -63,7 +66,11 @@ class SelectReport:
         fmt = lambda row: "  ".join(s.ljust(w[k]) if k in (0, 1, 2, 6) else s.rjust(w[k])  # noqa: E731
                                     for k, s in enumerate(row)).rstrip()
         lines = [head, fmt(cols), fmt(["-" * x for x in w])] + [fmt(b) for b in body]
-        lines.append(f"recommended: {self.recommended}, mode {self.recommended_mode} (cheapest {self.basis})")
+        if self.basis == "measured":
+            lines.append(f"recommended: {self.recommended}, mode {self.recommended_mode} (fastest measured)")
+        else:
+            why = f" ({self.mode_reason})" if self.mode_reason else ""
+            lines.append(f"recommended: {self.recommended} (cheapest predicted), mode {self.recommended_mode}{why}")
         return "\n".join(lines)
 
 
@@ -94,6 +101,16 @@ def predicted_best(spec, K=DEFAULT_K, available=None) -> str:
         available.discard("lagrange1")
     cands = [f for f in cost.SELECTION if f in available] or [f for f in cost.FORMS if f in available]
     return cost.best(cost.from_spec(spec), K=K, forms=cands)
+
+
+def _symbolic_size(rep, form):
+    """Operations of the symbolic RHS program of `form`: generated if the report has it, else the
+    flops the formulas predict (an upper bound: generation exploits zeros)."""
+    row = next((r for r in rep.rows if r.form == form and r.mode == "symbolic"), None)
+    if row is not None and row.generated is not None:
+        return row.generated
+    row = next((r for r in rep.rows if r.form == form), None)
+    return None if row is None else row.predicted
 
 
 def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, progress=None,
@@ -145,10 +162,14 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
         rep.recommended, rep.recommended_mode, rep.basis = best.form, best.mode, "measured"
     else:
         rep.recommended = predicted_best(spec, K, available=names)
-        sym = next((r for r in rep.rows if r.form == rep.recommended and r.mode == "symbolic"), None)
-        has_numeric = "numeric" in modes and rep.recommended in SUPPORTED_FORMS
-        big = sym is None or (sym.generated is not None and sym.generated > NUMERIC_ABOVE)
-        rep.recommended_mode = "numeric" if has_numeric and big else "symbolic"
+        rep.recommended_mode, rep.mode_reason = "symbolic", ""
+        size = _symbolic_size(rep, rep.recommended)
+        numeric_forms = [f for f in names if f in SUPPORTED_FORMS]
+        if "numeric" in modes and numeric_forms and size is not None and size > NUMERIC_ABOVE:
+            # too large a program to compile comfortably: the cheapest form numeric mode has
+            rep.recommended = predicted_best(spec, K, available=numeric_forms)
+            rep.recommended_mode = "numeric"
+            rep.mode_reason = f"the symbolic program would have ~{size:.0f} operations > {NUMERIC_ABOVE}"
     return rep
 
 

@@ -43,8 +43,10 @@ _TREE_DIR = []
 def tree_path(name):
     from oracles.pin_trees import random_tree, write_yaml
     if not _TREE_DIR:
+        import atexit
         import tempfile
         _TREE_DIR.append(tempfile.mkdtemp(prefix="dyn_fortran_trees_"))
+        atexit.register(shutil.rmtree, _TREE_DIR[0], True)
     kind, n, tokens, seed, kw = TREES[name]
     path = Path(_TREE_DIR[0]) / f"{name}.yaml"
     if not path.exists():

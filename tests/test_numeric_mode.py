@@ -62,7 +62,7 @@ def compare(path, form, samples=8, seed=0):
     assert num.module.INFO.get("mode") == "numeric"
     rng = np.random.default_rng(seed)
     p0 = num.param_vector()
-    e_qdd = e_M = 0.0
+    e_qdd = e_M = e_out = 0.0
     for k in range(samples):
         q, qd, t = rng.uniform(-1, 1, num.n), rng.uniform(-1, 1, num.n), rng.uniform(0, 2)
         p = p0 if k == 0 else p0 * rng.uniform(0.8, 1.2, p0.shape)
@@ -85,16 +85,16 @@ def compare(path, form, samples=8, seed=0):
             oa, ob = np.empty(size), np.empty(size)
             num.module.outputs(t, q, qd, p, oa)
             sym.module.outputs(t, q, qd, p, ob)
-            e_qdd = max(e_qdd, rel(oa, ob))
-    return num, sym, e_qdd, e_M
+            e_out = max(e_out, rel(oa, ob))
+    return num, sym, e_qdd, e_M, e_out
 
 
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("name", MODELS + list(TREES))
 def test_numeric_equals_symbolic(name, form, tree_dir):
-    num, sym, e_qdd, e_M = compare(model_path(name, tree_dir), form)
-    print(f"{name} {form}: qdd {e_qdd:.2e}, M {e_M:.2e}")
-    assert e_qdd < RTOL and e_M < RTOL
+    num, sym, e_qdd, e_M, e_out = compare(model_path(name, tree_dir), form)
+    print(f"{name} {form}: qdd {e_qdd:.2e}, M {e_M:.2e}, outputs {e_out:.2e}")
+    assert e_qdd < RTOL and e_M < RTOL and e_out < RTOL
     rep = check_against_reference(num, samples=10)
     assert rep.ok(), rep.text()
 
