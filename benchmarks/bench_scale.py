@@ -39,6 +39,7 @@ import os
 import platform
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -76,7 +77,8 @@ def worker(job: dict) -> dict:
     so = compile_bundle(g.bundle, cache=Path(job["cache"]))
     t2 = time.perf_counter()
     cc_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-    ops = sum(k.op_count()["total"] for k in g.module_ir.kernels)
+    # operations of what one RHS call runs (not the mass-matrix or outputs kernels), as select reports
+    ops = sum(k.op_count()["total"] for k in g.module_ir.kernels if k.name not in ("mass", "momenta", "outputs"))
     return {"gen": t1 - t0, "compile": t2 - t1, "gen_mb": gen_rss, "cc_mb": cc_rss, "so": str(so),
             "src_kb": sum(len(t) for _, t in g.bundle.files) / 1024.0, "ops": ops,
             "stages": dict(g.timings)}
@@ -85,14 +87,17 @@ def worker(job: dict) -> dict:
 def build(job: dict, timeout: float) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)]
     t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, start_new_session=True)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)          # the worker and the compilers it started
+        proc.communicate()
         return {"error": f"timeout ({timeout:.0f} s)", "wall": time.perf_counter() - t0}
-    if r.returncode != 0:
-        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["?"]
-        return {"error": f"failed (exit {r.returncode}): {tail[0][:120]}", "wall": time.perf_counter() - t0}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    if proc.returncode != 0:
+        tail = (err or out).strip().splitlines()[-1:] or ["?"]
+        return {"error": f"failed (exit {proc.returncode}): {tail[0][:120]}", "wall": time.perf_counter() - t0}
+    return json.loads(out.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------------------------------ peers
@@ -210,7 +215,7 @@ def label(v: str) -> str:
     return f"{'num' if mode == 'numeric' else 'sym'}-{'F' if backend == 'fortran' else 'C'} {acr}"
 
 
-def run(args) -> list:
+def run(args, partial=None) -> list:
     import yaml
 
     from dynamica.build import import_extension
@@ -230,12 +235,6 @@ def run(args) -> list:
                 rng = np.random.default_rng(n)
                 states = np.concatenate([rng.uniform(-1, 1, (8, n)), rng.uniform(-1, 1, (8, n))], axis=1)
                 q, v = states[0, :n], states[0, n:]
-                with_pin = pinocchio_bytes(n) <= args.pin_max_gb * 1e9
-                if not with_pin:
-                    log(f"{shape} N={n}: pinocchio not run (its Data would need ~{pinocchio_bytes(n) / 1e9:.0f} GB)")
-                peers = Peers(d, with_pinocchio=with_pin)
-                peers.set_state(q, v)
-                ref = peers.qdd()
                 models = {}
                 for var in args.variants:
                     row = {"shape": shape, "n": n, "variant": var}
@@ -265,10 +264,20 @@ def run(args) -> list:
                             p = math.log(t2 / t1) / math.log(n2 / n1)
                             if t2 * (nxt / n2) ** p > 2 * args.budget:
                                 stopped[var] = f"skipped (predicted {t2 * (nxt / n2) ** p:.0f} s)"
-                    m = CompiledModel(import_extension(Path(res["so"])), spec, Path(res["so"]))
-                    models[var] = m
-                    a = m.qdd(q, v)
-                    row["err"] = max(rel(a, ref[k]) for k in ref)
+                    try:
+                        models[var] = CompiledModel(import_extension(Path(res["so"])), spec, Path(res["so"]))
+                    except Exception as exc:                        # noqa: BLE001 - reported in the table
+                        row["error"] = f"import failed: {exc}"
+                # the peers after the builds (pinocchio's Data is large; not held while compiling)
+                with_pin = pinocchio_bytes(n) <= args.pin_max_gb * 1e9
+                if not with_pin:
+                    log(f"{shape} N={n}: pinocchio not run (its Data would need ~{pinocchio_bytes(n) / 1e9:.0f} GB)")
+                peers = Peers(d, with_pinocchio=with_pin)
+                peers.set_state(q, v)
+                ref = peers.qdd()
+                for row in rows:
+                    if row["shape"] == shape and row["n"] == n and row["variant"] in models:
+                        row["err"] = max(rel(models[row["variant"]].qdd(q, v), ref[k]) for k in ref)
                 # interleaved timing rounds: every dynamica module and the peers
                 best = {k: float("inf") for k in list(models) + peers.names}
                 for _ in range(args.rounds):
@@ -285,6 +294,9 @@ def run(args) -> list:
                 log(f"{shape} N={n}: " + ", ".join(f"{label(k) if ':' in k else k} {t * 1e6:.1f} us"
                                                    for k, t in best.items()))
                 models.clear()
+                del peers
+                if partial:                                  # rows so far, in case a later size fails
+                    Path(partial).write_text(json.dumps(rows, indent=1))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows
@@ -339,15 +351,17 @@ def verdict(rows) -> list:
                        f"(Data ~{pinocchio_bytes(1000) / 1e9:.0f} GB); mj_forward ratio {r['rhs_us'] / r['mj_us']:.2f}"
                        + (f"; pin.aba ratio at N={big['n']}: {big['rhs_us'] / big['aba_us']:.2f}" if big else ""))
     else:
-        out.append("  numeric chain N=1000 (articulated): not measured")
+        r = next((r for r in rows if r["shape"] == "chain" and r["n"] == 1000 and r["variant"] == "numeric:articulated"),
+                 None)
+        out.append("  numeric chain N=1000 (articulated): " + (r["error"] if r else "not in this run"))
     for var in ("symbolic:articulated", "symbolic:composite"):
         r = get("chain", 100, var)
         if r:
             tot = r["gen"] + r["compile"]
-            ratio = r["rhs_us"] / (r.get("aba_us") or float("nan"))
+            cmp = (f"RHS / pin.aba {r['rhs_us'] / r['aba_us']:.2f} ({'met' if r['rhs_us'] < r['aba_us'] else 'NOT met'}"
+                   ": < 1)") if r.get("aba_us") else "pin.aba not measured"
             out.append(f"  {label(var)} chain N=100: generate + compile {tot:.0f} s "
-                       f"({'met' if tot < 300 else 'NOT met'}: < 5 min), RHS / pin.aba {ratio:.2f} "
-                       f"({'met' if ratio < 1 else 'NOT met'}: < 1)")
+                       f"({'met' if tot < 300 else 'NOT met'}: < 5 min), {cmp}")
     return out
 
 
@@ -374,7 +388,8 @@ def main(argv=None) -> int:
     import mujoco
     import pinocchio
     start, load0 = time.strftime("%Y-%m-%d %H:%M:%S"), os.getloadavg()[0]
-    rows = run(args)
+    args.sizes = sorted(set(args.sizes))
+    rows = run(args, partial=None if args.no_save else str(Path(args.out).with_suffix(".partial.json")))
     rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
     lines = [__doc__.strip().splitlines()[0], "",
@@ -394,6 +409,7 @@ def main(argv=None) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)
         Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1))
+        Path(args.out).with_suffix(".partial.json").unlink(missing_ok=True)
         log(f"wrote {args.out}")
     return 0
 
