@@ -9,11 +9,12 @@ Models: the chains and stars of benchmarks/bench_forms.py with 1-DOF revolute jo
 three components, masses, centres of mass off the axes, full inertia tensors; gravity [0, 0, -g]).
 
 Variants `mode:form[:backend]` (default below): every build runs in a subprocess of its own
-(`--worker`), which generates (dynamica.generate) and compiles (build.compile_bundle) into a
-fresh cache directory, and reports generation and compile seconds, the peak resident memory of
-the generator process and of the largest compiler process (getrusage: RUSAGE_SELF after
-generation, RUSAGE_CHILDREN after compiling), the size of the generated sources and the kernel
-operation count. A build is killed at --timeout. Within a series (variant, shape) the sizes run in
+(`--worker`), which generates (dynamica.generate), then compiles (build.compile_bundle) in a
+fresh small process of its own (`--compile-worker`) into a fresh cache directory, and reports
+generation and compile seconds, the peak resident memory of the generator (VmHWM) and of the
+largest compiler process (RUSAGE_CHILDREN of the compile worker; an upper bound, as a child's
+peak includes the ~100 MB of the Python that forked it), the size of the generated sources and
+the operation count of the RHS kernels. A build is killed at --timeout. Within a series (variant, shape) the sizes run in
 increasing order; when generation + compile of one size took longer than --budget seconds, or the
 growth of the last two sizes predicts more than twice the budget for the next, the larger sizes
 are reported as skipped.
@@ -66,22 +67,53 @@ def log(msg: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ build
+def _hwm_mb() -> float:
+    """Peak resident memory of this process since its exec (VmHWM). ru_maxrss is not used for
+    that: on Linux it carries the parent's peak across fork + exec."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def worker(job: dict) -> dict:
-    """Generate and compile one variant (runs in its own process)."""
+    """Generate one variant (runs in its own process), then compile it in a fresh small process,
+    so the compiler's memory is measured without the generator's."""
+    import pickle
+
     import dynamica
-    from dynamica.build import compile_bundle
     t0 = time.perf_counter()
     g = dynamica.generate(job["model"], form=job["form"], backend=job["backend"], mode=job["mode"])
     t1 = time.perf_counter()
-    gen_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    so = compile_bundle(g.bundle, cache=Path(job["cache"]))
-    t2 = time.perf_counter()
-    cc_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    gen_mb = _hwm_mb()
+    bundle_file = Path(job["cache"]).with_suffix(".bundle.pickle")
+    bundle_file.parent.mkdir(parents=True, exist_ok=True)
+    bundle_file.write_bytes(pickle.dumps(g.bundle))
     # operations of what one RHS call runs (not the mass-matrix or outputs kernels), as select reports
     ops = sum(k.op_count()["total"] for k in g.module_ir.kernels if k.name not in ("mass", "momenta", "outputs"))
-    return {"gen": t1 - t0, "compile": t2 - t1, "gen_mb": gen_rss, "cc_mb": cc_rss, "so": str(so),
-            "src_kb": sum(len(t) for _, t in g.bundle.files) / 1024.0, "ops": ops,
-            "stages": dict(g.timings)}
+    src_kb = sum(len(t) for _, t in g.bundle.files) / 1024.0
+    stages = dict(g.timings)
+    del g
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--compile-worker",
+           json.dumps({"bundle": str(bundle_file), "cache": job["cache"]})]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    return {"gen": t1 - t0, "compile": res["compile"], "gen_mb": gen_mb, "cc_mb": res["cc_mb"], "so": res["so"],
+            "src_kb": src_kb, "ops": ops, "stages": stages}
+
+
+def compile_worker(job: dict) -> dict:
+    import pickle
+
+    from dynamica.build import compile_bundle
+    bundle = pickle.loads(Path(job["bundle"]).read_bytes())
+    t0 = time.perf_counter()
+    so = compile_bundle(bundle, cache=Path(job["cache"]))
+    t1 = time.perf_counter()
+    # the compiler processes (cythonize's Python, cc1 / gfortran) are children of this small process
+    cc_mb = max(_hwm_mb(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0)
+    return {"compile": t1 - t0, "cc_mb": cc_mb, "so": str(so)}
 
 
 def build(job: dict, timeout: float) -> dict:
@@ -253,7 +285,7 @@ def run(args, partial=None) -> list:
                         continue
                     total = res["gen"] + res["compile"]
                     log(f"  gen {res['gen']:.1f} s, compile {res['compile']:.1f} s, {res['ops']} ops, "
-                        f"peak {max(res['gen_mb'], res['cc_mb']):.0f} MB")
+                        f"peak {res['gen_mb']:.0f} / {res['cc_mb']:.0f} MB")
                     history[var].append((n, total))
                     if total > args.budget:
                         stopped[var] = f"skipped (budget: {total:.0f} s at N={n})"
@@ -303,7 +335,7 @@ def run(args, partial=None) -> list:
 
 
 # ------------------------------------------------------------------------------------------ report
-HEAD = (f"{'shape':<6} {'N':>5} {'variant':<10} {'gen s':>7} {'compile s':>9} {'peak MB':>8} {'src kB':>8} "
+HEAD = (f"{'shape':<6} {'N':>5} {'variant':<10} {'gen s':>7} {'compile s':>9} {'gen MB':>7} {'cc MB':>6} {'src kB':>8} "
         f"{'ops':>8} {'RHS us':>10} {'/aba':>6} {'/crba':>6} {'/mj':>6} {'max rel err':>11}")
 
 
@@ -313,7 +345,7 @@ def fmt(r) -> str:
         return lead + r["error"]
     us = r.get("rhs_us", float("nan"))
     ratio = lambda k: f"{us / r[k]:>6.2f}" if r.get(k) else f"{'-':>6}"  # noqa: E731
-    return lead + (f"{r['gen']:>7.2f} {r['compile']:>9.2f} {max(r['gen_mb'], r['cc_mb']):>8.0f} {r['src_kb']:>8.0f} "
+    return lead + (f"{r['gen']:>7.2f} {r['compile']:>9.2f} {r['gen_mb']:>7.0f} {r['cc_mb']:>6.0f} {r['src_kb']:>8.0f} "
                    f"{r['ops']:>8} {us:>10.2f} {ratio('aba_us')} {ratio('crba_us')} {ratio('mj_us')} "
                    f"{r['err']:>11.1e}")
 
@@ -380,9 +412,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(HERE / "results" / "scale.txt"))
     ap.add_argument("--no-save", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--compile-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
+        return 0
+    if args.compile_worker:
+        print(json.dumps(compile_worker(json.loads(args.compile_worker))))
         return 0
     import dynamica
     import mujoco
@@ -398,7 +434,7 @@ def main(argv=None) -> int:
              f"{dynamica.__version__} ({rev}), pinocchio {pinocchio.__version__}, mujoco {mujoco.__version__}",
              "variant: sym/num = mode symbolic/numeric, C/F = backend Cython/Fortran, form acronym. gen/compile: "
              "seconds in a fresh process and cache;",
-             "peak MB: max of the generator's and the largest compiler process's resident memory; RHS us: C loop "
+             "gen MB / cc MB: peak resident memory of the generator / of the largest compiler process; RHS us: C loop "
              "over rhs_capsule; /aba, /crba, /mj: RHS over",
              "pin.aba, pin crba+nle+cholesky, mujoco mj_forward (all three from Python, best of rounds); max rel err: "
              "q'' against all three peers.", "",
