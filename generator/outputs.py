@@ -31,7 +31,7 @@ from dynamica.generator.forms.common import (active_forces, apply_C, apply_CT, b
 from dynamica.generator.forms.composite import (composite_forces, composite_inertias, coordinate_layout,
                                                 mass_matrix_rows, singular_error)
 from dynamica.generator.kinematics import derive_kinematics
-from dynamica.generator.program import add, cross, dot, matTvec, matvec
+from dynamica.generator.program import add, cross, dot, fold_vectors, matTvec, matvec
 
 
 @dataclass
@@ -112,10 +112,9 @@ def output_equations(spec, topo, qdd=None) -> OutputEquations:
         R = [None] * (N + 1)
         for i in range(N, 0, -1):
             bi = kin.inertia[i]
-            Ri = [a - b for a, b in zip(inertia_times((bi.mass, bi.h, bi.theta), z[i]), F_hat[i])]
-            for j in topo.children[i]:
-                Ri = add(Ri, apply_CT(kin.joints[j].G, kin.joints[j].rho, R[j]))
-            R[i] = prog.let_vector(f"R{i}", Ri)
+            Ri = [[a - b for a, b in zip(inertia_times((bi.mass, bi.h, bi.theta), z[i]), F_hat[i])]]
+            Ri += [apply_CT(kin.joints[j].G, kin.joints[j].rho, R[j]) for j in topo.children[i]]
+            R[i] = prog.let_vector(f"R{i}", fold_vectors(Ri))
         for i in range(1, N + 1):
             out(f"{topo.names[i]}.reaction_force", R[i][:3], (3,))
             out(f"{topo.names[i]}.reaction_torque", R[i][3:], (3,))

@@ -35,7 +35,7 @@ from dynamica.generator.forms import EquationsOfMotion, composite, register
 from dynamica.generator.forms.cholesky import StructurallySingular
 from dynamica.generator.forms.common import active_forces, apply_C, apply_CT, bias_forces, forward_pass
 from dynamica.generator.forms.spatial import ldl, rigid6, symv, transfer, unit_columns
-from dynamica.generator.program import dot, mul, neg, total
+from dynamica.generator.program import dot, fold_matrices, fold_vectors, mul, neg, total
 
 
 def reaction_info(kin, R):
@@ -54,15 +54,16 @@ def articulated(kin) -> EquationsOfMotion:
     Z6 = [sp.S.Zero] * 6
 
     # backward pass (3.7), i = N..1
-    accM = [None] + [rigid6(b.mass, b.h, b.theta) for b in kin.inertia[1:]]
-    accF = [None] + [list(F_hat[i]) for i in range(1, N + 1)]
+    # children's terms collected per body and summed once (fold_*: linear in the children)
+    accM = [None] + [[rigid6(b.mass, b.h, b.theta)] for b in kin.inertia[1:]]
+    accF = [None] + [[list(F_hat[i])] for i in range(1, N + 1)]
     Ms, Fs = [None] * (N + 1), [None] * (N + 1)
     Yh, Lf, nu = [None] * (N + 1), [None] * (N + 1), [None] * (N + 1)
     for i in range(N, 0, -1):
         t = f"ab_{i}"
         jk, k = kin.joints[i], topo.kappa[i]
-        Ms[i] = prog.let_symmetric(f"ab_M{i}", accM[i])
-        Fs[i] = prog.let_vector(f"ab_F{i}", accF[i])
+        Ms[i] = prog.let_symmetric(f"ab_M{i}", fold_matrices(accM[i]))
+        Fs[i] = prog.let_vector(f"ab_F{i}", fold_vectors(accF[i]))
         A, n = jk.A, len(jk.A)
         Y = [prog.let_vector(f"{t}_Y{c}", symv(Ms[i], a)) for c, a in enumerate(A)]
         D = [[dot(A[r], Y[c]) for c in range(n)] for r in range(n)]
@@ -94,8 +95,8 @@ def articulated(kin) -> EquationsOfMotion:
         hb = [neg(gen[kin.coordinates[first[i] + unit[r][0]]]) / unit[r][1] if r in unit else
               total([Fs[i][r]] + [neg(mul(Yh[i][c][r], z[c])) for c in range(n)]) for r in range(6)]
         hb = prog.let_vector(f"{t}_hb", hb)
-        accM[k] = accM[k] + transfer(prog, f"{t}_X", jk.G, jk.rho, Ia)
-        accF[k] = [total([x, y]) for x, y in zip(accF[k], apply_CT(jk.G, jk.rho, hb))]
+        accM[k].append(transfer(prog, f"{t}_X", jk.G, jk.rho, Ia))
+        accF[k].append(apply_CT(jk.G, jk.rho, hb))
 
     # forward pass (3.8), i = 1..N
     dw = [Z6] + [None] * N

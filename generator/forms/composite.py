@@ -18,7 +18,8 @@ from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_cholesky
 from dynamica.generator.forms.common import active_forces, apply_CT, bias_forces, forward_pass, inertia_times
-from dynamica.generator.program import add, dot, matTvec, mul, neg, scale, total
+from dynamica.generator.program import (add, dot, fold_add, fold_matrices, fold_vectors, matTvec, mul, neg,
+                                       scale, total)
 
 
 def transfer_inertia(prog, tag, G, rho, inert):
@@ -64,18 +65,18 @@ def composite_inertias(kin, tag="Ms"):
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies
     Mstar = [None] * (N + 1)
-    acc = [None] + [(kin.inertia[i].mass, list(kin.inertia[i].h), kin.inertia[i].theta)
+    # children's terms collected per body and summed once (fold_*: linear in the children)
+    acc = [None] + [([kin.inertia[i].mass], [list(kin.inertia[i].h)], [kin.inertia[i].theta])
                     for i in range(1, N + 1)]
     for i in range(N, 0, -1):
-        m, h, th = acc[i]
+        m, h, th = fold_add(acc[i][0]), fold_vectors(acc[i][1]), fold_matrices(acc[i][2])
         Mstar[i] = (prog.let(f"{tag}{i}_m", m), prog.let_vector(f"{tag}{i}_h", h),
                     prog.let_symmetric(f"{tag}{i}_T", th))
         k = topo.kappa[i]
         if k > 0:
             jk = kin.joints[i]
-            cm, ch, cth = transfer_inertia(prog, f"X{i}", jk.G, jk.rho, Mstar[i])
-            pm, ph, pth = acc[k]
-            acc[k] = (pm + cm, add(ph, ch), pth + cth)
+            for part, term in zip(acc[k], transfer_inertia(prog, f"X{i}", jk.G, jk.rho, Mstar[i])):
+                part.append(term)
     return Mstar
 
 
@@ -83,14 +84,14 @@ def composite_forces(kin, F_hat, tag="Fs"):
     """F_hat*_i of every subtree, (2.22): the bias forces carried towards the root by C^T."""
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies
-    acc = [None] + [list(F_hat[i]) for i in range(1, N + 1)]
+    acc = [None] + [[list(F_hat[i])] for i in range(1, N + 1)]
     Fstar = [None] * (N + 1)
     for i in range(N, 0, -1):
-        Fstar[i] = prog.let_vector(f"{tag}{i}", acc[i])
+        Fstar[i] = prog.let_vector(f"{tag}{i}", [fold_add(list(xs)) for xs in zip(*acc[i])])
         k = topo.kappa[i]
         if k > 0:
             jk = kin.joints[i]
-            acc[k] = [a + b for a, b in zip(acc[k], apply_CT(jk.G, jk.rho, Fstar[i]))]
+            acc[k].append(apply_CT(jk.G, jk.rho, Fstar[i]))
     return Fstar
 
 

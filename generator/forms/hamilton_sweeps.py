@@ -39,7 +39,7 @@ from dynamica.generator.forms.cholesky import StructurallySingular
 from dynamica.generator.forms.common import apply_C, apply_CT
 from dynamica.generator.forms.hamiltonian import (Z6, Hamiltonian, reverse_cholesky, rigid6, solve_L, solve_LT,
                                                   spd_inverse, symv, transfer6)
-from dynamica.generator.program import add, dot, mul, neg, sub, total
+from dynamica.generator.program import add, dot, fold_matrices, fold_vectors, mul, neg, sub, total
 
 
 def _singular(kin, i):
@@ -54,15 +54,16 @@ def _sweep(kin, tag, ltdl: bool):
     prog, topo, N = kin.program, kin.topo, kin.topo.n_bodies
     Ma = [None] * (N + 1)
     pi = [None] * (N + 1)
-    accM = [None] + [rigid6(kin.inertia[i]) for i in range(1, N + 1)]
-    accP = [None] + [list(Z6) for _ in range(N + 1)]
+    # children's terms collected per body and summed once (fold_*: linear in the children)
+    accM = [None] + [[rigid6(kin.inertia[i])] for i in range(1, N + 1)]
+    accP = [None] + [[list(Z6)] for _ in range(N + 1)]
     Y, Dinv, L, Linv, U, x = {}, {}, {}, {}, {}, {}
     # forward sweep: from the tips to the root
     for i in range(N, 0, -1):
         jk = kin.joints[i]
         A, n = jk.A, len(jk.A)
-        Ma[i] = prog.let_symmetric(f"{tag}Ma{i}", accM[i])
-        pi[i] = prog.let_vector(f"{tag}pi{i}", accP[i])
+        Ma[i] = prog.let_symmetric(f"{tag}Ma{i}", fold_matrices(accM[i]))
+        pi[i] = prog.let_vector(f"{tag}pi{i}", fold_vectors(accP[i]))
         xb = sub(pi[i], symv(Ma[i], jk.vr_hat))                      # pi*_i - M*_i v^r_i
         if n:
             Y[i] = [prog.let_vector(f"{tag}Y{i}_{c}", symv(Ma[i], a)) for c, a in enumerate(A)]
@@ -103,8 +104,8 @@ def _sweep(kin, tag, ltdl: bool):
             Hm = prog.let_symmetric(f"{tag}Hm{i}", Hm)
             contrib = prog.let_vector(f"{tag}pc{i}", contrib)
             T = transfer6(jk.G, jk.rho, Hm)
-            accM[k] = accM[k] + T
-            accP[k] = add(accP[k], apply_CT(jk.G, jk.rho, contrib))
+            accM[k].append(T)
+            accP[k].append(apply_CT(jk.G, jk.rho, contrib))
     # backward sweep: from the root to the tips
     v = [list(Z6)] + [None] * N
     pstar = [None] * (N + 1)

@@ -44,7 +44,7 @@ from dynamica.generator.forms.cholesky import StructurallySingular, solve_revers
 from dynamica.generator.forms.common import apply_C, apply_CT, forward_pass, active_forces, inertia_times
 from dynamica.generator.forms.composite import (composite_forces, composite_inertias, coordinate_layout,
                                                 full_matrix, mass_matrix_rows, singular_error)
-from dynamica.generator.program import add, cross, dot, matvec, mul, neg, scale, total
+from dynamica.generator.program import add, cross, dot, fold_vectors, matvec, mul, neg, scale, total
 
 ZERO = sp.S.Zero
 Z6 = [sp.Integer(0)] * 6
@@ -304,14 +304,14 @@ class Hamiltonian:
     def composite_momenta(self, v, tag):
         """p*_i = M_i v_i + sum_{j in S_i} C_j^T p*_j (3.9), bound per body."""
         prog, topo = self.prog, self.topo
-        acc = [None] + [inertia_times(self._inert(i), v[i]) for i in range(1, self.N + 1)]
+        acc = [None] + [[inertia_times(self._inert(i), v[i])] for i in range(1, self.N + 1)]
         out = [None] * (self.N + 1)
         for i in range(self.N, 0, -1):
-            out[i] = prog.let_vector(f"{tag}{i}", acc[i])
+            out[i] = prog.let_vector(f"{tag}{i}", fold_vectors(acc[i]))
             k = topo.kappa[i]
             if k > 0:
                 jk = self.joint(i)
-                acc[k] = add(acc[k], apply_CT(jk.G, jk.rho, out[i]))
+                acc[k].append(apply_CT(jk.G, jk.rho, out[i]))
         return out
 
     def _inert(self, i):

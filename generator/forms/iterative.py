@@ -44,7 +44,7 @@ from dynamica.generator.forms.composite import (
     mass_matrix,
     mass_matrix_rows,
 )
-from dynamica.generator.program import dot, mul, neg, total
+from dynamica.generator.program import dot, fold_vectors, mul, neg, total
 
 #: names of the symbols of the kernel inputs that are not program quantities
 WS_NAME, X_NAME = "ITRws", "ITRx"
@@ -134,13 +134,13 @@ def recursive_mx(kin, fp, cache: Cache, x):
     for i in range(1, N + 1):
         bi = kin.inertia[i]
         inert = (cache(bi.mass), [cache(e) for e in bi.h], sp.Matrix(3, 3, lambda r, c: cache(bi.theta[r, c])))
-        acc.append(inertia_times(inert, u[i]))
+        acc.append([inertia_times(inert, u[i])])     # children's terms summed once (fold_vectors)
     f = [None] * (N + 1)
     for i in range(N, 0, -1):                                   # r = ... A^T T^T M u   (2.55)
-        f[i] = prog.let_vector(f"ITRf{i}", acc[i])
+        f[i] = prog.let_vector(f"ITRf{i}", fold_vectors(acc[i]))
         k = topo.kappa[i]
         if k > 0:
-            acc[k] = [total([a, b]) for a, b in zip(acc[k], apply_CT(G[i], rho[i], f[i]))]
+            acc[k].append(apply_CT(G[i], rho[i], f[i]))
     out = []
     for i in range(1, N + 1):
         for col in kin.joints[i].A:

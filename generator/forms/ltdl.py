@@ -31,7 +31,7 @@ from dynamica.generator.forms.articulated import reaction_info
 from dynamica.generator.forms.cholesky import StructurallySingular
 from dynamica.generator.forms.common import active_forces, apply_C, apply_CT, bias_forces, forward_pass
 from dynamica.generator.forms.spatial import cholesky, rigid6, symv, transfer, unit_columns
-from dynamica.generator.program import dot, mul, neg, total
+from dynamica.generator.program import dot, fold_matrices, fold_vectors, mul, neg, total
 
 
 @register("ltdl", "DEC")
@@ -45,15 +45,16 @@ def ltdl(kin) -> EquationsOfMotion:
     Z6 = [sp.S.Zero] * 6
 
     # reduction to triangular form (3.30), i = N..1
-    accM = [None] + [rigid6(b.mass, b.h, b.theta) for b in kin.inertia[1:]]
-    accF = [None] + [list(F_hat[i]) for i in range(1, N + 1)]
+    # children's terms collected per body and summed once (fold_*: linear in the children)
+    accM = [None] + [[rigid6(b.mass, b.h, b.theta)] for b in kin.inertia[1:]]
+    accF = [None] + [[list(F_hat[i])] for i in range(1, N + 1)]
     Ms, Fs = [None] * (N + 1), [None] * (N + 1)
     Us, us, Lf, linvs = [None] * (N + 1), [None] * (N + 1), [None] * (N + 1), [None] * (N + 1)
     for i in range(N, 0, -1):
         t = f"dc_{i}"
         jk, k = kin.joints[i], topo.kappa[i]
-        Ms[i] = prog.let_symmetric(f"dc_M{i}", accM[i])
-        Fs[i] = prog.let_vector(f"dc_F{i}", accF[i])
+        Ms[i] = prog.let_symmetric(f"dc_M{i}", fold_matrices(accM[i]))
+        Fs[i] = prog.let_vector(f"dc_F{i}", fold_vectors(accF[i]))
         A, n = jk.A, len(jk.A)
         Y = [prog.let_vector(f"{t}_Y{c}", symv(Ms[i], a)) for c, a in enumerate(A)]     # M*_i A_i
         D = [[dot(A[r], Y[c]) for c in range(n)] for r in range(n)]
@@ -81,8 +82,8 @@ def ltdl(kin) -> EquationsOfMotion:
         h = [neg(gen[kin.coordinates[first[i] + unit[r][0]]]) / unit[r][1] if r in unit else
              total([Fs[i][r]] + [neg(mul(U[c][r], u[c])) for c in range(n)]) for r in range(6)]
         h = prog.let_vector(f"{t}_h", h)
-        accM[k] = accM[k] + transfer(prog, f"{t}_X", jk.G, jk.rho, H)
-        accF[k] = [total([x, y]) for x, y in zip(accF[k], apply_CT(jk.G, jk.rho, h))]
+        accM[k].append(transfer(prog, f"{t}_X", jk.G, jk.rho, H))
+        accF[k].append(apply_CT(jk.G, jk.rho, h))
 
     # triangular solves (3.31), i = 1..N
     dw = [Z6] + [None] * N
