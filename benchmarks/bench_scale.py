@@ -411,6 +411,8 @@ def main(argv=None) -> int:
                     "most this many GB (~64 N^3 bytes; default %(default)s: N <= 500)")
     ap.add_argument("--out", default=str(HERE / "results" / "scale.txt"))
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--merge", help="JSON rows of an earlier run (results/scale.json): its rows of the shapes not "
+                    "run now are reported first")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--compile-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -426,6 +428,9 @@ def main(argv=None) -> int:
     start, load0 = time.strftime("%Y-%m-%d %H:%M:%S"), os.getloadavg()[0]
     args.sizes = sorted(set(args.sizes))
     rows = run(args, partial=None if args.no_save else str(Path(args.out).with_suffix(".partial.json")))
+    if args.merge:                            # rows of an earlier run for the shapes this one did not run
+        earlier = [r for r in json.loads(Path(args.merge).read_text()) if r["shape"] not in args.shapes]
+        rows = earlier + rows
     rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
     lines = [__doc__.strip().splitlines()[0], "",
