@@ -444,6 +444,10 @@ def main(argv=None) -> int:
              "pin.aba, pin crba+nle+cholesky, mujoco mj_forward (all three from Python, best of rounds); max rel err: "
              "q'' against all three peers.", "",
              HEAD] + [fmt(r) for r in rows] + ["", "Peers (us per call):"] + peers_table(rows) + [""] + verdict(rows)
+    if args.merge:
+        shapes = sorted({r["shape"] for r in rows} - set(args.shapes))
+        lines.insert(3, f"rows of {', '.join(shapes)}: from an earlier run ({args.merge}, its own header lost); "
+                        f"this run: {', '.join(args.shapes)}")
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_save:
