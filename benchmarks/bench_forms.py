@@ -483,7 +483,7 @@ def cell(r, key, kind):
     if v is None:
         return "ERR" if st != "ok" else "-"
     s = fmt_num(v, kind)
-    return s + ("!" if st != "ok" else "")
+    return s + ("!" if st != "ok" and key != "pred" else "")     # a prediction needs no build
 
 
 def fit_exponent(ns, vs, last=3):
