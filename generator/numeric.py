@@ -167,7 +167,8 @@ def _c_ints(values, per_line=24) -> list:
 def render_numeric(mod: ir.ModuleIR, form: str, topo_arrays: dict, nb: int):
     """SourceBundle: the Cython module (the standard template), the kernel header, the core."""
     from dynamica.generator.printers import PRINTERS
-    from dynamica.generator.render import (ENTRY, SourceBundle, _env, _wrapper, kernel_context, python_wrappers)
+    from dynamica.generator.render import (ENTRY, SourceBundle, _env, _scratch, _wrapper, kernel_context,
+                                           python_wrappers)
     n = len(mod.coordinates)
     entries = [
         {"signature": f"void {ENTRY}qdd(double t, const double *q, const double *qd, const double *p, double *qdd)"},
@@ -185,7 +186,8 @@ def render_numeric(mod: ir.ModuleIR, form: str, topo_arrays: dict, nb: int):
         wrappers.append(_wrapper("outputs", f"The model's outputs (INFO['output_layout']) of the state (q, qd), "
                                             f"flat, into `out` (length {size}).",
                                  [("q", n, 0), ("qd", n, 0), ("p", len(mod.parameter_defaults), 0), ("out", size, 1)]))
-        outputs = {**kernel_context(ok, PRINTERS["cython"]), "size": size}
+        scratch, release = _scratch("qdd", n, [("out", size)])       # stack or heap, as the kernels' own
+        outputs = {**kernel_context(ok, PRINTERS["cython"]), "scratch": scratch, "release": release}
     ctx = {
         "version": __version__, "model_name": mod.model_name, "form": form, "signature": mod.signature,
         "model_name_literal": repr(mod.model_name), "form_literal": repr(form), "kind_literal": repr(mod.kind),
