@@ -146,7 +146,8 @@ def cmd_select(args):
         if not args.quiet:
             print(f"[dynamica] {form:<22s} done", file=sys.stderr, flush=True)
     forms = args.forms.split(",") if args.forms else None
-    modes = tuple(m.strip() for m in args.modes.split(",")) if args.modes else ("symbolic", "numeric")
+    from dynamica.runtime.selection import MODES
+    modes = tuple(m.strip() for m in args.modes.split(",")) if args.modes else MODES
     rep = select(args.model, forms=forms, measure=args.measure, K=args.K, progress=progress, modes=modes)
     print(rep.text())
     return 0

@@ -20,14 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dynamica.generator import cost
+from dynamica.generator.numeric import MODES  # the generation modes (symbolic, numeric)
 
 #: the iteration count the dissertation assumes when it predicts ITR (tables 5.2, 5.3: K = 2)
 DEFAULT_K = 2
 #: operations of the symbolic RHS program above which numeric mode is recommended: a chain of 100
-#: bodies in the sweep form has ~265 000 and takes about a minute of C compiler time and 1.2 GB
-#: (benchmarks/results/scale.txt)
+#: bodies in the sweep form has 54 000 (265 000 with its separate mass-matrix kernel) and its module
+#: takes about a minute of C compiler time and 1.2 GB (benchmarks/results/scale.txt)
 NUMERIC_ABOVE = 200_000
-MODES = ("symbolic", "numeric")
 
 
 @dataclass
@@ -74,7 +74,7 @@ class SelectReport:
         return "\n".join(lines)
 
 
-def _rhs_ops(module_ir) -> int:
+def rhs_ops(module_ir) -> int:
     """Operations of the kernels one RHS call runs (not the separate mass matrix, conversions, outputs)."""
     return sum(k.op_count()["total"] for k in module_ir.kernels if k.name not in ("mass", "momenta", "outputs"))
 
@@ -146,7 +146,7 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
                 from dynamica.generator.pipeline import generate
                 g = generate(spec, form=f, mode=mode)
                 row.kind = g.equations.kind
-                row.generated = _rhs_ops(g.module_ir)
+                row.generated = rhs_ops(g.module_ir)
                 if mode == "numeric":
                     row.note = "generated: joint terms only; the recursion runs as loops"
             if measure:
