@@ -90,8 +90,8 @@ def worker(job: dict) -> dict:
     bundle_file = Path(job["cache"]).with_suffix(".bundle.pickle")
     bundle_file.parent.mkdir(parents=True, exist_ok=True)
     bundle_file.write_bytes(pickle.dumps(g.bundle))
-    # operations of what one RHS call runs (not the mass-matrix or outputs kernels), as select reports
-    ops = sum(k.op_count()["total"] for k in g.module_ir.kernels if k.name not in ("mass", "momenta", "outputs"))
+    from dynamica.runtime.selection import rhs_ops
+    ops = rhs_ops(g.module_ir)          # what one RHS call runs, as `dynamica select` reports it
     src_kb = sum(len(t) for _, t in g.bundle.files) / 1024.0
     stages = dict(g.timings)
     del g
@@ -428,15 +428,20 @@ def main(argv=None) -> int:
     start, load0 = time.strftime("%Y-%m-%d %H:%M:%S"), os.getloadavg()[0]
     args.sizes = sorted(set(args.sizes))
     rows = run(args, partial=None if args.no_save else str(Path(args.out).with_suffix(".partial.json")))
+    rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    run_line = (f"run {start} .. {time.strftime('%H:%M:%S')} (load average {load0:.2f} .. {os.getloadavg()[0]:.2f}); "
+                f"{platform.platform()}, {os.cpu_count()} cores; python {platform.python_version()}; dynamica "
+                f"{dynamica.__version__} ({rev}), pinocchio {pinocchio.__version__}, mujoco {mujoco.__version__}")
+    for r in rows:
+        r["run"] = run_line
     if args.merge:                            # rows of an earlier run for the shapes this one did not run
         earlier = [r for r in json.loads(Path(args.merge).read_text()) if r["shape"] not in args.shapes]
         rows = earlier + rows
-    rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    lines = [__doc__.strip().splitlines()[0], "",
-             f"run {start} .. {time.strftime('%H:%M:%S')} (load average {load0:.2f} .. {os.getloadavg()[0]:.2f}); "
-             f"{platform.platform()}, {os.cpu_count()} cores; python {platform.python_version()}; dynamica "
-             f"{dynamica.__version__} ({rev}), pinocchio {pinocchio.__version__}, mujoco {mujoco.__version__}",
+    lines = [__doc__.strip().splitlines()[0], ""]
+    for shape in args.shapes + sorted({r["shape"] for r in rows} - set(args.shapes)):
+        lines.append(f"{shape}: " + next((r.get("run", "run not recorded") for r in rows if r["shape"] == shape), ""))
+    lines += [
              "variant: sym/num = mode symbolic/numeric, C/F = backend Cython/Fortran, form acronym. gen/compile: "
              "seconds in a fresh process and cache;",
              "gen MB / cc MB: peak resident memory of the generator / of the largest compiler process; RHS us: C loop "
@@ -444,10 +449,6 @@ def main(argv=None) -> int:
              "pin.aba, pin crba+nle+cholesky, mujoco mj_forward (all three from Python, best of rounds); max rel err: "
              "q'' against all three peers.", "",
              HEAD] + [fmt(r) for r in rows] + ["", "Peers (us per call):"] + peers_table(rows) + [""] + verdict(rows)
-    if args.merge:
-        shapes = sorted({r["shape"] for r in rows} - set(args.shapes))
-        lines.insert(3, f"rows of {', '.join(shapes)}: from an earlier run ({args.merge}, its own header lost); "
-                        f"this run: {', '.join(args.shapes)}")
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_save:
