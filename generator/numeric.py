@@ -23,7 +23,6 @@ import hashlib
 import time
 from importlib import resources
 
-import jinja2
 import sympy as sp
 
 from dynamica import __version__
