@@ -1,6 +1,7 @@
 """Build and cache: content-keyed, atomic under concurrency, failures carry the compiler log."""
 
 import multiprocessing as mp
+import re
 from pathlib import Path
 
 import jinja2
@@ -74,6 +75,44 @@ def test_split_kernels_compute_the_same(tmp_path, monkeypatch):
     g = dynamica.generate(MODELS / "puma560.yaml")
     header = dict(g.bundle.files)["puma560_composite_kernels.h"]
     assert header.count("_part") > 20 and "dyn_w[" in header
+    mod = import_extension(compile_bundle(g.bundle, cache=tmp_path / "cache"))
+    report = check_against_reference(CompiledModel(mod, g.spec), samples=5)
+    assert report.ok(1e-10), report.text()
+
+
+def test_zero_runs_only_takes_runs_of_single_zero_stores():
+    from dynamica.generator import ir
+    from dynamica.generator.render import zero_runs
+    zero, one = ir.Num(0.0), ir.Num(1.0)
+    body = ([ir.Store("M", i, zero) for i in range(0, 5)]          # a run of 5
+            + [ir.Store("M", 5, one)]
+            + [ir.Store("M", i, zero) for i in range(6, 9)]        # a run of 3: too short
+            + [ir.Store("M", i, zero) for i in (12, 10, 11, 13)]   # out of order: a run of 4
+            + [ir.Store("M", 13, one)]                             # 13 stored twice: not a zero
+            + [ir.Store("x", 0, zero)])
+    k = ir.Kernel("k", (ir.Input("q", 2),), (ir.Output("M", 16), ir.Output("x", 1)), (), tuple(body))
+    kept, runs = zero_runs(k, 3)
+    assert runs == [("M", 0, 5), ("M", 6, 3), ("M", 10, 3)]
+    assert [(st.array, st.index) for st in kept.body] == [("M", 5), ("M", 13), ("M", 13), ("x", 0)]
+    assert zero_runs(k, 6) == (k, [])
+
+
+@pytest.mark.parametrize("backend", ["cython", "fortran"])
+def test_zero_runs_compute_the_same(tmp_path, monkeypatch, backend):
+    """Output entries stored as 0 in runs (the structural zeros of a star's M) are filled once after
+    the kernel's parts instead of one store each; the module computes the same."""
+    import shutil
+
+    import dynamica.generator.render as render
+    from dynamica.runtime.api import CompiledModel
+    from dynamica.runtime.check import check_against_reference
+    if backend == "fortran" and shutil.which("gfortran") is None:
+        pytest.skip("gfortran is not installed")
+    monkeypatch.setattr(render, "ZERO_RUN", 2)
+    g = dynamica.generate(MODELS / "star.yaml", backend=backend)
+    text = "\n".join(t for _, t in g.bundle.files)
+    fill = r"memset\(out_M \+ \d+, 0, \d+ \*" if backend == "cython" else r"out_M\(\d+:\d+\) = 0\.0d0"
+    assert len(re.findall(fill, text)) >= 8, len(re.findall(fill, text))
     mod = import_extension(compile_bundle(g.bundle, cache=tmp_path / "cache"))
     report = check_against_reference(CompiledModel(mod, g.spec), samples=5)
     assert report.ok(1e-10), report.text()
