@@ -106,7 +106,7 @@ def split_kernel(kernel: ir.Kernel, chunk: int = CHUNK):
 
 def zero_runs(kernel: ir.Kernel, min_run: int):
     """Stores of the literal 0 to `min_run` or more consecutive entries of an output array, e.g.
-    the structural zeros of a star's mass matrix (a 500-body star: 249 000 of its 250 000 entries).
+    the structural zeros of a star's mass matrix (a 500-body star: 248 502 of its 250 000 entries).
 
     Returns (kernel without those stores, [(array, start, length)]). Each run becomes one fill
     after the kernel's parts; as single stores, they made the C compiler's alias and dead-store
