@@ -5,6 +5,7 @@ All text the template shows is prepared here as plain strings; the template only
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from importlib import resources
 
@@ -115,7 +116,7 @@ def zero_runs(kernel: ir.Kernel, min_run: int):
     for st in kernel.body:
         if isinstance(st, ir.Store):
             count[(st.array, st.index)] = count.get((st.array, st.index), 0) + 1
-            if isinstance(st.value, ir.Num) and st.value.value == 0.0:
+            if isinstance(st.value, ir.Num) and st.value.value == 0.0 and math.copysign(1.0, st.value.value) > 0:
                 zeros.setdefault(st.array, []).append(st.index)
     runs, drop = [], set()
     for array in sorted(zeros):

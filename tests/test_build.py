@@ -86,14 +86,17 @@ def test_zero_runs_only_takes_runs_of_single_zero_stores():
     zero, one = ir.Num(0.0), ir.Num(1.0)
     body = ([ir.Store("M", i, zero) for i in range(0, 5)]          # a run of 5
             + [ir.Store("M", 5, one)]
-            + [ir.Store("M", i, zero) for i in range(6, 9)]        # a run of 3: too short
-            + [ir.Store("M", i, zero) for i in (12, 10, 11, 13)]   # out of order: a run of 4
+            + [ir.Store("M", i, zero) for i in range(6, 9)]        # a run of 3, the minimum below
+            + [ir.Store("M", i, zero) for i in (12, 10, 11, 13)]   # out of order: 10-12 is a run
             + [ir.Store("M", 13, one)]                             # 13 stored twice: not a zero
-            + [ir.Store("x", 0, zero)])
-    k = ir.Kernel("k", (ir.Input("q", 2),), (ir.Output("M", 16), ir.Output("x", 1)), (), tuple(body))
+            + [ir.Store("x", 0, zero)]                             # a run of 1
+            + [ir.Store("y", i, ir.Num(-0.0)) for i in range(4)])  # -0.0 is not all-bits zero
+    k = ir.Kernel("k", (ir.Input("q", 2),), (ir.Output("M", 16), ir.Output("x", 1), ir.Output("y", 4)), (),
+                  tuple(body))
     kept, runs = zero_runs(k, 3)
     assert runs == [("M", 0, 5), ("M", 6, 3), ("M", 10, 3)]
-    assert [(st.array, st.index) for st in kept.body] == [("M", 5), ("M", 13), ("M", 13), ("x", 0)]
+    kept_stores = [(st.array, st.index) for st in kept.body]
+    assert kept_stores == [("M", 5), ("M", 13), ("M", 13), ("x", 0)] + [("y", i) for i in range(4)]
     assert zero_runs(k, 6) == (k, [])
 
 
