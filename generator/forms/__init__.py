@@ -8,9 +8,12 @@ What a module computes is a set of kernels (straight-line functions of named inp
 by the form's `kind`:
 
   kind "lagrangian" (state y = [q, qd]):
-    dynamics (t, q, qd, p) -> qdd [, M]     M joins when `mass_in_dynamics` (it is an
-                                            intermediate of the form anyway: CBM, DRT)
-    mass     (t, q, p)     -> M             otherwise
+    dynamics (t, q, qd, p) -> qdd [, M]     M joins when `mass_in_dynamics` (the iterative
+                                            forms' entry points use it)
+    mass     (t, q, p)     -> M             otherwise; CBM and DRT compute M on the way to
+                                            qdd too, but an RHS that also writes all N^2
+                                            entries of M costs more than a second kernel
+                                            (500-body star, CBM: 49.9 vs 19.6 us per call)
   kind "hamiltonian" (state y = [q, pm], pm the Poisson momenta (1.49)):
     hamilton (t, q, pm, p) -> qd, pmd       the state derivative; qd symbols are aliased
                                             to the form's solution for them
@@ -45,7 +48,7 @@ class EquationsOfMotion:
     outputs: dict = field(default_factory=dict)
     # lagrangian: "qdd": [n], "mass_matrix": [n*n row-major]
     # hamiltonian: "qd": [n], "pmd": [n], "momenta": [n], "mass_matrix": [n*n]
-    mass_in_dynamics: bool = True    # lagrangian: M is computed by the dynamics kernel
+    mass_in_dynamics: bool = False   # lagrangian: M is an output of the dynamics kernel
     pm: tuple = ()                   # hamiltonian: momentum symbols (inputs of `hamilton`)
     aliases: dict = field(default_factory=dict)   # hamiltonian: qd symbol -> program symbol
     extra_kernels: tuple = ()        # KernelSpec of form-specific kernels
