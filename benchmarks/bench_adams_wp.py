@@ -32,12 +32,12 @@ fixed-point iteration.  Wall time: best of ``--repeat`` (default 3) runs.
 from __future__ import annotations
 
 import argparse
-import textwrap
 import json
 import math
 import os
 import platform
 import sys
+import textwrap
 import time
 from importlib import metadata
 from pathlib import Path
@@ -294,9 +294,9 @@ def dense_sweep(problems):
         fd = np.polyfit(np.log10([n for _, n in dyn]), [d for d, _ in dyn], 2)
         fc = np.polyfit(np.log10([n for _, n in cv]), [d for d, _ in cv], 2)
 
-        def n_fit(fit, pts, dig):
+        def n_fit(fit, points, dig):
             # invert the fit on the nfev range the method was run on
-            grid = np.linspace(math.log10(min(n for _, n in pts)), math.log10(max(n for _, n in pts)), 20001)
+            grid = np.linspace(math.log10(min(n for _, n in points)), math.log10(max(n for _, n in points)), 20001)
             return 10 ** grid[np.argmin(np.abs(np.polyval(fit, grid) - dig))]
 
         for lo, hi in BANDS:
@@ -345,16 +345,22 @@ def dense_reading(verdict, steps):
     nlow_lose = sum(k[1] == 0 and m > 1.0 for k, m in cells)
     loose = [d / c for v in steps.values() for d, c in v[:1]]
     tight = [d / c for v in steps.values() for d, c in v[1:]]
-    return ("Reading of the dense sweep (geometric mean of (a), (b), (c) per band). " + "; ".join(parts)
+    text = ("Reading of the dense sweep (geometric mean of (a), (b), (c) per band). " + "; ".join(parts)
             + f". In all, {nwin} of {nall} (problem, band) cells are at or below 1, i.e. the target "
-            "'nfev <= CVODE at equal accuracy' holds there; "
-            f"{'every' if nlow_lose == nlow else f'{nlow_lose} of {nlow}'} 0-2 digit band is above. "
-            "The eval/step column gives the reason: the Shampine-Gordon PECE step evaluates f twice "
-            "(predictor and corrector), while CVODE's Newton corrector mostly converges in one "
-            "iteration (its DQ-Jacobian calls are not counted in nfe). dyn-C's corrector is one order "
-            "higher (local extrapolation), which pays off as the tolerance tightens: dyn-C attempts "
-            f"{min(tight):.2f}-{max(tight):.2f}x CVODE's steps at 1e-12 but {min(loose):.2f}-"
-            f"{max(loose):.2f}x at 1e-4, too few fewer to make up for the second evaluation.")
+            "'nfev <= CVODE at equal accuracy' holds there")
+    if nlow:
+        text += (f"; {'every' if nlow_lose == nlow else f'{nlow_lose} of {nlow}'} 0-2 digit band is "
+                 "above" if nlow_lose else "; no 0-2 digit band is above")
+    text += "."
+    if nwin < nall:
+        text += (" The eval/step column gives the reason: the Shampine-Gordon PECE step evaluates f "
+                 "twice (predictor and corrector), while CVODE's Newton corrector mostly converges in "
+                 "one iteration (its DQ-Jacobian calls are not counted in nfe). dyn-C's corrector is "
+                 "one order higher (local extrapolation), which pays off as the tolerance tightens: "
+                 f"dyn-C attempts {min(tight):.2f}-{max(tight):.2f}x CVODE's steps at 1e-12 but "
+                 f"{min(loose):.2f}-{max(loose):.2f}x at 1e-4, too few fewer to make up for the "
+                 "second evaluation.")
+    return text
 
 
 def machine_info():
