@@ -8,8 +8,9 @@ What a module computes is a set of kernels (straight-line functions of named inp
 by the form's `kind`:
 
   kind "lagrangian" (state y = [q, qd]):
-    dynamics (t, q, qd, p) -> qdd [, M]     M joins when `mass_in_dynamics` (the iterative
-                                            forms' entry points use it)
+    dynamics (t, q, qd, p) -> qdd [, M]     M joins when `mass_in_dynamics` (ITR-M: no
+                                            kernel of its own for M; its iterative entry
+                                            points take M from `itr_terms`)
     mass     (t, q, p)     -> M             otherwise; CBM and DRT compute M on the way to
                                             qdd too, but an RHS that also writes all N^2
                                             entries of M costs more than a second kernel
