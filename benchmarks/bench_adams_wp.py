@@ -243,13 +243,20 @@ BANDS = [(0, 2), (2, 4), (4, 6), (6, 8), (8, 11)]              # digit bands of 
 
 
 def sweep_point(f, span, y0, ref, tol):
-    """dyn-C and CVODE at one tol: digits, nfev and attempted steps (dyn-C: accepted + rejected;
-    CVODE: distinct times at which it called the RHS, i.e. one per attempted step, since its
-    corrector iterations and DQ Jacobian all evaluate at the step's new time)."""
+    """dyn-C and CVODE at one tol: (digits, nfev, attempted steps) each, or None for a failed run.
+
+    Attempted steps: dyn-C accepted + rejected. CVODE: the distinct times at which it called the
+    RHS. Its corrector iterations and DQ Jacobian evaluate at the step's new time, so that is about
+    one per attempted step; it also counts the call at t0 and the probes of the initial step
+    (about 1 %), and a retry at the same time counts once."""
     from dynamica.runtime.compiled_adams import solve
     from sksundae.cvode import CVODE
-    r = solve(f, span, y0, t_eval=np.array([span[1]]), rtol=tol, atol=tol)
-    dyn = (mescd(r.y[:, -1], ref), int(r.nfev), int(r.nsteps + r.nrejected))
+    dyn = cv = None
+    try:
+        r = solve(f, span, y0, t_eval=np.array([span[1]]), rtol=tol, atol=tol)
+        dyn = (mescd(r.y[:, -1], ref), int(r.nfev), int(r.nsteps + r.nrejected))
+    except Exception as exc:  # noqa: BLE001 - report and go on
+        print(f"  dyn-C failed at tol {tol:.1e}: {exc}", file=sys.stderr)
     times = []
 
     def rhs(t, y, yp):
@@ -258,9 +265,10 @@ def sweep_point(f, span, y0, ref, tol):
 
     c = CVODE(rhs, method="Adams", rtol=tol, atol=tol, max_num_steps=1_000_000).solve(
         np.array([span[0], span[1]]), y0)
-    if not c.success:
-        raise RuntimeError(c.message)
-    cv = (mescd(np.asarray(c.y)[-1, :], ref), int(c.nfev), len(set(times)))
+    if c.success:
+        cv = (mescd(np.asarray(c.y)[-1, :], ref), int(c.nfev), len(set(times)))
+    else:
+        print(f"  CVODE failed at tol {tol:.1e}: {c.message}", file=sys.stderr)
     return dyn, cv
 
 
@@ -287,10 +295,11 @@ def dense_sweep(problems):
         name, f, span, y0, ref = mk()
         pts = [sweep_point(f, span, y0, ref, tol) for tol in DENSE_TOLS]
         print(f"  dense sweep {name}: done", file=sys.stderr, flush=True)
-        dyn = [(d, n) for (d, n, _), _ in pts]
-        cv = [(d, n) for _, (d, n, _) in pts]
-        eps_d = np.median([n / a for (_, n, a), _ in pts])
-        eps_c = np.median([n / a for _, (_, n, a) in pts])
+        # finite digits only (a failed run is None; an exact end point would give inf)
+        dyn = [(p[0][0], p[0][1]) for p in pts if p[0] and math.isfinite(p[0][0])]
+        cv = [(p[1][0], p[1][1]) for p in pts if p[1] and math.isfinite(p[1][0])]
+        eps_d = np.median([p[0][1] / p[0][2] for p in pts if p[0]])
+        eps_c = np.median([p[1][1] / p[1][2] for p in pts if p[1]])
         fd = np.polyfit(np.log10([n for _, n in dyn]), [d for d, _ in dyn], 2)
         fc = np.polyfit(np.log10([n for _, n in cv]), [d for d, _ in cv], 2)
 
@@ -314,10 +323,10 @@ def dense_sweep(problems):
             verdict[(name, lo, hi)] = (gma, gmb, c)
             lines.append(f"{name:16s} {f'{lo}-{hi}':>6s} | {gma:5.2f} {gmb:5.2f} {c:5.2f} "
                          f"{f'{len(a)}/{len(b)}':>6s} | {eps_d:15.2f} {eps_c:15.2f}")
-        steps[name] = [(pts[j][0][2], pts[j][1][2]) for j in (4, 36)]
+        steps[name] = [(pts[j][0][2], pts[j][1][2]) for j in (4, 36) if pts[j][0] and pts[j][1]]
         lines.append(f"{'':16s} {'':6s}   attempted steps at tol 1e-4 / 1e-8 / 1e-12: dyn-C "
-                     + " / ".join(str(pts[j][0][2]) for j in (4, 20, 36)) + ", CVODE "
-                     + " / ".join(str(pts[j][1][2]) for j in (4, 20, 36)))
+                     + " / ".join(str(pts[j][0][2]) if pts[j][0] else "-" for j in (4, 20, 36)) + ", CVODE "
+                     + " / ".join(str(pts[j][1][2]) if pts[j][1] else "-" for j in (4, 20, 36)))
         lines.append(f"{'':16s} {'':6s}   dyn-C points (digits/nfev): "
                      + " ".join(f"{d:.2f}/{n}" for d, n in dyn[::4]) + "  (every 4th)")
         lines.append(f"{'':16s} {'':6s}   CVODE points (digits/nfev): "
@@ -349,17 +358,18 @@ def dense_reading(verdict, steps):
             + f". In all, {nwin} of {nall} (problem, band) cells are at or below 1, i.e. the target "
             "'nfev <= CVODE at equal accuracy' holds there")
     if nlow:
-        text += (f"; {'every' if nlow_lose == nlow else f'{nlow_lose} of {nlow}'} 0-2 digit band is "
-                 "above" if nlow_lose else "; no 0-2 digit band is above")
+        text += ("; no 0-2 digit band is above" if not nlow_lose else "; every 0-2 digit band is above"
+                 if nlow_lose == nlow else f"; {nlow_lose} of {nlow} 0-2 digit bands are above")
     text += "."
-    if nwin < nall:
+    if nlow_lose and loose and tight:
         text += (" The eval/step column gives the reason: the Shampine-Gordon PECE step evaluates f "
                  "twice (predictor and corrector), while CVODE's Newton corrector mostly converges in "
                  "one iteration (its DQ-Jacobian calls are not counted in nfe). dyn-C's corrector is "
                  "one order higher (local extrapolation), which pays off as the tolerance tightens: "
                  f"dyn-C attempts {min(tight):.2f}-{max(tight):.2f}x CVODE's steps at 1e-12 but "
                  f"{min(loose):.2f}-{max(loose):.2f}x at 1e-4, too few fewer to make up for the "
-                 "second evaluation.")
+                 "second evaluation (this explains the low-accuracy bands, not a high-accuracy cell "
+                 "above 1).")
     return text
 
 
