@@ -23,11 +23,16 @@ FUNCTIONS = {
 ARITY = {"atan2": (2, 2), "min": (2, 64), "max": (2, 64)}
 RESERVED = set(FUNCTIONS) | {"t", "pi", "der", "ground"}
 
+# Every symbol that stands for something the model file names lives in a namespace of its own:
+# its sympy name carries a role prefix with a colon ("p:", "q:", "qd:", "local:"), which no
+# generated intermediate can have (Program.let accepts identifiers only). A parameter called
+# like a generated quantity (`m3`, the mass of body 3) is therefore a different symbol, and
+# lowering maps it to its slot p[k] of the parameter array, never to a local of the kernel.
 T = sp.Symbol("t", real=True)
 
 
 def param_symbol(name: str, index: int | None = None) -> sp.Symbol:
-    return sp.Symbol(name if index is None else f"{name}[{index}]", real=True)
+    return sp.Symbol(f"p:{name}" if index is None else f"p:{name}[{index}]", real=True)
 
 
 def local_symbol(name: str) -> sp.Symbol:

@@ -201,6 +201,8 @@ def lower_kernel(name, program, inputs, outputs, symbols, aliases=None) -> ir.Ke
     keep = _needed(program.assignments, roots, aliases)
     symbols = dict(symbols)
     for sym, _ in keep:
+        if sym in symbols:          # an input read as a local: impossible by the namespaces of expr.py
+            raise ValueError(f"internal error: intermediate `{sym}` shadows an input of kernel `{name}`")
         symbols[sym] = ir.Var(sym.name)
     for src, dst in (aliases or {}).items():
         if dst in symbols:                # unused aliases need nothing

@@ -7,6 +7,7 @@ collected into one `ModelError` naming the entry path and what was expected.
 
 from __future__ import annotations
 
+import keyword
 import math
 import re
 import warnings
@@ -190,6 +191,10 @@ class _Loader:
             return False
         if value in ex.RESERVED:
             self.err(path, f"`{value}` is a reserved name and cannot be {what}")
+            return False
+        if keyword.iskeyword(value):
+            self.err(path, f"`{value}` is a Python keyword and cannot be {what} (an expression could "
+                           "not refer to it)")
             return False
         return True
 
@@ -565,7 +570,9 @@ class _Loader:
         exprs = []
         for name, e in (d.get("expressions") or {}).items():
             p = f"outputs.expressions.{name}"
-            if self.ident(name, p, "an expression name"):
+            if name in OUTPUT_KEYS_RESERVED:
+                self.err(p, f"`{name}` is the name of an output the tool writes; choose another")
+            elif self.ident(name, p, "an expression name"):
                 v = self.expression(e, p, self.fscope)
                 if v is not None:
                     exprs.append((name, v))
@@ -601,6 +608,8 @@ class _Loader:
 
 
 REQUIRED = object()
+#: output keys the tool always writes (API.md): an expression cannot take them
+OUTPUT_KEYS_RESERVED = ("qdd",)
 
 #: force type -> {key: (kind, default)}   (MODEL_FORMAT.md, "Vectors and defaults")
 FORCE_TYPES = {

@@ -8,7 +8,26 @@ bound: they propagate, so structural zeros and ones fold as the recursion procee
 
 from __future__ import annotations
 
+import re
+
 import sympy as sp
+
+
+#: a generated name: an identifier (so never one of the model's "role:name" symbols, see
+#: expr.py), not `t`, not a CSE temporary `z<k>` (lower.value_numbering), not the generated
+#: code's own names (`in_*`, `out_*`, `dyn_*`) and not a word the backends reserve
+GENERATED_NAME = re.compile(r"^(?!(?:in_|out_|dyn_))(?!z\d+$)(?!t$)[A-Za-z][A-Za-z0-9_]*$")
+RESERVED_WORDS = frozenset("""auto break case char const continue default do double else enum extern float for
+goto if inline int long register restrict return short signed sizeof static struct switch typedef union
+unsigned void volatile while pow sqrt sin cos tan asin acos atan atan2 sinh cosh tanh exp log fabs fmin fmax
+memset memcpy malloc free NAN INFINITY abs real end call""".split())
+
+
+def check_generated_name(name: str) -> str:
+    """`name` if it may name a generated intermediate; ValueError (a generator bug) if not."""
+    if not GENERATED_NAME.match(name) or name in RESERVED_WORDS:
+        raise ValueError(f"internal error: `{name}` cannot name a generated intermediate")
+    return name
 
 
 class Program:
@@ -21,11 +40,15 @@ class Program:
         if value.is_Atom or (value.is_Mul and len(value.args) == 2 and value.args[0] == -1
                              and value.args[1].is_Symbol):
             return value
+        return self.bind(name, value)
+
+    def bind(self, name: str, value) -> sp.Symbol:
+        """A new intermediate `name` = value, even when value is an atom (`let` propagates those)."""
         if name in self._names:
             raise ValueError(f"intermediate `{name}` bound twice")
-        self._names.add(name)
+        self._names.add(check_generated_name(name))
         sym = sp.Symbol(name, real=True)
-        self.assignments.append((sym, value))
+        self.assignments.append((sym, sp.sympify(value)))
         return sym
 
     def let_vector(self, name: str, values) -> list:

@@ -67,10 +67,7 @@ def bind(prog, name, value):
     out = prog.let(name, value)
     if isinstance(out, sp.Symbol) and out.name == name:
         return out
-    prog._names.add(name)
-    sym = sp.Symbol(name, real=True)
-    prog.assignments.append((sym, value))
-    return sym
+    return prog.bind(name, value)
 
 
 class TimeDerivative:
