@@ -17,9 +17,12 @@ numeric mode has is recommended in numeric mode. With measure=True: the fastest 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
+from dynamica.errors import ModelError
 from dynamica.generator import cost
+from dynamica.generator.model import DynamicaWarning
 from dynamica.generator.numeric import MODES  # the generation modes (symbolic, numeric)
 
 #: the iteration count the dissertation assumes when it predicts ITR (tables 5.2, 5.3: K = 2)
@@ -40,6 +43,7 @@ class FormRow:
     generated: int | None = None         # operations of the generated RHS kernels after CSE
     seconds: float | None = None         # measured time per RHS call (C level)
     note: str = ""
+    applicable: bool = True              # False: the form cannot take this model (why: `note`)
 
 
 @dataclass
@@ -53,6 +57,7 @@ class SelectReport:
     recommended_mode: str = "symbolic"
     mode_reason: str = ""
     basis: str = "predicted"
+    excluded: tuple = ()                 # acronyms of the forms that are not applicable
 
     def text(self) -> str:
         head = f"{self.model}: {self.bodies} bodies, {self.n} coordinates (ITR predicted with K = {self.K:g})"
@@ -66,11 +71,14 @@ class SelectReport:
         fmt = lambda row: "  ".join(s.ljust(w[k]) if k in (0, 1, 2, 6) else s.rjust(w[k])  # noqa: E731
                                     for k, s in enumerate(row)).rstrip()
         lines = [head, fmt(cols), fmt(["-" * x for x in w])] + [fmt(b) for b in body]
+        out = f"; not applicable: {', '.join(self.excluded)}" if self.excluded else ""
         if self.basis == "measured":
-            lines.append(f"recommended: {self.recommended}, mode {self.recommended_mode} (fastest measured)")
+            lines.append(f"recommended: {self.recommended}, mode {self.recommended_mode} (fastest measured{out})")
         else:
+            cands = ", ".join(cost.ACRONYMS[f] for f in cost.SELECTION)
             why = f" ({self.mode_reason})" if self.mode_reason else ""
-            lines.append(f"recommended: {self.recommended} (cheapest predicted), mode {self.recommended_mode}{why}")
+            lines.append(f"recommended: {self.recommended} (cheapest predicted among the candidates of "
+                         f"section 4.2: {cands}{out}), mode {self.recommended_mode}{why}")
         return "\n".join(lines)
 
 
@@ -133,6 +141,7 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
     for a, f in ALIASES.items():
         acr.setdefault(f, a)
     rep = SelectReport(model=spec.name, n=len(spec.coordinates), bodies=topo.n_bodies, K=K)
+    lgr_ok = _inverts_body_inertias(spec)
     for f in names:
         for mode in modes:
             if mode == "numeric" and f not in SUPPORTED_FORMS:
@@ -142,14 +151,28 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
                 row.predicted = float(cost.count(tree, form=f, K=K))
             except (KeyError, ValueError):
                 row.note = "no flop formula in the dissertation"
+            if f == "lagrange1" and not lgr_ok:
+                row.applicable = False
+                row.note = ("not applicable: a body is massless or its inertia singular at the default "
+                            "parameters ((2.24) inverts every M_i)")
             if generate_code or measure:
                 from dynamica.generator.pipeline import generate
-                g = generate(spec, form=f, mode=mode)
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", DynamicaWarning)   # said once, in the row
+                        g = generate(spec, form=f, mode=mode)
+                except ModelError as exc:           # the form cannot take this model
+                    row.applicable = False
+                    row.note = "not applicable: " + "; ".join(p.message for p in exc.problems)
+                    rep.rows.append(row)
+                    if progress is not None:
+                        progress(f if mode == "symbolic" else f"{f} ({mode})", row)
+                    continue
                 row.kind = g.equations.kind
                 row.generated = rhs_ops(g.module_ir)
                 if mode == "numeric":
                     row.note = "generated: joint terms only; the recursion runs as loops"
-            if measure:
+            if measure and row.applicable:
                 from dynamica.runtime.api import load
                 from dynamica.runtime.timing import seconds_per_call
                 model = load(path, form=f, mode=mode, check_mass_matrix=False)
@@ -161,7 +184,8 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
         best = min((r for r in rep.rows if r.seconds is not None), key=lambda r: r.seconds)
         rep.recommended, rep.recommended_mode, rep.basis = best.form, best.mode, "measured"
     else:
-        rep.recommended = predicted_best(spec, K, available=names)
+        usable = [f for f in names if all(r.applicable for r in rep.rows if r.form == f and r.mode == "symbolic")]
+        rep.recommended = predicted_best(spec, K, available=usable)
         rep.recommended_mode, rep.mode_reason = "symbolic", ""
         size = _symbolic_size(rep, rep.recommended)
         numeric_forms = [f for f in names if f in SUPPORTED_FORMS]
@@ -170,6 +194,7 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
             rep.recommended = predicted_best(spec, K, available=numeric_forms)
             rep.recommended_mode = "numeric"
             rep.mode_reason = f"the symbolic program would have ~{size:.0f} operations > {NUMERIC_ABOVE}"
+    rep.excluded = tuple(r.acronym or r.form for r in rep.rows if not r.applicable and r.mode == "symbolic")
     return rep
 
 

@@ -97,3 +97,19 @@ def test_auto_never_picks_lgr_for_a_massless_body(models_dir):
     assert not _inverts_body_inertias(spec)
     assert _inverts_body_inertias(load_model(models_dir / "chain7.yaml"))
     assert predicted_best(spec, available=["lagrange1", "composite"]) == "composite"
+
+
+def test_a_form_that_cannot_take_the_model_is_a_row_not_an_abort(models_dir):
+    """PUMA 560 (a massless link1): HLGR cannot be generated at all and LGR gives no finite q''.
+    `select` reports both as not applicable in their rows and shows the whole table; the
+    recommendation is the cheapest predicted applicable candidate and says what was left out."""
+    rep = select(models_dir / "puma560.yaml", modes=("symbolic",))
+    row = {r.form: r for r in rep.rows}
+    assert set(row) == set(EQUATION_FORMS)
+    assert not row["hamilton-lagrange1"].applicable and row["hamilton-lagrange1"].generated is None
+    assert "not applicable" in row["hamilton-lagrange1"].note and "link1" in row["hamilton-lagrange1"].note
+    assert not row["lagrange1"].applicable
+    ok = [f for f in cost.SELECTION if row[f].applicable]
+    assert rep.recommended == min(ok, key=lambda f: row[f].predicted)
+    text = rep.text()
+    assert "not applicable: LGR, HLGR" in text and f"recommended: {rep.recommended}" in text
