@@ -10,6 +10,7 @@ duplicate work; a failed build leaves nothing behind and raises `BuildError` wit
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -124,10 +126,12 @@ def tool_fingerprint() -> str:
     return _FINGERPRINT
 
 
-def build_key(bundle, compile_args) -> str:
+def build_key(bundle, compile_args, key_parts=None) -> str:
+    """Content key of a build: the sources, the toolchain, the flags and `key_parts` (default:
+    the tool fingerprint, which every generated module depends on)."""
     from importlib.metadata import version
     h = hashlib.sha256()
-    for part in (tool_fingerprint(), version("Cython"), sys.version, platform.platform(),
+    for part in (*(key_parts if key_parts is not None else (tool_fingerprint(),)), version("Cython"), sys.version, platform.platform(),
                  sysconfig.get_config_var("EXT_SUFFIX") or "", repr(tuple(compile_args)), bundle.backend):
         h.update(part.encode())
         h.update(b"\0")
@@ -148,13 +152,13 @@ def _find_extension(folder: Path, module_name: str) -> Path | None:
     return None
 
 
-def compile_bundle(bundle, cache: Path | None = None, compile_args=None, progress=None) -> Path:
+def compile_bundle(bundle, cache: Path | None = None, compile_args=None, progress=None, key_parts=None) -> Path:
     """Compile `bundle` (or find it in the cache); return the path of the extension module."""
     if compile_args is None:
         compile_args = default_compile_args(bundle)
     cache = Path(cache) if cache is not None else cache_root()
     cache.mkdir(parents=True, exist_ok=True)
-    key = build_key(bundle, compile_args)
+    key = build_key(bundle, compile_args, key_parts)
     final = cache / f"{bundle.module_name}-{key[:24]}"
     found = _find_extension(final, bundle.module_name)
     if found:
@@ -201,3 +205,35 @@ def import_extension(path: Path):
     loader.exec_module(module)
     sys.modules[unique] = module
     return module
+
+
+_HELPERS: dict = {}
+_HELPERS_LOCK = threading.Lock()
+
+
+def compiled_helper(name: str):
+    """A fixed compiled part of dynamica (`runtime/<name>.pyx`: `adams_core`, `ctiming`).
+
+    Normally the extension built at install time (setup.py). When it is missing, or was built
+    from another text of its source (a development checkout whose .pyx was edited after
+    installing), the source is built like a generated module: once, into the cache.
+    """
+    mod = _HELPERS.get(name)
+    if mod is not None:
+        return mod
+    with _HELPERS_LOCK:
+        if name not in _HELPERS:
+            from importlib import resources
+            text = resources.files("dynamica.runtime").joinpath(f"{name}.pyx").read_text()
+            sha = hashlib.sha256(text.encode()).hexdigest()
+            try:
+                mod = importlib.import_module(f"dynamica.runtime.{name}")
+            except ImportError:
+                mod = None
+            if mod is None or getattr(mod, "SOURCE_SHA", None) != sha:
+                from dynamica.generator.render import SourceBundle
+                bundle = SourceBundle(module_name=name, backend="cython", files=((f"{name}.pyx", text),),
+                                      signature=name)
+                mod = import_extension(compile_bundle(bundle, key_parts=(sha,)))
+            _HELPERS[name] = mod
+    return _HELPERS[name]

@@ -1032,3 +1032,15 @@ def integrate(f, double t0, y0, t_out, p=None, rtol=1e-6, atol=1e-6, long max_st
     if st.done:
         info["t"] = tb
     return Y.T, info
+
+
+# The SHA-256 of this file's text when built at install time (setup.py), else "": how
+# build.compiled_helper tells an installed extension from one built from an older source.
+cdef extern from *:
+    """
+    #ifndef DYN_SOURCE_SHA
+    #define DYN_SOURCE_SHA ""
+    #endif
+    """
+    const char *DYN_SOURCE_SHA
+SOURCE_SHA = DYN_SOURCE_SHA.decode()

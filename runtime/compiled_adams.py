@@ -9,16 +9,14 @@ accepted too (same numbers, slower).  Events (``g(t, y)`` once per accepted step
 on the Adams interpolant) and a dense solution over the whole interval (interpolants recorded in
 C) as in ``solve_ivp``.
 
-The Cython source is compiled on first use through dynamica's own build (content-addressed
-cache, see build.py) and the imported module is kept for the process.
+The Cython source is compiled at install time (setup.py; `build.compiled_helper` rebuilds it into
+the cache when the installed extension is missing or stale).
 """
 
 from __future__ import annotations
 
-import threading
 import warnings
 from dataclasses import dataclass, field
-from importlib import resources
 
 import numpy as np
 
@@ -26,23 +24,11 @@ from dynamica.errors import IntegrationError
 
 __all__ = ["core", "solve", "CompiledAdamsResult"]
 
-_CORE = None
-_LOCK = threading.Lock()
-
 
 def core():
-    """The compiled ``adams_core`` module (built on first use, then cached)."""
-    global _CORE
-    if _CORE is None:
-        with _LOCK:
-            if _CORE is None:
-                from dynamica.build import compile_bundle, import_extension
-                from dynamica.generator.render import SourceBundle
-                text = resources.files("dynamica.runtime").joinpath("adams_core.pyx").read_text()
-                bundle = SourceBundle(module_name="adams_core", backend="cython",
-                                      files=(("adams_core.pyx", text),), signature="adams_core")
-                _CORE = import_extension(compile_bundle(bundle))
-    return _CORE
+    """The compiled ``adams_core`` module (built at install time; build.compiled_helper)."""
+    from dynamica.build import compiled_helper
+    return compiled_helper("adams_core")
 
 
 @dataclass

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Time a dynamica module's C entry point (`rhs_capsule`) from C, without Python call overhead.
 
-Compiled on first use through dynamica's own build (runtime/timing.py).
+Compiled at install time (setup.py); see build.compiled_helper.
 """
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
@@ -51,3 +51,15 @@ def rhs_seconds_per_call_states(capsule, double t, double[:, ::1] ys, double[::1
             f(t, &ys[i % k, 0], pp, op)
         clock_gettime(CLOCK_MONOTONIC, &t1)
     return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / repeat
+
+
+# The SHA-256 of this file's text when built at install time (setup.py), else "": how
+# build.compiled_helper tells an installed extension from one built from an older source.
+cdef extern from *:
+    """
+    #ifndef DYN_SOURCE_SHA
+    #define DYN_SOURCE_SHA ""
+    #endif
+    """
+    const char *DYN_SOURCE_SHA
+SOURCE_SHA = DYN_SOURCE_SHA.decode()

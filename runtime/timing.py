@@ -7,29 +7,15 @@ one) are timed on a moving state: the loop cycles through states along a short t
 
 from __future__ import annotations
 
-import threading
 import time
-from importlib import resources
 
 import numpy as np
 
-_MOD = None
-_LOCK = threading.Lock()
-
 
 def ctiming():
-    """The compiled timing loop (built on first use through build.py, then cached)."""
-    global _MOD
-    if _MOD is None:
-        with _LOCK:
-            if _MOD is None:
-                from dynamica.build import compile_bundle, import_extension
-                from dynamica.generator.render import SourceBundle
-                text = resources.files("dynamica.runtime").joinpath("ctiming.pyx").read_text()
-                bundle = SourceBundle(module_name="ctiming", backend="cython", files=(("ctiming.pyx", text),),
-                                      signature="ctiming")
-                _MOD = import_extension(compile_bundle(bundle))
-    return _MOD
+    """The compiled timing loop (built at install time; build.compiled_helper)."""
+    from dynamica.build import compiled_helper
+    return compiled_helper("ctiming")
 
 
 def trajectory_states(model, count=64, t_end=0.05, params=None):

@@ -1,5 +1,6 @@
 """Build and cache: content-keyed, atomic under concurrency, failures carry the compiler log."""
 
+import hashlib
 import multiprocessing as mp
 import re
 from pathlib import Path
@@ -119,3 +120,32 @@ def test_zero_runs_compute_the_same(tmp_path, monkeypatch, backend):
     mod = import_extension(compile_bundle(g.bundle, cache=tmp_path / "cache"))
     report = check_against_reference(CompiledModel(mod, g.spec), samples=5)
     assert report.ok(1e-10), report.text()
+
+
+def test_fixed_parts_are_built_at_install_time():
+    """The integrator core and the timing loop are ordinary extensions of the installed package
+    (setup.py), built from the source they ship with: the first `simulate` compiles nothing."""
+    import importlib
+    from importlib import resources
+
+    from dynamica.build import compiled_helper
+    for name in ("adams_core", "ctiming"):
+        installed = importlib.import_module(f"dynamica.runtime.{name}")
+        text = resources.files("dynamica.runtime").joinpath(f"{name}.pyx").read_text()
+        assert installed.SOURCE_SHA == hashlib.sha256(text.encode()).hexdigest()
+        assert compiled_helper(name) is installed
+
+
+def test_a_stale_fixed_part_is_rebuilt_into_the_cache(tmp_path, monkeypatch):
+    """An installed extension built from another text of its source is not used: the source is
+    built into the cache instead (a development checkout whose .pyx was edited)."""
+    import importlib
+
+    from dynamica import build
+    real = importlib.import_module("dynamica.runtime.ctiming")
+    monkeypatch.setattr(real, "SOURCE_SHA", "0" * 64)
+    monkeypatch.setattr(build, "_HELPERS", {})
+    monkeypatch.setenv("DYNAMICA_CACHE", str(tmp_path))
+    mod = build.compiled_helper("ctiming")
+    assert mod is not real and Path(mod.__file__).is_relative_to(tmp_path)
+    assert mod.SOURCE_SHA == "" and callable(mod.rhs_seconds_per_call)

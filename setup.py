@@ -1,0 +1,25 @@
+"""Build of dynamica's fixed compiled parts at install time: the Adams integrator core
+(runtime/adams_core.pyx) and the C-level timing loop (runtime/ctiming.pyx).
+
+The generated equation-of-motion modules are built at run time (build.py). Each fixed part
+carries the SHA-256 of the source it was built from (`SOURCE_SHA`), so `build.compiled_helper`
+can tell an installed extension from a stale one (an edited source in a development checkout).
+"""
+
+import hashlib
+from pathlib import Path
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+FIXED = ("adams_core", "ctiming")
+
+
+def extension(name):
+    src = Path("runtime") / f"{name}.pyx"
+    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    return Extension(f"dynamica.runtime.{name}", [str(src)], extra_compile_args=["-O2"],
+                     define_macros=[("DYN_SOURCE_SHA", f'"{sha}"')])
+
+
+setup(ext_modules=cythonize([extension(n) for n in FIXED], language_level=3, quiet=True))
