@@ -15,6 +15,7 @@ import importlib.machinery
 import importlib.util
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -39,7 +40,7 @@ COMPILE_ARGS_LARGE = ("-O1",) + COMPILE_ARGS[1:]
 def default_compile_args(bundle) -> tuple:
     return COMPILE_ARGS_LARGE if getattr(bundle, "op_count", 0) > LARGE_PROGRAM_OPS else COMPILE_ARGS
 
-_BUILD_SCRIPT = r"""
+_CYTHON_SCRIPT = r"""
 import sys
 from setuptools import Distribution, Extension
 from Cython.Build import cythonize
@@ -52,7 +53,7 @@ dist.run_commands()
 """
 
 
-#: gfortran flags of the Fortran backend (FFLAGS of f2py's meson build, after meson's release -O3)
+#: gfortran flags of the Fortran backend
 FORTRAN_ARGS = ("-O2", "-Wno-unused-dummy-argument", "-Wno-unused-variable")
 FORTRAN_ARGS_LARGE = ("-O1",) + FORTRAN_ARGS[1:]
 
@@ -61,38 +62,76 @@ def fortran_compile_args(bundle) -> tuple:
     return FORTRAN_ARGS_LARGE if getattr(bundle, "op_count", 0) > LARGE_PROGRAM_OPS else FORTRAN_ARGS
 
 
-def fortran_toolchain() -> str:
-    """gfortran's and numpy's (f2py's) versions: part of the build key of Fortran modules."""
-    from importlib.metadata import version
+def _gfortran() -> str:
     gf = shutil.which(os.environ.get("FC", "gfortran"))
     if gf is None:
         raise BuildError("backend 'fortran' needs gfortran (e.g. `apt-get install -y gfortran`), "
                          "which is not on PATH", "")
+    return gf
+
+
+def fortran_toolchain() -> str:
+    """gfortran's version: part of the build key of Fortran modules."""
+    gf = _gfortran()
     out = subprocess.run([gf, "--version"], capture_output=True, text=True).stdout.splitlines()
-    return f"{out[0] if out else gf}|numpy {version('numpy')}"
+    return out[0] if out else gf
 
 
-def _f2py_build(bundle, work: Path, fortran_args) -> str:
-    """The f2py half of a Fortran bundle: f2py (meson backend) builds `<module>_f` from the
-    .f90 files in `work`, with signatures taken from the `*_f2py.f90` ones only. Returns the log."""
-    wrappers = [n for n, _ in bundle.files if n.endswith("_f2py.f90")]
-    sources = [n for n, _ in bundle.files if n.endswith(".f90") and n not in wrappers]
-    name = f"{bundle.module_name}_f"
-    env = dict(os.environ, FFLAGS=" ".join(fortran_args))
-    log = ""
-    steps = ([sys.executable, "-m", "numpy.f2py", "-h", f"{name}.pyf", "-m", name, "--overwrite-signature",
-              *wrappers],
-             [sys.executable, "-m", "numpy.f2py", "-c", "--backend", "meson", "--build-dir", "f2py-build",
-              f"{name}.pyf", *sources, *wrappers])
-    for cmd in steps:
-        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env)
-        log += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-        if proc.returncode != 0:
-            raise BuildError(f"f2py build of `{name}` failed (exit code {proc.returncode})", log)
-    if _find_extension(work, name) is None:
-        raise BuildError(f"the f2py build of `{name}` produced no extension module", log)
-    shutil.rmtree(work / "f2py-build", ignore_errors=True)
-    return log
+def _run(cmd, work: Path, log: list, what: str):
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    log.append(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+    if proc.returncode != 0:
+        raise BuildError(f"{what} failed (exit code {proc.returncode})", "".join(log))
+
+
+def _compile_fortran(name: str, work: Path, bundle, log: list) -> list:
+    """gfortran -c: an object file, and the link arguments of the Fortran runtime library."""
+    gf = _gfortran()
+    obj = Path(name).with_suffix(".o").name
+    _run([gf, "-c", "-fPIC", *fortran_compile_args(bundle), name, "-o", obj], work, log,
+         f"gfortran on `{name}`")
+    lib = subprocess.run([gf, "-print-file-name=libgfortran.so"], capture_output=True, text=True).stdout.strip()
+    libdir = [f"-L{Path(lib).parent}"] if os.path.isabs(lib) else []
+    return [obj, *libdir, "-lgfortran"]
+
+
+#: language of a separately compiled source -> (file name, work dir, bundle, log) -> link arguments
+COMPILERS = {"fortran": _compile_fortran}
+
+
+def _build_c(bundle, work: Path, compile_args) -> str:
+    """The module file and the backend's other sources in one extension: the other sources
+    compiled by their compilers (`COMPILERS`), then one call of the C compiler that compiles the
+    module file and links (Python's own LDSHARED, so the flags suit this interpreter)."""
+    log: list = []
+    link = []
+    for name, language in bundle.compiled:
+        if language not in COMPILERS:
+            raise BuildError(f"no compiler for {language!r} sources (`{name}`)", "")
+        link += COMPILERS[language](name, work, bundle, log)
+    cfg = sysconfig.get_config_var
+    ldshared = shlex.split(cfg("LDSHARED") or f"{cfg('CC') or 'cc'} -shared")
+    includes = {sysconfig.get_paths()["include"], sysconfig.get_paths()["platinclude"]}
+    out = f"{bundle.module_name}{cfg('EXT_SUFFIX') or '.so'}"
+    cmd = [*ldshared, *shlex.split(cfg("CCSHARED") or "-fPIC"), *compile_args, *(f"-I{i}" for i in sorted(includes)),
+           "-I.", bundle.main[0], *link, "-lm", "-o", out]
+    _run(cmd, work, log, f"compiling module `{bundle.module_name}`")
+    return "".join(log)
+
+
+def _build_cython(bundle, work: Path, compile_args) -> str:
+    """A Cython source (dynamica's fixed parts, `compiled_helper`), through setuptools."""
+    proc = subprocess.run([sys.executable, "-c", _CYTHON_SCRIPT, bundle.main[0], bundle.module_name, *compile_args],
+                          cwd=work, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"compiling module `{bundle.module_name}` failed (exit code {proc.returncode})",
+                         proc.stdout + proc.stderr)
+    shutil.rmtree(work / "build", ignore_errors=True)
+    return proc.stdout + proc.stderr
+
+
+#: suffix of a bundle's main file -> builder(bundle, work dir, compile args) -> log
+BUILDERS = {".c": _build_c, ".pyx": _build_cython}
 
 
 def cache_root() -> Path:
@@ -108,8 +147,8 @@ _FINGERPRINT = None
 
 
 #: the files whose content shapes generated modules (generator, templates, kernel helpers)
-_FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "runtime/dynamica_helpers.*", "runtime/dynamica_itr.h", "runtime/numeric_core.h",
-                 "build.py")
+_FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "runtime/dynamica_helpers.h", "runtime/dynamica_itr.h",
+                  "runtime/numeric_core.h", "runtime/dynamica_module.h", "runtime/itr_controls.py", "build.py")
 
 
 def tool_fingerprint() -> str:
@@ -172,17 +211,11 @@ def compile_bundle(bundle, cache: Path | None = None, compile_args=None, progres
             for name, text in bundle.files:
                 (work / name).write_text(text)
             t0 = time.perf_counter()
-            flog = _f2py_build(bundle, work, fortran_compile_args(bundle)) if bundle.backend == "fortran" else ""
-            proc = subprocess.run([sys.executable, "-c", _BUILD_SCRIPT, bundle.main[0], bundle.module_name,
-                                   *compile_args], cwd=work, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise BuildError(f"compiling module `{bundle.module_name}` failed "
-                                 f"(exit code {proc.returncode})", flog + proc.stdout + proc.stderr)
+            builder = BUILDERS[Path(bundle.main[0]).suffix]
+            log = builder(bundle, work, compile_args)
             if _find_extension(work, bundle.module_name) is None:
-                raise BuildError(f"the build of `{bundle.module_name}` produced no extension module",
-                                 proc.stdout + proc.stderr)
-            (work / "build.log").write_text(flog + proc.stdout + proc.stderr)
-            shutil.rmtree(work / "build", ignore_errors=True)
+                raise BuildError(f"the build of `{bundle.module_name}` produced no extension module", log)
+            (work / "build.log").write_text(log)
             if progress is not None:
                 progress("compile", time.perf_counter() - t0)
             os.rename(work, final)                                     # atomic publish

@@ -164,51 +164,31 @@ def _c_ints(values, per_line=24) -> list:
 
 
 def render_numeric(mod: ir.ModuleIR, form: str, topo_arrays: dict, nb: int):
-    """SourceBundle: the Cython module (the standard template), the kernel header, the core."""
-    from dynamica.generator.printers import PRINTERS
-    from dynamica.generator.render import (ENTRY, SourceBundle, _env, _scratch, _wrapper, kernel_context,
-                                           python_wrappers)
+    """SourceBundle: the module file (render/module.py), the kernel header, the core."""
+    from dynamica.generator.render.c import ENTRY, kernel_context, scratch
+    from dynamica.generator.render.common import SourceBundle, env, helper_files
+    from dynamica.generator.render.module import module_file
     n = len(mod.coordinates)
-    entries = [
-        {"signature": f"void {ENTRY}qdd(double t, const double *q, const double *qd, const double *p, double *qdd)"},
-        {"signature": f"void {ENTRY}mass_matrix(double t, const double *q, const double *p, double *M)"},
-        {"signature": f"void {ENTRY}rhs(double t, const double *y, const double *p, double *ydot)"}]
     kernel, *rest = mod.kernels
     header = f"{mod.module_name}_kernels.h"
-    wrappers = python_wrappers(mod)
     outputs = None
     if rest:                                   # the outputs kernel (lower_outputs)
         (ok,) = rest
         size = ok.outputs[0].size
-        entries.append({"signature": f"void {ENTRY}outputs(double t, const double *q, const double *qd, "
-                                     "const double *p, double *out)"})
-        wrappers.append(_wrapper("outputs", f"The model's outputs (INFO['output_layout']) of the state (q, qd), "
-                                            f"flat, into `out` (length {size}).",
-                                 [("q", n, 0), ("qd", n, 0), ("p", len(mod.parameter_defaults), 0), ("out", size, 1)]))
-        scratch, release = _scratch("qdd", n, [("out", size)])       # stack or heap, as the kernels' own
-        outputs = {**kernel_context(ok, PRINTERS["cython"]), "scratch": scratch, "release": release}
+        buf, release = scratch("qdd", n, [("out", size)])       # stack or heap, as the kernels' own
+        outputs = {**kernel_context(ok), "scratch": buf, "release": release}
     ctx = {
         "version": __version__, "model_name": mod.model_name, "form": form, "signature": mod.signature,
-        "model_name_literal": repr(mod.model_name), "form_literal": repr(form), "kind_literal": repr(mod.kind),
-        "signature_literal": repr(mod.signature), "version_literal": repr(__version__),
-        "coordinates_literal": repr(tuple(mod.coordinates)), "parameters_literal": repr(tuple(mod.parameters)),
-        "defaults_literal": repr(tuple(float(x) for x in mod.parameter_defaults)),
-        "op_counts_literal": repr({k.name: k.op_count() for k in mod.kernels}),
-        "n": n, "np": len(mod.parameter_defaults), "nb": nb, "prefix": ENTRY,
-        "entries": entries, "wrappers": wrappers, "info_literal": repr(dict(mod.info)), "outputs": outputs,
-        "module_code": [], "kernels_header": header,
+        "n": n, "nb": nb, "prefix": ENTRY, "outputs": outputs,
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
-        "kernel": kernel_context(kernel, PRINTERS["cython"]),
+        "kernel": kernel_context(kernel),
         "topo": {k: _c_ints(v) for k, v in topo_arrays.items()}, "n_lambda": len(topo_arrays["lambda"]),
         "form_macro": form.upper(), "core": CORE,
     }
-    env = _env()
-    files = [(f"{mod.module_name}.pyx", env.get_template("cython_module.pyx.j2").render(**ctx)),
-             (header, env.get_template("numeric_kernels.h.j2").render(**ctx)),
-             (CORE, core_text())]
-    for h in ("dynamica_helpers.pxd", "dynamica_helpers.h"):
-        files.append((h, resources.files("dynamica.runtime").joinpath(h).read_text()))
-    return SourceBundle(module_name=mod.module_name, backend="cython", files=tuple(files),
+    main = module_file(mod, "c", (f'#include "{header}"',), lambda name: f"{ENTRY}{name}")
+    files = (main, (header, env().get_template("numeric_kernels.h.j2").render(**ctx)), (CORE, core_text()))
+    files += helper_files(("dynamica_module.h", "dynamica_helpers.h"))
+    return SourceBundle(module_name=mod.module_name, backend="c", files=files,
                         signature=mod.signature, op_count=kernel.op_count()["total"])
 
 
@@ -258,12 +238,13 @@ def lower_outputs(spec, topo, n: int, n_params: int, sym: dict):
     return lower_kernel("outputs", oe.program, inputs, [("out", oe.values)], sym), oe.layout
 
 
-def generate_numeric(spec, form: str = "composite", backend: str = "cython", progress=None):
+def generate_numeric(spec, form: str = "composite", backend: str = "c", progress=None):
     """The pipeline of pipeline.generate for mode='numeric' (same stages, same Generated)."""
     from dynamica.generator.pipeline import Generated
     from dynamica.generator.topology import build_topology
-    if backend != "cython":
-        raise ValueError(f"numeric mode supports backend 'cython' only, not {backend!r}")
+    from dynamica.generator.render import resolve_backend
+    if resolve_backend(backend) != "c":
+        raise ValueError(f"numeric mode supports backend 'c' (alias 'cython') only, not {backend!r}")
     form = check_form(form)
     timings = {}
 

@@ -38,7 +38,7 @@ class Generated:
     timings: dict
 
 
-def generate(model, form: str = "composite", backend: str = "cython", progress=None,
+def generate(model, form: str = "composite", backend: str = "c", progress=None,
              mode: str = "symbolic") -> Generated:
     """Run the pipeline up to source text. `progress(stage, seconds)` is called per stage.
 

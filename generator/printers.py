@@ -161,7 +161,3 @@ class FortranPrinter(CPrinter):
         exp = self.doprint(e.exp) if isinstance(e.exp, (ir.Var, ir.Arg, ir.Call)) or \
             (isinstance(e.exp, ir.Num) and e.exp.value >= 0) else f"({self.doprint(e.exp)})"
         return f"{self._paren(e.base)}**{exp}"
-
-
-#: backend -> printer of its kernels (the Cython backend compiles C kernels behind a Cython module)
-PRINTERS = {"cython": CPrinter, "fortran": FortranPrinter}

@@ -192,7 +192,7 @@ def _index_path(cache: Path, key: str) -> Path:
     return cache / "index" / f"{key}.json"
 
 
-def load(path, form=None, backend="cython", *, cache=None, progress=None, check_mass_matrix=True,
+def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_matrix=True,
          select_by="predicted", mode="symbolic") -> CompiledModel:
     """Compile (or fetch from the cache) and import the module of a model file.
 
@@ -220,6 +220,11 @@ def load(path, form=None, backend="cython", *, cache=None, progress=None, check_
     from dynamica.generator import numeric
     if mode not in numeric.MODES:
         raise ValueError(f"unknown mode {mode!r}; available: {', '.join(numeric.MODES)}")
+    from dynamica.generator.render import resolve_backend
+    try:
+        backend = resolve_backend(backend)
+    except ValueError as exc:
+        raise ModelError(str(path), [Problem("backend", str(exc))]) from None
     parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode()]
     if mode == "numeric":
         numeric.check_form(form)

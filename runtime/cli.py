@@ -35,7 +35,7 @@ def cmd_compile(args):
     if args.output:
         where = Path(args.output)
         where.mkdir(parents=True, exist_ok=True)
-        keep = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".pyx", ".pxd", ".h")
+        keep = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".c", ".h", ".f90")
         for f in src.parent.iterdir():
             if f.name.endswith(keep):
                 shutil.copy2(f, where / f.name)
@@ -157,14 +157,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="dynamica", description="Equations of motion of rigid-body trees "
                                  "as compiled extensions (after Dynamica90).")
     ap.add_argument("--version", action="version", version=f"dynamica {__import__('dynamica').__version__}")
+    from dynamica.generator.render import backend_names
+    backend_choices = backend_names()
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(p):
         p.add_argument("model", help="model file (YAML, see MODEL_FORMAT.md)")
         p.add_argument("--form", default=None, help="equation form (composite/CBM, or auto); default: "
                        "the model's simulate.form, else composite")
-        p.add_argument("--backend", default="cython", choices=("cython", "fortran"),
-                       help="cython (default) or fortran (f2py + gfortran, docs/fortran.md)")
+        p.add_argument("--backend", default="c", choices=backend_choices,
+                       help="c (default; alias cython) or fortran (gfortran, docs/fortran.md)")
         p.add_argument("--mode", default="symbolic", choices=("symbolic", "numeric"),
                        help="symbolic (default: everything unrolled) or numeric (joint kinematics generated, "
                        "recursions as compiled loops; composite, articulated, ltdl)")

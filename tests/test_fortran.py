@@ -1,5 +1,5 @@
-"""The Fortran backend (docs/fortran.md): the same IR printed as Fortran 2008, built with f2py,
-behind the same module interface; differential tests against the Cython module."""
+"""The Fortran backend (docs/fortran.md): the same IR printed as Fortran 2008, compiled by gfortran
+behind the same module file; differential tests against the C backend's module."""
 
 import shutil
 import sys
@@ -11,7 +11,7 @@ import pytest
 import dynamica
 from dynamica.generator import ir
 from dynamica.generator.printers import FortranPrinter
-from dynamica.generator.render import fortran_wrap
+from dynamica.generator.render.fortran import fortran_wrap
 from dynamica.runtime.check import check_against_reference
 
 from conftest import MODELS
@@ -25,7 +25,7 @@ _PAIRS = {}
 
 
 def pair(name, form):
-    """(Fortran model, Cython model) of a bundled model or a random tree (TREES), compiled once per session."""
+    """(Fortran model, C model) of a bundled model or a random tree (TREES), compiled once per session."""
     key = (name, form)
     if key not in _PAIRS:
         path = tree_path(name) if name in TREES else MODELS / f"{name}.yaml"
@@ -118,14 +118,14 @@ def test_generated_fortran_respects_the_line_limit():
 
 
 def test_iterative_forms_are_refused_clearly():
-    with pytest.raises(ValueError, match="backend='cython'"):
+    with pytest.raises(ValueError, match="use backend 'c'"):
         dynamica.generate(MODELS / "double_pendulum.yaml", form="iterative", backend="fortran")
 
 
-# ------------------------------------------------------------------ compiled: Fortran == Cython
+# ------------------------------------------------------------------ compiled: Fortran == C
 @needs_gfortran
 @pytest.mark.parametrize("name, form", CASES)
-def test_fortran_equals_cython(name, form):
+def test_fortran_equals_c(name, form):
     mf, mc = pair(name, form)
     for attr in ("name", "form", "kind", "coordinates", "n", "_layout"):
         assert getattr(mf, attr) == getattr(mc, attr)
@@ -149,7 +149,7 @@ def test_fortran_equals_cython(name, form):
         assert of.keys() == oc.keys()
         for k in oc:
             _close(of[k], oc[k])
-    # and against the numeric reference (runtime/reference.py), independently of the Cython module
+    # and against the numeric reference (runtime/reference.py), independently of the C module
     rep = check_against_reference(mf, samples=5)
     assert rep.ok(), rep.text()
 
@@ -169,13 +169,17 @@ def test_fortran_simulation_agrees(name, form):
 
 
 @needs_gfortran
-def test_interface_errors_and_f2py_wrappers():
+def test_interface_errors():
     mf, mc = pair("double_pendulum", "composite")
     with pytest.raises(ValueError, match="`out` must be"):
         mf.module.qdd(0.0, np.zeros(2), np.zeros(2), mf.param_vector(), np.zeros(3))
+    with pytest.raises(ValueError, match="`q` must be"):
+        mf.module.qdd(0.0, np.zeros(2, dtype=np.float32), np.zeros(2), mf.param_vector(), np.zeros(2))
+    with pytest.raises(TypeError, match="takes 5 arguments"):
+        mf.module.qdd(0.0, np.zeros(2))
     q, qd, p = np.array([0.3, -0.2]), np.array([0.1, 0.5]), mf.param_vector()
     out = np.zeros(2)
-    mf.module.FORTRAN.qdd(0.0, q, qd, p, out)         # f2py's own wrapper of the same entry point
+    mf.module.qdd(0.0, q, qd, p, out)
     _close(out, mc.qdd(q, qd))
 
 
@@ -183,12 +187,12 @@ def test_interface_errors_and_f2py_wrappers():
 @pytest.mark.slow
 def test_split_fortran_kernels_compute_the_same(tmp_path, monkeypatch):
     """Kernels cut into many procedures (shared workspace) and sums cut into several statements."""
-    import dynamica.generator.render as render
     from dynamica.build import compile_bundle, import_extension
+    from dynamica.generator.render import common, fortran
     from dynamica.runtime.api import CompiledModel
     from dynamica.runtime.check import check_against_reference
-    monkeypatch.setattr(render, "CHUNK", 7)
-    monkeypatch.setattr(render, "FORTRAN_MAX_CONTINUATIONS", 1)
+    monkeypatch.setattr(common, "CHUNK", 7)
+    monkeypatch.setattr(fortran, "FORTRAN_MAX_CONTINUATIONS", 1)
     g = dynamica.generate(MODELS / "double_pendulum.yaml", backend="fortran")
     src = dict(g.bundle.files)["double_pendulum_composite_f.f90"]
     assert src.count("_p") > 10 and "dyn_w(" in src

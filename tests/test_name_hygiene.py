@@ -80,10 +80,10 @@ def hostile(tmp_path_factory, models_dir):
     plain = random_tree("mixed", 7, (1, 2, 3, "custom", "welded"), np.random.default_rng(1207), name="plain")
     path = tmp_path_factory.mktemp("names") / "plain.yaml"
     write_yaml(plain, path)
-    for src, form, backend, mode in [(path, "composite", "cython", "symbolic"),
+    for src, form, backend, mode in [(path, "composite", "c", "symbolic"),
                                      (path, "articulated", "fortran", "symbolic"),
-                                     (path, "composite", "cython", "numeric"),
-                                     (models_dir / "governor.yaml", "hamilton-composite", "cython", "symbolic")]:
+                                     (path, "composite", "c", "numeric"),
+                                     (models_dir / "governor.yaml", "hamilton-composite", "c", "symbolic")]:
         g = dynamica.generate(str(src), form=form, backend=backend, mode=mode)
         texts += [text for _, text in g.bundle.files]
     names = harvest(texts)
@@ -122,11 +122,11 @@ def _compare(model, tree, seed, check_qdd=True):
 
 
 @pytest.mark.parametrize("form,backend,mode", [
-    ("composite", "cython", "symbolic"),
-    ("articulated", "cython", "symbolic"),
+    ("composite", "c", "symbolic"),
+    ("articulated", "c", "symbolic"),
     ("composite", "fortran", "symbolic"),
-    ("composite", "cython", "numeric"),
-    ("articulated", "cython", "numeric"),
+    ("composite", "c", "numeric"),
+    ("articulated", "c", "numeric"),
 ])
 def test_hostile_names_match_pinocchio(hostile, form, backend, mode):
     if backend == "fortran":

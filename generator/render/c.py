@@ -1,0 +1,217 @@
+"""The C backend: kernels and entry points as C99 in `<module>_kernels.h` (templates/kernels.h.j2),
+which the module file includes, so a module is one translation unit and one compiler call.
+
+Each kernel is cut into parts of at most `CHUNK` expression nodes (separate functions, so the
+compiler's work stays bounded), temporaries used across parts live in a workspace `dyn_w`, and
+runs of zero stores become one `memset`. The entry points (`dyn_<name>`) wrap the kernels as
+the module kind needs (`ENTRY_POINTS`).
+"""
+
+from __future__ import annotations
+
+from dynamica import __version__
+from dynamica.generator import ir
+from dynamica.generator.printers import CPrinter
+from dynamica.generator.render import Backend, common, register
+from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size, split_kernel, zero_runs
+
+PREFIX = "dyn_k_"      # kernels
+ENTRY = "dyn_"        # entry points (the module's C interface)
+
+
+def _c_args(kernel: ir.Kernel) -> str:
+    args = []
+    for inp in kernel.inputs:
+        args.append(f"double in_{inp.name}" if inp.size is None else f"const double *in_{inp.name}")
+    args += [f"double *out_{o.name}" for o in kernel.outputs]
+    return ", ".join(args)
+
+
+def _decls(names, per_line=16):
+    names = list(names)
+    return [f"double {', '.join(names[k:k + per_line])};" for k in range(0, len(names), per_line)]
+
+
+def kernel_context(kernel: ir.Kernel, printer_cls=CPrinter) -> dict:
+    arrays = {i.name: f"in_{i.name}" for i in kernel.inputs} | {o.name: f"out_{o.name}" for o in kernel.outputs}
+    kernel, zeros = zero_runs(kernel, common.ZERO_RUN)
+    parts, shared = split_kernel(kernel, common.CHUNK)
+    pr = printer_cls(arrays, {v: f"dyn_w[{k}]" for v, k in shared.items()})
+    cname = f"{PREFIX}{kernel.name}"
+    out_parts = []
+    for ci, part in enumerate(parts):
+        lines, local = [], []
+        for st in part:
+            if isinstance(st, ir.Assign):
+                target = pr.var(st.target)
+                if st.target not in shared:
+                    local.append(st.target)
+                lines.append(f"{target} = {pr.doprint(st.value)};")
+            elif isinstance(st, ir.Store):
+                lines.append(f"out_{st.array}[{st.index}] = {pr.doprint(st.value)};")
+            else:
+                raise TypeError(f"unknown statement {type(st).__name__}")
+        out_parts.append({"name": f"{cname}_part{ci}", "decls": _decls(local), "lines": lines})
+    call_args = ", ".join([f"in_{i.name}" for i in kernel.inputs] + [f"out_{o.name}" for o in kernel.outputs])
+    nw = len(shared)
+    if nw == 0:
+        driver = ["double *dyn_w = NULL;"]
+    elif nw <= STACK_DOUBLES:
+        driver = [f"double dyn_w[{nw}];"]
+    else:
+        driver = [f"double *dyn_w = (double *)malloc({nw} * sizeof(double));",
+                  "if (dyn_w == NULL) {"]
+        driver += [f"    for (int k = 0; k < {o.size}; ++k) out_{o.name}[k] = NAN;" for o in kernel.outputs]
+        driver += ["    return;", "}"]
+    driver += [f"{p['name']}({call_args}, dyn_w);" for p in out_parts]
+    driver += [f"memset(out_{a} + {i}, 0, {n} * sizeof(double));" for a, i, n in zeros]
+    if nw > STACK_DOUBLES:
+        driver.append("free(dyn_w);")
+    return {"cname": cname, "c_args": _c_args(kernel), "parts": out_parts, "driver": driver}
+
+
+def scratch(name, size, outputs):
+    """A scratch array: on the stack when small, else on the heap (NaN outputs if that fails)."""
+    if size <= STACK_DOUBLES:
+        return [f"double {name}[{size}];"], []
+    fail = [f"    for (int k = 0; k < {n}; ++k) {o}[k] = NAN;" for o, n in outputs]
+    return ([f"double *{name} = (double *)malloc({size} * sizeof(double));", f"if ({name} == NULL) {{"]
+            + fail + ["    return;", "}"], [f"free({name});"])
+
+
+def _qdd_signature():
+    return f"void {ENTRY}qdd(double t, const double *q, const double *qd, const double *p, double *qdd)"
+
+
+def _mass_signature():
+    return f"void {ENTRY}mass_matrix(double t, const double *q, const double *p, double *M)"
+
+
+def _rhs_entry(n):
+    return {"signature": f"void {ENTRY}rhs(double t, const double *y, const double *p, double *ydot)",
+            "lines": [f"memcpy(ydot, y + {n}, {n} * sizeof(double));", f"{ENTRY}qdd(t, y, y + {n}, p, ydot + {n});"]}
+
+
+def lagrangian_entries(mod: ir.ModuleIR) -> list:
+    """qdd(t, q, qd, p, qdd), mass_matrix(t, q, p, M) and the entry point for integrators
+    rhs(t, y, p, ydot) with y = [q, qd], ydot = [qd, qdd]. Returns [{"signature", "lines"}]."""
+    n = len(mod.coordinates)
+    k = f"{PREFIX}dynamics"
+    if "mass" in kernel_names(mod):
+        qdd = [f"{k}(t, q, qd, p, qdd);"]
+        mass = [f"{PREFIX}mass(t, q, p, M);"]
+    else:
+        m_decl, m_free = scratch("M", max(n * n, 1), [("qdd", n)])
+        w_decl, w_free = scratch("work", 2 * n, [("M", n * n)])
+        qdd = m_decl + [f"{k}(t, q, qd, p, qdd, M);"] + m_free
+        mass = w_decl + [f"memset(work, 0, {n} * sizeof(double));", f"{k}(t, q, work, p, work + {n}, M);"] + w_free
+    return [{"signature": _qdd_signature(), "lines": qdd}, {"signature": _mass_signature(), "lines": mass},
+            _rhs_entry(n)]
+
+
+def hamiltonian_entries(mod: ir.ModuleIR) -> list:
+    """rhs on y = [q, pm] (pm the Poisson momenta (1.49)), the conversions
+    momenta(t, q, qd, p, pm) and velocities(t, q, pm, p, qd), and mass_matrix."""
+    n = len(mod.coordinates)
+    s_decl, s_free = scratch("pmd", max(n, 1), [("qd", n)])
+    return [
+        {"signature": f"void {ENTRY}rhs(double t, const double *y, const double *p, double *ydot)",
+         "lines": [f"{PREFIX}hamilton(t, y, y + {n}, p, ydot, ydot + {n});"]},
+        {"signature": f"void {ENTRY}momenta(double t, const double *q, const double *qd, const double *p, "
+                      "double *pm)",
+         "lines": [f"{PREFIX}momenta(t, q, qd, p, pm);"]},
+        {"signature": f"void {ENTRY}velocities(double t, const double *q, const double *pm, const double *p, "
+                      "double *qd)",
+         "lines": s_decl + [f"{PREFIX}hamilton(t, q, pm, p, qd, pmd);"] + s_free},
+        {"signature": _mass_signature(), "lines": [f"{PREFIX}mass(t, q, p, M);"]},
+    ]
+
+
+#: doubles of work space per coordinate of the iterative solver (DYN_ITR_WORK in runtime/dynamica_itr.h)
+ITR_WORK = 8
+
+
+def iterative_entries(mod: ir.ModuleIR) -> list:
+    """An iterative module (forms/iterative.py): the Lagrangian entry points around the
+    quasi-Newton solver of runtime/dynamica_itr.h, whose state `dyn_itr_st` (inverse estimate
+    and counters) is static in the module (`iterative_preamble`); plus the solver's controls.
+
+    qdd: itr_terms -> Q, ws; dyn_itr_solve(Q, ws, itr_mx); on request a direct solve with M
+    (ws itself for ITR-M, the `mass` kernel for ITR-G).
+    """
+    n = len(mod.coordinates)
+    nws = max(kernel_output_size(mod, "itr_terms", "ws"), 1)
+    separate_mass = "mass" in kernel_names(mod)
+    nwork = ITR_WORK * n
+    decl, free = scratch("dyn_buf", n + nws + nwork + (n * n if separate_mass else 0), [("qdd", n)])
+    lines = decl + [f"double *Q = dyn_buf, *ws = dyn_buf + {n}, *work = dyn_buf + {n + nws};",
+                    f"{PREFIX}itr_terms(t, q, qd, p, Q, ws);",
+                    f"if (dyn_itr_solve(&dyn_itr_st, Q, ws, {PREFIX}itr_mx, qdd, work) != 0) {{"]
+    if separate_mass:
+        lines += [f"    double *M = dyn_buf + {n + nws + nwork};", f"    {PREFIX}mass(t, q, p, M);",
+                  "    dyn_itr_direct(&dyn_itr_st, Q, M, qdd);"]
+    else:
+        lines += ["    dyn_itr_direct(&dyn_itr_st, Q, ws, qdd);"]
+    lines += ["}"] + free
+    if separate_mass:
+        mass = [f"{PREFIX}mass(t, q, p, M);"]
+    else:       # ws is M: itr_terms at zero velocities
+        w_decl, w_free = scratch("work", 2 * n, [("M", n * n)])
+        mass = w_decl + [f"memset(work, 0, {n} * sizeof(double));",
+                         f"{PREFIX}itr_terms(t, q, work, p, work + {n}, M);"] + w_free
+    return [
+        {"signature": _qdd_signature(), "lines": lines},
+        {"signature": _mass_signature(), "lines": mass},
+        _rhs_entry(n),
+        {"signature": f"void {ENTRY}itr_stats(double *out)", "lines": ["dyn_itr_read_stats(&dyn_itr_st, out);"]},
+        {"signature": f"void {ENTRY}itr_reset(int what)", "lines": ["dyn_itr_clear(&dyn_itr_st, what);"]},
+        {"signature": f"void {ENTRY}itr_settings(const double *in_, double *out)",
+         "lines": ["dyn_itr_configure(&dyn_itr_st, in_, out);"]},
+        {"signature": f"int {ENTRY}itr_inverse(double *out)", "lines": ["return dyn_itr_copy_inverse(&dyn_itr_st, out);"]},
+    ]
+
+
+def iterative_preamble(mod: ir.ModuleIR) -> list:
+    """File-scope C of an iterative module: the solver and its persistent state."""
+    n = len(mod.coordinates)
+    return ['#include "dynamica_itr.h"',
+            "/* the inverse estimate H_k of (2.29), kept between calls, and the solver's counters:",
+            "   static, one per module, so the module is not thread-safe (dynamica_itr.h) */",
+            f"static double dyn_itr_H[{n * n}];",
+            f"static dyn_itr_state dyn_itr_st = DYN_ITR_STATE({n}, dyn_itr_H);"]
+
+
+#: ModuleIR.entries -> function(mod) -> [{"signature", "lines"}]
+ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries,
+                "iterative": iterative_entries}
+#: ModuleIR.entries -> function(mod) -> lines at file scope of the kernel header (before the kernels)
+PREAMBLES = {"iterative": iterative_preamble}
+
+
+def output_entry(mod: ir.ModuleIR) -> list:
+    """The entry point of the `outputs` kernel (generator/outputs.py), if the module has one."""
+    if "outputs" not in kernel_names(mod):
+        return []
+    return [{"signature": f"void {ENTRY}outputs(double t, const double *q, const double *qd, const double *p, "
+                          "double *out)",
+             "lines": [f"{PREFIX}outputs(t, q, qd, p, out);"]}]
+
+
+def header_context(mod: ir.ModuleIR) -> dict:
+    """What templates/kernels.h.j2 shows."""
+    return {
+        "version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
+        "kernels": [kernel_context(k) for k in mod.kernels],
+        "entries": ENTRY_POINTS[mod.entries](mod) + output_entry(mod),
+        "preamble": PREAMBLES[mod.entries](mod) if mod.entries in PREAMBLES else [],
+        "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
+    }
+
+
+C = register(Backend(
+    name="c", printer=CPrinter,
+    templates=(("kernels.h.j2", "{module}_kernels.h", header_context, None),),
+    declarations=lambda mod: (f'#include "{mod.module_name}_kernels.h"',),
+    entry_symbol=lambda mod, name: f"{ENTRY}{name}",
+    helpers=("dynamica_helpers.h", "dynamica_itr.h"),
+    description="C99 kernels in a header the module file includes"))

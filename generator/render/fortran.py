@@ -1,0 +1,190 @@
+"""The Fortran backend (docs/fortran.md): kernels as Fortran 2008 procedures of one module in
+`<module>_f.f90` (templates/fortran_kernels.f90.j2) with bind(C) entry points, compiled by
+gfortran and linked with the module file, which declares the entry points as C prototypes.
+
+Kernels are cut as in C (common.split_kernel) and every temporary is renamed (`v<k>` locally,
+`dyn_w(k)` shared): Fortran names are case-insensitive and at most 63 characters, the IR's are
+neither. Statements are wrapped to free-form lines with `&`; very long sums are accumulated in
+several statements (`_statement`).
+"""
+
+from __future__ import annotations
+
+from dynamica import __version__
+from dynamica.generator import ir
+from dynamica.generator.printers import FortranPrinter
+from dynamica.generator.render import Backend, common, register
+from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size, split_kernel, zero_runs
+
+#: free-form source lines are at most 132 characters: statements are cut at this width with `&`
+FORTRAN_WIDTH = 100
+#: F2008 allows 255 continuation lines; longer sums are accumulated in several statements
+FORTRAN_MAX_CONTINUATIONS = 200
+FORTRAN_MODULE = "dyn_kernels"      # the Fortran module holding helpers, kernels and entry points
+
+
+def fortran_wrap(text: str, indent: str = "    ", width: int = FORTRAN_WIDTH) -> list:
+    """One statement as free-form lines: cut anywhere (a cut token continues after a leading `&`)."""
+    if len(indent) + len(text) <= width:
+        return [indent + text]
+    step = width - len(indent) - 2
+    pieces = [text[k:k + step] for k in range(0, len(text), step)]
+    lines = [indent + pieces[0] + "&"]
+    lines += [indent + "&" + p + "&" for p in pieces[1:-1]]
+    lines.append(indent + "&" + pieces[-1])
+    return lines
+
+
+def _statement(lhs: str, value, pr, indent="    ") -> list:
+    """`lhs = value`, as several accumulating statements when one would need too many lines
+    (left-to-right summation as in C, so the result is the same)."""
+    text = pr.doprint(value)
+    limit = FORTRAN_MAX_CONTINUATIONS * (FORTRAN_WIDTH - len(indent) - 2)
+    if len(text) <= limit or not isinstance(value, ir.Add) or len(value.terms) < 2:
+        return fortran_wrap(f"{lhs} = {text}", indent)
+    terms = list(value.terms)
+    half = len(terms) // 2
+    first = _statement(lhs, ir.Add(tuple(terms[:half])) if half > 1 else terms[0], pr, indent)
+    rest = ir.Add((ir.Var("\0lhs"),) + tuple(terms[half:]))
+    pr2 = type(pr)(pr.arrays, {**pr.variables, "\0lhs": lhs})
+    return first + _statement(lhs, rest, pr2, indent)
+
+
+def _dummies(kernel: ir.Kernel) -> tuple[list, list]:
+    """Dummy argument names and declarations of a kernel procedure (0-based assumed-size arrays)."""
+    names, decls = [], []
+    for i in kernel.inputs:
+        names.append(f"in_{i.name}")
+        decls.append(f"real(c_double), intent(in) :: in_{i.name}" if i.size is None
+                     else f"real(c_double), intent(in) :: in_{i.name}(0:*)")
+    for o in kernel.outputs:
+        names.append(f"out_{o.name}")
+        decls.append(f"real(c_double), intent(inout) :: out_{o.name}(0:*)")
+    return names, decls
+
+
+def _decls(names, per_line=12):
+    names = list(names)
+    return [f"real(c_double) :: {', '.join(names[k:k + per_line])}" for k in range(0, len(names), per_line)]
+
+
+def kernel_context(kernel: ir.Kernel, printer_cls=FortranPrinter) -> dict:
+    """A kernel as Fortran procedures: parts (`split_kernel`, the C path's cut) and a driver."""
+    arrays = {i.name: f"in_{i.name}" for i in kernel.inputs} | {o.name: f"out_{o.name}" for o in kernel.outputs}
+    kernel, zeros = zero_runs(kernel, common.ZERO_RUN)
+    parts, shared = split_kernel(kernel, common.CHUNK)
+    local = {t: f"v{k}" for k, t in enumerate(kernel.temps) if t not in shared}
+    pr = printer_cls(arrays, local | {v: f"dyn_w({k})" for v, k in shared.items()})
+    names, decls = _dummies(kernel)
+    fname = f"k_{kernel.name}"
+    out_parts = []
+    for ci, part in enumerate(parts):
+        lines, loc = [], []
+        for st in part:
+            if isinstance(st, ir.Assign):
+                if st.target not in shared:
+                    loc.append(local[st.target])
+                lines += _statement(pr.var(st.target), st.value, pr, "")
+            elif isinstance(st, ir.Store):
+                lines += _statement(f"out_{st.array}({st.index})", st.value, pr, "")
+            else:
+                raise TypeError(f"unknown statement {type(st).__name__}")
+        out_parts.append({"name": f"{fname}_p{ci}", "decls": _decls(loc), "lines": lines})
+    nw = len(shared)
+    call_args = ", ".join(names)
+    if nw <= STACK_DOUBLES:
+        wdecl = [f"real(c_double) :: dyn_w(0:{max(nw, 1) - 1})"]
+        driver = []
+    else:
+        wdecl = ["real(c_double), allocatable :: dyn_w(:)", "integer :: stat"]
+        driver = [f"allocate(dyn_w(0:{nw - 1}), stat=stat)", "if (stat /= 0) then"]
+        driver += [f"    out_{o.name}(0:{o.size - 1}) = ieee_value(0.0_c_double, ieee_quiet_nan)"
+                   for o in kernel.outputs]
+        driver += ["    return", "end if"]
+    driver += [f"call {p['name']}({call_args}, dyn_w)" for p in out_parts]
+    driver += [f"out_{a}({i}:{i + n - 1}) = 0.0d0" for a, i, n in zeros]
+    return {"name": fname, "args": call_args, "decls": decls, "parts": out_parts,
+            "wdecl": wdecl, "driver": driver}
+
+
+def _entry(name, args, body, decl_extra=(), alloc=()):
+    return {"name": name, "args": args, "extra": list(decl_extra), "lines": list(alloc) + body}
+
+
+def _scratch(name, size):
+    if size <= STACK_DOUBLES:
+        return [f"real(c_double) :: {name}(0:{size - 1})"], []
+    return [f"real(c_double), allocatable :: {name}(:)"], [f"allocate({name}(0:{size - 1}))"]
+
+
+def lagrangian_entries(mod: ir.ModuleIR) -> list:
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+    if "mass" in kernel_names(mod):
+        qdd_extra, qdd_lines = [], ["call k_dynamics(t, q, qd, p, out)"]
+        m_extra, m_lines = [], ["call k_mass(t, q, p, out)"]
+    else:
+        d, a = _scratch("Ms", max(n * n, 1))
+        qdd_extra, qdd_lines = d, a + ["call k_dynamics(t, q, qd, p, out, Ms)"]
+        d, a = _scratch("work", 2 * n)
+        m_extra, m_lines = d, a + [f"work(0:{n - 1}) = 0.0d0", f"call k_dynamics(t, q, work(0:{n - 1}), p, "
+                                                                   f"work({n}:{2 * n - 1}), out)"]
+    return [
+        _entry("qdd", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)], qdd_lines, qdd_extra),
+        _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], m_lines, m_extra),
+        _entry("rhs", [("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)],
+               [f"ydot(0:{n - 1}) = y({n}:{2 * n - 1})",
+                f"call e_qdd(t, y(0:{n - 1}), y({n}:{2 * n - 1}), p, ydot({n}:{2 * n - 1}))"])]
+
+
+def hamiltonian_entries(mod: ir.ModuleIR) -> list:
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+    d, a = _scratch("pmd", max(n, 1))
+    return [
+        _entry("rhs", [("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)],
+               [f"call k_hamilton(t, y(0:{n - 1}), y({n}:{2 * n - 1}), p, ydot(0:{n - 1}), ydot({n}:{2 * n - 1}))"]),
+        _entry("momenta", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)], ["call k_momenta(t, q, qd, p, out)"]),
+        _entry("velocities", [("q", n, 0), ("pm", n, 0), ("p", np_, 0), ("out", n, 1)],
+               a + ["call k_hamilton(t, q, pm, p, out, pmd)"], d),
+        _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"])]
+
+
+#: ModuleIR.entries -> function(mod) -> the bind(C) entry points (the iterative solver is C only)
+ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries}
+
+
+def entry_symbol(mod: ir.ModuleIR, name: str) -> str:
+    """Module-qualified C names: several Fortran modules may be loaded in one process."""
+    return f"dyn_{mod.module_name}_{name}"
+
+
+def entries(mod: ir.ModuleIR) -> list:
+    """The bind(C) entry points, t passed by value: {"name", "args": [(name, size, writable)], ...}."""
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+    ents = ENTRY_POINTS[mod.entries](mod)
+    if "outputs" in kernel_names(mod):
+        size = kernel_output_size(mod, "outputs", "out")
+        ents.append(_entry("outputs", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)],
+                           ["call k_outputs(t, q, qd, p, out)"]))
+    for e in ents:
+        e["cname"] = entry_symbol(mod, e["name"])
+        e["dummies"] = ", ".join(["t"] + [a for a, _, _ in e["args"]])
+        e["decls"] = ["real(c_double), value, intent(in) :: t"] + [
+            f"real(c_double), intent({'inout' if w else 'in'}) :: {a}(0:*)" for a, _, w in e["args"]]
+        e["c_signature"] = (f"void {e['cname']}(double t, " + ", ".join(
+            f"{'' if w else 'const '}double *{a}" for a, _, w in e["args"]) + ")")
+    return ents
+
+
+def kernels_context(mod: ir.ModuleIR) -> dict:
+    """What templates/fortran_kernels.f90.j2 shows."""
+    return {"version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
+            "fortran_module": FORTRAN_MODULE, "kernels": [kernel_context(k) for k in mod.kernels],
+            "entries": entries(mod)}
+
+
+FORTRAN = register(Backend(
+    name="fortran", printer=FortranPrinter,
+    templates=(("fortran_kernels.f90.j2", "{module}_f.f90", kernels_context, "fortran"),),
+    declarations=lambda mod: tuple(f"extern {e['c_signature']};" for e in entries(mod)),
+    entry_symbol=entry_symbol, kinds=("lagrangian", "hamiltonian"),
+    description="Fortran 2008 kernels with bind(C) entry points, compiled by gfortran"))
