@@ -7,6 +7,7 @@ the node types below; printers dispatch on them and refuse anything else.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -147,3 +148,66 @@ class ModuleIR:
     entries: str = "lagrangian"   # which entry points wrap the kernels (render.ENTRY_POINTS)
     info: tuple = ()         # ((key, value), ...) form-specific metadata, exported as INFO
     signature: str = ""      # content hash, filled by lower()
+
+
+# ------------------------------------------------------------------ an interpreter (the reference for printers)
+def _heaviside(x):
+    return 1.0 if x > 0 else (0.0 if x < 0 else 0.5)
+
+
+def _sign(x):
+    return float((x > 0) - (x < 0))
+
+
+def _fmin(a, b):      # C99: a NaN operand is ignored
+    return b if math.isnan(a) else (a if math.isnan(b) else min(a, b))
+
+
+def _fmax(a, b):
+    return b if math.isnan(a) else (a if math.isnan(b) else max(a, b))
+
+
+#: IR function -> Python float function with the C semantics of the generated code
+PY_FUNCTIONS = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
+                "atan": math.atan, "atan2": math.atan2, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh,
+                "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "fabs": math.fabs, "sign": _sign,
+                "heaviside": _heaviside, "fmin": _fmin, "fmax": _fmax}
+
+
+def interpret(kernel: Kernel, inputs: dict) -> dict:
+    """Run a kernel in Python: `inputs` maps input names to a float (scalar) or a sequence; returns
+    output name -> list of floats. Slow and obviously right: the reference the printers and the
+    compiled modules are checked against (tests/test_lower.py)."""
+    env: dict = {}
+
+    def ev(node):
+        if isinstance(node, Num):
+            return node.value
+        if isinstance(node, Arg):
+            v = inputs[node.array]
+            return float(v) if node.index is None else float(v[node.index])
+        if isinstance(node, Var):
+            return env[node.name]
+        if isinstance(node, Add):
+            return sum(ev(t) for t in node.terms)
+        if isinstance(node, Mul):
+            out = 1.0
+            for f in node.factors:
+                out *= ev(f)
+            return out
+        if isinstance(node, Pow):
+            b, x = ev(node.base), ev(node.exp)
+            return 1.0 / b ** -x if x < 0 and float(x).is_integer() else b ** x
+        if isinstance(node, Call):
+            return PY_FUNCTIONS[node.func](*(ev(a) for a in node.args))
+        raise TypeError(f"cannot interpret {type(node).__name__}")
+
+    out = {o.name: [math.nan] * o.size for o in kernel.outputs}
+    for st in kernel.body:
+        if isinstance(st, Assign):
+            env[st.target] = ev(st.value)
+        elif isinstance(st, Store):
+            out[st.array][st.index] = ev(st.value)
+        else:
+            raise TypeError(f"unknown statement {type(st).__name__}")
+    return out
