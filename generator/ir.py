@@ -101,6 +101,7 @@ class Kernel:
     outputs: tuple       # of Output
     temps: tuple         # names of temporaries, in order of assignment
     body: tuple          # of Assign | Store
+    hints: tuple = ()    # to the backend, e.g. "O1": compile this kernel with less optimization
 
     def op_count(self) -> dict:
         """Arithmetic operations of the straight-line code (adds, muls, divs, calls)."""
@@ -147,6 +148,7 @@ class ModuleIR:
     kernels: tuple           # of Kernel
     entries: str = "lagrangian"   # which entry points wrap the kernels (render.ENTRY_POINTS)
     info: tuple = ()         # ((key, value), ...) form-specific metadata, exported as INFO
+    tables: tuple = ()       # ((name, integers), ...) constant tables the entry points use (numeric mode)
     signature: str = ""      # content hash, filled by lower()
 
 

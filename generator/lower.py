@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from dataclasses import replace
 
 import sympy as sp
 
@@ -255,11 +256,16 @@ def lower(eom, spec) -> ir.ModuleIR:
                 sizes[role] = len(syms)
                 sym.update({s: ir.Arg(role, j) for j, s in enumerate(syms)})
         inputs = tuple(ir.Input(r, sizes.get(r, n)) for r in ks.inputs)
-        kernels.append(lower_kernel(ks.name, ks.program or eom.program, inputs, list(ks.outputs), sym,
-                                    dict(ks.aliases)))
-    mod = ir.ModuleIR(model_name=spec.name, module_name=f"{spec.name}_{eom.form.replace('-', '_')}",
+        kernel = lower_kernel(ks.name, ks.program or eom.program, inputs, list(ks.outputs), sym, dict(ks.aliases))
+        if ks.skip_zero_stores:
+            kernel = replace(kernel, body=tuple(st for st in kernel.body if not (
+                isinstance(st, ir.Store) and isinstance(st.value, ir.Num) and st.value.value == 0.0)))
+        kernels.append(replace(kernel, hints=tuple(ks.hints)))
+    suffix = "" if eom.mode == "symbolic" else f"_{eom.mode}"
+    mod = ir.ModuleIR(model_name=spec.name, module_name=f"{spec.name}_{eom.form.replace('-', '_')}{suffix}",
                       form=eom.form, kind=eom.kind, coordinates=eom.coordinates, parameters=params,
                       parameter_defaults=defaults, kernels=tuple(kernels),
-                      entries=eom.entries or eom.kind, info=tuple(sorted(eom.info.items())))
+                      entries=eom.entries or eom.kind, info=tuple(sorted(eom.info.items())),
+                      tables=tuple(eom.tables))
     digest = hashlib.sha256(repr((__version__, mod)).encode()).hexdigest()
-    return ir.ModuleIR(**{**mod.__dict__, "signature": digest})
+    return replace(mod, signature=digest)

@@ -128,10 +128,19 @@ def output_equations(spec, topo, qdd=None) -> OutputEquations:
 
 
 def attach_outputs(eom, spec, topo):
-    """Add the `outputs` kernel (t, q, qd, p) -> out to a form's equations; its layout goes to INFO."""
+    """The form's equations with the `outputs` kernel (t, q, qd, p) -> out added; its layout goes to
+    INFO. In numeric mode the kernel takes q'' as an input (t, q, qd, qdd, p), computed by the
+    form's recursion, so that it stays linear in the number of bodies."""
+    import dataclasses
+
     from dynamica.generator.forms import KernelSpec
-    oe = output_equations(spec, topo)
-    eom.extra_kernels = tuple(eom.extra_kernels) + (
-        KernelSpec("outputs", ("t", "q", "qd", "p"), (("out", oe.values),), program=oe.program),)
-    eom.info = {**eom.info, "output_layout": oe.layout}
-    return oe
+    if eom.mode == "numeric":
+        qdd = tuple(sp.Symbol(f"nm_qdd{k}") for k in range(len(eom.coordinates)))
+        oe = output_equations(spec, topo, qdd=qdd)
+        ks = KernelSpec("outputs", ("t", "q", "qd", "qdd", "p"), (("out", oe.values),), program=oe.program,
+                        symbols=(("qdd", qdd),))
+    else:
+        oe = output_equations(spec, topo)
+        ks = KernelSpec("outputs", ("t", "q", "qd", "p"), (("out", oe.values),), program=oe.program)
+    return dataclasses.replace(eom, extra_kernels=tuple(eom.extra_kernels) + (ks,),
+                               info={**eom.info, "output_layout": oe.layout})

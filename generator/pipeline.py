@@ -3,7 +3,8 @@
     load_model(path) -> ModelSpec             plain data; ModelError lists every problem
     build_topology(spec) -> Topology          ints only: kappa, children, paths, subtrees
     derive_kinematics(spec, topo) -> Kinematics   sympy; per-body named intermediates
-    form_equations(kin, form) -> EquationsOfMotion   registry of equation forms
+    form_equations(kin, form, mode) -> EquationsOfMotion   registries of equation forms (per mode)
+    attach_outputs(eom, spec, topo) -> EquationsOfMotion   the model's `outputs` as one more kernel
     lower(eom, spec) -> ModuleIR              DCE, sympy -> IR, CSE (value numbering)
     render(mod, backend) -> SourceBundle      printer + jinja2
     compile_bundle(bundle) -> Path            build.py: the only code that runs compilers
@@ -15,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from dynamica.generator.forms import form_equations, resolve
+from dynamica.generator.forms import check_form, form_equations
 from dynamica.generator.kinematics import derive_kinematics
 from dynamica.generator.lower import lower
 from dynamica.generator.model import load_model
@@ -42,18 +43,9 @@ def generate(model, form: str = "composite", backend: str = "c", progress=None,
              mode: str = "symbolic") -> Generated:
     """Run the pipeline up to source text. `progress(stage, seconds)` is called per stage.
 
-    mode="symbolic" unrolls the whole form; mode="numeric" (generator/numeric.py) generates only
-    the joint kinematics, inertias and forces and runs the recursions as hand-written loops.
+    mode="symbolic" unrolls the whole form; mode="numeric" (forms/numeric.py) generates only the
+    joint kinematics, inertias and forces and runs the form's recursion as hand-written loops.
     """
-    from dynamica.generator.numeric import MODES, generate_numeric
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
-    if mode == "numeric":
-        t0 = time.perf_counter()
-        spec = model if hasattr(model, "bodies") else load_model(model)
-        if progress is not None and spec is not model:
-            progress("load", time.perf_counter() - t0)
-        return generate_numeric(spec, form=form, backend=backend, progress=progress)
     timings = {}
 
     def stage(name, fn, *args):
@@ -65,13 +57,13 @@ def generate(model, form: str = "composite", backend: str = "c", progress=None,
             progress(name, timings[name])
         return out
 
+    form = check_form(form, mode)
     spec = model if hasattr(model, "bodies") else stage("load", load_model, model)
-    form = resolve(form)
     topo = stage("topology", build_topology, spec)
     kin = stage("kinematics", derive_kinematics, spec, topo)
-    eom = stage("equations", form_equations, kin, form)
+    eom = stage("equations", form_equations, kin, form, mode)
     if wanted(spec) or eom.kind == "hamiltonian":
-        stage("outputs", attach_outputs, eom, spec, topo)
+        eom = stage("outputs", attach_outputs, eom, spec, topo)
     mod = stage("lower", lower, eom, spec)
     bundle = stage("render", render, mod, backend)
     return Generated(spec, topo, kin, eom, mod, bundle, timings)

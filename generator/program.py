@@ -35,6 +35,12 @@ class Program:
         self.assignments: list[tuple[sp.Symbol, sp.Expr]] = []
         self._names: set[str] = set()
 
+    def fork(self) -> "Program":
+        """A program that starts with this one's intermediates and grows on its own."""
+        out = Program()
+        out.assignments, out._names = list(self.assignments), set(self._names)
+        return out
+
     def let(self, name: str, value) -> sp.Expr:
         value = sp.sympify(value) if not isinstance(value, sp.Basic) else value
         if value.is_Atom or (value.is_Mul and len(value.args) == 2 and value.args[0] == -1

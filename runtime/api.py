@@ -199,10 +199,9 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     form="auto" picks the cheapest form: by the flop formulas of chapter 4 (select_by=
     "predicted", the dissertation's choice) or by timing every compiled form ("measured").
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
-    run as hand-written loops (generator/numeric.py; composite, articulated and ltdl forms).
+    run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
     """
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
-    from dynamica.generator.forms import resolve
     spec = load_model(path)
     form = form or spec.simulate.form or "composite"
     if form == "auto":
@@ -213,22 +212,20 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
             form = selection.select(path, measure=True).recommended
         else:
             raise ValueError(f"select_by must be 'predicted' or 'measured', not {select_by!r}")
+    from dynamica.generator.forms import check_form, forms_of
+    from dynamica.generator.render import resolve_backend
+    forms_of(mode)                                  # ValueError naming the modes
     try:
-        form = resolve(form)
+        form = check_form(form, mode)
     except KeyError as exc:
         raise ModelError(str(path), [Problem("form", str(exc.args[0]))]) from None
-    from dynamica.generator import numeric
-    if mode not in numeric.MODES:
-        raise ValueError(f"unknown mode {mode!r}; available: {', '.join(numeric.MODES)}")
-    from dynamica.generator.render import resolve_backend
+    except ValueError as exc:
+        raise ModelError(str(path), [Problem("form", str(exc))]) from None
     try:
         backend = resolve_backend(backend)
     except ValueError as exc:
         raise ModelError(str(path), [Problem("backend", str(exc))]) from None
-    parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode()]
-    if mode == "numeric":
-        numeric.check_form(form)
-        parts += [mode.encode(), numeric.core_digest().encode()]
+    parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode(), mode.encode()]
     cache = Path(cache) if cache is not None else cache_root()
     key = hashlib.sha256(b"\0".join(parts)).hexdigest()
     idx = _index_path(cache, key)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from dynamica.errors import ModelError
 from dynamica.generator import cost
 from dynamica.generator.model import DynamicaWarning
-from dynamica.generator.numeric import MODES  # the generation modes (symbolic, numeric)
+from dynamica.generator.forms import MODES, NUMERIC_FORMS  # the generation modes and numeric mode's forms
 
 #: the iteration count the dissertation assumes when it predicts ITR (tables 5.2, 5.3: K = 2)
 DEFAULT_K = 2
@@ -124,10 +124,10 @@ def _symbolic_size(rep, form):
 def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, progress=None,
            modes=MODES) -> SelectReport:
     """Predicted flops, generated operations and (measure=True) measured us per call of each form,
-    in each of `modes` (numeric mode only for the forms it has: generator.numeric.SUPPORTED_FORMS)."""
+    in each of `modes` (numeric mode only for the forms it has: forms.NUMERIC_FORMS)."""
     from dynamica.generator.forms import ALIASES, EQUATION_FORMS, resolve
     from dynamica.generator.model import load_model
-    from dynamica.generator.numeric import SUPPORTED_FORMS
+    SUPPORTED_FORMS = tuple(NUMERIC_FORMS)
     from dynamica.generator.topology import build_topology
     unknown = [m for m in modes if m not in MODES]
     if unknown:

@@ -40,7 +40,7 @@ def test_generated_ops_are_the_compiled_modules(models_dir):
 
 
 def test_modes(models_dir, monkeypatch):
-    from dynamica.generator.numeric import SUPPORTED_FORMS
+    from dynamica.generator.forms import NUMERIC_FORMS as SUPPORTED_FORMS
     from dynamica.runtime import selection
     rep = select(models_dir / "chain7.yaml")
     assert {r.form for r in rep.rows if r.mode == "numeric"} == set(SUPPORTED_FORMS)

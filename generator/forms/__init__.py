@@ -21,11 +21,18 @@ by the form's `kind`:
     momenta  (t, q, qd, p) -> pm            p = B^T M v (1.49)
     mass     (t, q, p)     -> M
 A form may add kernels of its own (`extra_kernels`), e.g. the residual of the iterative
-solver; the renderer's entry points for `kind` decide how they are called.
+solver; the renderer's entry points for the module kind (`entries`) decide how they are called.
+
+Generation modes (`MODES`): "symbolic" unrolls the whole form (`EQUATION_FORMS`); "numeric"
+(forms/numeric.py, `NUMERIC_FORMS`) generates only the per-joint terms and runs the form's
+recursion as the hand-written loops of runtime/numeric_core.h (module kind "numeric").
+
+`form_equations` is a pure stage: the form works on its own copy of the kinematics' program.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
@@ -34,6 +41,10 @@ from dynamica.generator.program import Program
 
 EQUATION_FORMS: dict = {}
 ALIASES: dict = {}
+#: forms with a numeric-mode variant (forms/numeric.py): name -> form(kin)
+NUMERIC_FORMS: dict = {}
+#: generation mode -> its registry of forms
+MODES = {"symbolic": EQUATION_FORMS, "numeric": NUMERIC_FORMS}
 
 
 @dataclass
@@ -54,7 +65,9 @@ class EquationsOfMotion:
     aliases: dict = field(default_factory=dict)   # hamiltonian: qd symbol -> program symbol
     extra_kernels: tuple = ()        # KernelSpec of form-specific kernels
     info: dict = field(default_factory=dict)      # form-specific metadata exported by the module
-    entries: str = ""                # entry points (render.ENTRY_POINTS); default: the kind's
+    entries: str = ""                # module kind: its kernels (KERNELS) and entry points; default: `kind`
+    mode: str = "symbolic"           # generation mode (MODES): part of the module's name
+    tables: tuple = ()               # ((name, integers), ...): constant tables of the module (numeric mode)
 
 
 @dataclass(frozen=True)
@@ -66,25 +79,37 @@ class KernelSpec:
     aliases: tuple = ()              # ((input symbol, program symbol), ...) replaced in this kernel
     symbols: tuple = ()              # ((role, (symbols...)), ...) for roles beyond t/q/qd/pm/p
     program: object = None           # the program its expressions live in (default: the form's)
+    skip_zero_stores: bool = False   # stores of the literal 0 are left out (the caller clears the array)
+    hints: tuple = ()                # to the backend, e.g. "O1": compile with less optimization
+
+
+def _lagrangian_kernels(eom: EquationsOfMotion) -> list:
+    o = eom.outputs
+    if eom.mass_in_dynamics:
+        return [KernelSpec("dynamics", ("t", "q", "qd", "p"), (("qdd", o["qdd"]), ("M", o["mass_matrix"])))]
+    return [KernelSpec("dynamics", ("t", "q", "qd", "p"), (("qdd", o["qdd"]),)),
+            KernelSpec("mass", ("t", "q", "p"), (("M", o["mass_matrix"]),))]
+
+
+def _hamiltonian_kernels(eom: EquationsOfMotion) -> list:
+    o = eom.outputs
+    return [KernelSpec("hamilton", ("t", "q", "pm", "p"), (("qd", o["qd"]), ("pmd", o["pmd"])),
+                       aliases=tuple(eom.aliases.items())),
+            KernelSpec("momenta", ("t", "q", "qd", "p"), (("pm", o["momenta"]),)),
+            KernelSpec("mass", ("t", "q", "p"), (("M", o["mass_matrix"]),))]
+
+
+#: module kind -> the kernels its entry points call (before the form's own `extra_kernels`)
+KERNELS = {"lagrangian": _lagrangian_kernels, "iterative": _lagrangian_kernels,
+           "hamiltonian": _hamiltonian_kernels, "numeric": lambda eom: []}
 
 
 def kernel_specs(eom: EquationsOfMotion) -> tuple:
-    """The kernels of a module, by kind (see the module docstring)."""
-    o = eom.outputs
-    if eom.kind == "lagrangian":
-        if eom.mass_in_dynamics:
-            ks = [KernelSpec("dynamics", ("t", "q", "qd", "p"), (("qdd", o["qdd"]), ("M", o["mass_matrix"])))]
-        else:
-            ks = [KernelSpec("dynamics", ("t", "q", "qd", "p"), (("qdd", o["qdd"]),)),
-                  KernelSpec("mass", ("t", "q", "p"), (("M", o["mass_matrix"]),))]
-    elif eom.kind == "hamiltonian":
-        ks = [KernelSpec("hamilton", ("t", "q", "pm", "p"), (("qd", o["qd"]), ("pmd", o["pmd"])),
-                         aliases=tuple(eom.aliases.items())),
-              KernelSpec("momenta", ("t", "q", "qd", "p"), (("pm", o["momenta"]),)),
-              KernelSpec("mass", ("t", "q", "p"), (("M", o["mass_matrix"]),))]
-    else:
-        raise ValueError(f"unknown kind {eom.kind!r}")
-    return tuple(ks) + tuple(eom.extra_kernels)
+    """The kernels of a module (see the module docstring)."""
+    kind = eom.entries or eom.kind
+    if kind not in KERNELS:
+        raise ValueError(f"unknown module kind {kind!r}")
+    return tuple(KERNELS[kind](eom)) + tuple(eom.extra_kernels)
 
 
 def register(name: str, *aliases: str):
@@ -106,8 +131,26 @@ def resolve(name: str) -> str:
                    + ", ".join(f"{k} ({a})" for a, k in ALIASES.items()))
 
 
-def form_equations(kin, form: str = "composite") -> EquationsOfMotion:
-    return EQUATION_FORMS[resolve(form)](kin)
+def forms_of(mode: str) -> dict:
+    """The registry of forms of a generation mode (ValueError listing the modes)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
+    return MODES[mode]
+
+
+def check_form(form: str, mode: str = "symbolic") -> str:
+    """Canonical name of `form`, which `mode` must have (ValueError listing what it has)."""
+    name = resolve(form)
+    if name not in forms_of(mode):
+        raise ValueError(f"form {form!r} is not available in {mode} mode; supported: "
+                         f"{', '.join(forms_of(mode))} (use mode='symbolic' for the others)")
+    return name
+
+
+def form_equations(kin, form: str = "composite", mode: str = "symbolic") -> EquationsOfMotion:
+    """The equations of `form` in `mode`; `kin` is left as it is (the form extends a copy of its program)."""
+    fn = forms_of(mode)[check_form(form, mode)]
+    return fn(dataclasses.replace(kin, program=kin.program.fork(), force_values={}))
 
 
 def _discover():

@@ -17,6 +17,8 @@ from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel
 
 PREFIX = "dyn_k_"      # kernels
 ENTRY = "dyn_"        # entry points (the module's C interface)
+#: kernel hint -> function attribute (runtime/dynamica_helpers.h)
+HINTS = {"O1": "DYN_O1"}
 
 
 def _c_args(kernel: ir.Kernel) -> str:
@@ -67,7 +69,8 @@ def kernel_context(kernel: ir.Kernel, printer_cls=CPrinter) -> dict:
     driver += [f"memset(out_{a} + {i}, 0, {n} * sizeof(double));" for a, i, n in zeros]
     if nw > STACK_DOUBLES:
         driver.append("free(dyn_w);")
-    return {"cname": cname, "c_args": _c_args(kernel), "parts": out_parts, "driver": driver}
+    attr = "".join(f"{HINTS[h]} " for h in kernel.hints)
+    return {"cname": cname, "c_args": _c_args(kernel), "parts": out_parts, "driver": driver, "attr": attr}
 
 
 def scratch(name, size, outputs):
@@ -181,20 +184,61 @@ def iterative_preamble(mod: ir.ModuleIR) -> list:
             f"static dyn_itr_state dyn_itr_st = DYN_ITR_STATE({n}, dyn_itr_H);"]
 
 
+def numeric_entries(mod: ir.ModuleIR) -> list:
+    """Numeric mode (forms/numeric.py): the form's recursion in runtime/numeric_core.h over the
+    generated terms kernel and the topology tables (`numeric_preamble`)."""
+    n, form = len(mod.coordinates), mod.form
+    terms = f"{PREFIX}numeric_terms"
+    return [
+        {"signature": _qdd_signature(),
+         "lines": [f"DYN_NM_WITH_WORK(DYN_NM_WORK_{form.upper()}(DYN_NM_NB, DYN_NM_N),",
+                   f"                 dyn_nm_{form}_qdd(&dyn_nm_tp, {terms}, t, q, qd, p, qdd, work), qdd, DYN_NM_N);"]},
+        {"signature": _mass_signature(),
+         "lines": ["DYN_NM_WITH_WORK(DYN_NM_WORK_MASS(DYN_NM_NB, DYN_NM_N),",
+                   f"                 dyn_nm_mass(&dyn_nm_tp, {terms}, t, q, p, M, work), M, DYN_NM_N * DYN_NM_N);"]},
+        _rhs_entry(n)]
+
+
+def numeric_preamble(mod: ir.ModuleIR) -> list:
+    """The hand-written core and the topology it runs over (the module's tables)."""
+    names = ", ".join(name for name, _ in mod.tables)
+    return ['#include "numeric_core.h"', f"#define DYN_NM_NB {dict(mod.info)['bodies']}",
+            f"#define DYN_NM_N {len(mod.coordinates)}",
+            f"static const dyn_nm_topo dyn_nm_tp = {{DYN_NM_NB, DYN_NM_N, {names}}};"]
+
+
 #: ModuleIR.entries -> function(mod) -> [{"signature", "lines"}]
 ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries,
-                "iterative": iterative_entries}
+                "iterative": iterative_entries, "numeric": numeric_entries}
 #: ModuleIR.entries -> function(mod) -> lines at file scope of the kernel header (before the kernels)
-PREAMBLES = {"iterative": iterative_preamble}
+PREAMBLES = {"iterative": iterative_preamble, "numeric": numeric_preamble}
+
+
+def tables(mod: ir.ModuleIR, per_line=24) -> list:
+    """The module's constant integer tables as C arrays."""
+    out = []
+    for name, values in mod.tables:
+        vals = [str(int(v)) for v in values]
+        out.append(f"static const int {name}[{len(vals)}] = {{")
+        out += ["    " + ", ".join(vals[k:k + per_line]) + ("," if k + per_line < len(vals) else "")
+                for k in range(0, len(vals), per_line)]
+        out.append("};")
+    return out
 
 
 def output_entry(mod: ir.ModuleIR) -> list:
-    """The entry point of the `outputs` kernel (generator/outputs.py), if the module has one."""
-    if "outputs" not in kernel_names(mod):
+    """The entry point of the `outputs` kernel (generator/outputs.py), if the module has one; a
+    kernel that takes q'' (numeric mode) gets it from the module's qdd entry point."""
+    k = next((k for k in mod.kernels if k.name == "outputs"), None)
+    if k is None:
         return []
-    return [{"signature": f"void {ENTRY}outputs(double t, const double *q, const double *qd, const double *p, "
-                          "double *out)",
-             "lines": [f"{PREFIX}outputs(t, q, qd, p, out);"]}]
+    signature = f"void {ENTRY}outputs(double t, const double *q, const double *qd, const double *p, double *out)"
+    if "qdd" not in {i.name for i in k.inputs}:
+        return [{"signature": signature, "lines": [f"{PREFIX}outputs(t, q, qd, p, out);"]}]
+    n = len(mod.coordinates)
+    buf, release = scratch("qdd", n, [("out", k.outputs[0].size)])
+    return [{"signature": signature,
+             "lines": buf + [f"{ENTRY}qdd(t, q, qd, p, qdd);", f"{PREFIX}outputs(t, q, qd, qdd, p, out);"] + release}]
 
 
 def header_context(mod: ir.ModuleIR) -> dict:
@@ -204,6 +248,7 @@ def header_context(mod: ir.ModuleIR) -> dict:
         "kernels": [kernel_context(k) for k in mod.kernels],
         "entries": ENTRY_POINTS[mod.entries](mod) + output_entry(mod),
         "preamble": PREAMBLES[mod.entries](mod) if mod.entries in PREAMBLES else [],
+        "tables": tables(mod),
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
     }
 
@@ -213,5 +258,6 @@ C = register(Backend(
     templates=(("kernels.h.j2", "{module}_kernels.h", header_context, None),),
     declarations=lambda mod: (f'#include "{mod.module_name}_kernels.h"',),
     entry_symbol=lambda mod, name: f"{ENTRY}{name}",
-    helpers=("dynamica_helpers.h", "dynamica_itr.h"),
+    helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h"),
+    kinds=("lagrangian", "hamiltonian", "iterative", "numeric"),
     description="C99 kernels in a header the module file includes"))
