@@ -24,9 +24,15 @@ re-implemented here from the published description (no code was copied):
 * STEP's round-off floor: when ``0.5 < 2u ||y / wt||`` the requested accuracy cannot be met
   and an :class:`~dynamica.errors.IntegrationError` names the smallest sensible ``rtol``;
   compensated summation (STEP's ``nornd``) when the tolerance is within a factor 100 of it;
-* DDEABM's stiffness test: count consecutive steps taken at order <= 4; if a run of 50 such
-  steps was seen within a block of 500 steps, the problem "appears stiff"
-  (:class:`StiffnessError`, or a :class:`StiffnessWarning` with ``on_stiff="warn"``);
+* DDEABM's stiffness test, with steps counted only when the step size is limited by
+  stability: ``h |lambda| >= B_k / 2`` (``|lambda|`` from the two evaluations of the PECE step
+  at the same t, ``B_k`` the real stability interval of the order-k pair) and the order is
+  <= 4; 50 such steps in a run within a block of 500 steps make the problem "appear stiff"
+  (a :class:`StiffnessWarning` by default and the run goes on, :class:`StiffnessError` with
+  ``on_stiff="raise"``).  Low order after a jump of f comes with small steps and does not count;
+* the first step is also bounded by the curvature of the solution (one extra evaluation), and
+  ``max_step`` / ``first_step`` are applied times 0.9024 so that steps do not lock onto round
+  values (docs/adams.md, non-smooth right-hand sides);
 * INTRP: the dense output on the last step integrates the Adams interpolating polynomial of
   the derivative (order ``kold + 1``) from the end of the step.
 
@@ -131,12 +137,14 @@ class Adams(OdeSolver):
         round-off limit raise :class:`IntegrationError` naming the smallest sensible rtol
         (no silent clipping).
     max_step : float
-        Largest step size.
+        Upper bound of the step size (the steps taken are at most 0.9024 max_step).
     first_step : float, optional
-        Initial step size; default: STEP's ``min(|t_bound - t0|, 0.25 sqrt(1/||f/wt||))``.
-    on_stiff : {"raise", "warn", "ignore"}
-        What DDEABM's "appears stiff" test does: raise :class:`StiffnessError` (default),
-        warn with :class:`StiffnessWarning` and continue, or nothing.
+        Upper bound of the initial step size (0.9024 first_step is taken); default: STEP's
+        ``min(|t_bound - t0|, 0.25 sqrt(1/||f/wt||))``, further bounded by the curvature
+        ``sqrt(0.5 / ||y''||)`` and ``100 h0`` (see ``runtime/adams_core.pyx``, start_bound).
+    on_stiff : {"warn", "raise", "ignore"}
+        What the "appears stiff" test does: warn with :class:`StiffnessWarning` and continue
+        (default), raise :class:`StiffnessError`, or nothing.
 
     Attributes
     ----------
@@ -147,7 +155,7 @@ class Adams(OdeSolver):
     """
 
     def __init__(self, fun, t0, y0, t_bound, max_step=np.inf, rtol=1e-3, atol=1e-6,
-                 vectorized=False, first_step=None, on_stiff="raise", **extraneous):
+                 vectorized=False, first_step=None, on_stiff="warn", **extraneous):
         warn_extraneous(extraneous)
         super().__init__(fun, t0, y0, t_bound, vectorized)
         n = self.n

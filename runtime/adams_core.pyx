@@ -34,6 +34,8 @@ cdef enum:
     MAXORD = 12
     STIFF_RUN = 50
     STIFF_BLOCK = 500
+    STIFF_ORDER = 4
+    STIFF_GAP = 6
 
 # status codes (also exported to Python)
 cdef enum:
@@ -56,6 +58,18 @@ cdef double U = DBL_EPSILON
 cdef double TWOU = 2.0 * DBL_EPSILON
 cdef double FOURU = 4.0 * DBL_EPSILON
 
+# Length of the real stability interval (-B_k, 0) of the PECE pair of order k (Adams-Bashforth
+# of order k predicting, the (k+1)-point Adams-Moulton corrector, constant steps); index 0
+# unused.  tests/test_adams_nonsmooth.py recomputes them from the characteristic polynomial.
+cdef double STAB_B[STIFF_ORDER + 1]
+STAB_B[:] = [0.0, 2.0, 2.4, 1.934, 1.411]
+# A step counts as stability-limited when h rho >= STIFF_FRAC B_k (docs/adams.md, stiffness).
+cdef double STIFF_FRAC = 0.5
+# max_step (and a given first_step) are applied as STEP_CAP times their value: a mesh of
+# capped steps does not land on the round multiples of max_step where a periodic forcing of
+# that period looks constant (docs/adams.md, non-smooth right-hand sides).
+cdef double STEP_CAP = 0.9 + 0.01 * (5.0 ** 0.5 - 2.0)
+
 # 1-based tables: GSTR[i] = |gamma*_i| (exact, see runtime/adams.py gamma_star), TWO[i] = 2**i.
 cdef double GSTR[MAXORD + 2]
 cdef double TWO[MAXORD + 2]
@@ -77,6 +91,11 @@ cdef void _tables():
     GSTR[0] = 0.0
 
 _tables()
+
+
+def stab_table():
+    """STAB_B[1..4] (for tests)."""
+    return [STAB_B[i] for i in range(1, STIFF_ORDER + 1)]
 
 
 def gstr_table():
@@ -106,7 +125,7 @@ cdef struct State:
     double h
     double hold
     double tb
-    double max_step
+    double max_step     # the cap applied: STEP_CAP * the max_step asked for
     double eps_factor
     int k
     int kold
@@ -122,11 +141,14 @@ cdef struct State:
     long nsteps
     long max_steps
     long hist[MAXORD + 2]
-    # DDES stiffness test
-    int kle4
+    # stiffness test (DDES's, with the stability check): h |lambda| of the last step, run counters
+    double hrho
+    int nstab
+    int nfree
     int stiff
     int ksteps
     long nstiff
+    double stiff_t
     # tolerances (per component)
     const double *rtol
     const double *atol
@@ -276,6 +298,37 @@ cdef inline void intrp(State *s, double xout, double *out) noexcept nogil:
     intrp_raw(s.n, s.kold, s.x, s.y, s.phi + s.n, s.psi, xout, out)
 
 
+cdef int start_bound(State *s, double h, double sn, double *absh) noexcept nogil:
+    """Bound the first step by the curvature of the solution (one extra evaluation).
+
+    STEP's first step, 0.25 / sqrt(||f0||), sees only f0: where f0 = 0 it takes the whole
+    interval (or max_step), and a forcing that is zero at both ends of it looks absent.  As in
+    Hairer, Norsett & Wanner I (II.4) and Gladwell, Shampine & Brankin 1987: probe with
+    h0 = 0.01 ||y0|| / ||f0|| (1e-6 when either is below 1e-5), estimate
+    ||y''|| = ||f(x0 + h0, y0 + h0 f0) - f0|| / h0, and take at most 100 h0 and
+    sqrt(0.5 / ||y''||) (the step whose order-1 error estimate, h^2/2 ||y''||, is 1/4).
+    """
+    cdef int n = s.n, l, code
+    cdef double d0 = wnorm(s.y, s.rwt, n), h0, d2, acc, v
+    cdef double hmin = 16.0 * FOURU * fabs(s.x)
+    h0 = 1e-6 if (d0 < 1e-5 or sn < 1e-5) else 0.01 * d0 / sn
+    h0 = min(max(h0, hmin), fabs(h))
+    for l in range(n):
+        s.pp[l] = s.y[l] + copysign(h0, h) * s.yp[l]
+    code = feval(s, s.x + copysign(h0, h), s.pp, s.temp4, h0)
+    if code != ST_OK:
+        return code
+    acc = 0.0
+    for l in range(n):
+        v = (s.temp4[l] - s.yp[l]) * s.rwt[l]
+        acc += v * v
+    d2 = sqrt(acc) / h0
+    if d2 > 0.0:
+        absh[0] = min(absh[0], sqrt(0.5 / d2))
+    absh[0] = min(absh[0], 100.0 * h0)
+    return ST_OK
+
+
 cdef int step_core(State *s) noexcept nogil:
     """One call of STEP: a successful step from s.x (retrying after failures).
 
@@ -298,7 +351,7 @@ cdef int step_core(State *s) noexcept nogil:
     cdef double *ynew = s.ynew
     cdef double *swap
     cdef double x = s.x, h = s.h, tb = s.tb, xnew, xold, hold
-    cdef double eps = 1.0, p5eps, round_, sn, absh, acc, v, tau, rho
+    cdef double eps = 1.0, p5eps, round_, sn, absh, acc, v, tau, rho, dfs
     cdef double erkm2, erkm1, erk, erkp1, err, temp1, temp2, temp5, hnew, r
 
     # Block 0: step size and tolerance checks, start.
@@ -320,8 +373,12 @@ cdef int step_core(State *s) noexcept nogil:
             phi[2 * n + l] = 0.0
         sn = wnorm(yp, rwt, n)
         absh = fabs(h)
-        if not (s.force_k or s.h_given) and eps < 16.0 * sn * h * h:
-            absh = 0.25 * sqrt(eps / sn)
+        if not (s.force_k or s.h_given):
+            if eps < 16.0 * sn * h * h:
+                absh = 0.25 * sqrt(eps / sn)
+            code = start_bound(s, h, sn, &absh)
+            if code != ST_OK:
+                return code
         h = copysign(max(absh, FOURU * fabs(x)), h)
         s.hold = 0.0
         s.k = 1
@@ -465,6 +522,17 @@ cdef int step_core(State *s) noexcept nogil:
     code = feval(s, x, ynew, yp, h)
     if code != ST_OK:
         return code
+    # f was evaluated twice at x, at the prediction and at the correction: the ratio of the
+    # differences estimates |lambda| of the Jacobian in the direction of the correction (a jump
+    # of f in t cancels).  temp4 = f^p - phi^p_1, so f_{n+1} - f^p = (f_{n+1} - phi^p_1) - temp4.
+    acc = 0.0
+    dfs = 0.0
+    for l in range(n):
+        v = (ynew[l] - pp[l]) * rwt[l]
+        acc += v * v
+        v = (yp[l] - phi[n + l] - temp4[l]) * rwt[l]
+        dfs += v * v
+    s.hrho = absh * sqrt(dfs / acc) if acc > 0.0 else 0.0
     for l in range(n):
         phi[kp1 * n + l] = yp[l] - phi[n + l]
         phi[kp2 * n + l] = phi[kp1 * n + l] - phi[kp2 * n + l]
@@ -584,16 +652,27 @@ cdef int step_one(State *s) noexcept nogil:
         code = record_step(s)
         if code != ST_OK:
             return code
-    # DDES: a run of 50 consecutive steps at order <= 4 within a block of 500 steps.
-    s.kle4 = 0 if s.kold > 4 else s.kle4 + 1
-    if s.kle4 >= STIFF_RUN:
-        s.stiff = 1
+    # DDES: a run of 50 steps at order <= 4 within a block of 500 steps, where a step counts
+    # only if it is also limited by stability, h |lambda| >= STIFF_FRAC B_k (low order after a
+    # discontinuity comes with small steps and does not count); a run survives up to
+    # STIFF_GAP - 1 steps that do not count (Hairer's rule in DOPRI5).
+    if s.kold <= STIFF_ORDER and s.hrho >= STIFF_FRAC * STAB_B[s.kold]:
+        s.nstab += 1
+        s.nfree = 0
+        if s.nstab >= STIFF_RUN and not s.stiff:
+            s.stiff = 1
+            if s.nstiff == 0:
+                s.stiff_t = s.x
+    else:
+        s.nfree += 1
+        if s.nfree >= STIFF_GAP:
+            s.nstab = 0
     s.ksteps += 1
     if s.ksteps >= STIFF_BLOCK:
         s.ksteps = 0
         if s.stiff:
             s.stiff = 0
-            s.kle4 = 0
+            s.nstab = 0
             s.nstiff += 1
             return ST_STIFF
     return ST_OK
@@ -723,7 +802,7 @@ cdef class Stepper:
         s.x = t0
         s.t_old = t0
         s.tb = t_bound
-        s.max_step = max_step
+        s.max_step = max_step * STEP_CAP if max_step < INFINITY else INFINITY
         s.max_steps = max_steps
         s.k = 1
         s.start = 1
@@ -739,9 +818,10 @@ cdef class Stepper:
             h0 = float(first_step)
             if not (h0 > 0):
                 raise ValueError("first_step must be positive")
+            h0 = h0 * STEP_CAP
             s.h_given = 1
-        if h0 > max_step:
-            h0 = max_step
+        if h0 > s.max_step:
+            h0 = s.max_step
         s.h = d * h0
 
     cdef int _f0(self) except? -1:
@@ -848,6 +928,7 @@ cdef class Stepper:
         cdef State *s = &self.s
         return {"nfev": s.nfev, "nsteps": s.nsteps, "nrejected": s.nrejected,
                 "order_histogram": [s.hist[j] for j in range(MAXORD + 1)], "nstiff": s.nstiff,
+                "stiff_t": s.stiff_t,
                 "t": s.x, "h": s.h, "hold": s.hold, "eps_factor": s.eps_factor,
                 "component": s.bad_i, "value": s.bad_val, "nbad": s.nbad,
                 "bad_t": s.bad_t, "bad_h": s.bad_h, "capsule": bool(self.capsule)}
@@ -910,6 +991,11 @@ cdef class Stepper:
     property nstiff:
         def __get__(self):
             return self.s.nstiff
+
+    property hrho:
+        """h |lambda| of the last step, |lambda| estimated from its two evaluations at the same t."""
+        def __get__(self):
+            return self.s.hrho
 
     property order_histogram:
         def __get__(self):

@@ -104,25 +104,47 @@ def _error(code, info, rtol, atol, max_steps=None):
     if code == mod.CRASH_STEP:
         return IntegrationError(
             f"step size {abs(info['h']):.3g} too small at t = {info['t']!r} (below 4u|t|); "
-            f"requested accuracy too high or a singularity: suggested rtol = {info['eps_factor'] * rmax:.3g}")
+            f"requested accuracy too high or a singularity: suggested rtol = {info['eps_factor'] * rmax:.3g}"
+            + _stiff_note(info))
     if code == mod.MAXSTEPS:
-        return IntegrationError(f"more than max_steps = {max_steps} steps (reached t = {info['t']!r})")
+        return IntegrationError(f"more than max_steps = {max_steps} steps (reached t = {info['t']!r})"
+                                + _stiff_note(info))
     if code == mod.WTZERO:
         return IntegrationError(f"pure relative error test impossible: component {info['component']} "
                                 f"is zero with atol = 0 at t = {info['t']!r}")
     if code == mod.STIFF:
-        return StiffnessError(
-            f"problem appears stiff: use method='radau' (Adams stayed at order <= 4 for 50+ "
-            f"consecutive steps; t = {info['t']!r}, step size {abs(info['hold']):.3g}, "
-            f"{info['nsteps']} steps, {info['nfev']} evaluations)")
+        return StiffnessError(_stiff_message(info))
     if code == mod.NOMEM:
         return MemoryError("compiled Adams: out of memory for the dense output")
     return IntegrationError(f"compiled Adams failed: {mod.STATUS_NAMES[code]}")
 
 
-def _check(st, code, rtol, atol, max_steps):
+def _stiff_message(info):
+    return (f"problem appears stiff: use method='radau' (from t = {info['stiff_t']!r} on, 50 or more "
+            f"steps at order <= 4 had a step size limited by stability, h |lambda| near the "
+            f"stability boundary; t = {info['t']!r}, step size {abs(info['hold']):.3g}, "
+            f"{info['nsteps']} steps, {info['nfev']} evaluations)")
+
+
+def _stiff_note(info):
+    """The stiffness diagnosis appended to a failure after a detection."""
+    if not info.get("nstiff"):
+        return ""
+    return f"; the problem appeared stiff from t = {info['stiff_t']!r} on: use method='radau'"
+
+
+def _warn_stiff(info, on_stiff, stacklevel=3):
+    from dynamica.runtime.adams import StiffnessWarning
+    if info["nstiff"] and on_stiff == "warn":
+        warnings.warn(f"{_stiff_message(info)} [{info['nstiff']} detection(s)]", StiffnessWarning,
+                      stacklevel=stacklevel)
+
+
+def _check(st, code, rtol, atol, max_steps, on_stiff="ignore"):
     if code == 0:
         return
+    if code != core().STIFF:
+        _warn_stiff(st.info(), on_stiff, stacklevel=4)
     if code == core().PYERR:
         err = st.pop_error()
         if err is not None:
@@ -169,7 +191,7 @@ _EPS = float(np.finfo(float).eps)
 
 
 def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rtol=1e-6, atol=1e-6,
-          max_steps=500_000, first_step=None, max_step=np.inf, on_stiff="raise", use_capsule=True,
+          max_steps=500_000, first_step=None, max_step=np.inf, on_stiff="warn", use_capsule=True,
           events=None, dense_output=False):
     """Integrate with the compiled Adams loop; return a :class:`CompiledAdamsResult`.
 
@@ -180,7 +202,12 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     t_span : (t0, t_bound).  t_eval : output times in t_span (default: the end point only, i.e.
         t_bound or the time of a terminal event).
     rtol, atol : scalars or per-component arrays (weights ``rtol |y| + atol``, as Adams).
-    on_stiff : "raise" (:class:`~dynamica.runtime.adams.StiffnessError`), "warn" or "ignore".
+    on_stiff : what the stiffness test (docs/adams.md) does when it fires: "warn" (default; a
+        :class:`~dynamica.runtime.adams.StiffnessWarning` at the end, or before the error of a
+        run that then fails, whose message also says it), "raise"
+        (:class:`~dynamica.runtime.adams.StiffnessError` at once) or "ignore".
+    first_step, max_step : upper bounds of the first and of every step; the steps taken are
+        at most 0.9024 times them, so that capped steps do not land on round values.
     events : callables ``g(t, y)`` (or one), with scipy's optional attributes ``terminal``
         (bool or a count) and ``direction``.  Each is evaluated once per accepted step (at its
         end); a sign change is located by ``scipy.optimize.brentq`` (xtol = rtol = 4u, as
@@ -192,7 +219,6 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     Raises :class:`~dynamica.errors.IntegrationError` on failure (non-finite RHS, tolerance
     below round-off, step size too small, too many steps).
     """
-    from dynamica.runtime.adams import StiffnessWarning
     if on_stiff not in ("raise", "warn", "ignore"):
         raise ValueError("on_stiff must be 'raise', 'warn' or 'ignore'")
     t0, tb = float(t_span[0]), float(t_span[1])
@@ -214,12 +240,12 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     while j < m and tv[j] == t0:                        # outputs at t0 are y0 itself
         Y[j] = y0
         j += 1
-    _check(st, st.begin(), rtol, atol, max_steps)
+    _check(st, st.begin(), rtol, atol, max_steps, on_stiff)
 
     status, t_end, t_events, y_events = 0, None, None, None
     if events is None:
         code, j = st.run(tv, Y, j, int(max_steps) + 1)
-        _check(st, code, rtol, atol, max_steps)
+        _check(st, code, rtol, atol, max_steps, on_stiff)
     else:
         from scipy.optimize import brentq
         events, max_events, direction = _prepare_events(events)
@@ -234,7 +260,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
             before = st.nsteps
             code, j = run(tv, Y, j, 1)
             if code:
-                _check(st, code, rtol, atol, max_steps)
+                _check(st, code, rtol, atol, max_steps, on_stiff)
             if st.nsteps == before:                      # ended by extrapolation within 4u|t|
                 break
             t = st.t
@@ -269,9 +295,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
             j = min(j, int(np.count_nonzero(d * (tv - t_end) <= 0)))
             tv, Y = tv[:j], Y[:j]
     info = st.info()
-    if info["nstiff"] and on_stiff == "warn":
-        warnings.warn(f"problem appears stiff ({info['nstiff']} detection(s)): use method='radau'",
-                      StiffnessWarning, stacklevel=2)
+    _warn_stiff(info, on_stiff)
     info.update(status=status, n_out=j)
     sol = st.solution(t_end) if dense_output else None
     return CompiledAdamsResult(t=tv, y=Y.T, nfev=info["nfev"], nsteps=info["nsteps"],
