@@ -28,6 +28,7 @@ except ImportError:
     from oracles.spm import build_kane, kane_qdd_function
 
 from conftest import write_model
+from helpers import max_rel_err as _rel
 
 MODEL = {
     "name": "forces_v2",
@@ -57,10 +58,6 @@ MODEL = {
     ],
 }
 DAMPERS = {"mul": 0.0, "c1": 0.0, "cb": [0.0, 0.0, 0.0], "cr": 0.0}
-
-
-def _rel(a, b):
-    return float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / np.maximum(1.0, np.abs(b))))
 
 
 @pytest.fixture(scope="module")

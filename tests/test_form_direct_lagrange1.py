@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 
 import dynamica
@@ -30,19 +28,14 @@ from dynamica.generator.kinematics import derive_kinematics, numeric_values
 from dynamica.generator.model import DynamicaWarning, load_model
 from dynamica.generator.topology import build_topology
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oracles.pin_trees import random_tree, write_yaml
+from helpers import rel_err
 
 RTOL = 1e-10
 FORMS = ("direct", "lagrange1")
 FAST_BUNDLED = {"governor"}          # prismatic + q-dependent A_i + generalized forces and springs
 # LGR needs M_i^-1: puma560's link1 has m1 = 0 by default (tested with overrides below)
 LGR_SKIP = {"puma560"}
-
-
-def rel_err(a, b):
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return float(np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
 
 
 def _compare_modules(model, ref, seed, n=8, spread=0.2, params=None):

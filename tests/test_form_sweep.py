@@ -16,8 +16,6 @@
 from __future__ import annotations
 
 import math
-import os
-import sys
 
 import numpy as np
 import pytest
@@ -32,10 +30,10 @@ from dynamica.generator.kinematics import derive_kinematics, numeric_values
 
 pin = pytest.importorskip("pinocchio")
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import BUNDLED, write_model  # noqa: E402
 from oracles.pin_reactions import pin_solution, pin_transmitted_wrench  # noqa: E402
 from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
+from helpers import rel_err
 
 FORMS = ("articulated", "ltdl")
 RTOL = 1e-10
@@ -53,10 +51,6 @@ FAST_TREES = {"mixed10_custom_welded"}
 def make_tree(case):
     kind, n, tokens, seed, kw = TREES[case]
     return random_tree(kind, n, tokens, np.random.default_rng(seed), name=case, **kw)
-
-
-def rel_err(a, b):
-    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / max(1.0, np.linalg.norm(b)))
 
 
 def skew(r):

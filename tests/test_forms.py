@@ -13,8 +13,6 @@ carry), the independent numpy reference (runtime/reference.py) via `check_agains
 
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 import pytest
@@ -23,8 +21,8 @@ import dynamica
 from dynamica.generator.forms import EQUATION_FORMS
 from dynamica.runtime.check import check_against_reference
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
+from helpers import rel_err as _rel
 
 RTOL = 1e-10
 FORMS = sorted(EQUATION_FORMS)
@@ -37,10 +35,6 @@ TREES = {
 }
 SLOW_TREES = {"star10"}
 BUNDLED = ("driven", "forces_demo", "governor")
-
-
-def _rel(a, b):
-    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / max(1.0, np.linalg.norm(b)))
 
 
 @pytest.fixture(scope="module")

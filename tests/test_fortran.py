@@ -2,8 +2,6 @@
 behind the same module file; differential tests against the C backend's module."""
 
 import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +13,8 @@ from dynamica.generator.render.fortran import fortran_wrap
 from dynamica.runtime.check import check_against_reference
 
 from conftest import MODELS
+from helpers import TREES, tree_path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 needs_gfortran = pytest.mark.skipif(shutil.which("gfortran") is None,
                                     reason="gfortran is not installed (apt-get install -y gfortran)")
@@ -28,30 +26,21 @@ def pair(name, form):
     """(Fortran model, C model) of a bundled model or a random tree (TREES), compiled once per session."""
     key = (name, form)
     if key not in _PAIRS:
-        path = tree_path(name) if name in TREES else MODELS / f"{name}.yaml"
+        path = _tree(name) if name in TREES else MODELS / f"{name}.yaml"
         _PAIRS[key] = (dynamica.load(path, form=form, backend="fortran"), dynamica.load(path, form=form))
     return _PAIRS[key]
 
 
-#: random trees of tests/oracles/pin_trees.py (1-, 2-, 3-DOF, custom and welded joints, a free base)
-TREES = {"chain5_123": ("chain", 5, (1, 2, 3), 301, {}),
-         "mixed7_custom_welded": ("mixed", 7, (1, 2, 3, "custom", "welded"), 302, {}),
-         "star6_free": ("star", 6, (1, 2, 3), 303, {"base_joint": "free"})}
 _TREE_DIR = []
 
 
-def tree_path(name):
-    from oracles.pin_trees import random_tree, write_yaml
+def _tree(name):
     if not _TREE_DIR:
         import atexit
         import tempfile
         _TREE_DIR.append(tempfile.mkdtemp(prefix="dyn_fortran_trees_"))
         atexit.register(shutil.rmtree, _TREE_DIR[0], True)
-    kind, n, tokens, seed, kw = TREES[name]
-    path = Path(_TREE_DIR[0]) / f"{name}.yaml"
-    if not path.exists():
-        write_yaml(random_tree(kind, n, tokens, np.random.default_rng(seed), name=name, **kw), path)
-    return path
+    return tree_path(name, _TREE_DIR[0])
 
 
 def _close(a, b, rtol=1e-12):
@@ -83,7 +72,7 @@ SLOW = [("double_pendulum", "articulated"), ("double_pendulum", "hamilton-compos
 _COVERED = {name for name, _ in FAST + SLOW}
 EVERY = [(m.stem, "composite") for m in sorted(MODELS.glob("*.yaml")) if m.stem not in _COVERED] \
     + [(t, "composite") for t in TREES] + [(t, "articulated") for t in TREES]
-FAST.append(("mixed7_custom_welded", "ltdl"))
+FAST.append(("mixed8_custom_welded", "ltdl"))
 CASES = FAST + [pytest.param(*c, marks=pytest.mark.slow) for c in SLOW + EVERY]
 
 

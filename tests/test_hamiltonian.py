@@ -25,8 +25,6 @@ Checked against
 
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 import pytest
@@ -38,7 +36,6 @@ from dynamica.runtime.check import check_against_reference
 
 from conftest import BUNDLED, MODELS, write_model
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
 
 FORMS = ("hamilton-composite", "hamilton-lagrange1", "hamilton-articulated", "hamilton-ltdl")

@@ -18,7 +18,6 @@ are ~1e-13.
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -27,7 +26,6 @@ import yaml
 import dynamica
 from dynamica.generator.forms import resolve
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
 
 RTOL = 1e-10

@@ -9,8 +9,6 @@ agrees with the symbolic one. A 200-body chain generates and compiles well withi
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from pathlib import Path
 
@@ -20,16 +18,12 @@ import pytest
 import dynamica
 from dynamica.runtime.check import check_against_reference
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
+from helpers import TREES, tree_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.yaml"))
 FORMS = ("composite", "articulated", "ltdl")
 RTOL = 1e-10
-TREES = {"chain6_123": ("chain", 6, (1, 2, 3), 201, {}),
-         "mixed8_custom_welded": ("mixed", 8, (1, 2, 3, "custom", "welded"), 202, {}),
-         "star9_free": ("star", 9, (1, 2, 3), 203, {"base_joint": "free"})}
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -45,14 +39,11 @@ def rel(a, b):
 
 @pytest.fixture(scope="module")
 def tree_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("numeric_trees")
-    for name, (kind, n, tokens, seed, kw) in TREES.items():
-        write_yaml(random_tree(kind, n, tokens, np.random.default_rng(seed), name=name, **kw), d / f"{name}.yaml")
-    return d
+    return tmp_path_factory.mktemp("numeric_trees")
 
 
 def model_path(name, tree_dir):
-    return tree_dir / f"{name}.yaml" if name in TREES else ROOT / "models" / f"{name}.yaml"
+    return tree_path(name, tree_dir) if name in TREES else ROOT / "models" / f"{name}.yaml"
 
 
 def compare(path, form, samples=8, seed=0):

@@ -13,8 +13,6 @@ Two layers, so that a failure can be localized:
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
 import numpy as np
@@ -22,7 +20,7 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from helpers import rel_err  # noqa: E402
 from oracles.pin_trees import (  # noqa: E402
     random_tree,
     write_yaml,
@@ -64,10 +62,6 @@ def states_and_params(tree, seed, n=N_STATES):
         overrides = {} if k == 0 else tree.random_overrides(rng)
         out.append((q, qd, overrides))
     return out
-
-
-def rel_err(a, b):
-    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / max(1.0, np.linalg.norm(b)))
 
 
 def pin_answers(tree, q, qd, overrides):

@@ -15,20 +15,12 @@ import pathlib
 import numpy as np
 import pytest
 import yaml
+from helpers import max_rel_err as rel_err
 
-try:
-    from tests.oracles.spm import OracleModelError, kane_qdd_function
-except ImportError:  # tests/ itself on sys.path (rootdir insertion)
-    from oracles.spm import OracleModelError, kane_qdd_function
+from oracles.spm import OracleModelError, kane_qdd_function
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 RTOL = 1e-10
-
-
-def rel_err(a, b):
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b)))) if a.size else 0.0
 
 
 # =====================================================================================

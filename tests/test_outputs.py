@@ -9,9 +9,6 @@ form's q'' and closed forms of the force laws.
 
 from __future__ import annotations
 
-import copy
-import os
-import sys
 
 import numpy as np
 import pytest
@@ -19,16 +16,12 @@ import yaml
 
 import dynamica
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import write_model  # noqa: E402
 from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
 
 pin = pytest.importorskip("pinocchio")
 from oracles.pin_reactions import pin_solution, pin_transmitted_wrench  # noqa: E402
-
-
-def _rel(a, b):
-    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / max(1.0, np.linalg.norm(b)))
+from helpers import rel_err as _rel
 
 
 def _ddt(x, h):
