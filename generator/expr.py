@@ -1,4 +1,4 @@
-"""Restricted expression parser for model files (MODEL_FORMAT.md, "Expressions").
+"""Restricted expression parser for model files (docs/model_format.md, "Expressions").
 
 Model text is data: it is parsed with Python's `ast` and walked over a whitelist of node
 types, building sympy objects by constructor. Nothing is ever evaluated (`eval`, `sympify`

@@ -1,4 +1,4 @@
-"""The Python API of ../shared/API.md: `load`, the compiled model object and `simulate`."""
+"""The Python API (docs/api.md): `load`, the compiled model object and `simulate`."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ class CompiledModel:
         return tuple(info.get("output_layout", (("qdd", (self.n,)),)))
 
     def outputs(self, t, q, qd, params=None) -> dict:
-        """What the model's `outputs` section asks for (API.md), plus "qdd": name -> ndarray."""
+        """What the model's `outputs` section asks for (docs/model_format.md), plus "qdd": name -> ndarray."""
         q, qd = self._vec(q, "q"), self._vec(qd, "qd")
         if not hasattr(self.module, "outputs"):            # no outputs section: qdd only
             return {"qdd": self.qdd(q, qd, t, params)}

@@ -16,6 +16,10 @@ from pathlib import Path
 
 from dynamica.errors import DynamicaError
 
+#: the reference documentation in the repository
+MODEL_DOC = "docs/model_format.md"
+API_DOC = "docs/api.md"
+
 
 def _progress(verbose):
     def report(stage, seconds):
@@ -155,14 +159,16 @@ def cmd_select(args):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="dynamica", description="Equations of motion of rigid-body trees "
-                                 "as compiled extensions (after Dynamica90).")
+                                 "as compiled extensions (after Dynamica90).",
+                                 epilog=f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}. "
+                                 "Each command has its own --help.")
     ap.add_argument("--version", action="version", version=f"dynamica {__import__('dynamica').__version__}")
     from dynamica.generator.render import backend_names
     backend_choices = backend_names()
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(p):
-        p.add_argument("model", help="model file (YAML, see MODEL_FORMAT.md)")
+        p.add_argument("model", help=f"model file (YAML, {MODEL_DOC})")
         p.add_argument("--form", default=None, help="equation form (composite/CBM, or auto); default: "
                        "the model's simulate.form, else composite")
         p.add_argument("--backend", default="c", choices=backend_choices,
@@ -203,7 +209,7 @@ def main(argv=None) -> int:
 
     p = sub.add_parser("select", help="predicted flops, generated operations and (--measure) time per RHS "
                        "call of every equation form; recommends the cheapest")
-    p.add_argument("model", nargs="?", help="model file (YAML)")
+    p.add_argument("model", nargs="?", help=f"model file (YAML, {MODEL_DOC})")
     p.add_argument("--forms", help="comma-separated forms (default: all registered)")
     p.add_argument("--measure", action="store_true", help="compile every form and time its RHS (C level)")
     p.add_argument("--K", type=float, default=2, help="iterations assumed for ITR in the prediction (default 2)")

@@ -218,7 +218,7 @@ class NumericReference:
                 if "upper" in fn:
                     gen[k] -= (kk + mu * qd[k]) * np.exp(a * (q[k] - fn["upper"](q, qd, t, p)))
             elif ftype == "bushing":
-                # ground-frame kinematics of the two frames, then the law in frame a (docs/model_format_extensions.md)
+                # ground-frame kinematics of the two frames, then the law in frame a (docs/model_format.md, `bushing`)
                 fr = {}
                 for side in ("a", "b"):
                     b = fn[f"body_{side}"]
