@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.model import ModelSpec, evaluate, load_model
+from dynamica.runtime.results import SimulationResult
 
 
 class CompiledModel:
@@ -271,97 +270,6 @@ def _check_regular(model: CompiledModel):
 
 
 # ------------------------------------------------------------------ simulate
-@dataclass
-class SimulationResult:
-    t: np.ndarray
-    q: np.ndarray
-    qd: np.ndarray
-    coordinates: tuple
-    method: str
-    nfev: int = 0
-    success: bool = True
-    message: str = ""
-    info: dict = field(default_factory=dict)
-    outputs: dict = field(default_factory=dict)     # name -> array over t (model `outputs`)
-
-    def to_csv(self, path):
-        """Columns: t, each coordinate, der(coordinate), then the outputs (`name` or `name[k]`)."""
-        with CsvWriter(path, self.coordinates, _output_columns(self.outputs)) as w:
-            w.write(self.t, self.q, self.qd, self.outputs)
-
-    def to_npz(self, path):
-        """Every array (t, q, qd, outputs) with the coordinate names, in numpy's npz format."""
-        np.savez(path, t=self.t, q=self.q, qd=self.qd, coordinates=np.array(self.coordinates),
-                 method=np.array(self.method), nfev=np.array(self.nfev),
-                 **{f"out:{k}": np.asarray(v) for k, v in self.outputs.items()})
-
-    @classmethod
-    def read_npz(cls, path):
-        with np.load(path, allow_pickle=False) as z:
-            return cls(t=z["t"], q=z["q"], qd=z["qd"], coordinates=tuple(str(c) for c in z["coordinates"]),
-                       method=str(z["method"]), nfev=int(z["nfev"]),
-                       outputs={k[4:]: z[k] for k in z.files if k.startswith("out:")})
-
-    def series(self) -> dict:
-        """name -> time series (coordinates, der(...), outputs): see runtime/results.py."""
-        from dynamica.runtime.results import series
-        return series(self)
-
-    @classmethod
-    def read_csv(cls, path):
-        with open(path, newline="") as fh:
-            rows = list(csv.reader(fh))
-        header, data = rows[0], np.array(rows[1:], dtype=float).reshape(len(rows) - 1, len(rows[0]))
-        n = sum(1 for h in header if h.startswith("der("))
-        outputs, k = {}, 1 + 2 * n
-        while k < len(header):
-            key = header[k].split("[")[0]
-            j = k
-            while j < len(header) and header[j].split("[")[0] == key and (j == k or "[" in header[j]):
-                j += 1
-            outputs[key] = data[:, k] if "[" not in header[k] else data[:, k:j]
-            k = j
-        return cls(t=data[:, 0], q=data[:, 1:1 + n], qd=data[:, 1 + n:1 + 2 * n], coordinates=tuple(header[1:1 + n]),
-                   method="csv", outputs=outputs)
-
-
-def _output_columns(outputs) -> list:
-    """(key, column names) per output: `key` for a scalar series, `key[j]` for vector components."""
-    cols = []
-    for key, arr in outputs.items():
-        arr = np.asarray(arr)
-        width = int(np.prod(arr.shape[1:]))
-        cols.append((key, [key] if arr.ndim == 1 else [f"{key}[{j}]" for j in range(width)]))
-    return cols
-
-
-class CsvWriter:
-    """Results written row by row and flushed, so an interrupted run keeps what it computed."""
-
-    def __init__(self, path, coordinates, output_columns=()):
-        self.fh = open(path, "w", newline="")
-        self.w = csv.writer(self.fh)
-        self.keys = [k for k, _ in output_columns]
-        self.w.writerow(["t", *coordinates, *(f"der({c})" for c in coordinates),
-                         *(c for _, cols in output_columns for c in cols)])
-
-    def write(self, t, q, qd, outputs=None):
-        outs = [np.asarray(outputs[k]).reshape(len(t), -1) for k in self.keys] if self.keys else []
-        for k in range(len(t)):
-            self.w.writerow([repr(float(t[k])), *(repr(float(x)) for x in q[k]), *(repr(float(x)) for x in qd[k]),
-                             *(repr(float(x)) for o in outs for x in o[k])])
-        self.fh.flush()
-
-    def close(self):
-        self.fh.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
 def _output_times(t0, t_end, output_step):
     if not output_step:
         return None

@@ -73,7 +73,8 @@ class ProgressBar:
 
 
 def cmd_simulate(args):
-    from dynamica.runtime.api import CsvWriter, load, simulate
+    from dynamica.runtime.api import load, simulate
+    from dynamica.runtime.results import CsvWriter
     from dynamica.runtime.results import parse_vars, plot_pages, summary_table
     model = load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=_progress(not args.quiet))
     if args.vars:                    # fail before a long run, not after it
@@ -86,11 +87,11 @@ def cmd_simulate(args):
     bar = ProgressBar(0.0, t_end, show)
     writer = None
     if args.out:
-        from dynamica.runtime.api import _output_columns
+        from dynamica.runtime.results import output_columns
         q0, qd0 = model.initial_state()
         probe = {k: np.asarray(v)[None] for k, v in model.outputs(0.0, q0, qd0).items()} \
             if hasattr(model.module, "outputs") else {}
-        writer = CsvWriter(args.out, model.coordinates, _output_columns(probe))
+        writer = CsvWriter(args.out, model.coordinates, output_columns(probe))
     try:
         def progress(res, new):
             if writer is not None:
