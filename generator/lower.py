@@ -64,6 +64,12 @@ class ToIR:
             return ir.Pow(ir.Call("sqrt", (self(b),)), ir.Num(-1.0))
         return ir.Pow(self(b), self(x))
 
+    def _ir_DiracDelta(self, e):
+        # the derivative of a jump (heaviside, sign) or a kink (abs, min, max) in a driven
+        # transform's `by:`: zero everywhere but at the switching instant, where no impulse is
+        # modelled (a step of the position is taken as it is, at an instant of measure zero)
+        return ir.Num(0.0)
+
     def _ir_MinMaxBase(self, e):          # Min/Max are lattice operations, not Functions
         return self._ir_Function(e)
 
