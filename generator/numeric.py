@@ -8,7 +8,7 @@ lower.lower_kernel, so it is dead-code eliminated and CSE'd like every kernel) w
 of runtime/numeric_core.h: per body G_i (9), rho_i (3), vr_hat_i (6), wr_hat_i (6), m_i, h_i
 (3), Theta_i (6), the active wrench F_i (6); then A (6 per coordinate), the generalized forces
 (one per coordinate) and gravity (3). The recursions of the form (forward pass, composite
-inertias, mass matrix, tree-sparse Cholesky; the sweep; the L^T D L solves) are the hand-written C of
+inertias, mass matrix, tree-sparse L^T D L; the sweep; the L^T D L solves) are the hand-written C of
 runtime/numeric_core.h, the same for every model; the module gets the topology as constant
 arrays. Generation time and code size are O(bodies), not O(size of the unrolled recursion).
 
