@@ -28,6 +28,7 @@ tests/test_oracle_pinocchio.py.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import warnings
@@ -383,8 +384,9 @@ def test_singular_mass_matrix_of_positive_masses_keeps_the_massless_hint(tmp_pat
 
 def test_indefinite_mass_matrix_warns_and_loads(tmp_path):
     path = write_model(tmp_path, _pendulum({"mass": -0.5, "inertia": [-0.05, -0.05, -0.005]}))
-    with pytest.warns(DynamicaWarning, match=r"mass matrix is indefinite.*`link2`"):
+    with pytest.warns(DynamicaWarning) as caught:
         model = dynamica.load(path)
+    assert any(re.search(r"mass matrix is indefinite.*`link2`", str(w.message)) for w in caught)
     assert np.linalg.eigvalsh(model.mass_matrix([0.3, 0.4])).min() < 0
 
 
