@@ -705,8 +705,9 @@ def _evaluator(spec: ModelSpec, extra=None):
     return lambda texts: np.array([float(ex.parse(t, scope).xreplace(subs)) for t in texts])
 
 
-def _physics_warnings(spec: ModelSpec):
-    """Negative mass, indefinite inertia, triangle inequality: warnings naming the body."""
+def _mass_properties(spec: ModelSpec):
+    """(body, mass, principal moments about the com, tolerance) at the default parameters, for
+    the bodies whose values are numbers there."""
     value = _evaluator(spec)
     for b in spec.bodies:
         try:
@@ -714,11 +715,20 @@ def _physics_warnings(spec: ModelSpec):
             ixx, iyy, izz, ixy, iyz, ixz = value(b.inertia)
         except (TypeError, ValueError):
             continue
+        ev = np.linalg.eigvalsh(np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]))
+        yield b, m, ev, 1e-12 * max(1.0, abs(ev).max())
+
+
+def negative_bodies(spec: ModelSpec) -> list:
+    """Names of the bodies with a negative mass or an indefinite inertia (default parameters)."""
+    return [b.name for b, m, ev, tol in _mass_properties(spec) if m < 0 or ev.min() < -tol]
+
+
+def _physics_warnings(spec: ModelSpec):
+    """Negative mass, indefinite inertia, triangle inequality: warnings naming the body."""
+    for b, m, ev, tol in _mass_properties(spec):
         if m < 0:
             _warn(spec, f"body `{b.name}` has negative mass {m}")
-        I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-        ev = np.linalg.eigvalsh(I)
-        tol = 1e-12 * max(1.0, abs(ev).max())
         if ev.min() < -tol:
             _warn(spec, f"inertia of body `{b.name}` is indefinite (principal moments {ev.tolist()})")
         elif ev[2] > ev[0] + ev[1] + tol:

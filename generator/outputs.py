@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_cholesky
+from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_ldl
 from dynamica.generator.forms.common import (active_forces, apply_C, apply_CT, bias_forces, forward_pass,
                                              inertia_times)
 from dynamica.generator.forms.composite import (composite_forces, composite_inertias, coordinate_layout,
@@ -61,7 +61,7 @@ def output_equations(spec, topo, qdd=None) -> OutputEquations:
         Q = [prog.let(f"Q{k}", dot(kin.joints[i].A[c], Fstar[i]) + gen[kin.coordinates[k]])
              for k, (i, c) in enumerate(zip(owner, local))]
         try:
-            qdd = solve_reverse_cholesky(prog, mass_matrix_rows(kin, Mstar), Q)
+            qdd = solve_reverse_ldl(prog, mass_matrix_rows(kin, Mstar), Q)
         except StructurallySingular as exc:
             raise singular_error(kin, exc.index) from None
         qdd = [prog.let(f"qdd{k}", x) for k, x in enumerate(qdd)]

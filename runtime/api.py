@@ -252,21 +252,77 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     return model
 
 
+#: |eigenvalue| <= SINGULAR_RTOL * largest |eigenvalue|: the mass matrix is singular (and a
+#: pivot of its factorization that small is zero)
+SINGULAR_RTOL = 1e-12
+#: forms whose solve for q'' eliminates M's coordinates from the last to the first (the tree
+#: L^T D L of forms/cholesky.py, the joint blocks of the sweeps, the iterative forms' direct
+#: solve): they meet the pivots `_reverse_pivots` computes; LGR and HLGR factor another matrix
+_PIVOTS_OF_M = frozenset({"composite", "direct", "iterative-m", "iterative-g", "articulated", "ltdl",
+                          "hamilton-composite", "hamilton-articulated", "hamilton-ltdl"})
+
+
 def _check_regular(model: CompiledModel):
-    """A mass matrix singular at the initial state is an error naming the coordinates."""
+    """The mass matrix at the initial state: singular (an eigenvalue tiny against the largest)
+    is an error naming the coordinates it involves; indefinite but regular (negative masses,
+    e.g. cut-outs) is a warning naming the bodies, and an error only if the form's elimination
+    order meets a zero pivot."""
     q0, _ = model.initial_state()
     M = model.mass_matrix(q0)
     if not np.all(np.isfinite(M)):
         raise ModelError(model.spec.file, [Problem("bodies", "the mass matrix is not finite at the initial state")])
     w, V = np.linalg.eigh(M)
-    scale = max(1.0, float(np.abs(w).max()))
-    if w.min() <= 1e-12 * scale:
-        bad = V[:, 0]
-        names = [model.coordinates[k] for k in np.flatnonzero(np.abs(bad) > 0.1 * np.abs(bad).max())]
-        raise ModelError(model.spec.file, [Problem(
-            "bodies", f"the mass matrix is singular at the initial state (smallest eigenvalue {w.min():.3g}); "
-                      f"coordinates involved: {', '.join(f'`{c}`' for c in names)} (massless bodies at the "
-                      "end of a chain, or joint axes that cannot move any mass?)")])
+    size = np.abs(w)
+    k = int(np.argmin(size))
+    if size[k] <= SINGULAR_RTOL * size.max():
+        raise ModelError(model.spec.file, [Problem("bodies", _singular_message(model, w, V[:, k]))])
+    if w[0] > 0:
+        return
+    from dynamica.generator.model import _warn, negative_bodies
+    bodies = negative_bodies(model.spec)
+    _warn(model.spec, f"the mass matrix is indefinite at the initial state ({int(np.sum(w < 0))} of {len(w)} "
+                      f"eigenvalues negative, the smallest {w[0]:.3g}): the kinetic energy is negative for some "
+                      "motions; bodies with negative mass or inertia: "
+                      + (", ".join(f"`{b}`" for b in bodies) or "none at the default parameters"))
+    if model.form not in _PIVOTS_OF_M:
+        return
+    d = _reverse_pivots(M)
+    j = int(np.argmin(np.abs(d)))
+    if abs(d[j]) <= SINGULAR_RTOL * size.max():
+        c = model.coordinates[j]
+        raise ModelError(model.spec.file, [Problem("bodies", (
+            f"the mass matrix is regular but indefinite at the initial state, and its L^T D L factorization "
+            f"(eliminating the coordinates from the last to the first, as the form `{model.form}` does) meets a "
+            f"zero pivot at coordinate `{c}` ({d[j]:.3g}): with the coordinates before `{c}` locked, what it "
+            "carries has no inertia along it (negative and positive inertias cancel), and the form cannot "
+            "solve for q'' there; another initial state, or the form `lagrange1` (it factors another "
+            "matrix), may avoid it"))])
+
+
+def _singular_message(model, w, null):
+    """What a singular M looks like: its eigenvalues and the coordinates its null vector moves."""
+    names = [model.coordinates[k] for k in np.flatnonzero(np.abs(null) > 0.1 * np.abs(null).max())]
+    size = np.abs(w)
+    text = (f"the mass matrix is singular at the initial state: its eigenvalue of least magnitude is "
+            f"{w[np.argmin(size)]:.3g}, against {size.max():.3g} the largest; its null vector moves the "
+            f"coordinates {', '.join(f'`{c}`' for c in names)}")
+    from dynamica.generator.model import negative_bodies
+    bodies = negative_bodies(model.spec)
+    if bodies:
+        return text + (f" (the negative mass or inertia of {', '.join(f'`{b}`' for b in bodies)} cancels the "
+                       "inertia of the other bodies along that motion?)")
+    return text + " (massless bodies at the end of a chain, or joint axes that cannot move any mass?)"
+
+
+def _reverse_pivots(M):
+    """Pivots d of M = L^T D L (L unit lower), eliminating from the last coordinate to the first."""
+    A = np.array(M, dtype=float)
+    d = np.empty(len(A))
+    for k in range(len(A) - 1, -1, -1):
+        d[k] = A[k, k]
+        if d[k] != 0.0:
+            A[:k, :k] -= np.outer(A[:k, k], A[k, :k]) / d[k]
+    return d
 
 
 # ------------------------------------------------------------------ simulate

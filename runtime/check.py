@@ -8,7 +8,8 @@ give back qd; and the mass matrix. `max_rel_qdd` then holds the worst relative d
 state derivative (qd and pm' parts), so `ok` means the same for both kinds. For Hamiltonian
 modules the scaled parameters are redrawn until every body inertia M_i is positive definite
 (scaling a moment of inertia and the parallel-axis terms independently can make an inertia
-about the centre of mass negative, and then the mass matrix or the matrix of (1.65) indefinite).
+about the centre of mass negative, and then the mass matrix or the matrix of (1.65) indefinite,
+with pivots of its L^T D L that may come near zero and cost digits at random draws).
 """
 
 from __future__ import annotations

@@ -29,8 +29,11 @@
      most max_iter_pb iterations (default n + 1); if that fails too: direct solve.
    Defaults: rtol = atol = 1e-12, eps_abs = 0, eps_rel = 1e-15, rho_max = 1, max_iter =
    max_iter_pb = n + 1 (all settable at run time: the module's itr_settings()).
-   Direct solve (dyn_itr_direct, also the first call and after a reset): Cholesky M = L L^T,
-   x by substitution, and H = M^{-1} = L^{-T} L^{-1} in place, which restarts (2.29).
+   Direct solve (dyn_itr_direct, also the first call and after a reset): M = L^T D L (L unit
+   lower, from the last row up as (2.23), root-free: an indefinite M with nonzero pivots is
+   solved too), x by substitution, and H = M^{-1} = L^{-1} D^{-1} L^{-T} in place, which
+   restarts (2.29). (2.29) itself needs no definiteness; (2.33) minimizes x^T M x / 2 - x^T b
+   and stops where M is not positive along its direction, which leads to the direct solve.
 
    Iteration counts: `iterations` counts residual evaluations after r_0 (the K of (4.4)-(4.5)),
    of (2.29) and (2.33) alike.  Not thread-safe: the state is per module, shared by every
@@ -105,8 +108,9 @@ static inline void dyn_itr_rank1(int n, double *H, double c, const double *u)
     }
 }
 
-/* Direct solve of M x = b and H = M^{-1} (Cholesky, in place in H). 0 on success; when M is
-   not positive definite (or not finite) x is NaN, H is dropped and -1 is returned. */
+/* Direct solve of M x = b and H = M^{-1} (root-free M = L^T D L, in place in H). 0 on success;
+   when a pivot is zero (M singular, or a zero pivot of this order) or M is not finite, x is
+   NaN, H is dropped and -1 is returned. */
 static int dyn_itr_direct(dyn_itr_state *st, const double *b, const double *M, double *x)
 {
     const int n = st->n;
@@ -114,53 +118,57 @@ static int dyn_itr_direct(dyn_itr_state *st, const double *b, const double *M, d
     st->directs++;
     st->have_h = 0;
     memcpy(L, M, (size_t)n * n * sizeof(double));
-    for (int j = 0; j < n; ++j) {                     /* M = L L^T, L in the lower triangle */
-        double *lj = L + (size_t)j * n;
-        double d = lj[j];
-        for (int k = 0; k < j; ++k) d -= lj[k] * lj[k];
-        if (!(d > 0.0) || !isfinite(d)) {
+    /* M = L^T D L from the last row up: row k of the lower triangle holds W_kj = d_k L_kj
+       (j < k) until row k is scaled; 1/d_k is kept on the diagonal */
+    for (int k = n - 1; k >= 0; --k) {
+        double *lk = L + (size_t)k * n;
+        const double d = lk[k];
+        if (d == 0.0 || !isfinite(d)) {
             for (int i = 0; i < n; ++i) x[i] = NAN;
             st->last_method = DYN_ITR_FAILED;
             return -1;
         }
-        d = sqrt(d);
-        lj[j] = d;
-        for (int i = j + 1; i < n; ++i) {
+        const double dinv = 1.0 / d;
+        lk[k] = dinv;
+        for (int i = k - 1; i >= 0; --i) {
             double *li = L + (size_t)i * n;
-            double s = li[j];
-            for (int k = 0; k < j; ++k) s -= li[k] * lj[k];
-            li[j] = s / d;
+            const double w = lk[i], l = w * dinv;
+            lk[i] = l;
+            li[i] -= l * w;
+            for (int j = 0; j < i; ++j) li[j] -= l * lk[j];
         }
     }
-    for (int i = 0; i < n; ++i) {                     /* L z = b */
+    for (int i = 0; i < n; ++i) x[i] = b[i];
+    for (int i = n - 1; i >= 0; --i) {                /* L^T y = b */
         const double *li = L + (size_t)i * n;
-        double s = b[i];
-        for (int k = 0; k < i; ++k) s -= li[k] * x[k];
-        x[i] = s / li[i];
+        for (int j = 0; j < i; ++j) x[j] -= li[j] * x[i];
     }
-    for (int i = n - 1; i >= 0; --i) {                /* L^T x = z */
-        double s = x[i];
-        for (int k = i + 1; k < n; ++k) s -= L[(size_t)k * n + i] * x[k];
-        x[i] = s / L[(size_t)i * n + i];
+    for (int i = 0; i < n; ++i) {                     /* L x = D^{-1} y */
+        const double *li = L + (size_t)i * n;
+        double s = li[i] * x[i];
+        for (int j = 0; j < i; ++j) s -= li[j] * x[j];
+        x[i] = s;
     }
-    /* W = L^{-1} in place, column by column from the left: column j reads columns > j of L
-       (not yet overwritten) and the part of column j already computed */
+    /* W = L^{-1} in place (unit lower), column by column from the left: column j reads columns
+       > j of L (not yet overwritten) and the part of column j already computed */
     for (int j = 0; j < n; ++j) {
-        L[(size_t)j * n + j] = 1.0 / L[(size_t)j * n + j];
         for (int i = j + 1; i < n; ++i) {
             const double *li = L + (size_t)i * n;
-            double s = li[j] * L[(size_t)j * n + j];
+            double s = li[j];
             for (int k = j + 1; k < i; ++k) s += li[k] * L[(size_t)k * n + j];
-            L[(size_t)i * n + j] = -s / li[i];
+            L[(size_t)i * n + j] = -s;
         }
     }
-    /* H = W^T W in place, rows ascending and the diagonal last in each row: entry (i, j) reads
-       rows >= i of W only, and row i of W is read afterwards by no other entry */
-    for (int i = 0; i < n; ++i) {
-        for (int j = 0; j <= i; ++j) {
-            double s = 0.0;
-            for (int k = i; k < n; ++k) s += L[(size_t)k * n + i] * L[(size_t)k * n + j];
-            L[(size_t)i * n + j] = s;
+    /* H = W D^{-1} W^T in place, rows descending and columns descending in each row: entry
+       (i, j) reads W_ik, W_jk and 1/d_k for k <= j only, which rows < i and the columns < j of
+       row i still hold (W_ii = 1: the diagonal slot holds 1/d_i until (i, i) is written) */
+    for (int i = n - 1; i >= 0; --i) {
+        double *li = L + (size_t)i * n;
+        for (int j = i; j >= 0; --j) {
+            const double *lj = L + (size_t)j * n;
+            double s = j == i ? li[i] : li[j] * lj[j];     /* k = j: W_ij W_jj / d_j, W_jj = 1 */
+            for (int k = 0; k < j; ++k) s += li[k] * L[(size_t)k * n + k] * lj[k];
+            li[j] = s;
         }
     }
     for (int i = 0; i < n; ++i)

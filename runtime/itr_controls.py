@@ -20,7 +20,7 @@ _FLOAT_STATS = ("last_rho", "max_rho", "last_method", "have_inverse")
 def itr_stats():
     """Counters of the iterative solver since the last reset: calls, iterations (residual
     evaluations after r_0, the K of (4.4)-(4.5)), residuals (all of them), fallbacks (calls that
-    left (2.29): (2.33) or a direct solve), pb_calls / pb_iterations ((2.33)), directs (Cholesky
+    left (2.29): (2.33) or a direct solve), pb_calls / pb_iterations ((2.33)), directs (L^T D L
     solves, first call included), inits, last_iterations, last_method, last_rho (|r_0|/|b|, a lower
     bound of ||E - M H_0||: (2.43) asks < 1), max_rho, have_inverse, n."""
     s = _np.empty(len(ITR_STATS))

@@ -21,11 +21,13 @@
 
    Forms:
      composite (CBM):   forward pass, composite inertias (2.20) and bias forces (2.22),
-                        mass matrix (2.19), right-hand side (2.21), M = L^T L (2.23)
+                        mass matrix (2.19), right-hand side (2.21), M = L^T D L (2.23)
      articulated (ABM): forward pass, backward pass of articulated inertias (3.7),
                         forward pass of accelerations (3.8)
-     ltdl (DEC):        forward pass, reduction to triangular form (3.30) with the joint blocks
-                        factored A^T M* A = L^T L (L lower, as (2.23)), triangular solves (3.31)
+     ltdl (DEC):        forward pass, reduction to triangular form (3.30), triangular solves (3.31)
+   Every factorization is the root-free L^T D L (L unit lower, D diagonal) formed from the last
+   row up, as generator/forms/cholesky.py: the joint blocks A^T M* A too. It needs nonzero
+   pivots only, not a positive definite matrix (negative masses), and no square roots.
    Workspaces are passed in (sizes: the DYN_NM_WORK_* macros), so nothing here allocates. */
 #ifndef DYNAMICA_NUMERIC_CORE_H
 #define DYNAMICA_NUMERIC_CORE_H
@@ -381,37 +383,68 @@ static void dyn_nm_mass_blocks(const dyn_nm_topo *tp, const double *T, const dou
     }
 }
 
-/* Solve M x = b in place (x = b on entry) with M = L^T L, L lower triangular with the
-   sparsity of the tree (2.23): H is factorised in place (its lower triangle). */
-static void dyn_nm_ltl_solve(const dyn_nm_topo *tp, double *H, double *x)
+/* Solve M x = b in place (x = b on entry) with M = L^T D L, L unit lower triangular with the
+   sparsity of the tree (2.23), root-free: H is factorised in place (its lower triangle: L_kj
+   below the diagonal, 1/d_k on it). Pivot k eliminated, the rows of its ancestors i get
+   H_ij -= L_ki W_kj with W_kj = d_k L_kj (j on the path from i; still unscaled in row k). */
+static void dyn_nm_ldl_solve(const dyn_nm_topo *tp, double *H, double *x)
 {
     const int n = tp->n;
     const int *lam = tp->lambda;
     for (int k = n - 1; k >= 0; --k) {
         double *Hk = H + (size_t)k * n;
-        Hk[k] = sqrt(Hk[k]);
-        const double inv = 1.0 / Hk[k];
-        for (int i = lam[k]; i >= 0; i = lam[i])
-            Hk[i] *= inv;
+        const double dinv = 1.0 / Hk[k];
+        Hk[k] = dinv;
         for (int i = lam[k]; i >= 0; i = lam[i]) {
             double *Hi = H + (size_t)i * n;
-            const double s = Hk[i];
-            for (int j = i; j >= 0; j = lam[j])
-                Hi[j] -= s * Hk[j];
+            const double w = Hk[i], l = w * dinv;
+            Hk[i] = l;
+            Hi[i] -= l * w;
+            for (int j = lam[i]; j >= 0; j = lam[j])
+                Hi[j] -= l * Hk[j];
         }
     }
     for (int i = n - 1; i >= 0; --i) {                    /* L^T y = b (2.8) */
         const double *Hi = H + (size_t)i * n;
-        x[i] /= Hi[i];
         for (int j = lam[i]; j >= 0; j = lam[j])
             x[j] -= Hi[j] * x[i];
     }
-    for (int i = 0; i < n; ++i) {                         /* L x = y (2.9) */
+    for (int i = 0; i < n; ++i) {                         /* L x = D^-1 y (2.9) */
         const double *Hi = H + (size_t)i * n;
+        x[i] *= Hi[i];
         for (int j = lam[i]; j >= 0; j = lam[j])
             x[i] -= Hi[j] * x[j];
-        x[i] /= Hi[i];
     }
+}
+
+/* A joint block D = A^T Y (ni x ni, A the columns of A_i, Y = M* A) as D = L^T diag(d) L from
+   the last row up: L unit lower row-major in 6 x 6 (L[6 r + c], c < r), 1/d_r at L[6 r + r]. */
+static void dyn_nm_ldl_block(int ni, const double *A, const double *Y, double *L)
+{
+    double W[36];                                          /* W[6 m + c] = d_m L_mc */
+    for (int r = ni - 1; r >= 0; --r)
+        for (int c = r; c >= 0; --c) {
+            double s = dyn_nm_dot6(A + 6 * r, Y + 6 * c);
+            for (int m = r + 1; m < ni; ++m)
+                s -= L[6 * m + r] * W[6 * m + c];
+            if (c == r) {
+                L[6 * r + r] = 1.0 / s;
+            } else {
+                W[6 * r + c] = s;
+                L[6 * r + c] = s * L[6 * r + r];
+            }
+        }
+}
+
+/* L^T X = X in place for ni rows X_r of `len` numbers (stride `stride`), from the last up */
+static inline void dyn_nm_ldl_block_solve_T(int ni, const double *L, double *X, int len, int stride)
+{
+    for (int r = ni - 1; r >= 0; --r)
+        for (int m = r + 1; m < ni; ++m) {
+            const double l = L[6 * m + r];
+            for (int e = 0; e < len; ++e)
+                X[stride * r + e] -= l * X[stride * m + e];
+        }
 }
 
 /* ------------------------------------------------------------------ entry points */
@@ -453,11 +486,12 @@ static void dyn_nm_composite_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, d
             qdd[idx] = dyn_nm_dot6(Aall + 6 * idx, Fs + 6 * i) + gen[idx];
         }
     dyn_nm_mass_blocks(tp, T, Ms, M);                     /* (2.19) */
-    dyn_nm_ltl_solve(tp, M, qdd);                         /* (2.23) */
+    dyn_nm_ldl_solve(tp, M, qdd);                         /* (2.23) */
 }
 
-/* ABM: the sweep (3.7)-(3.8). D_i = A_i^T M*_i A_i = L_i L_i^T (n_i x n_i), Z_i = Y_i L_i^-T,
-   z_i = L_i^-1 u_i; H M* = M* - Z Z^T and H F* = F* - Z z go to the parent. */
+/* ABM: the sweep (3.7)-(3.8). D_i = A_i^T M*_i A_i = L_i^T diag(d_i) L_i (n_i x n_i), rows
+   Z_i = L_i^-T Y_i^T, z_i = L_i^-T u_i; H M* = M* - Z^T diag(d)^-1 Z and H F* = F* - Z^T
+   diag(d)^-1 z go to the parent; q''_i = L_i^-1 diag(d_i)^-1 L_i^-T (u_i - Y_i^T a_i). */
 static void dyn_nm_articulated_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double t, const double *q,
                                    const double *qd, const double *p, double *qdd, double *work)
 {
@@ -481,38 +515,24 @@ static void dyn_nm_articulated_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms,
             dyn_nm_symv6(Ii, a, Yi + 6 * c);
             ui[c] = dyn_nm_dot6(a, Fi) + gen[fi + c];
         }
-        for (int r = 0; r < ni; ++r) {                   /* D = L L^T, L row-major ni x ni in 6 x 6 */
-            for (int c = 0; c <= r; ++c) {
-                double s = dyn_nm_dot6(Aall + 6 * (fi + r), Yi + 6 * c);
-                for (int m = 0; m < c; ++m)
-                    s -= L[6 * r + m] * L[6 * c + m];
-                L[6 * r + c] = r == c ? sqrt(s) : s / L[6 * c + c];
-            }
-        }
+        dyn_nm_ldl_block(ni, Aall + 6 * fi, Yi, L);
         if (k == 0)
             continue;
         double Z[36], z[6];
-        for (int c = 0; c < ni; ++c) {                   /* Z_c = (Y_c - sum_m L[c][m] Z_m) / L[c][c] */
-            double s = ui[c];
-            for (int e = 0; e < 6; ++e) {
-                double x = Yi[6 * c + e];
-                for (int m = 0; m < c; ++m)
-                    x -= L[6 * c + m] * Z[6 * m + e];
-                Z[6 * c + e] = x / L[6 * c + c];
-            }
-            for (int m = 0; m < c; ++m)
-                s -= L[6 * c + m] * z[m];
-            z[c] = s / L[6 * c + c];
-        }
+        memcpy(Z, Yi, (size_t)(6 * ni) * sizeof(double));
+        memcpy(z, ui, (size_t)ni * sizeof(double));
+        dyn_nm_ldl_block_solve_T(ni, L, Z, 6, 6);
+        dyn_nm_ldl_block_solve_T(ni, L, z, 1, 1);
         double Ia[36], hb[6];
         memcpy(Ia, Ii, sizeof Ia);
         memcpy(hb, Fi, sizeof hb);
         for (int c = 0; c < ni; ++c) {
-            const double *Zc = Z + 6 * c;
+            const double *Zc = Z + 6 * c, dinv = L[6 * c + c];
             for (int r = 0; r < 6; ++r) {
-                hb[r] -= Zc[r] * z[c];
+                const double zr = dinv * Zc[r];
+                hb[r] -= zr * z[c];
                 for (int s = 0; s < 6; ++s)
-                    Ia[6 * r + s] -= Zc[r] * Zc[s];
+                    Ia[6 * r + s] -= zr * Zc[s];
             }
         }
         const double *b = T + DYN_NM_TB * (i - 1);
@@ -526,17 +546,14 @@ static void dyn_nm_articulated_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms,
         const double *b = T + DYN_NM_TB * (i - 1), *Yi = Y + 36 * i, *L = Lf + 36 * i, *ui = u + 6 * i;
         double a[6], x[6];
         dyn_nm_apply_C(b, rp + 3 * i, dw + 6 * k, a);
-        for (int c = 0; c < ni; ++c) {                   /* L y = u - Y^T a */
-            double s = ui[c] - dyn_nm_dot6(Yi + 6 * c, a);
+        for (int c = 0; c < ni; ++c)                     /* L^T y = u - Y^T a */
+            x[c] = ui[c] - dyn_nm_dot6(Yi + 6 * c, a);
+        dyn_nm_ldl_block_solve_T(ni, L, x, 1, 1);
+        for (int c = 0; c < ni; ++c) {                   /* L x = D^-1 y */
+            double s = L[6 * c + c] * x[c];
             for (int m = 0; m < c; ++m)
                 s -= L[6 * c + m] * x[m];
-            x[c] = s / L[6 * c + c];
-        }
-        for (int c = ni - 1; c >= 0; --c) {              /* L^T x = y */
-            double s = x[c];
-            for (int m = c + 1; m < ni; ++m)
-                s -= L[6 * m + c] * x[m];
-            x[c] = s / L[6 * c + c];
+            x[c] = s;
         }
         double *di = dw + 6 * i;
         for (int e = 0; e < 6; ++e)
@@ -550,9 +567,10 @@ static void dyn_nm_articulated_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms,
     }
 }
 
-/* DEC: L^T D L of the extended system, (3.30)-(3.31). A_i^T M*_i A_i = L_i^T L_i (L_i lower),
-   U_i = L_i^-T A_i^T M*_i (rows U_r), u_i = L_i^-T (A_i^T F*_i + Q_i); H_i = M*_i - U^T U and
-   h_i = F*_i - U^T u go to the parent; q''_i = L_i^-1 (u_i - U_i a_i). */
+/* DEC: L^T D L of the extended system, (3.30)-(3.31). A_i^T M*_i A_i = L_i^T diag(d_i) L_i
+   (L_i unit lower), U_i = L_i^-T A_i^T M*_i (rows U_r), u_i = L_i^-T (A_i^T F*_i + Q_i);
+   H_i = M*_i - U^T diag(d)^-1 U and h_i = F*_i - U^T diag(d)^-1 u go to the parent;
+   q''_i = L_i^-1 diag(d_i)^-1 (u_i - U_i a_i). */
 static void dyn_nm_ltdl_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double t, const double *q,
                             const double *qd, const double *p, double *qdd, double *work)
 {
@@ -574,37 +592,24 @@ static void dyn_nm_ltdl_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double
         double Y[36];
         for (int c = 0; c < ni; ++c)
             dyn_nm_symv6(Ii, Aall + 6 * (fi + c), Y + 6 * c);
-        for (int r = ni - 1; r >= 0; --r) {              /* D = L^T L from the last row up */
-            for (int c = r; c >= 0; --c) {
-                double s = dyn_nm_dot6(Aall + 6 * (fi + r), Y + 6 * c);
-                for (int m = r + 1; m < ni; ++m)
-                    s -= L[6 * m + r] * L[6 * m + c];
-                L[6 * r + c] = r == c ? sqrt(s) : s / L[6 * r + r];
-            }
-        }
-        for (int r = ni - 1; r >= 0; --r) {              /* L^T U = Y^T, L^T u = A^T F* + Q */
-            double s = dyn_nm_dot6(Aall + 6 * (fi + r), Fi) + gen[fi + r];
-            for (int e = 0; e < 6; ++e) {
-                double x = Y[6 * r + e];
-                for (int m = r + 1; m < ni; ++m)
-                    x -= L[6 * m + r] * U[6 * m + e];
-                U[6 * r + e] = x / L[6 * r + r];
-            }
-            for (int m = r + 1; m < ni; ++m)
-                s -= L[6 * m + r] * u[m];
-            u[r] = s / L[6 * r + r];
-        }
+        dyn_nm_ldl_block(ni, Aall + 6 * fi, Y, L);
+        memcpy(U, Y, (size_t)(6 * ni) * sizeof(double));  /* L^T U = Y^T, L^T u = A^T F* + Q */
+        for (int r = 0; r < ni; ++r)
+            u[r] = dyn_nm_dot6(Aall + 6 * (fi + r), Fi) + gen[fi + r];
+        dyn_nm_ldl_block_solve_T(ni, L, U, 6, 6);
+        dyn_nm_ldl_block_solve_T(ni, L, u, 1, 1);
         if (k == 0)
             continue;
         double H[36], h[6];
         memcpy(H, Ii, sizeof H);
         memcpy(h, Fi, sizeof h);
         for (int c = 0; c < ni; ++c) {
-            const double *Uc = U + 6 * c;
+            const double *Uc = U + 6 * c, dinv = L[6 * c + c];
             for (int r = 0; r < 6; ++r) {
-                h[r] -= Uc[r] * u[c];
+                const double ur = dinv * Uc[r];
+                h[r] -= ur * u[c];
                 for (int s = 0; s < 6; ++s)
-                    H[6 * r + s] -= Uc[r] * Uc[s];
+                    H[6 * r + s] -= ur * Uc[s];
             }
         }
         const double *b = T + DYN_NM_TB * (i - 1);
@@ -618,11 +623,11 @@ static void dyn_nm_ltdl_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double
         const double *b = T + DYN_NM_TB * (i - 1), *U = Us + 36 * i, *L = Lf + 36 * i, *u = us + 6 * i;
         double a[6], x[6];
         dyn_nm_apply_C(b, rp + 3 * i, dw + 6 * k, a);
-        for (int r = 0; r < ni; ++r) {                   /* L x = u - U a */
-            double s = u[r] - dyn_nm_dot6(U + 6 * r, a);
+        for (int r = 0; r < ni; ++r) {                   /* L x = D^-1 (u - U a) */
+            double s = L[6 * r + r] * (u[r] - dyn_nm_dot6(U + 6 * r, a));
             for (int m = 0; m < r; ++m)
                 s -= L[6 * r + m] * x[m];
-            x[r] = s / L[6 * r + r];
+            x[r] = s;
         }
         double *di = dw + 6 * i;
         for (int e = 0; e < 6; ++e)

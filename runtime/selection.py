@@ -89,13 +89,14 @@ def rhs_ops(module_ir) -> int:
 
 def _inverts_body_inertias(spec) -> bool:
     """LGR applies M_i^-1 of every body (2.24): false when a body is massless or its inertia singular
-    at the default parameters."""
+    at the default parameters (a negative mass or inertia, a cut-out, is invertible)."""
     import numpy as np
     from dynamica.runtime.reference import NumericReference
     ref = NumericReference(spec)
     for fn in ref.inertia_fns[1:]:
         m, _, I = fn(ref.defaults)
-        if not float(m) > 0 or np.linalg.eigvalsh(np.asarray(I, float)).min() <= 0:
+        w = np.abs(np.linalg.eigvalsh(np.asarray(I, float)))
+        if float(m) == 0 or w.min() <= 1e-12 * w.max():
             return False
     return True
 

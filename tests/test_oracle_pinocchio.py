@@ -27,6 +27,7 @@ from oracles.pin_trees import (  # noqa: E402
     yaml_body_mass_props,
     yaml_body_placements,
     yaml_gravity,
+    yaml_kinetic_energy,
 )
 
 RTOL = 1e-10
@@ -122,25 +123,6 @@ def test_builder_placements_match_numpy(tree_yaml):
                                        err_msg=f"{case}: body {b.name} ({b.jtype})")
 
 
-def _numpy_energies(mdict, values, q, qd, h=1e-6):
-    """Kinetic energy of the YAML bodies (central differences of the numpy placements)."""
-    props = yaml_body_mass_props(mdict, values)
-    qp = {c: q[c] + h * qd[c] for c in q}
-    qm = {c: q[c] - h * qd[c] for c in q}
-    T0 = yaml_body_placements(mdict, values, q)
-    Tp = yaml_body_placements(mdict, values, qp)
-    Tm = yaml_body_placements(mdict, values, qm)
-    ke = 0.0
-    for name, (m, c, I) in props.items():
-        R = T0[name][:3, :3]
-        com = lambda T: T[:3, 3] + T[:3, :3] @ c  # noqa: E731
-        vc = (com(Tp[name]) - com(Tm[name])) / (2 * h)
-        W = R.T @ (Tp[name][:3, :3] - Tm[name][:3, :3]) / (2 * h)
-        w = np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]]) / 2
-        ke += 0.5 * m * vc @ vc + 0.5 * w @ I @ w
-    return ke
-
-
 def _numpy_potential(mdict, values, q):
     props = yaml_body_mass_props(mdict, values)
     g = yaml_gravity(mdict, values)
@@ -160,7 +142,7 @@ def test_builder_energy_and_gravity_match_numpy(tree_yaml):
         vv = np.array([qd[c] for c in names])
         M = pin.crba(pmodel, data, qv)
         M = np.triu(M) + np.triu(M, 1).T
-        ke = _numpy_energies(mdict, values, q, qd)
+        ke = yaml_kinetic_energy(mdict, values, q, qd)
         assert 0.5 * vv @ M @ vv == pytest.approx(ke, rel=1e-7), f"{case} state {k}"
         grav = pin.computeGeneralizedGravity(pmodel, data, qv)
         h = 1e-6

@@ -7,13 +7,14 @@ and a forward pass of accelerations; only the n_i x n_i blocks D_i are inverted.
 Symbol table (body i, frame i, vectors [lin; ang] at O_i; program names prefixed `ab_`):
   M*_i                 articulated inertia, M_i + sum_j C_j^T H_j M*_j C_j           (3.7)
   F*_i                 articulated bias force                                        (3.7)
-  Y_i = M*_i A_i       (6 x n_i), D_i = A_i^T Y_i = L_i diag(d_i) L_i^T  (root-free Cholesky)
-  Yt_i = Y_i L_i^-T,   Yh_i = Yt_i diag(d_i)^-1, so Y_i D_i^-1 Y_i^T = Yh_i Yt_i^T
-  u_i = A_i^T F*_i + Q_i  (Q_i: generalized forces of joint i, springs etc.);  z_i = L_i^-1 u_i
-  H_j M*_j = M*_j - Yh_j Yt_j^T                  transferred to the parent             (3.7)
-  H_j F*_j = F*_j - Yh_j z_j  (with Q_j: - M*_j A_j D_j^-1 Q_j included)             (3.7)
+  Y_i = M*_i A_i       (6 x n_i), D_i = A_i^T Y_i = L_i^T diag(d_i) L_i  (root-free, L_i unit
+                       lower, from the last row: cholesky.reverse_ldl)
+  Yt_i = L_i^-T Y_i^T (rows),  Yh_i = diag(d_i)^-1 Yt_i, so Y_i D_i^-1 Y_i^T = Yh_i^T Yt_i
+  u_i = A_i^T F*_i + Q_i  (Q_i: generalized forces of joint i, springs etc.);  z_i = L_i^-T u_i
+  H_j M*_j = M*_j - Yh_j^T Yt_j                  transferred to the parent             (3.7)
+  H_j F*_j = F*_j - Yh_j^T z_j  (with Q_j: - M*_j A_j D_j^-1 Q_j included)           (3.7)
   (H_j M*_j A_j = 0 and A_j^T H_j F*_j = -Q_j: literal zeros where A_j has a unit column)
-  q''_i = D_i^-1 (u_i - Y_i^T a_i) = L_i^-T (diag(d_i)^-1 z_i - Yh_i^T a_i)           (3.8)
+  q''_i = D_i^-1 (u_i - Y_i^T a_i) = L_i^-1 (diag(d_i)^-1 z_i - Yh_i a_i)             (3.8)
   R_i = M*_i w_i - F*_i   joint reaction: the wrench body i receives from its parent through
                           joint i (constraint plus joint forces, A_i^T R_i = Q_i), frame i, O_i
 The relative bias accelerations w^cr_i of (3.2) are folded into F_hat_i (2.14): with the
@@ -32,9 +33,9 @@ from __future__ import annotations
 import sympy as sp
 
 from dynamica.generator.forms import EquationsOfMotion, composite, register
-from dynamica.generator.forms.cholesky import StructurallySingular
+from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl
 from dynamica.generator.forms.common import active_forces, apply_C, apply_CT, bias_forces, forward_pass
-from dynamica.generator.forms.spatial import ldl, rigid6, symv, transfer, unit_columns
+from dynamica.generator.forms.spatial import rigid6, symv, transfer, unit_columns
 from dynamica.generator.program import dot, fold_matrices, fold_vectors, mul, neg, total
 
 
@@ -68,20 +69,15 @@ def articulated(kin) -> EquationsOfMotion:
         Y = [prog.let_vector(f"{t}_Y{c}", symv(Ms[i], a)) for c, a in enumerate(A)]
         D = [[dot(A[r], Y[c]) for c in range(n)] for r in range(n)]
         try:
-            L, dinv = ldl(prog, t, D)
+            f = reverse_ldl(prog, lower_rows(D), f"{t}_L")
         except StructurallySingular as exc:
             raise composite.singular_error(kin, first[i] + exc.index) from None
-        Yt = []
-        for c in range(n):                                  # Yt = Y L^-T
-            Yt.append(prog.let_vector(f"{t}_Yt{c}", [total([Y[c][r]] + [neg(mul(L[c][m], Yt[m][r])) for m in L[c]])
-                                                     for r in range(6)]))
-        Yh[i] = [prog.let_vector(f"{t}_Yh{c}", [mul(dinv[c], x) for x in Yt[c]]) for c in range(n)]
-        z = []
-        for c in range(n):                                  # z = L^-1 (A^T F* + Q)
-            u = dot(A[c], Fs[i]) + gen[kin.coordinates[first[i] + c]]
-            z.append(prog.let(f"{t}_z{c}", total([u] + [neg(mul(L[c][m], z[m])) for m in L[c]])))
-        nu[i] = [prog.let(f"{t}_nu{c}", mul(dinv[c], z[c])) for c in range(n)]
-        Lf[i] = L
+        Yt = f.solve_LT(prog, Y, f"{t}_Yt")                # Yt = L^-T Y^T
+        Yh[i] = f.scaled(prog, Yt, f"{t}_Yh")
+        z = f.solve_LT(prog, [dot(A[c], Fs[i]) + gen[kin.coordinates[first[i] + c]] for c in range(n)],
+                       f"{t}_z")                          # z = L^-T (A^T F* + Q)
+        nu[i] = f.scaled(prog, z, f"{t}_nu")
+        Lf[i] = f
         if k == 0:
             continue
         # H M* = M* - Y D^-1 Y^T and H F* carried to the parent by C^T (3.7)
@@ -107,12 +103,10 @@ def articulated(kin) -> EquationsOfMotion:
         jk, k = kin.joints[i], topo.kappa[i]
         n = len(jk.A)
         a = prog.let_vector(f"{t}_a", apply_C(jk.G, fp.rho_p[i], dw[k]))    # C_i dw_k
-        L = Lf[i]
-        x = [None] * n
-        for c in range(n - 1, -1, -1):                      # L^T x = nu - Yh^T a
-            s = total([nu[i][c], neg(dot(Yh[i][c], a))]
-                      + [neg(mul(L[m][c], x[m])) for m in range(c + 1, n) if c in L[m]])
-            x[c] = qdd[first[i] + c] = prog.let(f"ab_qdd{first[i] + c}", s)
+        x = Lf[i].solve_L(prog, [total([nu[i][c], neg(dot(Yh[i][c], a))]) for c in range(n)],
+                          f"{t}_x")                 # L x = nu - Yh a
+        for c in range(n):
+            x[c] = qdd[first[i] + c] = prog.let(f"ab_qdd{first[i] + c}", x[c])
         w = a
         for c in range(n):
             w = [total([p, mul(x[c], e)]) for p, e in zip(w, jk.A[c])]

@@ -16,8 +16,9 @@ import sympy as sp
 
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_cholesky
+from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_ldl
 from dynamica.generator.forms.common import active_forces, apply_CT, bias_forces, forward_pass, inertia_times
+from dynamica.generator.model import negative_bodies
 from dynamica.generator.program import (add, dot, fold_add, fold_matrices, fold_vectors, matTvec, mul, neg,
                                        scale, total)
 
@@ -138,10 +139,19 @@ def mass_matrix(kin):
 
 
 def singular_error(kin, index):
+    """A pivot of the tree-ordered L^T D L that folds to zero: coordinate `index`, with the
+    coordinates before it locked, moves no mass (singular M, unless negative inertias cancel)."""
     c = kin.coordinates[index]
-    return ModelError(kin.spec.file, [Problem(
-        "bodies", f"the mass matrix is singular at every state: coordinate `{c}` moves no mass "
-                  "(a massless body at the end of a chain, or an axis through a point mass?)")])
+    bodies = negative_bodies(kin.spec)
+    if not bodies:
+        text = (f"the mass matrix is singular at every state: coordinate `{c}` moves no mass "
+                "(a massless body at the end of a chain, or an axis through a point mass?)")
+    else:
+        text = (f"with the coordinates before it locked, coordinate `{c}` moves no mass at any state: the "
+                f"negative mass or inertia of {', '.join(f'`{b}`' for b in bodies)} cancels the others along it, "
+                "and the L^T D L factorization (from the last coordinate to the first) meets a zero pivot "
+                "there, even if the mass matrix is regular; the form `lagrange1` factors another matrix")
+    return ModelError(kin.spec.file, [Problem("bodies", text)])
 
 
 @register("composite", "CBM")
@@ -158,7 +168,7 @@ def composite(kin) -> EquationsOfMotion:
          for idx, (i, c) in enumerate(zip(owner, local))]
     Mrows = mass_matrix_rows(kin, Mstar)            # (2.19)
     try:
-        qdd = solve_reverse_cholesky(prog, Mrows, Q)
+        qdd = solve_reverse_ldl(prog, Mrows, Q)
     except StructurallySingular as exc:
         raise singular_error(kin, exc.index) from None
     qdd = [prog.let(f"qdd{k}", x) for k, x in enumerate(qdd)]

@@ -8,7 +8,8 @@ with F_hat of (2.14). B is kept per body as the columns B_i[r] (6-vectors, frame
 coordinates r of the joints on the path P_i only: the structural zeros of B (j not in P_i)
 are never formed. Each body adds the products of its columns to the entries of the rows and
 columns of P_i, so M_rc sums over the bodies of D_j intersected with D_k (r in joint j, c in
-joint k). The system is solved by the tree-sparse Cholesky (2.23).
+joint k). The system is solved by the tree-sparse elimination of (2.23), root-free: M = L^T D L
+(forms/cholesky.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.cholesky import (
     StructurallySingular,
-    solve_reverse_cholesky,
+    solve_reverse_ldl,
 )
 from dynamica.generator.forms.common import (
     active_forces,
@@ -69,7 +70,7 @@ def direct(kin) -> EquationsOfMotion:
     Mrows = [{c: prog.let(f"dr_M{r}_{c}", total(t)) for c, t in row.items()} for r, row in enumerate(m_terms)]
     Q = [prog.let(f"dr_Q{r}", total(t)) for r, t in enumerate(q_terms)]
     try:
-        qdd = solve_reverse_cholesky(prog, Mrows, Q, tag="dr_L")    # (2.23)
+        qdd = solve_reverse_ldl(prog, Mrows, Q, tag="dr_L")    # (2.23)
     except StructurallySingular as exc:
         raise singular_error(kin, exc.index) from None
     qdd = [prog.let(f"dr_qdd{k}", x) for k, x in enumerate(qdd)]

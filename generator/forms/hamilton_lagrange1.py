@@ -20,10 +20,11 @@ Symbol table:
            some universal joints), a limitation of (1.8) with a fixed Z^H.
   H        Z^T S M^{-1} S^T Z, assembled per body b from the columns of S^T Z that touch b
            (Z_b, and -C_j^T Z_j of its children j): H += x_a^T M_b^{-1} x_b; with regular
-           numbering its reverse Cholesky (2.23) has no fill-in (a body couples only to its
+           numbering its reverse L^T D L (2.23) has no fill-in (a body couples only to its
            parent, children and siblings, which form a clique once it is eliminated)
   M_i^{-1} [x1/m + r_c x y; y], y = Theta_c^{-1} (x2 - r_c x x1) (Theta_c about the centre of
-           mass): every body needs m_i > 0 and Theta_c positive definite.
+           mass): every body needs M_i invertible (m_i != 0, Theta_c regular); a negative mass or
+           inertia (a cut-out) only makes H indefinite, which the root-free L^T D L takes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import sympy as sp
 from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
 from dynamica.generator.forms import register
-from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_cholesky
+from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_ldl
 from dynamica.generator.forms.common import apply_C, apply_CT
 from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, small_inverse
 from dynamica.generator.program import add, cross, dot, mul, neg, scale, sub, total
@@ -160,8 +161,8 @@ def _check_bodies(kin):
         h = np.array([ev(x) for x in b.h])
         hx = np.array([[0, -h[2], h[1]], [h[2], 0, -h[0]], [-h[1], h[0], 0]])
         Mi[:3, :3], Mi[:3, 3:], Mi[3:, :3], Mi[3:, 3:] = m * np.eye(3), -hx, hx, th
-        w = np.linalg.eigvalsh(Mi)
-        if w.min() <= 1e-12 * max(1.0, abs(w).max()):
+        w = np.abs(np.linalg.eigvalsh(Mi))            # invertible, not necessarily positive
+        if w.min() <= 1e-12 * w.max():
             bad.append(kin.topo.names[i])
     if bad:
         raise _error(kin, "hamilton-lagrange1 needs every body's 6x6 inertia M_i invertible ((1.64): "
@@ -242,8 +243,8 @@ def hamilton_lagrange1(kin):
     rows = [{c: prog.let(f"{tag}H{ri}_{c}", e) for c, e in row.items()} for ri, row in enumerate(rows)]
     if m:
         try:
-            lam = solve_reverse_cholesky(prog, rows, r, tag=f"{tag}L")
-        except StructurallySingular as exc:   # pragma: no cover - H is positive definite when every M_i is
+            lam = solve_reverse_ldl(prog, rows, r, tag=f"{tag}L")
+        except StructurallySingular as exc:   # pragma: no cover - H is regular when every M_i is
             raise _error(kin, f"hamilton-lagrange1: the matrix of (1.65) is singular (row {exc.index})") from None
     else:
         lam = []

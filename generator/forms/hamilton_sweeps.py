@@ -3,7 +3,7 @@
 hamilton-articulated (HABM), dissertation 3.1.2, (3.9)-(3.17): the method of separate bodies
 (Vereshchagin's sweep, "progonka") on the first three rows of (1.54).
 hamilton-ltdl (HDEC), dissertation 3.2.3, (3.32)-(3.40): the symmetric L^T D L elimination of
-the same system, with Cholesky factors of the joint blocks A_i^T M*_i A_i.
+the same system, with root-free L^T D L factors of the joint blocks A_i^T M*_i A_i.
 
 Symbol table (body i, its parent k = kappa_i, children S_i; [lin; ang] spatial vectors):
   M*_i     articulated inertia of the subtree D_i at O_i (6x6 symmetric)      (3.16), (3.22)
@@ -18,12 +18,14 @@ Forward sweep (i = N..1), HABM (3.16):
 Backward sweep (i = 1..N), HABM (3.17):
   v*_i = C_i v_k + v^r_i,  q'_i = U_i (pi*_i - M*_i v*_i) + u_i = D_i^{-1} (p_i + A_i^T pi*_i - Y_i^T v*_i)
   v_i = A_i q'_i + v*_i,   p*_i = M*_i v_i - pi*_i,   pm'_i by (3.12) (hamiltonian.py)
-HDEC, with L_i the Cholesky factor D_i = L_i^T L_i (L_i lower triangular, formed from the last
-row as (2.7)) and U_i = L_i^{-T} A_i^T M*_i = L_i^{-T} Y_i^T (3.22):
-  M*_i  = M_i + sum_j C_j^T (M*_j - U_j^T U_j) C_j                                     (3.30)
+HDEC, with D_i = L_i^T diag(d_i) L_i (L_i unit lower triangular, formed from the last row as
+(2.7), root-free: cholesky.reverse_ldl; the dissertation's Cholesky factor is L_i diag(d_i)^(1/2)
+in this notation), U_i = L_i^{-T} A_i^T M*_i = L_i^{-T} Y_i^T (3.22), Uh_i = diag(d_i)^{-1} U_i:
+  M*_i  = M_i + sum_j C_j^T (M*_j - Uh_j^T U_j) C_j                                   (3.30)
   x_i   = L_i^{-T} [p_i + A_i^T (pi*_i - M*_i v^r_i)]                                  (3.35)
-  pi*_i = sum_j C_j^T (pi*_j - M*_j v^r_j - U_j^T x_j)                                 (3.36)
-  q'_i  = L_i^{-1} (x_i - U_i C_i v_k)   (the seed's L_i^{-1}(u_i - U_i v*_i), u_i = x_i + U_i v^r_i)
+  pi*_i = sum_j C_j^T (pi*_j - M*_j v^r_j - Uh_j^T x_j)                                (3.36)
+  q'_i  = L_i^{-1} diag(d_i)^{-1} (x_i - U_i C_i v_k)
+          (the seed's L_i^{-1}(u_i - U_i v*_i), u_i = x_i + U_i v^r_i)
   v_i, p*_i, pm'_i as HABM                                                             (3.40)
 The seed's printed (3.34)-(3.40) lose the lines (3.37)-(3.39); the relations above follow
 from L^T X = P, L V = I X with the factors (3.21)-(3.22) and were checked against (3.17).
@@ -35,18 +37,21 @@ import sympy as sp
 
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.forms import register
-from dynamica.generator.forms.cholesky import StructurallySingular
+from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl
 from dynamica.generator.forms.common import apply_C, apply_CT
-from dynamica.generator.forms.hamiltonian import (Z6, Hamiltonian, reverse_cholesky, rigid6, solve_L, solve_LT,
-                                                  spd_inverse, symv, transfer6)
+from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, rigid6, symmetric_inverse, symv, transfer6
+from dynamica.generator.model import negative_bodies
 from dynamica.generator.program import add, dot, fold_matrices, fold_vectors, mul, neg, sub, total
 
 
 def _singular(kin, i):
     body = kin.topo.names[i]
+    bodies = negative_bodies(kin.spec)
+    cause = (f"negative masses or inertias ({', '.join(f'`{b}`' for b in bodies)}) cancel the others along them"
+             if bodies else "a massless end body, or an axis through a point mass?")
     return ModelError(kin.spec.file, [Problem(
         "bodies", f"the joint block A_i^T M*_i A_i of body `{body}` is singular at every state: its "
-                  "coordinates move no mass (a massless end body, or an axis through a point mass?)")])
+                  f"coordinates move no mass ({cause})")])
 
 
 def _sweep(kin, tag, ltdl: bool):
@@ -57,7 +62,7 @@ def _sweep(kin, tag, ltdl: bool):
     # children's terms collected per body and summed once (fold_*: linear in the children)
     accM = [None] + [[rigid6(kin.inertia[i])] for i in range(1, N + 1)]
     accP = [None] + [[list(Z6)] for _ in range(N + 1)]
-    Y, Dinv, L, Linv, U, x = {}, {}, {}, {}, {}, {}
+    Y, Dinv, F, U, x = {}, {}, {}, {}, {}
     # forward sweep: from the tips to the root
     for i in range(N, 0, -1):
         jk = kin.joints[i]
@@ -72,20 +77,18 @@ def _sweep(kin, tag, ltdl: bool):
             p_i = H.pm_of[i]
             try:
                 if ltdl:
-                    L[i], Linv[i] = reverse_cholesky(prog, D, f"{tag}L{i}_")
-                    # U_i = L^{-T} Y^T: column r of U is L^{-T} (row r of Y)
-                    cols = [solve_LT(L[i], Linv[i], [Y[i][c][r] for c in range(n)]) for r in range(6)]
-                    U[i] = [[prog.let(f"{tag}U{i}_{c}{r}", cols[r][c]) for r in range(6)] for c in range(n)]
-                    x[i] = prog.let_vector(f"{tag}x{i}", solve_LT(L[i], Linv[i], [
-                        total([p_i[c], dot(A[c], xb)]) for c in range(n)]))
-                    Hm = sp.Matrix(6, 6, lambda r, c: total([Ma[i][r, c]] + [neg(mul(U[i][k][r], U[i][k][c]))
+                    F[i] = reverse_ldl(prog, lower_rows(D), f"{tag}L{i}_")
+                    U[i] = F[i].solve_LT(prog, Y[i], f"{tag}U{i}_")          # L^T U = Y^T
+                    x[i] = F[i].solve_LT(prog, [total([p_i[c], dot(A[c], xb)]) for c in range(n)], f"{tag}x{i}_")
+                    Uh = F[i].scaled(prog, U[i], f"{tag}Uh{i}_")
+                    Hm = sp.Matrix(6, 6, lambda r, c: total([Ma[i][r, c]] + [neg(mul(Uh[k][r], U[i][k][c]))
                                                                               for k in range(n)]))
-                    contrib = [total([xb[r]] + [neg(mul(U[i][k][r], x[i][k])) for k in range(n)])
+                    contrib = [total([xb[r]] + [neg(mul(Uh[k][r], x[i][k])) for k in range(n)])
                                for r in range(6)]
                 else:
                     if any(D[r][r] == 0 for r in range(n)):
                         raise StructurallySingular(0)
-                    Dinv[i] = spd_inverse(prog, D, f"{tag}Di{i}_")
+                    Dinv[i] = symmetric_inverse(prog, D, f"{tag}Di{i}_")
                     # W = D^{-1} Y^T (n x 6), H_i M*_i = M*_i - Y_i W
                     W = [[prog.let(f"{tag}W{i}_{c}{r}", total([mul(Dinv[i][c][k], Y[i][k][r]) for k in range(n)]))
                           for r in range(6)] for c in range(n)]
@@ -119,7 +122,7 @@ def _sweep(kin, tag, ltdl: bool):
         if n:
             if ltdl:
                 rhs = [total([x[i][c], neg(dot(U[i][c], Cv))]) for c in range(n)]
-                qi = solve_L(L[i], Linv[i], rhs)
+                qi = F[i].solve_L(prog, rhs, f"{tag}y{i}_", scale=True)
             else:
                 s = [total([H.pm_of[i][c], dot(A[c], pi[i]), neg(dot(Y[i][c], vs))]) for c in range(n)]
                 qi = [total([mul(Dinv[i][c][m], s[m]) for m in range(n)]) for c in range(n)]

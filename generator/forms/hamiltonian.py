@@ -4,7 +4,7 @@ This module holds the pieces shared by the four Hamiltonian forms and the compos
 
   name                  acronym  solves the kinematic part of (1.54) for q' by          where
   hamilton-composite    HCBM     tangent projection (1.59): M q' = pm - B^T M v_hat,    this module
-                                 tree-sparse Cholesky (2.23); p* by (1.55)
+                                 tree-sparse L^T D L (2.23); p* by (1.55)
   hamilton-lagrange1    HLGR     orthogonal projection (1.61)-(1.67), H lambda = r       hamilton_lagrange1.py
                                  by (1.65)
   hamilton-articulated  HABM     sweep of (1.54) (method of separate bodies),           hamilton_sweeps.py
@@ -40,7 +40,7 @@ import sympy as sp
 
 from dynamica.generator import expr as ex
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_cholesky
+from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_ldl
 from dynamica.generator.forms.common import apply_C, apply_CT, forward_pass, active_forces, inertia_times
 from dynamica.generator.forms.composite import (composite_forces, composite_inertias, coordinate_layout,
                                                 full_matrix, mass_matrix_rows, singular_error)
@@ -134,50 +134,12 @@ def omega_times(v, p):
 
 
 # ------------------------------------------------------------------ small dense solvers
-def reverse_cholesky(prog, D, tag):
-    """Unrolled D = L^T L, L lower triangular (n x n, D symmetric positive definite).
+def symmetric_inverse(prog, D, tag):
+    """D^{-1} of a small symmetric regular D (list of lists), entries bound.
 
-    The factorisation runs from the last row up, as (2.7)-(2.10); returns L (list of lists,
-    zeros above the diagonal) and the reciprocals of its diagonal.
-    """
-    n = len(D)
-    L = [[ZERO] * n for _ in range(n)]
-    inv = [None] * n
-    for i in range(n - 1, -1, -1):
-        s = total([D[i][i]] + [neg(mul(L[k][i], L[k][i])) for k in range(i + 1, n)])
-        if s == 0:
-            raise StructurallySingular(i)
-        L[i][i] = prog.let(f"{tag}{i}{i}", sp.sqrt(s))
-        inv[i] = prog.let(f"{tag}i{i}", 1 / L[i][i])
-        for j in range(i - 1, -1, -1):
-            s = total([D[i][j]] + [neg(mul(L[k][i], L[k][j])) for k in range(i + 1, n)])
-            L[i][j] = prog.let(f"{tag}{i}{j}", mul(s, inv[i])) if s != 0 else ZERO
-    return L, inv
-
-
-def solve_LT(L, inv, y):
-    """L^{-T} y (back substitution in L^T, from the last row)."""
-    n = len(y)
-    x = [None] * n
-    for i in range(n - 1, -1, -1):
-        x[i] = mul(total([y[i]] + [neg(mul(L[k][i], x[k])) for k in range(i + 1, n)]), inv[i])
-    return x
-
-
-def solve_L(L, inv, y):
-    """L^{-1} y (forward substitution)."""
-    n = len(y)
-    x = [None] * n
-    for i in range(n):
-        x[i] = mul(total([y[i]] + [neg(mul(L[i][j], x[j])) for j in range(i)]), inv[i])
-    return x
-
-
-def spd_inverse(prog, D, tag):
-    """D^{-1} of a small symmetric positive definite D (list of lists), entries bound.
-
-    n = 1: 1/D; n = 2: adjugate; n >= 3: unrolled Gauss-Jordan elimination without pivoting
-    (D is positive definite), the upper triangle of the result mirrored.
+    n = 1: 1/D; n = 2: adjugate; n >= 3: unrolled Gauss-Jordan elimination without pivoting,
+    from the last row to the first (the pivots of cholesky.reverse_ldl: D need not be positive
+    definite), the upper triangle of the result mirrored.
     """
     n = len(D)
     if n == 1:
@@ -190,7 +152,7 @@ def spd_inverse(prog, D, tag):
         return [[a, b], [b, c]]
     # Gauss-Jordan with the augmented identity, symmetric result
     W = [list(D[r]) + [sp.Integer(int(r == c)) for c in range(n)] for r in range(n)]
-    for k in range(n):
+    for k in range(n - 1, -1, -1):
         if W[k][k] == 0:
             raise StructurallySingular(k)
         piv = prog.let(f"{tag}p{k}", 1 / W[k][k])
@@ -392,7 +354,7 @@ class Hamiltonian:
 @register("hamilton-composite", "HCBM")
 def hamilton_composite(kin) -> EquationsOfMotion:
     """(1.59): M q' = pm - A^T T^T M T v_hat^r (composite-body mass matrix (2.19)-(2.20),
-    tree-sparse Cholesky (2.23)), then v by (1.13), p* = T^T M v (1.55) and pm' by (1.54)."""
+    tree-sparse L^T D L (2.23)), then v by (1.13), p* = T^T M v (1.55) and pm' by (1.54)."""
     H = Hamiltonian(kin, "hc_")
     prog = kin.program
     Mstar = composite_inertias(kin, tag="hc_Ms")                 # (2.20)
@@ -402,7 +364,7 @@ def hamilton_composite(kin) -> EquationsOfMotion:
     rhs = [prog.let(f"hc_r{k}", total([H.pm[k], neg(dot(H.cols(i)[c], ph[i]))]))
            for k, (i, c) in enumerate(zip(H.owner, H.local))]
     try:
-        qd = solve_reverse_cholesky(prog, Mrows, rhs, tag="hc_L")
+        qd = solve_reverse_ldl(prog, Mrows, rhs, tag="hc_L")
     except StructurallySingular as exc:
         raise singular_error(kin, exc.index) from None
     # with the rates aliased to qd, the forward velocities are v = B q' + v_hat (1.29)

@@ -13,15 +13,18 @@ Symbol table (body i, frame i, parent k = kappa_i; m_i = 6 - n_i):
   a_i      M_i^-1 F'_i;  Y_i = M_i^-1 Z_i;  X_i = C_i^T Z_i;  U_i = M_k^-1 X_i
   H_ii     Z_i^T Y_i + X_i^T U_i;  H_ik = -X_i^T Y_k;  H_ij = X_i^T U_j (siblings)  (2.24)
   R_i      Z_i^T (w'_i - a_i) + X_i^T a_k                                          (2.25)
-then lambda by the reverse Cholesky (2.26), w_i = a_i + Y_i lambda_i - sum_{j in S_i} U_j
+then lambda by the reverse L^T D L (2.26), w_i = a_i + Y_i lambda_i - sum_{j in S_i} U_j
 lambda_j (1.45) and q''_i = (A_i^T A_i)^-1 A_i^T (w_i - C_i w_k - w'_i) (1.44). Blocks of
 bodies on the ground do not couple (M_0^-1 = 0). M_i^-1 is applied through the centre of
 mass: M_i^-1 [f; tau] = [f/m + c x alpha; alpha], alpha = Theta_c^-1 (tau - c x f), so every
-body needs m_i > 0 and Theta_c nonsingular (theorem 2.1 assumes it); a literally massless
-body is a ModelError, one massless at the default parameters a warning.
+body needs m_i != 0 and Theta_c nonsingular (theorem 2.1 assumes m_i > 0 and Theta_c positive
+definite; a negative mass or inertia, e.g. a cut-out welded to a body, only makes H
+indefinite, which the root-free factorization takes); a literally massless body is a
+ModelError, one massless at the default parameters a warning.
 
 (2.26) is the block Cholesky of H in reverse order, whose factor keeps the pattern of H
-(theorem 2.6); cholesky.solve_reverse_cholesky applied to the scalar lower triangle of H
+(theorem 2.6); cholesky.solve_reverse_ldl (the same elimination, root-free) applied to the
+scalar lower triangle of H
 with its structural zeros performs exactly these operations (its sums run over the nonzero
 L_ki, i.e. k in S_i u S_kappa_i), so it is reused.
 
@@ -48,7 +51,7 @@ import sympy as sp
 from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import solve_reverse_cholesky
+from dynamica.generator.forms.cholesky import solve_reverse_ldl
 from dynamica.generator.forms.common import (
     active_forces,
     apply_C,
@@ -112,7 +115,7 @@ def orthogonal_basis(prog, tag, A, samples):
 
 
 def _solve_small(prog, tag, K, b):
-    """K x = b for a small symmetric positive definite K (lists), unrolled elimination."""
+    """K x = b for a small symmetric positive definite K = A^T A (lists), unrolled elimination."""
     n = len(b)
     K, b = [list(row) for row in K], list(b)
     inv = [None] * n
@@ -283,7 +286,7 @@ def lagrange1(kin) -> EquationsOfMotion:
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies
     sysm = lagrange1_system(kin)
-    lam = solve_reverse_cholesky(prog, sysm.H, sysm.R, tag="lg_L")        # (2.26)
+    lam = solve_reverse_ldl(prog, sysm.H, sysm.R, tag="lg_L")        # (2.26)
     lam = [prog.let(f"lg_lam{k}", x) for k, x in enumerate(lam)]
     _, _, first = coordinate_layout(kin)
     qdd = [None] * len(kin.coordinates)

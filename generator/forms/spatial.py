@@ -8,14 +8,15 @@ in a body's own frame (GUIDE.md "Conventions"), C = [[G, -G rho~], [0, G]].
   transfer(G, rho, X)      C^T X C: X moved from O_i, axes i to O_k, axes k (in (3.7), (3.30))
   symv(X, a)               X a with structural zeros folded
   unit_columns(A)          joint-basis columns s e_k: where the carried inertia has zero rows
-  ldl(D) / cholesky(D)     unrolled factorizations of a joint block D_i = A_i^T M*_i A_i
+
+The joint blocks D_i = A_i^T M*_i A_i are factored by cholesky.reverse_ldl (root-free
+L^T D L in the elimination order of the mass matrix, so the sweeps meet the same pivots).
 """
 
 from __future__ import annotations
 
 import sympy as sp
 
-from dynamica.generator.forms.cholesky import StructurallySingular
 from dynamica.generator.program import mul, neg, total
 
 
@@ -109,48 +110,3 @@ def unit_columns(A) -> dict:
         if len(nz) == 1 and col[nz[0]].is_Number:
             out[nz[0]] = (c, col[nz[0]])
     return out
-
-
-def ldl(prog, tag, D):
-    """Root-free Cholesky D = L diag(d) L^T of a small symmetric block (L unit lower).
-
-    D: n x n nested lists (symmetric). Returns (L, dinv) with L[r][c] for c < r (nonzeros
-    only) and dinv[c] = 1/d_c bound. A structurally zero pivot raises StructurallySingular(c).
-    """
-    n = len(D)
-    L = [{} for _ in range(n)]
-    d, dinv = [None] * n, [None] * n
-    for c in range(n):
-        s = total([D[c][c]] + [neg(mul(mul(L[c][k], L[c][k]), d[k])) for k in L[c]])
-        if s == 0:
-            raise StructurallySingular(c)
-        d[c] = prog.let(f"{tag}_d{c}", s)
-        dinv[c] = prog.let(f"{tag}_di{c}", 1 / d[c])
-        for r in range(c + 1, n):
-            s = total([D[r][c]] + [neg(mul(mul(L[r][k], L[c][k]), d[k])) for k in L[c] if k in L[r]])
-            if s != 0:
-                L[r][c] = prog.let(f"{tag}_L{r}{c}", mul(s, dinv[c]))
-    return L, dinv
-
-
-def cholesky(prog, tag, D):
-    """D = L^T L with L lower triangular, factored from the last row (as in (2.23)).
-
-    Returns (L, linv): L[r][c] for c <= r (nonzeros only), linv[r] = 1/L_rr bound.
-    """
-    n = len(D)
-    L = [{} for _ in range(n)]
-    below = [[] for _ in range(n)]          # below[c]: rows k > c with L[k][c] != 0
-    linv = [None] * n
-    for i in range(n - 1, -1, -1):
-        s = total([D[i][i]] + [neg(mul(L[k][i], L[k][i])) for k in below[i]])
-        if s == 0:
-            raise StructurallySingular(i)
-        L[i][i] = prog.let(f"{tag}_L{i}{i}", sp.sqrt(s))
-        linv[i] = prog.let(f"{tag}_li{i}", 1 / L[i][i])
-        for j in range(i - 1, -1, -1):
-            s = total([D[i][j]] + [neg(mul(L[k][i], L[k][j])) for k in below[i] if j in L[k]])
-            if s != 0:
-                L[i][j] = prog.let(f"{tag}_L{i}{j}", mul(s, linv[i]))
-                below[j].append(i)
-    return L, linv

@@ -174,10 +174,42 @@ def yaml_body_mass_props(model_dict: dict, values: dict) -> dict:
     return out
 
 
+def yaml_kinetic_energy(model_dict: dict, values: dict, q: dict, qd: dict, h: float = 1e-6) -> float:
+    """Kinetic energy of the YAML bodies at (q, qd): central differences of the numpy placements
+    along qd, sum of m |v_c|^2 / 2 + w.I_c w / 2 (linear in the mass properties, any signs)."""
+    props = yaml_body_mass_props(model_dict, values)
+    qp = {c: q[c] + h * qd[c] for c in q}
+    qm = {c: q[c] - h * qd[c] for c in q}
+    T0 = yaml_body_placements(model_dict, values, q)
+    Tp = yaml_body_placements(model_dict, values, qp)
+    Tm = yaml_body_placements(model_dict, values, qm)
+    ke = 0.0
+    for name, (m, c, I) in props.items():
+        R = T0[name][:3, :3]
+        com = lambda T: T[:3, 3] + T[:3, :3] @ c  # noqa: E731
+        vc = (com(Tp[name]) - com(Tm[name])) / (2 * h)
+        W = R.T @ (Tp[name][:3, :3] - Tm[name][:3, :3]) / (2 * h)
+        w = np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]]) / 2
+        ke += 0.5 * m * vc @ vc + 0.5 * w @ I @ w
+    return ke
+
+
 def yaml_gravity(model_dict: dict, values: dict) -> np.ndarray:
     env = yaml_env(model_dict, values)
     g = model_dict.get("gravity", [0.0, 0.0, 0.0])
     return np.array(env[g] if isinstance(g, str) else evaluate(g, env), dtype=float)
+
+
+def pin_inertia(m, c, Ic):
+    """pin.Inertia of mass m, centre of mass c and inertia Ic about it, of any signs, built from
+    the dynamic parameters [m, m c, I_O (xx, xy, yy, xz, yz, zz)], I_O = Ic + m (c.c E - c c^T)
+    the inertia about the frame origin (pin.Inertia(m, c, Ic) wants Ic positive definite)."""
+    import pinocchio as pin
+
+    c, Ic = np.asarray(c, dtype=float), np.asarray(Ic, dtype=float)
+    IO = Ic + m * (c @ c * np.eye(3) - np.outer(c, c))
+    return pin.Inertia.FromDynamicParameters(np.array(
+        [m, *(m * c), IO[0, 0], IO[0, 1], IO[1, 1], IO[0, 2], IO[1, 2], IO[2, 2]]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,9 +309,18 @@ class RandomTree:
         return q, qd
 
     # ---- pinocchio ----
-    def to_pinocchio(self, param_values: dict | None = None):
+    def to_pinocchio(self, param_values: dict | None = None, signed: bool = False):
         """(pin.Model, coordinate names in pinocchio q/v order) for these parameter values
-        (a full dict as from :meth:`param_values`, or None for the defaults)."""
+        (a full dict as from :meth:`param_values`, or None for the defaults).
+
+        signed: bodies may have negative masses and indefinite inertias. pin.Inertia(m, c, I)
+        rejects an I that is not positive, and appendBodyToJoint adds inertias by
+        Inertia::operator+=, which divides by max(total mass, eps) and so breaks when a joint
+        carries a negative total mass; so each inertia is built from its dynamic parameters
+        (:func:`pin_inertia`) and the bodies of a joint are summed in those (linear) parameters
+        and assigned to model.inertias. Use pin.aba and pin.rnea with such a model, not
+        pin.crba, which sums subtree inertias with the same operator+=.
+        """
         import pinocchio as pin
 
         vals = self.param_values(param_values)
@@ -291,9 +332,16 @@ class RandomTree:
         attach = {"ground": (0, pin.SE3.Identity())}
         self.pin_attach = attach
         names: list[str] = []
+        joint_params: dict = {}          # signed: joint id -> summed dynamic parameters
 
         def se3(T):
             return pin.SE3(T[:3, :3].copy(), T[:3, 3].copy())
+
+        def append(jid, inertia, placement):
+            if not signed:
+                model.appendBodyToJoint(jid, inertia, placement)
+                return
+            joint_params[jid] = joint_params.get(jid, 0.0) + placement.act(inertia).toDynamicParameters()
 
         for b in self.bodies:
             pj, P = attach[b.parent]
@@ -316,10 +364,10 @@ class RandomTree:
                 components.append((jm, se3(P), tr["q"]))
                 P = np.eye(4)
             m, c, Ic = yaml_body_mass_props(self.model_dict, vals)[b.name]
-            inertia = pin.Inertia(m, c, Ic)
+            inertia = pin_inertia(m, c, Ic) if signed else pin.Inertia(m, c, Ic)
             if not components:  # welded: merged into the parent's pinocchio joint
                 attach[b.name] = (pj, se3(P))
-                model.appendBodyToJoint(pj, inertia, se3(P))
+                append(pj, inertia, se3(P))
                 continue
             if len(components) == 1:
                 jm, place, _ = components[0]
@@ -328,10 +376,12 @@ class RandomTree:
                 for cjm, cplace, _ in components:
                     jm.addJoint(cjm, cplace)
             jid = model.addJoint(pj, jm, place, "j_" + b.name)
-            model.appendBodyToJoint(jid, inertia, se3(P))
+            append(jid, inertia, se3(P))
             attach[b.name] = (jid, se3(P))
             names += [cq for _, _, cq in components]
         assert names == self.coordinates, (names, self.coordinates)
+        for jid, dp in joint_params.items():
+            model.inertias[jid] = pin.Inertia.FromDynamicParameters(dp)
         return model, names
 
 
