@@ -489,11 +489,14 @@ static void dyn_nm_composite_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, d
     dyn_nm_ldl_solve(tp, M, qdd);                         /* (2.23) */
 }
 
-/* ABM: the sweep (3.7)-(3.8). D_i = A_i^T M*_i A_i = L_i^T diag(d_i) L_i (n_i x n_i), rows
-   Z_i = L_i^-T Y_i^T, z_i = L_i^-T u_i; H M* = M* - Z^T diag(d)^-1 Z and H F* = F* - Z^T
-   diag(d)^-1 z go to the parent; q''_i = L_i^-1 diag(d_i)^-1 L_i^-T (u_i - Y_i^T a_i). */
-static void dyn_nm_articulated_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double t, const double *q,
-                                   const double *qd, const double *p, double *qdd, double *work)
+/* The sweep of the extended system, ABM (3.7)-(3.8) and DEC (3.30)-(3.31) in one pass pair.
+   D_i = A_i^T M*_i A_i = L_i^T diag(d_i) L_i (L_i unit lower, from the last row), Z_i = L_i^-T Y_i^T
+   (rows, Y_i = M*_i A_i), z_i = L_i^-T u_i (u_i = A_i^T F*_i + Q_i); H_i = M*_i - Z^T diag(d)^-1 Z
+   and h_i = F*_i - Z^T diag(d)^-1 z go to the parent; q''_i = L_i^-1 diag(d_i)^-1 (z_i - Z_i a_i).
+   `reduced`: DEC keeps Z_i, z_i for the forward solve (3.31); ABM keeps Y_i, u_i and reduces
+   them again there (3.8). The same numbers either way. */
+static void dyn_nm_sweep_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double t, const double *q,
+                             const double *qd, const double *p, double *qdd, double *work, int reduced)
 {
     const int nb = tp->nb, n = tp->n;
     double *T = work, *v = T + DYN_NM_NTERMS(nb, n) + n, *wh = v + 6 * (nb + 1), *rp = wh + 6 * (nb + 1);
@@ -507,7 +510,7 @@ static void dyn_nm_articulated_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms,
         dyn_nm_rigid6(b + 24, IA + 36 * i);
         dyn_nm_bias(b, v + 6 * i, wh + 6 * i, pA + 6 * i);
     }
-    for (int i = nb; i >= 1; --i) {                       /* backward pass (3.7) */
+    for (int i = nb; i >= 1; --i) {                       /* backward pass (3.7), (3.30) */
         const int ni = tp->ndof[i], fi = tp->first[i], k = tp->kappa[i];
         double *Ii = IA + 36 * i, *Fi = pA + 6 * i, *Yi = Y + 36 * i, *L = Lf + 36 * i, *ui = u + 6 * i;
         for (int c = 0; c < ni; ++c) {
@@ -516,39 +519,46 @@ static void dyn_nm_articulated_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms,
             ui[c] = dyn_nm_dot6(a, Fi) + gen[fi + c];
         }
         dyn_nm_ldl_block(ni, Aall + 6 * fi, Yi, L);
-        if (k == 0)
+        if (k == 0 && !reduced)
             continue;
         double Z[36], z[6];
         memcpy(Z, Yi, (size_t)(6 * ni) * sizeof(double));
         memcpy(z, ui, (size_t)ni * sizeof(double));
         dyn_nm_ldl_block_solve_T(ni, L, Z, 6, 6);
         dyn_nm_ldl_block_solve_T(ni, L, z, 1, 1);
-        double Ia[36], hb[6];
-        memcpy(Ia, Ii, sizeof Ia);
-        memcpy(hb, Fi, sizeof hb);
+        if (reduced) {
+            memcpy(Yi, Z, (size_t)(6 * ni) * sizeof(double));
+            memcpy(ui, z, (size_t)ni * sizeof(double));
+        }
+        if (k == 0)
+            continue;
+        double H[36], h[6];
+        memcpy(H, Ii, sizeof H);
+        memcpy(h, Fi, sizeof h);
         for (int c = 0; c < ni; ++c) {
             const double *Zc = Z + 6 * c, dinv = L[6 * c + c];
             for (int r = 0; r < 6; ++r) {
                 const double zr = dinv * Zc[r];
-                hb[r] -= zr * z[c];
+                h[r] -= zr * z[c];
                 for (int s = 0; s < 6; ++s)
-                    Ia[6 * r + s] -= zr * Zc[s];
+                    H[6 * r + s] -= zr * Zc[s];
             }
         }
         const double *b = T + DYN_NM_TB * (i - 1);
-        dyn_nm_add_transfer6(b, b + 9, Ia, IA + 36 * k);
-        dyn_nm_add_CT(b, b + 9, hb, pA + 6 * k);
+        dyn_nm_add_transfer6(b, b + 9, H, IA + 36 * k);
+        dyn_nm_add_CT(b, b + 9, h, pA + 6 * k);
     }
     for (int e = 0; e < 6; ++e)
         dw[e] = 0.0;
-    for (int i = 1; i <= nb; ++i) {                       /* forward pass (3.8) */
+    for (int i = 1; i <= nb; ++i) {                       /* forward pass (3.8), (3.31) */
         const int ni = tp->ndof[i], fi = tp->first[i], k = tp->kappa[i];
         const double *b = T + DYN_NM_TB * (i - 1), *Yi = Y + 36 * i, *L = Lf + 36 * i, *ui = u + 6 * i;
         double a[6], x[6];
         dyn_nm_apply_C(b, rp + 3 * i, dw + 6 * k, a);
-        for (int c = 0; c < ni; ++c)                     /* L^T y = u - Y^T a */
+        for (int c = 0; c < ni; ++c)                     /* z - Z a (reduced), else u - Y^T a */
             x[c] = ui[c] - dyn_nm_dot6(Yi + 6 * c, a);
-        dyn_nm_ldl_block_solve_T(ni, L, x, 1, 1);
+        if (!reduced)
+            dyn_nm_ldl_block_solve_T(ni, L, x, 1, 1);    /* L^T y = u - Y^T a */
         for (int c = 0; c < ni; ++c) {                   /* L x = D^-1 y */
             double s = L[6 * c + c] * x[c];
             for (int m = 0; m < c; ++m)
@@ -567,78 +577,18 @@ static void dyn_nm_articulated_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms,
     }
 }
 
-/* DEC: L^T D L of the extended system, (3.30)-(3.31). A_i^T M*_i A_i = L_i^T diag(d_i) L_i
-   (L_i unit lower), U_i = L_i^-T A_i^T M*_i (rows U_r), u_i = L_i^-T (A_i^T F*_i + Q_i);
-   H_i = M*_i - U^T diag(d)^-1 U and h_i = F*_i - U^T diag(d)^-1 u go to the parent;
-   q''_i = L_i^-1 diag(d_i)^-1 (u_i - U_i a_i). */
+/* ABM: the sweep (3.7)-(3.8) */
+static void dyn_nm_articulated_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double t, const double *q,
+                                   const double *qd, const double *p, double *qdd, double *work)
+{
+    dyn_nm_sweep_qdd(tp, terms, t, q, qd, p, qdd, work, 0);
+}
+
+/* DEC: L^T D L of the extended system, (3.30)-(3.31) */
 static void dyn_nm_ltdl_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double t, const double *q,
                             const double *qd, const double *p, double *qdd, double *work)
 {
-    const int nb = tp->nb, n = tp->n;
-    double *T = work, *v = T + DYN_NM_NTERMS(nb, n) + n, *wh = v + 6 * (nb + 1), *rp = wh + 6 * (nb + 1);
-    double *IA = rp + 3 * (nb + 1), *pA = IA + 36 * (nb + 1), *Us = pA + 6 * (nb + 1), *Lf = Us + 36 * (nb + 1);
-    double *us = Lf + 36 * (nb + 1), *dw = us + 6 * (nb + 1);
-    const double *Aall = T + DYN_NM_TB * nb, *gen = Aall + 6 * n;
-    dyn_nm_terms(tp, terms, t, q, qd, p, T);
-    dyn_nm_forward(tp, T, qd, v, wh, rp);
-    for (int i = 1; i <= nb; ++i) {
-        const double *b = T + DYN_NM_TB * (i - 1);
-        dyn_nm_rigid6(b + 24, IA + 36 * i);
-        dyn_nm_bias(b, v + 6 * i, wh + 6 * i, pA + 6 * i);
-    }
-    for (int i = nb; i >= 1; --i) {                       /* reduction (3.30) */
-        const int ni = tp->ndof[i], fi = tp->first[i], k = tp->kappa[i];
-        double *Ii = IA + 36 * i, *Fi = pA + 6 * i, *U = Us + 36 * i, *L = Lf + 36 * i, *u = us + 6 * i;
-        double Y[36];
-        for (int c = 0; c < ni; ++c)
-            dyn_nm_symv6(Ii, Aall + 6 * (fi + c), Y + 6 * c);
-        dyn_nm_ldl_block(ni, Aall + 6 * fi, Y, L);
-        memcpy(U, Y, (size_t)(6 * ni) * sizeof(double));  /* L^T U = Y^T, L^T u = A^T F* + Q */
-        for (int r = 0; r < ni; ++r)
-            u[r] = dyn_nm_dot6(Aall + 6 * (fi + r), Fi) + gen[fi + r];
-        dyn_nm_ldl_block_solve_T(ni, L, U, 6, 6);
-        dyn_nm_ldl_block_solve_T(ni, L, u, 1, 1);
-        if (k == 0)
-            continue;
-        double H[36], h[6];
-        memcpy(H, Ii, sizeof H);
-        memcpy(h, Fi, sizeof h);
-        for (int c = 0; c < ni; ++c) {
-            const double *Uc = U + 6 * c, dinv = L[6 * c + c];
-            for (int r = 0; r < 6; ++r) {
-                const double ur = dinv * Uc[r];
-                h[r] -= ur * u[c];
-                for (int s = 0; s < 6; ++s)
-                    H[6 * r + s] -= ur * Uc[s];
-            }
-        }
-        const double *b = T + DYN_NM_TB * (i - 1);
-        dyn_nm_add_transfer6(b, b + 9, H, IA + 36 * k);
-        dyn_nm_add_CT(b, b + 9, h, pA + 6 * k);
-    }
-    for (int e = 0; e < 6; ++e)
-        dw[e] = 0.0;
-    for (int i = 1; i <= nb; ++i) {                       /* triangular solves (3.31) */
-        const int ni = tp->ndof[i], fi = tp->first[i], k = tp->kappa[i];
-        const double *b = T + DYN_NM_TB * (i - 1), *U = Us + 36 * i, *L = Lf + 36 * i, *u = us + 6 * i;
-        double a[6], x[6];
-        dyn_nm_apply_C(b, rp + 3 * i, dw + 6 * k, a);
-        for (int r = 0; r < ni; ++r) {                   /* L x = D^-1 (u - U a) */
-            double s = L[6 * r + r] * (u[r] - dyn_nm_dot6(U + 6 * r, a));
-            for (int m = 0; m < r; ++m)
-                s -= L[6 * r + m] * x[m];
-            x[r] = s;
-        }
-        double *di = dw + 6 * i;
-        for (int e = 0; e < 6; ++e)
-            di[e] = a[e];
-        for (int c = 0; c < ni; ++c) {
-            const double *A = Aall + 6 * (fi + c);
-            qdd[fi + c] = x[c];
-            for (int e = 0; e < 6; ++e)
-                di[e] += x[c] * A[e];
-        }
-    }
+    dyn_nm_sweep_qdd(tp, terms, t, q, qd, p, qdd, work, 1);
 }
 
 #endif

@@ -31,86 +31,13 @@ to a literal or to another intermediate, e.g. `0` or `-dc_F1_0`, is given as tha
 
 from __future__ import annotations
 
-import sympy as sp
+from dynamica.generator.forms import EquationsOfMotion, register
+from dynamica.generator.forms.sweep import Variant, sweep
 
-from dynamica.generator.forms import EquationsOfMotion, composite, register
-from dynamica.generator.forms.articulated import reaction_info
-from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl
-from dynamica.generator.forms.common import active_forces, apply_C, apply_CT, bias_forces, forward_pass
-from dynamica.generator.forms.spatial import rigid6, symv, transfer, unit_columns
-from dynamica.generator.program import dot, fold_matrices, fold_vectors, mul, neg, total
+DEC = Variant(form="ltdl", prefix="dc", scale_first=False, rows="U", rows_scaled="Uh", rhs="u", rhs_scaled="",
+              inertia="H", force="h")
 
 
 @register("ltdl", "DEC")
 def ltdl(kin) -> EquationsOfMotion:
-    prog, topo = kin.program, kin.topo
-    N = topo.n_bodies
-    fp = forward_pass(kin)
-    F_active, gen = active_forces(kin, fp)
-    F_hat = bias_forces(kin, fp, F_active)
-    _, _, first = composite.coordinate_layout(kin)
-    Z6 = [sp.S.Zero] * 6
-
-    # reduction to triangular form (3.30), i = N..1
-    # children's terms collected per body and summed once (fold_*: linear in the children)
-    accM = [None] + [[rigid6(b.mass, b.h, b.theta)] for b in kin.inertia[1:]]
-    accF = [None] + [[list(F_hat[i])] for i in range(1, N + 1)]
-    Ms, Fs = [None] * (N + 1), [None] * (N + 1)
-    Us, us, Lf = [None] * (N + 1), [None] * (N + 1), [None] * (N + 1)
-    for i in range(N, 0, -1):
-        t = f"dc_{i}"
-        jk, k = kin.joints[i], topo.kappa[i]
-        Ms[i] = prog.let_symmetric(f"dc_M{i}", fold_matrices(accM[i]))
-        Fs[i] = prog.let_vector(f"dc_F{i}", fold_vectors(accF[i]))
-        A, n = jk.A, len(jk.A)
-        Y = [prog.let_vector(f"{t}_Y{c}", symv(Ms[i], a)) for c, a in enumerate(A)]     # M*_i A_i
-        D = [[dot(A[r], Y[c]) for c in range(n)] for r in range(n)]
-        try:
-            f = reverse_ldl(prog, lower_rows(D), f"{t}_L")
-        except StructurallySingular as exc:
-            raise composite.singular_error(kin, first[i] + exc.index) from None
-        U = f.solve_LT(prog, Y, f"{t}_U")                  # L^T U = A^T M*
-        u = f.solve_LT(prog, [dot(A[r], Fs[i]) + gen[kin.coordinates[first[i] + r]] for r in range(n)],
-                       f"{t}_u")                          # L^T u = A^T F* + Q
-        Us[i], us[i], Lf[i] = U, u, f
-        if k == 0:
-            continue
-        unit = unit_columns(A)                              # A_c = s e_k: row/column k vanish
-        Uh = f.scaled(prog, U, f"{t}_Uh")
-        H = sp.zeros(6, 6)
-        for r in range(6):
-            for s in range(r, 6):
-                if r not in unit and s not in unit:
-                    H[r, s] = H[s, r] = total([Ms[i][r, s]] + [neg(mul(Uh[c][r], U[c][s])) for c in range(n)])
-        H = prog.let_symmetric(f"{t}_H", H)
-        h = [neg(gen[kin.coordinates[first[i] + unit[r][0]]]) / unit[r][1] if r in unit else
-             total([Fs[i][r]] + [neg(mul(Uh[c][r], u[c])) for c in range(n)]) for r in range(6)]
-        h = prog.let_vector(f"{t}_h", h)
-        accM[k].append(transfer(prog, f"{t}_X", jk.G, jk.rho, H))
-        accF[k].append(apply_CT(jk.G, jk.rho, h))
-
-    # triangular solves (3.31), i = 1..N
-    dw = [Z6] + [None] * N
-    qdd = [None] * len(kin.coordinates)
-    R = [None] * (N + 1)
-    for i in range(1, N + 1):
-        t = f"dc_{i}"
-        jk, k = kin.joints[i], topo.kappa[i]
-        n = len(jk.A)
-        a = prog.let_vector(f"{t}_a", apply_C(jk.G, fp.rho_p[i], dw[k]))    # C_i w_k
-        x = Lf[i].solve_L(prog, [total([us[i][r], neg(dot(Us[i][r], a))]) for r in range(n)],
-                          f"{t}_x", scale=True)     # L x = D^-1 (u - U a)
-        for r in range(n):
-            x[r] = qdd[first[i] + r] = prog.let(f"dc_qdd{first[i] + r}", x[r])
-        w = a
-        for c in range(n):
-            w = [total([p, mul(x[c], e)]) for p, e in zip(w, jk.A[c])]
-        dw[i] = prog.let_vector(f"dc_dw{i}", w)
-        R[i] = prog.let_vector(f"dc_R{i}", [total([y, neg(f)]) for y, f in zip(symv(Ms[i], dw[i]), Fs[i])])
-
-    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
-    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
-    return EquationsOfMotion(form="ltdl", kind="lagrangian", program=prog,
-                             coordinates=kin.coordinates, q=qs, qd=qds,
-                             outputs={"qdd": qdd, "mass_matrix": composite.mass_matrix(kin)},
-                             mass_in_dynamics=False, info={"reactions": reaction_info(kin, R)})
+    return sweep(kin, DEC)
