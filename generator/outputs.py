@@ -25,11 +25,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_ldl
-from dynamica.generator.forms.common import (active_forces, apply_C, apply_CT, bias_forces, forward_pass,
-                                             inertia_times)
-from dynamica.generator.forms.composite import (composite_forces, composite_inertias, coordinate_layout,
-                                                mass_matrix_rows, singular_error)
+from dynamica.generator.forms.cholesky import singular_error, solve_reverse_ldl, StructurallySingular
+from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass
+from dynamica.generator.forms.spatial import (apply_C, apply_CT, composite_forces, composite_inertias,
+                                              coordinate_layout, inertia_times, mass_matrix_rows)
 from dynamica.generator.kinematics import derive_kinematics
 from dynamica.generator.program import add, cross, dot, fold_vectors, matTvec, matvec
 

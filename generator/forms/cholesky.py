@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from dynamica.errors import ModelError, Problem
 from dynamica.generator.program import mul, neg, total
 
 
@@ -123,3 +124,20 @@ def reverse_ldl(prog, M, tag="L") -> ReverseLDL:
 def solve_reverse_ldl(prog, M, Q, tag="L"):
     """Unrolled solution of M x = Q by M = L^T D L (2.23), root-free. Returns x (bound)."""
     return reverse_ldl(prog, M, tag).solve(prog, Q, tag)
+
+
+def singular_error(kin, index):
+    """A pivot of the tree-ordered L^T D L that folds to zero: coordinate `index`, with the
+    coordinates before it locked, moves no mass (singular M, unless negative inertias cancel)."""
+    from dynamica.generator.model import negative_bodies
+    c = kin.coordinates[index]
+    bodies = negative_bodies(kin.spec)
+    if not bodies:
+        text = (f"the mass matrix is singular at every state: coordinate `{c}` moves no mass "
+                "(a massless body at the end of a chain, or an axis through a point mass?)")
+    else:
+        text = (f"with the coordinates before it locked, coordinate `{c}` moves no mass at any state: the "
+                f"negative mass or inertia of {', '.join(f'`{b}`' for b in bodies)} cancels the others along it, "
+                "and the L^T D L factorization (from the last coordinate to the first) meets a zero pivot "
+                "there, even if the mass matrix is regular; the form `lagrange1` factors another matrix")
+    return ModelError(kin.spec.file, [Problem("bodies", text)])

@@ -19,28 +19,11 @@ from dataclasses import dataclass
 import sympy as sp
 
 from dynamica.generator import expr as ex
+from dynamica.generator.forms.spatial import apply_C, inertia_times
 from dynamica.generator.model import LAW_LOCALS
 from dynamica.generator.program import add, cross, dot, matTvec, matvec, scale, sub
 
 Z3 = [sp.Integer(0)] * 3
-
-
-def apply_C(G, rho_p, x):
-    """C_i x for a spatial vector x of the parent, with rho_p = G rho (frame i)."""
-    ang = matvec(G, x[3:])
-    return add(matvec(G, x[:3]), cross(ang, rho_p)) + ang
-
-
-def apply_CT(G, rho, f):
-    """C_i^T f: a force/torque pair at O_i (frame i) moved to O_k (parent frame)."""
-    fp = matTvec(G, f[:3])
-    return fp + add(cross(rho, fp), matTvec(G, f[3:]))
-
-
-def inertia_times(inert, a):
-    """M_i a for M_i = [[m E, -h~], [h~, Theta]] (h = m r_c), a = [lin; ang]."""
-    m, h, th = inert
-    return sub(scale(m, a[:3]), cross(h, a[3:])) + add(cross(h, a[:3]), matvec(th, a[3:]))
 
 
 @dataclass
@@ -215,3 +198,13 @@ def bias_forces(kin, fp, F_active):
         mw = inertia_times((bi.mass, bi.h, bi.theta), fp.w_hat[i])
         out.append(prog.let_vector(f"Fh{i}", [a + b - c for a, b, c in zip(fc, F_active[i], mw)]))
     return out
+
+
+def lagrangian_equations(kin, form, qdd, mass_matrix, **kw):
+    """The EquationsOfMotion of a Lagrangian form: its q'' and M (row-major), the kinematics'
+    program, coordinates and their symbols; `kw` the rest (info, kernels, ...)."""
+    from dynamica.generator.forms import EquationsOfMotion
+    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
+    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
+    return EquationsOfMotion(form=form, kind="lagrangian", program=kin.program, coordinates=kin.coordinates,
+                             q=qs, qd=qds, outputs={"qdd": qdd, "mass_matrix": mass_matrix}, **kw)

@@ -15,22 +15,9 @@ joint k). The system is solved by the tree-sparse elimination of (2.23), root-fr
 from __future__ import annotations
 
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import (
-    StructurallySingular,
-    solve_reverse_ldl,
-)
-from dynamica.generator.forms.common import (
-    active_forces,
-    apply_C,
-    bias_forces,
-    forward_pass,
-    inertia_times,
-)
-from dynamica.generator.forms.composite import (
-    coordinate_layout,
-    full_matrix,
-    singular_error,
-)
+from dynamica.generator.forms.cholesky import singular_error, solve_reverse_ldl, StructurallySingular
+from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.spatial import apply_C, coordinate_layout, full_matrix, inertia_times
 from dynamica.generator.program import dot, total
 
 
@@ -74,8 +61,4 @@ def direct(kin) -> EquationsOfMotion:
     except StructurallySingular as exc:
         raise singular_error(kin, exc.index) from None
     qdd = [prog.let(f"dr_qdd{k}", x) for k, x in enumerate(qdd)]
-    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
-    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
-    return EquationsOfMotion(form="direct", kind="lagrangian", program=prog,
-                             coordinates=kin.coordinates, q=qs, qd=qds,
-                             outputs={"qdd": qdd, "mass_matrix": full_matrix(Mrows)})
+    return lagrangian_equations(kin, "direct", qdd, full_matrix(Mrows))

@@ -37,9 +37,9 @@ import sympy as sp
 
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.forms import register
-from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl
-from dynamica.generator.forms.common import apply_C, apply_CT
-from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, rigid6, symmetric_inverse, symv, transfer6
+from dynamica.generator.forms.cholesky import lower_rows, reverse_ldl, StructurallySingular
+from dynamica.generator.forms.spatial import apply_C, apply_CT, rigid6, symv, transfer
+from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, symmetric_inverse
 from dynamica.generator.model import negative_bodies
 from dynamica.generator.program import add, dot, fold_matrices, fold_vectors, mul, neg, sub, total
 
@@ -60,7 +60,7 @@ def _sweep(kin, tag, ltdl: bool):
     Ma = [None] * (N + 1)
     pi = [None] * (N + 1)
     # children's terms collected per body and summed once (fold_*: linear in the children)
-    accM = [None] + [[rigid6(kin.inertia[i])] for i in range(1, N + 1)]
+    accM = [None] + [[rigid6(b.mass, b.h, b.theta)] for b in kin.inertia[1:]]
     accP = [None] + [[list(Z6)] for _ in range(N + 1)]
     Y, Dinv, F, U, x = {}, {}, {}, {}, {}
     # forward sweep: from the tips to the root
@@ -106,8 +106,7 @@ def _sweep(kin, tag, ltdl: bool):
         if k > 0:
             Hm = prog.let_symmetric(f"{tag}Hm{i}", Hm)
             contrib = prog.let_vector(f"{tag}pc{i}", contrib)
-            T = transfer6(jk.G, jk.rho, Hm)
-            accM[k].append(T)
+            accM[k].append(transfer(prog, f"{tag}X{i}", jk.G, jk.rho, Hm))
             accP[k].append(apply_CT(jk.G, jk.rho, contrib))
     # backward sweep: from the root to the tips
     v = [list(Z6)] + [None] * N

@@ -40,10 +40,10 @@ import sympy as sp
 
 from dynamica.generator import expr as ex
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_ldl
-from dynamica.generator.forms.common import apply_C, apply_CT, forward_pass, active_forces, inertia_times
-from dynamica.generator.forms.composite import (composite_forces, composite_inertias, coordinate_layout,
-                                                full_matrix, mass_matrix_rows, singular_error)
+from dynamica.generator.forms.cholesky import singular_error, solve_reverse_ldl, StructurallySingular
+from dynamica.generator.forms.common import active_forces, forward_pass
+from dynamica.generator.forms.spatial import (apply_C, apply_CT, composite_forces, composite_inertias,
+                                              coordinate_layout, full_matrix, inertia_times, mass_matrix_rows)
 from dynamica.generator.program import add, cross, dot, fold_vectors, matvec, mul, neg, scale, total
 
 ZERO = sp.S.Zero
@@ -122,10 +122,6 @@ class TimeDerivative:
         return total(terms)
 
 
-def skew3(a) -> sp.Matrix:
-    return sp.Matrix([[0, neg(a[2]), a[1]], [a[2], 0, neg(a[0])], [neg(a[1]), a[0], 0]])
-
-
 def omega_times(v, p):
     """Omega_i p for v_i = [v; w], p = [P; L]: [w x P; v x P + w x L] (after (1.20), (1.47))."""
     vl, w = v[:3], v[3:]
@@ -178,57 +174,6 @@ def small_inverse(prog, A, tag):
         return sp.Matrix(n, n, lambda r, c: prog.let(f"{tag}{r}{c}", mul(adj[r, c], idet)))
     inv = A.inv(method="LU")
     return sp.Matrix(n, n, lambda r, c: prog.let(f"{tag}{r}{c}", inv[r, c]))
-
-
-# ------------------------------------------------------------------ 6x6 symmetric algebra
-def rigid6(inert) -> sp.Matrix:
-    """M_i = [[m E, -h~], [h~, Theta]] (after (1.36)) as a 6x6 matrix of program entries."""
-    m, h, th = inert.mass, inert.h, inert.theta
-    X = sp.zeros(6, 6)
-    hx = skew3(h)
-    for r in range(3):
-        X[r, r] = m
-        for c in range(3):
-            X[3 + r, 3 + c] = th[r, c]
-            X[3 + r, c] = hx[r, c]
-            X[c, 3 + r] = hx[r, c]
-    return X
-
-
-def symv(X, a):
-    return [total([mul(X[r, c], a[c]) for c in range(6)]) for r in range(6)]
-
-
-def transfer6(G, rho, X) -> sp.Matrix:
-    """C^T X C for a symmetric 6x6 X of body i, moved to O_k in the axes of the parent k.
-
-    C = diag(G, G) P, P = [[E, -rho~], [0, E]]: first Y = diag(G,G)^T X diag(G,G) (blocks
-    G^T X_ab G), then P^T Y P = [[Y11, K], [K^T, Y22 + rho~ K + (rho~ Y12)^T]], K = Y12 - Y11 rho~.
-    Upper triangle only; returned symmetric, not bound.
-    """
-    def rot(B, sym):
-        P = [[total([mul(B[r, k], G[k, c]) for k in range(3)]) for c in range(3)] for r in range(3)]
-        out = sp.zeros(3, 3)
-        for r in range(3):
-            for c in range(r if sym else 0, 3):
-                out[r, c] = total([mul(G[k, r], P[k][c]) for k in range(3)])
-                if sym:
-                    out[c, r] = out[r, c]
-        return out
-    Y11, Y12, Y22 = rot(X[:3, :3], True), rot(X[:3, 3:], False), rot(X[3:, 3:], True)
-    rx = skew3(rho)
-    K = sp.Matrix(3, 3, lambda r, c: total([Y12[r, c]] + [neg(mul(Y11[r, k], rx[k, c])) for k in range(3)]))
-    out = sp.zeros(6, 6)
-    for r in range(3):
-        for c in range(3):
-            out[r, c] = Y11[r, c]
-            out[r, 3 + c] = out[3 + c, r] = K[r, c]
-    for r in range(3):
-        for c in range(r, 3):
-            e = total([Y22[r, c]] + [mul(rx[r, k], K[k, c]) for k in range(3)]
-                      + [mul(rx[c, k], Y12[k, r]) for k in range(3)])
-            out[3 + r, 3 + c] = out[3 + c, 3 + r] = e
-    return out
 
 
 # ------------------------------------------------------------------ shared pieces of the forms

@@ -35,15 +35,10 @@ from __future__ import annotations
 import sympy as sp
 
 from dynamica.generator.forms import EquationsOfMotion, KernelSpec, register
-from dynamica.generator.forms.common import active_forces, apply_C, apply_CT, bias_forces, forward_pass, inertia_times
-from dynamica.generator.forms.composite import (
-    composite_forces,
-    composite_inertias,
-    coordinate_layout,
-    full_matrix,
-    mass_matrix,
-    mass_matrix_rows,
-)
+from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.spatial import (apply_C, apply_CT, composite_forces, composite_inertias,
+                                              coordinate_layout, full_matrix, inertia_times, mass_matrix,
+                                              mass_matrix_rows)
 from dynamica.generator.program import dot, fold_vectors, mul, neg, total
 
 #: names of the symbols of the kernel inputs that are not program quantities
@@ -148,10 +143,6 @@ def recursive_mx(kin, fp, cache: Cache, x):
     return out
 
 
-def _qs(kin):
-    return (tuple(q for jk in kin.joints[1:] for q in jk.q), tuple(q for jk in kin.joints[1:] for q in jk.qd))
-
-
 @register("iterative-m", "ITR", "ITR-M", "iterative")
 def iterative_m(kin) -> EquationsOfMotion:
     """ITR-M: residual (2.53) with the mass matrix of composite bodies."""
@@ -161,10 +152,8 @@ def iterative_m(kin) -> EquationsOfMotion:
     x = trial_symbols(n)
     ws, mx = sparse_mx(Mfull, n, x)
     nnz = sum(1 for e in Mfull if e != 0)
-    qs, qds = _qs(kin)
-    return EquationsOfMotion(
-        form="iterative-m", kind="lagrangian", program=kin.program, coordinates=kin.coordinates, q=qs, qd=qds,
-        outputs={"qdd": [], "mass_matrix": []}, mass_in_dynamics=True, entries="iterative",
+    return lagrangian_equations(
+        kin, "iterative-m", [], [], mass_in_dynamics=True, entries="iterative",
         extra_kernels=(KernelSpec("itr_terms", ("t", "q", "qd", "p"), (("Q", Q), ("ws", Mfull))),
                        KernelSpec("itr_mx", ("ws", "x"), (("mx", mx),),
                                   symbols=(("ws", tuple(ws)), ("x", x)))),
@@ -181,10 +170,8 @@ def iterative_g(kin) -> EquationsOfMotion:
     cache = Cache()
     mx = recursive_mx(kin, fp, cache, x)
     M = mass_matrix(kin)                       # first inverse, direct fallback, mass_matrix
-    qs, qds = _qs(kin)
-    return EquationsOfMotion(
-        form="iterative-g", kind="lagrangian", program=kin.program, coordinates=kin.coordinates, q=qs, qd=qds,
-        outputs={"qdd": [], "mass_matrix": M}, mass_in_dynamics=False, entries="iterative",
+    return lagrangian_equations(
+        kin, "iterative-g", [], M, entries="iterative",
         extra_kernels=(KernelSpec("itr_terms", ("t", "q", "qd", "p"), (("Q", Q), ("ws", list(cache.values)))),
                        KernelSpec("itr_mx", ("ws", "x"), (("mx", mx),),
                                   symbols=(("ws", tuple(cache.symbols)), ("x", x)))),

@@ -52,13 +52,8 @@ from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.cholesky import solve_reverse_ldl
-from dynamica.generator.forms.common import (
-    active_forces,
-    apply_C,
-    apply_CT,
-    forward_pass,
-)
-from dynamica.generator.forms.composite import coordinate_layout, mass_matrix
+from dynamica.generator.forms.common import active_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.spatial import apply_C, apply_CT, coordinate_layout, mass_matrix
 from dynamica.generator.kinematics import numeric_values
 from dynamica.generator.model import _warn
 from dynamica.generator.program import (
@@ -307,8 +302,4 @@ def lagrange1(kin) -> EquationsOfMotion:
         x = _solve_small(prog, f"lg_N{i}", K, [dot(ar, y) for ar in jk.A])
         for c, v in enumerate(x):
             qdd[first[i] + c] = prog.let(f"lg_qdd{first[i] + c}", v)
-    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
-    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
-    return EquationsOfMotion(form="lagrange1", kind="lagrangian", program=prog,
-                             coordinates=kin.coordinates, q=qs, qd=qds, mass_in_dynamics=False,
-                             outputs={"qdd": qdd, "mass_matrix": mass_matrix(kin)})
+    return lagrangian_equations(kin, "lagrange1", qdd, mass_matrix(kin))

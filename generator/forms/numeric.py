@@ -21,7 +21,7 @@ from __future__ import annotations
 import sympy as sp
 
 from dynamica.generator.forms import NUMERIC_FORMS, EquationsOfMotion, KernelSpec
-from dynamica.generator.forms.common import Z3, active_forces
+from dynamica.generator.forms.common import active_forces, Z3
 from dynamica.generator.program import add, cross, matTvec, matvec
 
 #: doubles per body in the terms array (DYN_NM_TB in runtime/numeric_core.h)

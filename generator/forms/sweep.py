@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from dynamica.generator.forms import EquationsOfMotion, composite
-from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl
-from dynamica.generator.forms.common import active_forces, apply_C, apply_CT, bias_forces, forward_pass
-from dynamica.generator.forms.spatial import rigid6, symv, transfer, unit_columns
+from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl, singular_error
+from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.spatial import (apply_C, apply_CT, coordinate_layout, mass_matrix, rigid6, symv, transfer,
+                                              unit_columns)
 from dynamica.generator.program import dot, fold_matrices, fold_vectors, mul, neg, total
 
 
@@ -43,13 +43,13 @@ def reaction_info(kin, R):
     return tuple((kin.topo.names[i], tuple(str(x) for x in R[i])) for i in range(1, kin.topo.n_bodies + 1))
 
 
-def sweep(kin, v: Variant) -> EquationsOfMotion:
+def sweep(kin, v: Variant):
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies
     fp = forward_pass(kin)
     F_active, gen = active_forces(kin, fp)
     F_hat = bias_forces(kin, fp, F_active)
-    _, _, first = composite.coordinate_layout(kin)
+    _, _, first = coordinate_layout(kin)
     Z6 = [sp.S.Zero] * 6
 
     # backward pass, i = N..1; children's terms collected per body and summed once (fold_*)
@@ -68,7 +68,7 @@ def sweep(kin, v: Variant) -> EquationsOfMotion:
         try:
             f = reverse_ldl(prog, lower_rows(D), f"{t}_L")
         except StructurallySingular as exc:
-            raise composite.singular_error(kin, first[i] + exc.index) from None
+            raise singular_error(kin, first[i] + exc.index) from None
         R_ = f.solve_LT(prog, Y, f"{t}_{v.rows}")                       # L^T R = Y^T
         Rh = f.scaled(prog, R_, f"{t}_{v.rows_scaled}") if v.scale_first else None
         r = f.solve_LT(prog, [dot(A[c], Fs[i]) + gen[kin.coordinates[first[i] + c]] for c in range(n)],
@@ -112,8 +112,4 @@ def sweep(kin, v: Variant) -> EquationsOfMotion:
         dw[i] = prog.let_vector(f"{v.prefix}_dw{i}", w)
         R[i] = prog.let_vector(f"{v.prefix}_R{i}", [total([y, neg(f)]) for y, f in zip(symv(Ms[i], dw[i]), Fs[i])])
 
-    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
-    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
-    return EquationsOfMotion(form=v.form, kind="lagrangian", program=prog, coordinates=kin.coordinates, q=qs,
-                             qd=qds, outputs={"qdd": qdd, "mass_matrix": composite.mass_matrix(kin)},
-                             mass_in_dynamics=False, info={"reactions": reaction_info(kin, R)})
+    return lagrangian_equations(kin, v.form, qdd, mass_matrix(kin), info={"reactions": reaction_info(kin, R)})
