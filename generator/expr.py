@@ -124,6 +124,8 @@ def number_value(x) -> float:
     """A YAML number as a finite float (ExpressionError otherwise)."""
     if isinstance(x, bool):
         raise ExpressionError(f"expected a number or an expression, found the boolean {x!r}")
+    if not isinstance(x, (int, float)):
+        raise ExpressionError(f"expected a number, found {type(x).__name__} {shown(x)}")
     try:
         v = float(x)
     except OverflowError:

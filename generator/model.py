@@ -538,21 +538,27 @@ class _Loader:
             if not has_q and not has_by:
                 self.err(p, f"`{kind}` needs `q:` (a coordinate) or `by:` (an expression of t and parameters)")
                 continue
-            axis = self.axis(tr[kind], f"{p}.{kind}")
-            if axis is None:
-                continue
-            if has_q:
-                if self.ident(tr["q"], f"{p}.q", "a coordinate name"):
-                    out.append(Transform(kind, axis, q=tr["q"], path=p))
-            else:
-                by = self.expression(tr["by"], f"{p}.by", self.pscope)
-                if by is not None:
-                    out.append(Transform(kind, axis, by=by, path=p))
+            key = "q" if has_q else "by"
+            tr = self.motion(kind, tr[kind], key, tr[key], p, f"{p}.{kind}", f"{p}.{key}")
+            if tr is not None:
+                out.append(tr)
         return out
+
+    def motion(self, kind, axis, key, value, path, axis_path, value_path):
+        """One rotation or translation along `axis` by a coordinate (key `q`) or an expression
+        (key `by`); None after an error."""
+        axis = self.axis(axis, axis_path)
+        if axis is None:
+            return None
+        if key == "q":
+            return Transform(kind, axis, q=value, path=path) if self.ident(value, value_path, "a coordinate name") \
+                else None
+        by = self.expression(value, value_path, self.pscope)
+        return Transform(kind, axis, by=by, path=path) if by is not None else None
 
     def shorthand(self, j, path) -> list:
         """`{type: revolute, axis: z, q: a}` (or `by: w*t`, a driven joint) and the other
-        JOINT_TYPES, expanded into elementary transforms."""
+        JOINT_TYPES, expanded into elementary transforms that carry the shorthand's path."""
         jt = j.get("type")
         if not isinstance(jt, str) or jt not in JOINT_TYPES:
             hint = ex.did_you_mean(jt, JOINT_TYPES) if isinstance(jt, str) and len(jt) < 100 else ""
@@ -570,21 +576,25 @@ class _Loader:
         key = "q" if "q" in j else "by"
         moves = motions(j)
         given = j[key]
-        values = [given] if len(moves) == 1 and not isinstance(given, list) else given
+        single = len(moves) == 1 and not isinstance(given, list)
+        values = [given] if single else given
         if not isinstance(values, list) or len(values) != len(moves):
             what = "coordinate name(s)" if key == "q" else "expression(s)"
             self.err(f"{path}.{key}", f"a {jt} joint takes {len(moves)} {what}, found {_found(given)}")
             return []
-        items = []
+        out = []
         if "offset" in j:
-            if not isinstance(j["offset"], list):
-                self.err(f"{path}.offset", f"expected a constant offset [x, y, z], found {_found(j['offset'])}")
+            vec = self.vector(j["offset"], f"{path}.offset", self.pscope.child(time_allowed=False), what="an offset")
+            if vec is None:
                 return []
-            items.append({"translate": j["offset"]})
-        items += [{kind: axis, key: v} for (kind, axis), v in zip(moves, values)]
-        trs = self.joint(items, path)
-        # shorthand transforms carry the shorthand's path
-        return [Transform(t.kind, t.vector, t.q, t.by, path=path) for t in trs]
+            out.append(Transform("offset", vec, path=path))
+        for i, ((kind, axis), value) in enumerate(zip(moves, values)):
+            axis_path = f"{path}.axes[{i}]" if "axes" in keys and isinstance(j["axes"], list) else \
+                f"{path}.axes" if "axes" in keys else f"{path}.axis"
+            tr = self.motion(kind, axis, key, value, path, axis_path, f"{path}.{key}" + ("" if single else f"[{i}]"))
+            if tr is not None:
+                out.append(tr)
+        return out if len(out) == len(moves) + ("offset" in j) else []
 
     def initial(self, d: dict, coords) -> list:
         out = []
@@ -863,14 +873,15 @@ def _physics_warnings(spec: ModelSpec, value):
         if m < 0:
             _warn(spec, f"body `{b.name}` has negative mass {m}")
         I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-        scale = abs(I).max() or 1.0                   # eigenvalues of I / scale: no overflow
-        ev = scale * np.linalg.eigvalsh(I / scale)
-        tol = 1e-12 * max(1.0, abs(ev).max())
+        scale = abs(I).max() or 1.0             # eigenvalues of I / scale: no overflow for huge entries
+        ev = np.linalg.eigvalsh(I / scale)
+        tol = 1e-12 * max(1.0 / scale, abs(ev).max())
+        with np.errstate(over="ignore"):
+            moments = (scale * ev).tolist()
         if ev.min() < -tol:
-            _warn(spec, f"inertia of body `{b.name}` is indefinite (principal moments {ev.tolist()})")
+            _warn(spec, f"inertia of body `{b.name}` is indefinite (principal moments {moments})")
         elif ev[2] > ev[0] + ev[1] + tol:
-            _warn(spec, f"inertia of body `{b.name}` violates the triangle inequality "
-                        f"(principal moments {ev.tolist()})")
+            _warn(spec, f"inertia of body `{b.name}` violates the triangle inequality (principal moments {moments})")
 
 
 def _warn(spec, message):
