@@ -884,6 +884,49 @@ def _physics_warnings(spec: ModelSpec, value):
             _warn(spec, f"inertia of body `{b.name}` violates the triangle inequality (principal moments {moments})")
 
 
+def overflow_problem(spec: ModelSpec) -> Problem:
+    """Generated code with a constant that is not a finite double: every entry's constants are
+    finite (load_model checks them), so the equations multiply them beyond the double range.
+    Names the entries with the most extreme constants."""
+    scope = spec.scope(coordinates_allowed=True, local=LAW_LOCALS)
+    extremes = []
+    for path, text in _entries(spec):
+        try:
+            e = ex.parse(text, scope)
+        except ex.ExpressionError:           # a body or coordinate name, not an expression
+            continue
+        sizes = [abs(math.log10(abs(float(n)))) for n in e.atoms(sp.Number) if n != 0]
+        if sizes:
+            extremes.append((max(sizes), path))
+    extremes.sort(key=lambda x: -x[0])
+    where = ", ".join(f"`{p}` (10^{s:.0f})" for s, p in extremes[:3])
+    return Problem(extremes[0][1] if extremes else "",
+                   "a constant of the generated equations of motion is not a finite double: the model's "
+                   f"constants multiply up beyond the double range (1.8e308); the most extreme are at {where}. "
+                   "Use other units, or parameters")
+
+
+def _entries(spec: ModelSpec):
+    """(path, expression or name) of every entry of a loaded model."""
+    yield from ((f"gravity[{k}]", g) for k, g in enumerate(spec.gravity))
+    for b in spec.bodies:
+        yield f"{b.path}.mass", b.mass
+        yield from ((f"{b.path}.com[{k}]", c) for k, c in enumerate(b.com))
+        yield from ((f"{b.path}.inertia[{k}]", c) for k, c in enumerate(b.inertia))
+        for tr in b.joint:
+            if tr.by is not None:
+                yield f"{tr.path}.by", tr.by
+            yield from ((f"{tr.path}.axis[{k}]", c) for k, c in enumerate(tr.vector))
+    yield from ((f"initial.{k}", v) for k, v in spec.initial)
+    for f in spec.forces:
+        for key, v in f.fields:
+            items = enumerate(v) if isinstance(v, tuple) else [(None, v)]
+            yield from ((f"{f.path}.{key}" + ("" if k is None else f"[{k}]"), x) for k, x in items)
+    for name, _, at in spec.outputs.points:
+        yield from ((f"outputs.points.{name}.at[{k}]", c) for k, c in enumerate(at))
+    yield from ((f"outputs.expressions.{name}", e) for name, e in spec.outputs.expressions)
+
+
 def _warn(spec, message):
     """A warning attributed to the model file (not to a line of dynamica's code)."""
     warnings.warn_explicit(f"{spec.file}: {message}", DynamicaWarning, filename=spec.file, lineno=0,

@@ -326,3 +326,19 @@ def test_shorthand_by_is_the_long_form(tmp_path, short, long):
 def test_shorthand_by_errors(tmp_path, joint, path, message):
     err = _error(write_model(tmp_path, _driven(joint)))
     assert [p.path for p in err.problems] == [path] and message in str(err), str(err)
+
+
+@pytest.mark.parametrize("mode", ["symbolic", "numeric"])
+def test_constants_overflowing_in_the_equations_are_named(tmp_path, mode):
+    """Each entry's constants are finite, their products in the equations are not (1e300**2):
+    a ModelError naming those entries, not a printer's error without a place."""
+    from dynamica.generator.pipeline import generate
+
+    d = mutate(lambda d: d["bodies"][1].update(mass=1e300, com=[0, 0, "2e300"]))
+    f = write_model(tmp_path, d)
+    spec = load_model(f)                         # loads: every constant is finite
+    with pytest.raises(ModelError) as info:
+        generate(spec, mode=mode)
+    text = str(info.value)
+    assert str(f) in text and "not a finite double" in text, text
+    assert "`bodies[1].com[2]` (10^300)" in text and "`bodies[1].mass` (10^300)" in text, text
