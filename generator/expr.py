@@ -53,6 +53,7 @@ MAX_LENGTH = 10000      # characters of one expression
 MAX_DEPTH = 100         # nesting of calls, powers, unary operators and parentheses
 MAX_EXPONENT = 1000     # |n| of an exact (integer or rational) exponent, e.g. the 2 of m**2
 MAX_BITS = 1100         # bits of an exact constant's numerator and denominator (2**1024 > any double)
+EXACT_DIGITS = f"more than {int(MAX_BITS * math.log10(2))} digits"
 
 #: the functions' values in IEEE double arithmetic, as the generated code computes them: the
 #: twin of every constant subexpression, to find overflow, poles and complex values at their entry
@@ -188,7 +189,7 @@ class _Walker:
     def exact(self, node, e):
         """An exact constant built by sympy stays small (its size is what sympy's time grows with)."""
         if isinstance(e, sp.Rational) and max(abs(e.p), e.q).bit_length() > MAX_BITS:
-            self.fail(f"`{self.segment(node)}` is too large or too small a constant to fold exactly")
+            self.fail(f"`{self.segment(node)}` is an exact constant too large to fold ({EXACT_DIGITS})")
         return e
 
     def check_folded(self, e):
@@ -211,11 +212,8 @@ class _Walker:
         v = node.value
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             self.fail(f"the constant {shown(v)} is not a number")
-        if isinstance(v, float):
-            x = self.value(node, float, v)
-            return sp.Float(v), x
-        x = self.value(node, float, v)
-        return sp.Integer(v), x
+        x = self.value(node, float, v)                 # 1e400 is inf, 10**400 too large: errors
+        return (sp.Integer(v) if isinstance(v, int) else sp.Float(v)), x
 
     def visit_Name(self, node):
         name, sc = node.id, self.scope
@@ -320,7 +318,8 @@ class _Walker:
             if abs(b) > MAX_EXPONENT:
                 self.fail(f"the exponent of `{self.segment(node)}` is too large (at most {MAX_EXPONENT})")
             if a.is_Rational and a != 0 and abs(b) * math.log2(max(abs(a.p), a.q)) > MAX_BITS:
-                self.fail(f"`{self.segment(node)}` is too large or too small a constant to fold exactly")
+                size = "too large" if (b > 0) == (abs(a) > 1) else "too small"
+                self.fail(f"`{self.segment(node)}` is {size} a constant to fold exactly ({EXACT_DIGITS})")
         if va == 0 and vb is not None and vb < 0:
             self.fail(f"division by zero in `{self.segment(node)}`{self.at_defaults()}")
         v = self.value(node, math.pow, va, vb)

@@ -75,7 +75,10 @@ VALUED = SCOPE.child(values={"m": 1.0, "l": 2.0, "g": 9.81, "rc": (0.5, 0.25, -4
     ("10**10**10", "the exponent of `10**10**10` is too large"),
     ("(2*m)**10**10", "is too large (at most 1000)"),        # sympy would distribute: 2**(10**10) * m**(10**10)
     ("2**-10**8", "is too large (at most 1000)"),
-    ("10**400", "`10**400` is too large or too small a constant to fold exactly"),
+    ("10**400", "`10**400` is too large a constant to fold exactly (more than 331 digits)"),
+    ("(1/10)**400", "`(1/10)**400` is too small a constant to fold exactly"),
+    ("(1/3 + 1/7)**-300", "is too large a constant to fold exactly"),
+    ("(" + "+".join(f"1/{p}" for p in sp.primerange(2, 1000)) + ")*m", "an exact constant too large to fold"),
     ("1e400", "`1e400` is too large: not a finite double"),
     ("10**300*10**300", "`10**300*10**300` is too large"),
     ("exp(exp(exp(10)))", "`exp(exp(10))` is too large"),
@@ -93,7 +96,7 @@ VALUED = SCOPE.child(values={"m": 1.0, "l": 2.0, "g": 9.81, "rc": (0.5, 0.25, -4
     ("(" * 1000 + "1" + ")" * 1000, "cannot parse"),
     ("1+" * 4000 + "1", "too deeply nested for Python's parser"),
     ("m" * 10001, "longer than 10000 characters"),
-], ids=range(22))
+], ids=range(25))
 def test_bounded(text, message):
     t0 = time.perf_counter()
     with pytest.raises(ex.ExpressionError) as info:
