@@ -251,24 +251,49 @@ def test_hostile_expression_everywhere(tmp_path, text):
         check(write_bytes(tmp_path, dump(data)))
 
 
-@pytest.mark.parametrize("slot", ["mass", "com", "inertia", "by", "gravity", "initial", "force", "output"])
+SLOTS = {  # where in driven.yaml: one of each kind of expression entry
+    "mass": lambda d, x: d["bodies"][0].update(mass=x),
+    "com": lambda d, x: d["bodies"][0]["com"].__setitem__(2, x),
+    "inertia": lambda d, x: d["bodies"][1]["inertia"].__setitem__(0, x),
+    "by": lambda d, x: d["bodies"][1]["joint"][0].update(by=x),
+    "gravity": lambda d, x: d["gravity"].__setitem__(1, x),
+    "initial": lambda d, x: d["initial"].update(theta=x),
+    "force": lambda d, x: d["forces"][0]["force"].__setitem__(1, x),
+    "output": lambda d, x: d["outputs"].update(expressions={"e": x}),
+}
+
+
+def hostile_in_slot(tmp_path, text, slot):
+    data = parsed("driven")
+    SLOTS[slot](data, text)
+    return write_bytes(tmp_path, dump(data))
+
+
+@pytest.mark.parametrize("slot", list(SLOTS))
 @pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
 def test_hostile_expression_in_each_kind_of_slot(tmp_path, text, slot):
-    data = parsed("driven")
-    put = {"mass": lambda d: d["bodies"][0].update(mass=text),
-           "com": lambda d: d["bodies"][0]["com"].__setitem__(2, text),
-           "inertia": lambda d: d["bodies"][1]["inertia"].__setitem__(0, text),
-           "by": lambda d: d["bodies"][1]["joint"][0].update(by=text),
-           "gravity": lambda d: d["gravity"].__setitem__(1, text),
-           "initial": lambda d: d["initial"].update(theta=text),
-           "force": lambda d: d["forces"][0]["force"].__setitem__(1, text),
-           "output": lambda d: d["outputs"].update(expressions={"e": text})}
-    put[slot](data)
-    result = check(write_bytes(tmp_path, dump(data)))
+    result = check(hostile_in_slot(tmp_path, text, slot))
     if isinstance(result, ModelSpec):
         return
     paths = [p.path for p in result.problems]
     assert len(paths) == 1 and paths[0] != "", str(result)       # one error, at that entry
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slot", list(SLOTS))
+def test_hostile_expression_that_loads_also_generates(tmp_path, slot):
+    """What loads must also generate (both modes, up to source text): a constant the loader let
+    through must not break the printers. (The time bound is the loader's only.)"""
+    from dynamica.generator.pipeline import generate
+
+    for text in HOSTILE:
+        path = hostile_in_slot(tmp_path, text, slot)
+        result = check(path)
+        for mode in ("symbolic", "numeric") if isinstance(result, ModelSpec) else ():
+            try:
+                generate(result, mode=mode)
+            except ModelError as exc:
+                assert str(path) in str(exc)
 
 
 @pytest.mark.parametrize("label", list(SPECIAL))
