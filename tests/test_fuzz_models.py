@@ -332,6 +332,9 @@ def expressions():
     return st.recursive(leaves, extend, max_leaves=12)
 
 
+EXPRESSIONS = expressions()
+
+
 SCOPE = ex.Scope(scalars=frozenset({"m", "l", "g"}), vectors={"rc": 3}, coordinates=frozenset({"q"}),
                  coordinates_allowed=True)
 FAST = settings(max_examples=200, deadline=None, derandomize=True, database=None,
@@ -353,14 +356,14 @@ def _parse_property(text):
 
 
 @FAST
-@given(expressions())
+@given(EXPRESSIONS)
 def test_parse_any_expression(text):
     _parse_property(text)
 
 
 @pytest.mark.slow
 @MANY
-@given(expressions())
+@given(EXPRESSIONS)
 def test_parse_any_expression_many(text):
     _parse_property(text)
 
@@ -371,7 +374,7 @@ def _mutation_property(tmp_path, data):
     for kind in data.draw(st.lists(st.sampled_from(list(STRUCTURAL)), min_size=1, max_size=4)):
         rng = random.Random(data.draw(st.integers(0, 2**32)))
         if kind == "hostile_expression":
-            inject_expression(doc, rng, data.draw(st.one_of(st.sampled_from(HOSTILE), expressions())))
+            inject_expression(doc, rng, data.draw(st.one_of(st.sampled_from(HOSTILE), EXPRESSIONS)))
         else:
             STRUCTURAL[kind](doc, rng)
     text = dump(doc)
