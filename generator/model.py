@@ -219,6 +219,10 @@ def read_yaml(path: Path):
         return yaml.load(text.removeprefix("\ufeff"), Loader=YamlLoader)
     except yaml.MarkedYAMLError as exc:
         fail(_yaml_message(exc, text))
+    except yaml.reader.ReaderError as exc:   # a character YAML does not allow (control characters)
+        char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        fail(f"not valid YAML at line {text.count(chr(10), 0, exc.position) + 1}: the character {char} "
+             f"is not allowed ({exc.reason})")
     except RecursionError:
         fail("not valid YAML for this tool: collections nested too deeply")
     except Exception as exc:                 # noqa: BLE001 (boundary: a value PyYAML's constructors refuse)
@@ -235,7 +239,7 @@ def _yaml_message(exc, text: str) -> str:
         quoted = lines[mark.line].strip() if mark.line < len(lines) else ""
         out += f" at line {mark.line + 1}, column {mark.column + 1}"
         out += f" (`{quoted[:80]}`)" if quoted else ""
-    out += f": {exc.problem or exc}"
+    out += f": {exc.problem or type(exc).__name__}"
     if exc.context:
         cm = exc.context_mark
         out += f", {exc.context}" + (f" at line {cm.line + 1}" if cm is not None else "")

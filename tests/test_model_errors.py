@@ -157,6 +157,7 @@ def _text_model(tmp_path, text: str, name="model.yaml"):
     ("name: caf\u00e9\nbodies: []\n".encode("latin-1"), "not a UTF-8 text file (byte 0xe9 at line 1)"),
     ("name: a\nbodies: []\n".encode("utf-16"), "not a UTF-8 text file (byte 0xff at line 1)"),
     (b"name: a\n\x00\x01\x02\n", "not a text file (a NUL character at line 2)"),
+    (b"name: a\nbodies: [\x01]\n", "not valid YAML at line 2: the character #x0001 is not allowed"),
     (b"", "found an empty document"),
     (b"# only a comment\n", "found an empty document"),
     (b"- a\n- b\n", "expected a mapping (name:, bodies:, ...) at the top level, found a list"),
