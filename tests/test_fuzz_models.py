@@ -153,7 +153,7 @@ SPECIAL = {
 
 
 # ---------------------------------------------------------------- the property
-def check(path) -> object:
+def check(path, label: str = "") -> object:
     """Load `path` (and build its topology): a ModelSpec or a ModelError naming the file, in time."""
     t0 = time.perf_counter()
     try:
@@ -165,8 +165,8 @@ def check(path) -> object:
     except ModelError as exc:
         result = exc
     elapsed = time.perf_counter() - t0
-    TIMES.append(elapsed)
-    assert elapsed < BOUND, f"{path}: {elapsed:.2f} s"
+    TIMES.append((elapsed, label or str(path)))
+    assert elapsed < BOUND, f"{label or path}: {elapsed:.2f} s"
     if isinstance(result, ModelError):
         assert str(path) in str(result) and "<unicode string>" not in str(result), str(result)
         assert result.problems and all(p.message for p in result.problems), str(result)
@@ -218,7 +218,7 @@ def run_case(tmp_path, model: str, kind: str, seed: int):
     else:
         text = TEXTUAL[kind](original(model), rng)
     try:
-        return check(write_bytes(tmp_path, text))
+        return check(write_bytes(tmp_path, text), f"{model}/{kind}/{seed}")
     except AssertionError:
         raise
     except Exception as exc:       # report the case that produced it (the traceback follows)
@@ -249,7 +249,7 @@ def test_hostile_expression_everywhere(tmp_path, text):
     for model in BUNDLED:
         data = parsed(model)
         inject_expression(data, random.Random(f"{model}/{text}"), text)
-        check(write_bytes(tmp_path, dump(data)))
+        check(write_bytes(tmp_path, dump(data)), f"{model}/hostile {text[:30]!r}")
 
 
 SLOTS = {  # where in driven.yaml: one of each kind of expression entry
@@ -273,7 +273,7 @@ def hostile_in_slot(tmp_path, text, slot):
 @pytest.mark.parametrize("slot", list(SLOTS))
 @pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
 def test_hostile_expression_in_each_kind_of_slot(tmp_path, text, slot):
-    result = check(hostile_in_slot(tmp_path, text, slot))
+    result = check(hostile_in_slot(tmp_path, text, slot), f"driven/{slot}/{text[:30]!r}")
     if isinstance(result, ModelSpec):
         return
     paths = [p.path for p in result.problems]
@@ -289,7 +289,7 @@ def test_hostile_expression_that_loads_also_generates(tmp_path, slot):
 
     for text in HOSTILE:
         path = hostile_in_slot(tmp_path, text, slot)
-        result = check(path)
+        result = check(path, f"driven/{slot}/{text[:30]!r}")
         for mode in ("symbolic", "numeric") if isinstance(result, ModelSpec) else ():
             try:
                 generate(result, mode=mode)
@@ -299,7 +299,7 @@ def test_hostile_expression_that_loads_also_generates(tmp_path, slot):
 
 @pytest.mark.parametrize("label", list(SPECIAL))
 def test_special_file(tmp_path, label):
-    check(write_bytes(tmp_path, SPECIAL[label]))
+    check(write_bytes(tmp_path, SPECIAL[label]), f"special/{label}")
 
 
 def test_directory_and_missing_file(tmp_path):
@@ -381,7 +381,7 @@ def _mutation_property(tmp_path, data):
     text = dump(doc)
     if data.draw(st.booleans()):
         text = TEXTUAL[data.draw(st.sampled_from(list(TEXTUAL)))](text, random.Random(data.draw(st.integers())))
-    check(write_bytes(tmp_path, text))
+    check(write_bytes(tmp_path, text), f"hypothesis/{model}/{text[:40]!r}")
 
 
 @FAST
@@ -400,6 +400,7 @@ def test_mutations_compose_many(tmp_path, data):
 def test_times_summary():
     """Runs last in this file: the slowest case of the run (printed with -s)."""
     if TIMES:
-        print(f"\nfuzz: {len(TIMES)} cases, max {max(TIMES) * 1e3:.1f} ms, "
-              f"mean {sum(TIMES) / len(TIMES) * 1e3:.2f} ms")
-        assert max(TIMES) < BOUND
+        slowest = max(TIMES)
+        print(f"\nfuzz: {len(TIMES)} cases, max {slowest[0] * 1e3:.1f} ms ({slowest[1]}), "
+              f"mean {sum(t for t, _ in TIMES) / len(TIMES) * 1e3:.2f} ms")
+        assert slowest[0] < BOUND
