@@ -16,11 +16,13 @@ import logging
 import time
 from dataclasses import dataclass
 
+from dynamica.errors import ModelError
 from dynamica.generator.forms import check_form, form_equations
 from dynamica.generator.kinematics import derive_kinematics
 from dynamica.generator.lower import lower
-from dynamica.generator.model import load_model
+from dynamica.generator.model import load_model, overflow_problem
 from dynamica.generator.outputs import attach_outputs, wanted
+from dynamica.generator.printers import NonFiniteConstant
 from dynamica.generator.render import render
 from dynamica.generator.topology import build_topology
 
@@ -46,6 +48,15 @@ def generate(model, form: str = "composite", backend: str = "c", progress=None,
     mode="symbolic" unrolls the whole form; mode="numeric" (forms/numeric.py) generates only the
     joint kinematics, inertias and forces and runs the form's recursion as hand-written loops.
     """
+    try:
+        return _generate(model, form, backend, progress, mode)
+    except NonFiniteConstant:
+        # each entry's constants are finite (load_model); their products in the equations are not
+        spec = model if hasattr(model, "bodies") else load_model(model)
+        raise ModelError(spec.file, [overflow_problem(spec)]) from None
+
+
+def _generate(model, form, backend, progress, mode) -> Generated:
     timings = {}
 
     def stage(name, fn, *args):

@@ -7,6 +7,11 @@ import math
 from dynamica.generator import ir
 
 
+class NonFiniteConstant(ValueError):
+    """A constant of the generated code is not a finite double (the pipeline names the model
+    entries whose constants multiply up to it)."""
+
+
 class CPrinter:
     """C99 expressions for the generated kernel files."""
 
@@ -30,7 +35,7 @@ class CPrinter:
     def _print_Num(self, n):
         v = n.value
         if not math.isfinite(v):
-            raise ValueError(f"non-finite constant {v} in generated code")
+            raise NonFiniteConstant(f"non-finite constant {v} in generated code")
         s = repr(float(v))
         return f"({s})" if v < 0 else s
 
@@ -124,7 +129,7 @@ class FortranPrinter(CPrinter):
     @staticmethod
     def literal(v: float) -> str:
         if not math.isfinite(v):
-            raise ValueError(f"non-finite constant {v} in generated code")
+            raise NonFiniteConstant(f"non-finite constant {v} in generated code")
         s = repr(float(v))
         s = s.replace("e", "d") if "e" in s else s + "d0"
         return s

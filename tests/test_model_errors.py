@@ -1,12 +1,13 @@
 """Bad input: every malformed model raises ModelError naming file, entry and expectation."""
 
 import copy
+import time
 
 import pytest
 
 import dynamica
 from dynamica.errors import ModelError
-from dynamica.generator.model import load_model
+from dynamica.generator.model import DynamicaWarning, load_model
 from dynamica.generator.topology import build_topology
 
 from conftest import write_model
@@ -135,3 +136,210 @@ def test_massless_frame_may_omit_com_and_inertia(tmp_path):
     d = mutate(lambda d: d["bodies"].append({"name": "frame", "parent": "b", "mass": 1.0, "joint": []}))
     with pytest.raises(ModelError, match="missing required key `com`"):
         load_model(write_model(tmp_path, d, "m2.yaml"))
+
+
+# ---------------------------------------------------------------- hostile or careless files (issue 12, item 4)
+def _error(path):
+    """The ModelError of loading `path` (the test fails if it loads or raises anything else)."""
+    with pytest.raises(ModelError) as info:
+        load_model(path)
+    assert str(path) in str(info.value)
+    return info.value
+
+
+def _text_model(tmp_path, text: str, name="model.yaml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("name: caf\u00e9\nbodies: []\n".encode("latin-1"), "not a UTF-8 text file (byte 0xe9 at line 1)"),
+    ("name: a\nbodies: []\n".encode("utf-16"), "not a UTF-8 text file (byte 0xff at line 1)"),
+    (b"name: a\n\x00\x01\x02\n", "not a text file (a NUL character at line 2)"),
+    (b"name: a\nbodies: [\x01]\n", "not valid YAML at line 2: the character #x0001 is not allowed"),
+    (b"", "found an empty document"),
+    (b"# only a comment\n", "found an empty document"),
+    (b"- a\n- b\n", "expected a mapping (name:, bodies:, ...) at the top level, found a list"),
+])
+def test_unreadable_file_names_it(tmp_path, raw, message):
+    path = tmp_path / "m.yaml"
+    path.write_bytes(raw)
+    assert message in str(_error(path))
+
+
+def test_directory_is_not_a_model(tmp_path):
+    assert "is a directory" in str(_error(tmp_path))
+
+
+def test_yaml_error_names_file_and_line(tmp_path):
+    path = _text_model(tmp_path, "name: a\nbodies:\n  - {name: b, parent: ground\n  - x: 1\n")
+    err = _error(path)
+    text = str(err)
+    assert "<unicode string>" not in text
+    assert "not valid YAML at line 4" in text, text
+    assert "`- x: 1`" in text                       # the offending line, quoted
+
+
+def test_constructor_error_is_a_model_error(tmp_path):
+    """PyYAML's constructors raise ValueError (not a YAMLError) for `!!int abc`."""
+    assert "not valid YAML" in str(_error(_text_model(tmp_path, "name: a\nparameters: {m: !!int abc}\n")))
+
+
+def test_numbers_follow_yaml_1_2(tmp_path):
+    """`1e-8` is a number (PyYAML's YAML 1.1 resolver reads it as a string); `012` is twelve."""
+    text = write_model(tmp_path, GOOD).read_text()
+    text = text.replace("parameters:\n", "parameters:\n  a: 1e-8\n  b: 1E5\n  c: .5\n  d: -2.5e+3\n  e: 012\n"
+                                         "  f: 0x1F\n  h: 0o17\n", 1)
+    spec = load_model(_text_model(tmp_path, text, "m12.yaml"))
+    values = {p.name: p.value for p in spec.parameters}
+    assert values | {"a": 1e-8, "b": 1e5, "c": 0.5, "d": -2500.0, "e": 12.0, "f": 31.0, "h": 15.0} == values
+    assert all(type(v) is float for v in values.values() if not isinstance(v, tuple))
+
+
+@pytest.mark.parametrize("value, path", [(".inf", "parameters.k"), ("-.Inf", "parameters.k"), (".nan", "parameters.k"),
+                                         ("1:30", "parameters.k"), ("1_000", "parameters.k")])
+def test_special_and_yaml_1_1_numbers_rejected(tmp_path, value, path):
+    text = write_model(tmp_path, GOOD).read_text().replace("parameters:\n", f"parameters:\n  k: {value}\n", 1)
+    err = _error(_text_model(tmp_path, text, "m2.yaml"))
+    assert [p.path for p in err.problems] == [path] and "expected a finite number" in str(err), str(err)
+
+
+def test_infinite_yaml_number_in_an_expression_slot(tmp_path):
+    text = write_model(tmp_path, GOOD).read_text().replace("mass: m\n", "mass: .inf\n", 1)
+    err = _error(_text_model(tmp_path, text, "m2.yaml"))
+    assert [p.path for p in err.problems] == ["bodies[0].mass"] and "finite" in str(err), str(err)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("10**400", "too large"),
+    ("1e400", "expected a finite number, found inf"),        # YAML 1.2: 1e400 is the float inf
+    ("exp(1000)", "too large"),
+    ("sqrt(-1)", "not a finite real number"),
+    ("1/(m-1)", "division by zero in `1/(m-1)` (with the parameters at their default values)"),
+    ("log(m-1)", "not a finite real number (with the parameters at their default values)"),
+])
+def test_non_finite_constant_named_at_its_entry(tmp_path, text, message):
+    """The constant, or the value at the parameters' defaults (m = 1), is not a finite real
+    number: an error at the entry that produced it, not at generation."""
+    err = _error(write_model(tmp_path, mutate(lambda d: d["bodies"][1]["com"].__setitem__(2, text))))
+    assert [p.path for p in err.problems] == ["bodies[1].com[2]"] and message in str(err), str(err)
+
+
+@pytest.mark.parametrize("text", ["9**9**9**9", "10**10**10", "(2*m)**10**10", "2**-10**8", "-" * 5000 + "1"])
+def test_huge_power_is_a_quick_error(tmp_path, text):
+    t0 = time.perf_counter()
+    err = _error(write_model(tmp_path, mutate(lambda d: d["bodies"][1].update(mass=text))))
+    assert time.perf_counter() - t0 < 1.0
+    assert [p.path for p in err.problems] == ["bodies[1].mass"], str(err)
+
+
+def test_huge_inertia_loads_without_linalg_error(tmp_path):
+    """Finite but huge entries: the physics checks scale the tensor (no overflow, no LinAlgError)."""
+    d = mutate(lambda d: d["bodies"][1].update(inertia=[1e308, 1e308, -1e308, 1.5e308, 0, 0]))
+    with pytest.warns(DynamicaWarning, match="inertia of body `a` is indefinite"):
+        load_model(write_model(tmp_path, d))
+
+
+@pytest.mark.parametrize("label, fn, path, message", [
+    ("outputs a string", lambda d: d.update(outputs="tip"), "outputs", "expected a mapping, found the string 'tip'"),
+    ("points a list", lambda d: d.update(outputs={"points": ["tip"]}), "outputs.points", "expected a mapping name"),
+    ("expressions a string", lambda d: d.update(outputs={"expressions": "m"}), "outputs.expressions",
+     "expected a mapping name -> expression"),
+    ("angular a mapping", lambda d: d.update(outputs={"angular": [{"a": 1}]}), "outputs.angular[0]", "unknown body"),
+    ("body name null", lambda d: d["bodies"][0].update(name=None), "bodies[0].name", "found nothing (null)"),
+    ("body name a list", lambda d: d["bodies"][1].update(name=["a"]), "bodies[1].name", "found a list"),
+    ("parent a mapping", lambda d: d["bodies"][0].update(parent={"a": 1}), "bodies[0].parent", "found a mapping"),
+    ("force type a list", lambda d: d["forces"][0].update(type=["x"]), "forces[0].type", "unknown force type"),
+    ("force body a list", lambda d: d["forces"].append({"type": "body_force", "body": ["a"]}), "forces[1].body",
+     "unknown body"),
+    ("joint type a mapping", lambda d: d["bodies"][1]["joint"].update(type={"a": 1}), "bodies[1].joint.type",
+     "unknown joint type"),
+    ("unit a list", lambda d: d["parameters"]["l"].update(unit=["m"]), "parameters.l.unit", "expected a string"),
+    ("form a mapping", lambda d: d.update(simulate={"form": {}}), "simulate.form", "unknown equation form"),
+    ("forces a mapping", lambda d: d.update(forces={"a": 1}), "forces", "expected a list of forces"),
+    ("parameters a list", lambda d: d.update(parameters=[1]), "parameters", "expected a mapping name -> value"),
+    ("huge integer", lambda d: d["parameters"].update(m=10**400), "parameters.m", "an integer of 401 digits"),
+])
+def test_wrong_types_named(tmp_path, label, fn, path, message):
+    err = _error(write_model(tmp_path, mutate(fn)))
+    assert path in [p.path for p in err.problems] and message in str(err), str(err)
+
+
+def test_internal_error_is_a_model_error_naming_the_entry(tmp_path, monkeypatch):
+    """The loader's last line of defence: a bug while reading an entry is still a ModelError
+    naming the file and that entry (and asking for a report)."""
+    from dynamica.generator import model
+
+    def broken(self, *args):
+        raise KeyError("boom")
+    monkeypatch.setattr(model._Loader, "inertia", broken)
+    err = _error(write_model(tmp_path, GOOD))
+    assert [p.path for p in err.problems] == ["bodies[0]"] and "internal error" in str(err), str(err)
+
+
+# ---------------------------------------------------------------- joint shorthands drive with `by:` (issue 12, item 5)
+def _driven(joint):
+    """GOOD with body `a` on `joint` (q1, its coordinate, is then unknown: no initial or forces)."""
+    def fn(d):
+        d["bodies"][1].update(joint=joint)
+        del d["initial"], d["forces"]
+    return mutate(fn)
+
+
+def _joint_of(tmp_path, joint, name):
+    d = _driven(joint)
+    return load_model(write_model(tmp_path, d, name)).bodies[1].joint
+
+
+def _same_transforms(a, b):
+    return [(t.kind, t.vector, t.q, t.by) for t in a] == [(t.kind, t.vector, t.q, t.by) for t in b]
+
+
+@pytest.mark.parametrize("short, long", [
+    ({"type": "revolute", "axis": "z", "by": "0.5*t"}, [{"rotate": "z", "by": "0.5*t"}]),
+    ({"type": "revolute", "axis": [0, 1, 1], "by": 0.3}, [{"rotate": [0, 1, 1], "by": 0.3}]),
+    ({"type": "prismatic", "axis": "-y", "offset": [0, 0, "l"], "by": ["l*sin(t)"]},
+     [{"translate": [0, 0, "l"]}, {"translate": "-y", "by": "l*sin(t)"}]),
+    ({"type": "universal", "axes": ["y", "x"], "by": ["t", "2*t"]},
+     [{"rotate": "y", "by": "t"}, {"rotate": "x", "by": "2*t"}]),
+    ({"type": "spherical", "by": ["t", 0, "-t"]}, [{"rotate": a, "by": b} for a, b in zip("xyz", ["t", 0, "-t"])]),
+    ({"type": "free", "by": ["t", 0, 0, 0, "t", 0]},
+     [{"translate": a, "by": b} for a, b in zip("xyz", ["t", 0, 0])]
+     + [{"rotate": a, "by": b} for a, b in zip("xyz", [0, "t", 0])]),
+])
+def test_shorthand_by_is_the_long_form(tmp_path, short, long):
+    assert _same_transforms(_joint_of(tmp_path, short, "s.yaml"), _joint_of(tmp_path, long, "l.yaml"))
+    assert all(t.q is None for t in _joint_of(tmp_path, short, "s.yaml"))
+
+
+@pytest.mark.parametrize("joint, path, message", [
+    ({"type": "revolute", "axis": "z", "q": "q1", "by": "t"}, "bodies[1].joint", "found both"),
+    ({"type": "revolute", "axis": "z"}, "bodies[1].joint", "found neither"),
+    ({"type": "universal", "axes": ["y", "x"], "by": ["t"]}, "bodies[1].joint.by", "takes 2 expression(s)"),
+    ({"type": "revolute", "axis": "z", "by": "q2"}, "bodies[1].joint.by", "allowed only in forces"),
+    ({"type": "revolute", "axis": "z", "by": "10**400*t"}, "bodies[1].joint.by", "too large"),
+    ({"type": "spherical", "by": [0, "t", "sqrt(-1)"]}, "bodies[1].joint.by[2]", "not a finite real number"),
+    ({"type": "universal", "axes": ["y", "w"], "by": ["t", "t"]}, "bodies[1].joint.axes[1]", "expected an axis"),
+    ({"type": "revolute", "axis": "z", "q": "9"}, "bodies[1].joint.q", "a coordinate name"),
+    ({"type": "revolute", "axis": "z", "by": "t", "offset": "x"}, "bodies[1].joint.offset", "an offset"),
+])
+def test_shorthand_by_errors(tmp_path, joint, path, message):
+    err = _error(write_model(tmp_path, _driven(joint)))
+    assert [p.path for p in err.problems] == [path] and message in str(err), str(err)
+
+
+@pytest.mark.parametrize("mode", ["symbolic", "numeric"])
+def test_constants_overflowing_in_the_equations_are_named(tmp_path, mode):
+    """Each entry's constants are finite, their products in the equations are not (1e300**2):
+    a ModelError naming those entries, not a printer's error without a place."""
+    from dynamica.generator.pipeline import generate
+
+    d = mutate(lambda d: d["bodies"][1].update(mass=1e300, com=[0, 0, "2e300"]))
+    f = write_model(tmp_path, d)
+    spec = load_model(f)                         # loads: every constant is finite
+    with pytest.raises(ModelError) as info:
+        generate(spec, mode=mode)
+    text = str(info.value)
+    assert str(f) in text and "not a finite double" in text, text
+    assert "`bodies[1].com[2]` (10^300)" in text and "`bodies[1].mass` (10^300)" in text, text
