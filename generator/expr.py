@@ -362,3 +362,19 @@ def _did_you_mean(name: str, candidates) -> str:
 
 
 did_you_mean = _did_you_mean
+
+
+def found(value) -> str:
+    """`found ...` in a message: the value's type and a short repr."""
+    if value is None:
+        return "nothing (null)"
+    kind = {bool: "the boolean", str: "the string", int: "the number", float: "the number", list: "a list",
+            dict: "a mapping"}.get(type(value), f"a {type(value).__name__}")
+    return f"{kind} {shown(value)}"
+
+
+def join_path(path: str, key) -> str:
+    """The path of a key inside a mapping; a huge or odd key is shortened."""
+    k = str(key) if isinstance(key, (str, int, float, bool)) or key is None else type(key).__name__
+    k = k if len(k) <= 60 else k[:57] + "..."
+    return f"{path}.{k}" if path else k

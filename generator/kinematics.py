@@ -18,7 +18,7 @@ they turn around leave it unchanged, and structural zeros fold.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
@@ -60,7 +60,6 @@ class Kinematics:
     inertia: list           # index i -> BodyInertia
     gravity: list           # 3, ground frame
     coordinates: tuple      # names in state order (regular numbering, joint order)
-    force_values: dict = field(default_factory=dict)   # "<force>.<quantity>" -> [exprs], by active_forces
 
 
 def _rotation(u, c, s) -> sp.Matrix:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import sympy as sp
 
 from dynamica.generator.forms.cholesky import singular_error, solve_reverse_ldl, StructurallySingular
-from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass
+from dynamica.generator.forms.common import bias_forces, forward_pass
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.spatial import (apply_C, apply_CT, composite_forces, composite_inertias,
                                               coordinate_layout, inertia_times, mass_matrix_rows)
 from dynamica.generator.kinematics import derive_kinematics
@@ -52,7 +53,7 @@ def output_equations(spec, topo, qdd=None) -> OutputEquations:
     kin = derive_kinematics(spec, topo)
     prog, N = kin.program, topo.n_bodies
     fp = forward_pass(kin)
-    F_active, gen = active_forces(kin, fp)
+    F_active, gen, force_values = active_forces(kin, fp)
     F_hat = bias_forces(kin, fp, F_active)
     owner, local, first = coordinate_layout(kin)
     if qdd is None:
@@ -118,7 +119,7 @@ def output_equations(spec, topo, qdd=None) -> OutputEquations:
             out(f"{topo.names[i]}.reaction_force", R[i][:3], (3,))
             out(f"{topo.names[i]}.reaction_torque", R[i][3:], (3,))
     if o.forces:
-        for key, exprs in kin.force_values.items():
+        for key, exprs in force_values.items():
             out(key, list(exprs), () if len(exprs) == 1 else (len(exprs),))
     scope = spec.scope(coordinates_allowed=True)
     for name, e in o.expressions:

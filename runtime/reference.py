@@ -97,7 +97,7 @@ class NumericReference:
         qds = [ex.rate_symbol(c) for c in self.coordinates]
         args = [qs, qds, ex.T, self.psyms]
         self.forces = []
-        from dynamica.generator.model import LAW_LOCALS
+        from dynamica.generator.forces import LAW_LOCALS
         law_args = args + [[ex.local_symbol(n) for n in LAW_LOCALS]]
         vectors = ("force", "torque", "point", "point_a", "point_b")
         for f in spec.forces:

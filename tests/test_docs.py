@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from dynamica.errors import ModelError
-from dynamica.generator import expr, model
+from dynamica.generator import expr, forces, joints, loader, model
 from dynamica.generator.pipeline import generate
 from dynamica.runtime import cli
 from dynamica.runtime.reference import NumericReference
@@ -139,11 +139,11 @@ def _unnamed(doc: str, words) -> list:
 
 def test_model_format_names_every_key():
     doc = MODEL_FORMAT.read_text(encoding="utf-8")
-    keys = set(model._Loader.TOP) | set(model.INERTIA_KEYS) | set(model.JOINT_TYPES)
+    keys = set(loader._Loader.TOP) | set(model.INERTIA_KEYS) | set(joints.JOINT_TYPES)
     keys |= {"rotate", "translate", "q", "by", "offset", "axis", "axes", "parent", "mass", "com",
              "inertia", "value", "unit", "points", "angular", "reactions", "expressions", "at"}
-    keys |= set(model.FORCE_TYPES) | {k for schema in model.FORCE_TYPES.values() for k in schema}
-    keys |= set(model.LAW_LOCALS) | set(model.INTEGRATORS) | set(model.OUTPUT_KEYS_RESERVED)
+    keys |= set(forces.FORCE_TYPES) | {k for t in forces.FORCE_TYPES.values() for k in t.schema}
+    keys |= set(forces.LAW_LOCALS) | set(model.INTEGRATORS) | set(model.OUTPUT_KEYS_RESERVED)
     keys |= set(expr.FUNCTIONS) | set(expr.RESERVED)
     keys |= {"t_end", "output_step", "integrator", "rtol", "atol", "form"}
     from dynamica.generator.forms import EQUATION_FORMS

@@ -25,7 +25,8 @@ import dynamica
 from dynamica.errors import ModelError
 from dynamica.generator import expr as ex
 from dynamica.generator.forms import resolve
-from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass
+from dynamica.generator.forms.common import bias_forces, forward_pass
+from dynamica.generator.forces import active_forces
 from dynamica.generator.kinematics import derive_kinematics, numeric_values
 
 pin = pytest.importorskip("pinocchio")
@@ -151,7 +152,7 @@ class Evaluated:
         of the form's program."""
         kin = derive_kinematics(self.gen.spec, self.gen.topology)
         fp = forward_pass(kin)
-        F, gen = active_forces(kin, fp)
+        F, gen, _ = active_forces(kin, fp)
         F_hat = bias_forces(kin, fp, F)
         vals = program_values(kin.program, self.subs)
         return [None] + [self.arr(f, vals) for f in F_hat[1:]], {c: self.num(e, vals) for c, e in gen.items()}

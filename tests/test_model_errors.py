@@ -269,11 +269,11 @@ def test_wrong_types_named(tmp_path, label, fn, path, message):
 def test_internal_error_is_a_model_error_naming_the_entry(tmp_path, monkeypatch):
     """The loader's last line of defence: a bug while reading an entry is still a ModelError
     naming the file and that entry (and asking for a report)."""
-    from dynamica.generator import model
+    from dynamica.generator import loader
 
     def broken(self, *args):
         raise KeyError("boom")
-    monkeypatch.setattr(model._Loader, "inertia", broken)
+    monkeypatch.setattr(loader._Loader, "inertia", broken)
     err = _error(write_model(tmp_path, GOOD))
     assert [p.path for p in err.problems] == ["bodies[0]"] and "internal error" in str(err), str(err)
 
@@ -343,3 +343,38 @@ def test_constants_overflowing_in_the_equations_are_named(tmp_path, mode):
     text = str(info.value)
     assert str(f) in text and "not a finite double" in text, text
     assert "`bodies[1].com[2]` (10^300)" in text and "`bodies[1].mass` (10^300)" in text, text
+
+
+def test_a_key_written_twice_is_an_error(tmp_path):
+    """YAML keeps the last of two equal keys: a parameter or body key written twice would
+    silently change the model."""
+    path = tmp_path / "twice.yaml"
+    path.write_text("name: twice\nparameters:\n  m: 1.0\n  l: 2.0\n  m: 3.0\nbodies:\n  - name: b\n"
+                    "    parent: ground\n    joint: [{rotate: z, q: a}]\n    mass: m\n    com: [0, 0, 0]\n"
+                    "    inertia: [1, 1, 1]\n")
+    with pytest.raises(ModelError, match=r"line 5.*the key 'm' twice \(first at line 3\)"):
+        load_model(path)
+
+
+def test_two_forces_with_one_name_are_an_error():
+    d = {"name": "f2", "bodies": [{"name": "b", "parent": "ground", "joint": [{"rotate": "z", "q": "a"}],
+                                   "mass": 1, "com": [0, 0, 0], "inertia": [1, 1, 1]}],
+         "forces": [{"type": "generalized_force", "coordinate": "a", "value": 1, "name": "push"},
+                    {"type": "generalized_force", "coordinate": "a", "value": 2, "name": "push"},
+                    {"type": "generalized_force", "coordinate": "a", "value": 3, "name": "generalized_force_3"},
+                    {"type": "generalized_force", "coordinate": "a", "value": 4}]}
+    with pytest.raises(ModelError) as info:
+        load_model(d)
+    text = str(info.value)
+    assert "`forces[1].name`: force name `push` is already used by forces[0]" in text
+    assert "`forces[3]`: force name `generalized_force_3` is already used by forces[2]" in text
+
+
+def test_simulate_form_takes_the_acronyms():
+    d = {"name": "acr", "bodies": [{"name": "b", "parent": "ground", "joint": [{"rotate": "z", "q": "a"}],
+                                    "mass": 1, "com": [0, 0, 0], "inertia": [1, 1, 1]}],
+         "simulate": {"form": "DEC"}}
+    assert load_model(d).simulate.form == "ltdl"
+    d["simulate"]["form"] = "XYZ"
+    with pytest.raises(ModelError, match="simulate.form"):
+        load_model(d)

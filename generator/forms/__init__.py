@@ -150,7 +150,7 @@ def check_form(form: str, mode: str = "symbolic") -> str:
 def form_equations(kin, form: str = "composite", mode: str = "symbolic") -> EquationsOfMotion:
     """The equations of `form` in `mode`; `kin` is left as it is (the form extends a copy of its program)."""
     fn = forms_of(mode)[check_form(form, mode)]
-    return fn(dataclasses.replace(kin, program=kin.program.fork(), force_values={}))
+    return fn(dataclasses.replace(kin, program=kin.program.fork()))
 
 
 def _discover():

@@ -18,10 +18,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from dynamica.generator import expr as ex
 from dynamica.generator.forms.spatial import apply_C, inertia_times
-from dynamica.generator.model import LAW_LOCALS
-from dynamica.generator.program import add, cross, dot, matTvec, matvec, scale, sub
+from dynamica.generator.program import add, cross, matTvec, matvec, scale
 
 Z3 = [sp.Integer(0)] * 3
 
@@ -65,126 +63,6 @@ def forward_pass(kin) -> ForwardPass:
         fp.R0[i] = prog.let_matrix(f"R{i}", G * fp.R0[k])
         fp.r0[i] = prog.let_vector(f"r{i}", add(fp.r0[k], matTvec(fp.R0[k], rho)))
     return fp
-
-
-def active_forces(kin, fp):
-    """Active body forces F_i (6, frame i, at O_i) and generalized forces per coordinate."""
-    spec, topo, prog = kin.spec, kin.topo, kin.program
-    N = topo.n_bodies
-    scope = spec.scope(coordinates_allowed=True)
-    P = lambda x: ex.parse(x, scope)  # noqa: E731
-    F = [[sp.Integer(0)] * 6 for _ in range(N + 1)]
-    gen = {c: sp.Integer(0) for c in kin.coordinates}
-
-    def point_state(body, point):
-        """Position and velocity (ground frame) of a body-fixed point."""
-        if body == "ground":
-            return point, list(Z3)
-        i = topo.index(body)
-        pos = add(fp.r0[i], matTvec(fp.R0[i], point))
-        vel = matTvec(fp.R0[i], add(fp.v[i][:3], cross(fp.v[i][3:], point)))
-        return pos, vel
-
-    def frame_of(body):
-        """(G_0i: ground -> body axes, angular velocity in body axes, origin in ground) of a body or the ground."""
-        if body == "ground":
-            return sp.eye(3), list(Z3), list(Z3)
-        i = topo.index(body)
-        return fp.R0[i], fp.v[i][3:], fp.r0[i]
-
-    def apply(body, point, f_ground=None, f_body=None, t_body=None):
-        if body == "ground":
-            return
-        i = topo.index(body)
-        fb = f_body if f_body is not None else matvec(fp.R0[i], f_ground)
-        tb = t_body if t_body is not None else list(Z3)
-        F[i] = [a + b for a, b in zip(F[i], fb + add(tb, cross(point, fb)))]
-
-    values = kin.force_values
-    values.clear()
-    for n, f in enumerate(spec.forces):
-        tag = f"f{n}"
-        name = f["name"]
-        if f.type == "joint_spring_damper":
-            c = f["coordinate"]
-            Qf = -P(f["stiffness"]) * (ex.coord_symbol(c) - P(f["neutral"])) - P(f["damping"]) * ex.rate_symbol(c)
-            gen[c] += Qf
-            values[f"{name}.generalized_force"] = [Qf]
-        elif f.type == "generalized_force":
-            gen[f["coordinate"]] += P(f["value"])
-            values[f"{name}.generalized_force"] = [P(f["value"])]
-        elif f.type == "body_force":
-            i = topo.index(f["body"])
-            point = [P(x) for x in f["point"]]
-            force = [P(x) for x in f["force"]]
-            torque = [P(x) for x in f["torque"]]
-            values[f"{name}.force"], values[f"{name}.torque"] = force, torque     # as given, in `frame`
-            if f["frame"] == "ground":
-                force = prog.let_vector(f"{tag}_f", matvec(fp.R0[i], force))
-                torque = prog.let_vector(f"{tag}_t", matvec(fp.R0[i], torque))
-            apply(f["body"], point, f_body=force, t_body=torque)
-        elif f.type == "spring_damper":
-            pa = [P(x) for x in f["point_a"]]
-            pb = [P(x) for x in f["point_b"]]
-            xa, va = point_state(f["body_a"], pa)
-            xb, vb = point_state(f["body_b"], pb)
-            d = prog.let_vector(f"{tag}_d", sub(xb, xa))
-            L = prog.let(f"{tag}_L", sp.sqrt(dot(d, d)))
-            Ldot = prog.let(f"{tag}_Ld", dot(d, sub(vb, va)) / L)
-            if "law" in dict(f.fields):                              # nonlinear: law(elongation, rate)
-                law = ex.parse(f["law"], scope.child(local=LAW_LOCALS)).xreplace({ex.local_symbol("elongation"): L - P(f["free_length"]),
-                                            ex.local_symbol("elongation_rate"): Ldot})
-                tension = prog.let(f"{tag}_T", law)
-            else:
-                tension = prog.let(f"{tag}_T", P(f["stiffness"]) * (L - P(f["free_length"]))
-                                   + P(f["damping"]) * Ldot)
-            values[f"{name}.length"], values[f"{name}.tension"] = [L], [tension]
-            e = prog.let_vector(f"{tag}_e", scale(tension / L, d))      # tension * unit vector
-            apply(f["body_b"], pb, f_ground=[-x for x in e])
-            apply(f["body_a"], pa, f_ground=e)
-        elif f.type == "limit":
-            # seed 003: F = (k - mu q') exp(-a (q - q1)) pushes up from a lower bound q1;
-            # mirrored, -(k + mu q') exp(a (q - q2)) pushes down from an upper bound q2
-            c = f["coordinate"]
-            q, qd = ex.coord_symbol(c), ex.rate_symbol(c)
-            k, mu, a = P(f["stiffness"]), P(f["damping"]), P(f["decay"])
-            fields = dict(f.fields)
-            Qf = sp.Integer(0)
-            if "lower" in fields:
-                Qf += prog.let(f"{tag}_lo", (k - mu * qd) * sp.exp(-a * (q - P(fields["lower"]))))
-            if "upper" in fields:
-                Qf += prog.let(f"{tag}_up", -(k + mu * qd) * sp.exp(a * (q - P(fields["upper"]))))
-            gen[c] += Qf
-            values[f"{name}.generalized_force"] = [Qf]
-        elif f.type == "bushing":
-            # frame a: axes of body_a at point_a; frame b: axes of body_b at point_b. In frame a:
-            # d = G_a (x_b - x_a), d' = G_a (v_b - v_a) - w_a x d, rotation angles
-            # theta = vee(R - R^T)/2 of R = G_a G_b^T (exact small-angle linearization; for an
-            # isotropic rotational stiffness the torque k sin(phi) has potential k (1 - cos phi)),
-            # relative angular velocity w = G_a G_b^T w_b - w_a. Force on b -(K d + C d'),
-            # torque on b -(K_r theta + C_r w); the opposite on a at the same spatial point.
-            pa = [P(x) for x in f["point_a"]]
-            pb = [P(x) for x in f["point_b"]]
-            xa, va = point_state(f["body_a"], pa)
-            xb, vb = point_state(f["body_b"], pb)
-            Ga, wa, _ = frame_of(f["body_a"])
-            Gb, wb, _ = frame_of(f["body_b"])
-            d = prog.let_vector(f"{tag}_d", matvec(Ga, sub(xb, xa)))
-            dd = prog.let_vector(f"{tag}_dd", sub(matvec(Ga, sub(vb, va)), cross(wa, d)))
-            R = prog.let_matrix(f"{tag}_R", Ga * Gb.T)
-            th = [(R[2, 1] - R[1, 2]) / 2, (R[0, 2] - R[2, 0]) / 2, (R[1, 0] - R[0, 1]) / 2]
-            w = sub(matvec(R, wb), wa)
-            K, C = [P(x) for x in f["stiffness"]], [P(x) for x in f["damping"]]
-            Kr, Cr = [P(x) for x in f["rotational_stiffness"]], [P(x) for x in f["rotational_damping"]]
-            Fb = prog.let_vector(f"{tag}_F", [-(K[j] * d[j] + C[j] * dd[j]) for j in range(3)])
-            Tq = prog.let_vector(f"{tag}_M", [-(Kr[j] * th[j] + Cr[j] * w[j]) for j in range(3)])
-            values[f"{name}.force"], values[f"{name}.torque"] = Fb, Tq        # on body_b, frame a
-            apply(f["body_b"], pb, f_ground=matTvec(Ga, Fb), t_body=matvec(Gb, matTvec(Ga, Tq)))
-            apply(f["body_a"], add(pa, d), f_body=[-x for x in Fb], t_body=[-x for x in Tq])
-        else:  # pragma: no cover - the loader rejects unknown types
-            raise ValueError(f"unsupported force type {f.type!r}")
-    F = [None] + [prog.let_vector(f"Fa{i}", F[i]) for i in range(1, N + 1)]
-    return F, gen
 
 
 def bias_forces(kin, fp, F_active):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.cholesky import singular_error, solve_reverse_ldl, StructurallySingular
-from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.spatial import (composite_forces, composite_inertias, coordinate_layout,
                                               full_matrix, mass_matrix_rows)
 from dynamica.generator.program import dot
@@ -24,7 +25,7 @@ from dynamica.generator.program import dot
 def composite(kin) -> EquationsOfMotion:
     prog = kin.program
     fp = forward_pass(kin)
-    F_active, gen = active_forces(kin, fp)
+    F_active, gen, _ = active_forces(kin, fp)
     F_hat = bias_forces(kin, fp, F_active)
     Mstar = composite_inertias(kin)                 # (2.20)
     Fstar = composite_forces(kin, F_hat)            # (2.22)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.cholesky import singular_error, solve_reverse_ldl, StructurallySingular
-from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.spatial import apply_C, coordinate_layout, full_matrix, inertia_times
 from dynamica.generator.program import dot, total
 
@@ -40,7 +41,7 @@ def direct(kin) -> EquationsOfMotion:
     prog = kin.program
     n = len(kin.coordinates)
     fp = forward_pass(kin)
-    F_active, gen = active_forces(kin, fp)
+    F_active, gen, _ = active_forces(kin, fp)
     F_hat = bias_forces(kin, fp, F_active)                      # (2.14)
     B = tangent_basis(kin, fp)                                  # (1.31), (2.13)
     m_terms = [{} for _ in range(n)]                        # lower triangle, r >= c

@@ -41,7 +41,8 @@ import sympy as sp
 from dynamica.generator import expr as ex
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.cholesky import singular_error, solve_reverse_ldl, StructurallySingular
-from dynamica.generator.forms.common import active_forces, forward_pass
+from dynamica.generator.forms.common import forward_pass
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.spatial import (apply_C, apply_CT, composite_forces, composite_inertias,
                                               coordinate_layout, full_matrix, inertia_times, mass_matrix_rows)
 from dynamica.generator.program import add, cross, dot, fold_vectors, matvec, mul, neg, scale, total
@@ -196,7 +197,7 @@ class Hamiltonian:
         # forward kinematics with the rate symbols: v_i (1.13), G_i0, r_i (1.9)-(1.10)
         self.fp = forward_pass(kin)
         self.rp = self.fp.rho_p
-        self.F_active, self.gen = active_forces(kin, self.fp)
+        self.F_active, self.gen, _ = active_forces(kin, self.fp)
 
     def joint(self, i):
         return self.kin.joints[i]

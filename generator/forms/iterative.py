@@ -35,7 +35,8 @@ from __future__ import annotations
 import sympy as sp
 
 from dynamica.generator.forms import EquationsOfMotion, KernelSpec, register
-from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.spatial import (apply_C, apply_CT, composite_forces, composite_inertias,
                                               coordinate_layout, full_matrix, inertia_times, mass_matrix,
                                               mass_matrix_rows)
@@ -75,7 +76,7 @@ def generalized_forces(kin):
     """Q of (2.21) by composite bias forces (2.22), as in the composite form."""
     prog = kin.program
     fp = forward_pass(kin)
-    F_active, gen = active_forces(kin, fp)
+    F_active, gen, _ = active_forces(kin, fp)
     F_hat = bias_forces(kin, fp, F_active)
     Fstar = composite_forces(kin, F_hat)
     owner, local, _ = coordinate_layout(kin)

@@ -52,7 +52,8 @@ from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.cholesky import solve_reverse_ldl
-from dynamica.generator.forms.common import active_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.common import forward_pass, lagrangian_equations
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.spatial import apply_C, apply_CT, coordinate_layout, mass_matrix
 from dynamica.generator.kinematics import numeric_values
 from dynamica.generator.model import _warn
@@ -212,7 +213,7 @@ def lagrange1_system(kin) -> LagrangeSystem:
             _warn(kin.spec, f"body `{topo.names[i]}` has zero mass or a singular inertia about its centre "
                             "of mass at the default parameters: the form `lagrange1` (LGR) gives no finite q''")
     fp = forward_pass(kin)
-    F_active, gen = active_forces(kin, fp)
+    F_active, gen, _ = active_forces(kin, fp)
     g0 = [-x for x in kin.gravity] + [ZERO] * 3                 # w_0 of the ground
     Z, offset, Fp, wp = [None], [None], [None], [None]
     a, Y, X, U = [None], [None], [None], [None]

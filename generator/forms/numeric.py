@@ -21,7 +21,8 @@ from __future__ import annotations
 import sympy as sp
 
 from dynamica.generator.forms import NUMERIC_FORMS, EquationsOfMotion, KernelSpec
-from dynamica.generator.forms.common import active_forces, Z3
+from dynamica.generator.forms.common import Z3
+from dynamica.generator.forces import active_forces
 from dynamica.generator.program import add, cross, matTvec, matvec
 
 #: doubles per body in the terms array (DYN_NM_TB in runtime/numeric_core.h)
@@ -82,7 +83,7 @@ class _LazyForward:
 
 def terms_outputs(kin) -> list:
     """The expressions of the terms array, in the layout of runtime/numeric_core.h."""
-    F, gen = active_forces(kin, _LazyForward(kin))
+    F, gen, _ = active_forces(kin, _LazyForward(kin))
     out = []
     for i in range(1, kin.topo.n_bodies + 1):
         jk, bi = kin.joints[i], kin.inertia[i]

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import sympy as sp
 
 from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl, singular_error
-from dynamica.generator.forms.common import active_forces, bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.spatial import (apply_C, apply_CT, coordinate_layout, mass_matrix, rigid6, symv, transfer,
                                               unit_columns)
 from dynamica.generator.program import dot, fold_matrices, fold_vectors, mul, neg, total
@@ -47,7 +48,7 @@ def sweep(kin, v: Variant):
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies
     fp = forward_pass(kin)
-    F_active, gen = active_forces(kin, fp)
+    F_active, gen, _ = active_forces(kin, fp)
     F_hat = bias_forces(kin, fp, F_active)
     _, _, first = coordinate_layout(kin)
     Z6 = [sp.S.Zero] * 6
