@@ -191,6 +191,35 @@ def _index_path(cache: Path, key: str) -> Path:
     return cache / "index" / f"{key}.json"
 
 
+def _indexed(idx: Path) -> Path | None:
+    """The extension the index file names, when its cache entry verifies (sizes and hash against
+    its manifest, this tool and this Python); None sends `load` to generate and `compile_bundle`,
+    which rebuilds a damaged entry with a warning."""
+    from dynamica import cache as cache_store
+    from dynamica.build import tool_fingerprint
+    try:
+        so = Path(json.loads(idx.read_text())["extension"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if cache_store.verify(so.parent, fingerprint=tool_fingerprint()) is not None:
+        return None
+    return so
+
+
+def _write_index(idx: Path, record: dict):
+    """Best effort: a cache that cannot take the index file still has the module."""
+    tmp = idx.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        idx.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, idx)
+    except OSError:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
 def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_matrix=True,
          select_by="predicted", mode="symbolic") -> CompiledModel:
     """Compile (or fetch from the cache) and import the module of a model file.
@@ -200,7 +229,8 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
     run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
     """
-    from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
+    from dynamica.build import EntryVanished, cache_root, compile_bundle, import_extension
+    from dynamica.build import tool_fingerprint
     spec = load_model(path)
     form = form or spec.simulate.form or "composite"
     if form == "auto":
@@ -228,24 +258,22 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     cache = Path(cache) if cache is not None else cache_root()
     key = hashlib.sha256(b"\0".join(parts)).hexdigest()
     idx = _index_path(cache, key)
-    so = None
-    if idx.exists():
+    so = _indexed(idx)
+    for attempt in (1, 2):                  # 2: the entry was pruned between finding and locking it
+        if so is None:
+            from dynamica.generator.pipeline import generate
+            gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
+            so = compile_bundle(gen.bundle, cache=cache, progress=progress,
+                                meta={"model": spec.name, "form": form, "mode": mode})
+            _write_index(idx, {"extension": str(so), "signature": gen.module_ir.signature,
+                               "model": spec.name, "form": form, "mode": mode})
         try:
-            so = Path(json.loads(idx.read_text())["extension"])
-        except (ValueError, KeyError):
+            module = import_extension(so)
+            break
+        except EntryVanished:
+            if attempt == 2:
+                raise
             so = None
-        if so is not None and not so.exists():
-            so = None
-    if so is None:
-        from dynamica.generator.pipeline import generate
-        gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
-        so = compile_bundle(gen.bundle, cache=cache, progress=progress)
-        idx.parent.mkdir(parents=True, exist_ok=True)
-        tmp = idx.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"extension": str(so), "signature": gen.module_ir.signature,
-                                   "model": spec.name, "form": form, "mode": mode}))
-        os.replace(tmp, idx)
-    module = import_extension(so)
     model = CompiledModel(module, spec, so)
     if check_mass_matrix:
         _check_regular(model)
