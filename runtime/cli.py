@@ -74,7 +74,6 @@ class ProgressBar:
 
 def cmd_simulate(args):
     from dynamica.runtime.api import load, simulate
-    from dynamica.runtime.results import CsvWriter
     from dynamica.runtime.results import parse_vars, plot_pages, summary_table
     model = load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=_progress(not args.quiet))
     if args.vars:                    # fail before a long run, not after it
@@ -85,28 +84,16 @@ def cmd_simulate(args):
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
     bar = ProgressBar(0.0, t_end, show)
-    writer = None
-    if args.out:
-        from dynamica.runtime.results import output_columns
-        q0, qd0 = model.initial_state()
-        probe = {k: np.asarray(v)[None] for k, v in model.outputs(0.0, q0, qd0).items()} \
-            if hasattr(model.module, "outputs") else {}
-        writer = CsvWriter(args.out, model.coordinates, output_columns(probe))
+    keep = bool(args.plot or args.table) or not args.out     # --out alone: rows streamed, not kept
     try:
-        def progress(res, new):
-            if writer is not None:
-                writer.write(res.t[new], res.q[new], res.qd[new], {k: v[new] for k, v in res.outputs.items()})
-            bar.update(res.t[-1])
         res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,
-                       output_step=args.output_step, step=args.step,
-                       progress=progress if (show or writer is not None) else None)
+                       output_step=args.output_step, step=args.step, out=args.out, keep=keep,
+                       progress=(lambda res, new: bar.update(res.t[-1])) if show else None)
     finally:
         bar.close()
-        if writer is not None:
-            writer.close()
     dt = time.perf_counter() - t0
     print(f"simulated {model.name} to t = {res.t[-1]:g} with {res.method} "
-          f"({res.nfev} RHS calls, {dt:.3f} s, {len(res.t)} output points)")
+          f"({res.nfev} RHS calls, {dt:.3f} s, {res.info.get('rows', len(res.t))} output points)")
     if args.out:
         print(f"results written to {args.out}")
     if args.plot:
@@ -337,6 +324,9 @@ def main(argv=None) -> int:
         return 2
     except BrokenPipeError:          # output piped into `head` and the like
         return 0
+    except KeyboardInterrupt:        # results written so far stay in <out>.partial
+        print("dynamica: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
