@@ -260,7 +260,7 @@ def _entry(folder: Path) -> Entry:
         used = created
     return Entry(path=folder, module=mod, model=m.get("model") or mod, form=m.get("form", ""),
                  backend=m.get("backend", ""), mode=m.get("mode", ""), size=_tree_size(folder),
-                 created=created, last_used=max(used, created), manifest=m or None)
+                 created=created, last_used=used, manifest=m or None)
 
 
 def entries(cache: Path, model: str | None = None) -> list:
