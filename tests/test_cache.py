@@ -392,3 +392,19 @@ def test_a_disk_that_fills_during_a_build(tmp_path, monkeypatch, builder):
     _assert_names_cache(info.value, cache_dir)
     assert "No space left" in str(info.value) or "disk is full" in str(info.value)
     assert _no_partial_builds(cache_dir)
+
+
+def test_cache_actions_have_help_and_are_documented(capsys):
+    """test_docs checks the first level of subcommands; the actions of `cache` are one deeper."""
+    import re
+
+    from conftest import ROOT
+    from dynamica.runtime import cli
+    doc = (ROOT / "docs" / "api.md").read_text()
+    for action in ("info", "list", "clear", "prune"):
+        with pytest.raises(SystemExit) as info:
+            cli.main(["cache", action, "--help"])
+        assert info.value.code == 0
+        options = set(re.findall(r"(--[a-z][a-z-]*)", capsys.readouterr().out)) - {"--help"}
+        assert f"dynamica cache [--cache DIR] {action}" in doc
+        assert all(f"`{o}" in doc for o in options), options
