@@ -159,7 +159,9 @@ def hold(folder: Path) -> bool:
     lock = folder / IN_USE
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
+    except OSError as exc:
+        if exc.errno in (errno.EMFILE, errno.ENFILE):   # out of descriptors (one per loaded module):
+            return folder.exists()                       # the module is used without its lock
         try:                                        # a read-only cache: lock what is there
             fd = os.open(lock, os.O_RDONLY)
         except OSError:
@@ -388,8 +390,8 @@ def _clean_index(cache: Path):
         return
     for f in folder.iterdir():
         try:
-            ext = Path(json.loads(f.read_text())["extension"])
-            stale = not ext.exists()
+            record = json.loads(f.read_text())
+            stale = not (cache / record["entry"] / record["file"]).exists()
         except (OSError, ValueError, KeyError, TypeError):
             stale = f.suffix != ".tmp" or time.time() - f.stat().st_mtime > 3600
         if stale:

@@ -198,7 +198,8 @@ def _indexed(idx: Path) -> Path | None:
     from dynamica import cache as cache_store
     from dynamica.build import tool_fingerprint
     try:
-        so = Path(json.loads(idx.read_text())["extension"])
+        record = json.loads(idx.read_text())
+        so = idx.parent.parent / record["entry"] / record["file"]     # the cache may have been moved
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if cache_store.verify(so.parent, fingerprint=tool_fingerprint()) is not None:
@@ -265,7 +266,8 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
             gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
             so = compile_bundle(gen.bundle, cache=cache, progress=progress,
                                 meta={"model": spec.name, "form": form, "mode": mode})
-            _write_index(idx, {"extension": str(so), "signature": gen.module_ir.signature,
+            _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
+                               "signature": gen.module_ir.signature,
                                "model": spec.name, "form": form, "mode": mode})
         try:
             module = import_extension(so)

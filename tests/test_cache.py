@@ -65,10 +65,8 @@ def entry_dirs(cache_dir):
 
 
 def copy_cache(src: Path, dst: Path) -> Path:
-    """A copy of a cache whose index files point into the copy."""
+    """A copy of a cache (as to a cluster node): its index names entries relative to the cache."""
     shutil.copytree(src, dst)
-    for f in (dst / "index").glob("*.json"):
-        f.write_text(f.read_text().replace(str(src), str(dst)))
     return dst
 
 
