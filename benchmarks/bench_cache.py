@@ -12,7 +12,7 @@ from the index.
 Memory: each run is a fresh process (`--memory-worker`) that loads a compound pendulum, then
 simulates n output rows (output step 1 ms) with `simulate(out=csv)` (streamed, the default) or
 `simulate(out=csv, keep=True)` (every row kept as well) or in memory only, and reports its peak
-resident set (ru_maxrss) before and after the run.
+resident set (VmHWM) before and after the run.
 """
 
 from __future__ import annotations
@@ -77,15 +77,27 @@ def verification(folder: Path, n: int) -> list:
             f"{1e3 * best_of(lambda: dynamica.load(path, cache=cache_dir, check_mass_matrix=False), 5):.1f} ms"]
 
 
+def peak_mb() -> float:
+    """Peak resident memory of this process: VmHWM (Linux; reset by exec, unlike ru_maxrss, which
+    a child inherits from the parent it was forked from), else ru_maxrss."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def memory_worker(args):
     import dynamica
     model = dynamica.load(args.model)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before = peak_mb()
     t = time.perf_counter()
     out = None if args.how == "memory" else args.out
     res = dynamica.simulate(model, t_end=(args.n - 1) * 1e-3, output_step=1e-3, out=out, keep=args.how != "stream")
     print(json.dumps({"rows": res.info.get("rows", len(res.t)), "before_mb": before, "seconds": time.perf_counter() - t,
-                      "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "peak_mb": peak_mb()}))
 
 
 def memory(folder: Path, rows) -> list:
