@@ -5,6 +5,8 @@ and Python versions, the platform and the compiler flags. A build happens in a p
 temporary directory inside the cache and is moved into place with one atomic `rename`, under a
 file lock, so several processes building the same model at once neither corrupt the cache nor
 duplicate work; a failed build leaves nothing behind and raises `BuildError` with the log.
+Each published entry carries a manifest that is verified before the extension is opened
+(cache.py); a damaged entry is moved aside and rebuilt.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ import sysconfig
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 
 from filelock import FileLock
 
 from dynamica import __version__
+from dynamica import cache as cache_store
 from dynamica.errors import BuildError
 
 COMPILE_ARGS = ("-O2", "-fno-math-errno", "-Wno-unused-variable", "-Wno-unused-function")
@@ -191,51 +195,143 @@ def _find_extension(folder: Path, module_name: str) -> Path | None:
     return None
 
 
-def compile_bundle(bundle, cache: Path | None = None, compile_args=None, progress=None, key_parts=None) -> Path:
-    """Compile `bundle` (or find it in the cache); return the path of the extension module."""
+def _sound_extension(final: Path, key: str) -> tuple:
+    """(path of the extension, None) when the entry `final` verifies against its manifest, else
+    (None, why not); (None, None) when there is no entry."""
+    if not final.exists():
+        return None, None
+    why = cache_store.verify(final, key=key)
+    if why is not None:
+        return None, why
+    return final / cache_store.read_manifest(final)["extension"], None
+
+
+def _writable_root(cache: Path):
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cache_store.unwritable(cache, exc) from None
+    if not cache.is_dir():
+        raise cache_store.unwritable(cache, "it is not a directory")
+
+
+#: what a compiler prints when the disk fills under it
+_DISK_FULL = ("No space left on device", "Disk quota exceeded")
+
+
+def compile_bundle(bundle, cache: Path | None = None, compile_args=None, progress=None, key_parts=None,
+                   meta=None) -> Path:
+    """Compile `bundle` (or find it in the cache); return the path of the extension module.
+
+    A cached entry is used only when it verifies against its manifest (cache.py); a damaged or
+    foreign one is moved aside with one `CacheWarning` saying why, and rebuilt. `meta` (model,
+    form, backend, mode) goes into the manifest for `dynamica cache list`. A cache location that
+    cannot be created or written, or a disk that fills, is a `CacheError` naming it.
+    """
     if compile_args is None:
         compile_args = default_compile_args(bundle)
     cache = Path(cache) if cache is not None else cache_root()
-    cache.mkdir(parents=True, exist_ok=True)
     key = build_key(bundle, compile_args, key_parts)
     final = cache / f"{bundle.module_name}-{key[:24]}"
-    found = _find_extension(final, bundle.module_name)
+    found, _ = _sound_extension(final, key)
     if found:
         return found
-    with FileLock(str(final) + ".lock"):
-        found = _find_extension(final, bundle.module_name)       # another process won the race
-        if found:
-            return found
-        work = Path(tempfile.mkdtemp(prefix=f".build-{bundle.module_name}-", dir=cache))
+    _writable_root(cache)
+    fingerprint = tool_fingerprint() if key_parts is None else \
+        "parts:" + hashlib.sha256("\0".join(key_parts).encode()).hexdigest()
+    try:
+        with FileLock(str(final) + ".lock"):
+            found = _build_locked(bundle, cache, final, key, compile_args, progress,
+                                  {"fingerprint": fingerprint, "meta": meta})
+    except OSError as exc:
+        if cache_store.is_unwritable(exc):
+            raise cache_store.unwritable(cache, exc) from None
+        raise
+    except BuildError as exc:
+        if any(s in exc.log for s in _DISK_FULL):
+            raise cache_store.unwritable(cache, "the disk is full (the compiler could not write)") from exc
+        raise
+    cap = cache_store.size_cap()
+    if cap is not None:
+        cache_store.prune(cache, max_size=cap, keep=(final,))
+    return found
+
+
+def _build_locked(bundle, cache: Path, final: Path, key: str, compile_args, progress, record) -> Path:
+    """Under the entry's build lock: use a sound entry, or move a damaged one aside and build."""
+    found, why = _sound_extension(final, key)       # another process may have won the race
+    if found:
+        return found
+    if why is not None:
+        aside = cache_store.move_aside(final)
+        warnings.warn(cache_store.CacheWarning(
+            f"the cached module `{final.name}` in {cache} is damaged or foreign: {why}; "
+            f"moved it to {aside} and rebuilding it"), stacklevel=_user_stacklevel())
+    prefix = cache_store.build_dir_prefix(final.name)
+    for orphan in cache.glob(prefix + "*"):           # left by a killed builder (we hold the lock)
+        shutil.rmtree(orphan, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=cache))
+    try:
+        for name, text in bundle.files:
+            (work / name).write_text(text)
+        t0 = time.perf_counter()
+        builder = BUILDERS[Path(bundle.main[0]).suffix]
+        log = builder(bundle, work, compile_args)
+        ext = _find_extension(work, bundle.module_name)
+        if ext is None:
+            raise BuildError(f"the build of `{bundle.module_name}` produced no extension module", log)
+        (work / "build.log").write_text(log)
+        cache_store.write_manifest(work, bundle.module_name, key, ext.name, record["fingerprint"],
+                                   {"backend": bundle.backend, **(record["meta"] or {})})
+        if progress is not None:
+            progress("compile", time.perf_counter() - t0)
         try:
-            for name, text in bundle.files:
-                (work / name).write_text(text)
-            t0 = time.perf_counter()
-            builder = BUILDERS[Path(bundle.main[0]).suffix]
-            log = builder(bundle, work, compile_args)
-            if _find_extension(work, bundle.module_name) is None:
-                raise BuildError(f"the build of `{bundle.module_name}` produced no extension module", log)
-            (work / "build.log").write_text(log)
-            if progress is not None:
-                progress("compile", time.perf_counter() - t0)
-            os.rename(work, final)                                     # atomic publish
-        finally:
-            if work.exists():
-                shutil.rmtree(work, ignore_errors=True)
-    return _find_extension(final, bundle.module_name)
+            os.rename(work, final)                                 # atomic publish
+        except OSError:
+            theirs, _ = _sound_extension(final, key)   # published meanwhile by a builder that
+            if theirs is None:                         # locked a removed lock file (cache.prune)
+                raise
+            return theirs
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+    return final / ext.name
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel of a warning that points at the first caller outside dynamica."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "dynamica":
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class EntryVanished(BuildError):
+    """The cache entry was removed (pruned) between finding it and locking it: find it again."""
 
 
 def import_extension(path: Path):
-    """Import a compiled module from its file, under a name unique to that file."""
+    """Import a compiled module from its file, under a name unique to that file.
+
+    A module in the cache is held with a shared lock while this process lives (cache.hold), so
+    `dynamica cache prune` leaves it alone. A module that fails to import is a `BuildError`
+    with the loader's message. The caller has verified the file (`compile_bundle` does): dlopen
+    of a truncated file can end the process with SIGBUS.
+    """
     path = Path(path)
     name = path.name.split(".")[0]
     unique = f"{name}__{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
     if unique in sys.modules:
         return sys.modules[unique]
+    if not cache_store.hold(path.parent):
+        raise EntryVanished(f"the cached module {path} was removed while it was being loaded")
     loader = importlib.machinery.ExtensionFileLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except (ImportError, OSError) as exc:
+        raise BuildError(f"the compiled module {path} cannot be imported: {exc}") from None
     sys.modules[unique] = module
     return module
 

@@ -41,3 +41,12 @@ class BuildError(DynamicaError):
 
 class IntegrationError(DynamicaError):
     """An integrator could not continue (t, step size and the offending component)."""
+
+
+class CacheError(DynamicaError):
+    """The module cache cannot be used (a location that cannot be created or written, a full disk);
+    the message names the directory and the remedy (DYNAMICA_CACHE)."""
+
+
+class CacheWarning(UserWarning):
+    """A cached module was damaged or foreign and is rebuilt (the message says why)."""

@@ -191,6 +191,36 @@ def _index_path(cache: Path, key: str) -> Path:
     return cache / "index" / f"{key}.json"
 
 
+def _indexed(idx: Path) -> Path | None:
+    """The extension the index file names, when its cache entry verifies (sizes and hash against
+    its manifest, this tool and this Python); None sends `load` to generate and `compile_bundle`,
+    which rebuilds a damaged entry with a warning."""
+    from dynamica import cache as cache_store
+    from dynamica.build import tool_fingerprint
+    try:
+        record = json.loads(idx.read_text())
+        so = idx.parent.parent / record["entry"] / record["file"]     # the cache may have been moved
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if cache_store.verify(so.parent, fingerprint=tool_fingerprint()) is not None:
+        return None
+    return so
+
+
+def _write_index(idx: Path, record: dict):
+    """Best effort: a cache that cannot take the index file still has the module."""
+    tmp = idx.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        idx.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, idx)
+    except OSError:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
 def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_matrix=True,
          select_by="predicted", mode="symbolic") -> CompiledModel:
     """Compile (or fetch from the cache) and import the module of a model file.
@@ -200,7 +230,8 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
     run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
     """
-    from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
+    from dynamica.build import EntryVanished, cache_root, compile_bundle, import_extension
+    from dynamica.build import tool_fingerprint
     spec = load_model(path)
     form = form or spec.simulate.form or "composite"
     if form == "auto":
@@ -228,24 +259,23 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     cache = Path(cache) if cache is not None else cache_root()
     key = hashlib.sha256(b"\0".join(parts)).hexdigest()
     idx = _index_path(cache, key)
-    so = None
-    if idx.exists():
+    so = _indexed(idx)
+    for attempt in (1, 2):                  # 2: the entry was pruned between finding and locking it
+        if so is None:
+            from dynamica.generator.pipeline import generate
+            gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
+            so = compile_bundle(gen.bundle, cache=cache, progress=progress,
+                                meta={"model": spec.name, "form": form, "mode": mode})
+            _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
+                               "signature": gen.module_ir.signature,
+                               "model": spec.name, "form": form, "mode": mode})
         try:
-            so = Path(json.loads(idx.read_text())["extension"])
-        except (ValueError, KeyError):
+            module = import_extension(so)
+            break
+        except EntryVanished:
+            if attempt == 2:
+                raise
             so = None
-        if so is not None and not so.exists():
-            so = None
-    if so is None:
-        from dynamica.generator.pipeline import generate
-        gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
-        so = compile_bundle(gen.bundle, cache=cache, progress=progress)
-        idx.parent.mkdir(parents=True, exist_ok=True)
-        tmp = idx.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"extension": str(so), "signature": gen.module_ir.signature,
-                                   "model": spec.name, "form": form, "mode": mode}))
-        os.replace(tmp, idx)
-    module = import_extension(so)
     model = CompiledModel(module, spec, so)
     if check_mass_matrix:
         _check_regular(model)
@@ -400,8 +430,13 @@ for _name, _scipy in (("radau", "Radau"), ("RK45", "RK45"), ("DOP853", "DOP853")
     INTEGRATORS[_name].name = _name
 
 
+#: output rows per piece when results stream to a file: bounds the memory of a long run
+STREAM_ROWS = 10000
+
+
 def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
-             params=None, t0=0.0, step=None, progress=None, segments=20, events=None) -> SimulationResult:
+             params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
+             keep=None) -> SimulationResult:
     """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
 
     `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
@@ -418,6 +453,13 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     (for progress bars and for writing results as they come). Each piece restarts the
     integrator from the state reached, like a stage boundary: results agree with one piece
     to the integration tolerance, and cost a few start-up steps per piece.
+
+    `out`: a CSV file the rows are streamed to as they come (pieces of at most `STREAM_ROWS`
+    rows), written as `<out>.partial` and renamed to `out` when the run completes. With `out`
+    the rows are not kept (`keep=False`, the default then): the result holds the last row only,
+    `info["rows"]` counts them, and memory stays bounded however long the run. `keep=False`
+    without `out` does the same for a `progress` callback that consumes the rows itself, which
+    then gets each piece as `result_so_far`.
     """
     if not isinstance(model, CompiledModel):
         model = load(model)
@@ -431,32 +473,91 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
         raise ValueError(f"unknown method {method!r}; available: {', '.join(INTEGRATORS)}")
     if not t_end > t0:
         raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+    keep = (out is None) if keep is None else bool(keep)
     iq0, iqd0 = model.initial_state(params)
     y0 = model.to_state(iq0 if q0 is None else model._vec(q0, "q0"),
                         iqd0 if qd0 is None else model._vec(qd0, "qd0"), t0, params)
     t_eval = _output_times(t0, t_end, output_step)
     run = INTEGRATORS[method]
     model.reset_solver()          # the iterative form starts from a direct solve: runs are reproducible
-    if progress is None:
+    if progress is None and out is None and keep:
         return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events)
     if events:
-        raise ValueError("events and progress together are not supported (a piece would restart the events)")
+        raise ValueError("events with progress, out or keep=False are not supported (a piece would restart "
+                         "the events)")
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
-    cuts = np.unique(np.linspace(0, len(t_eval) - 1, max(2, min(segments, len(t_eval) - 1) + 1)).astype(int))
-    parts, outs, nfev = [], [], 0
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        te = t_eval[a:b + 1]
-        piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step)
-        nfev += piece.nfev
-        y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params)
-        start = 0 if not parts else 1          # the first row repeats the previous piece's last
-        parts.append((piece.t[start:], piece.q[start:], piece.qd[start:]))
-        outs.append({k: v[start:] for k, v in piece.outputs.items()})
-        res = SimulationResult(t=np.concatenate([p[0] for p in parts]), q=np.concatenate([p[1] for p in parts]),
-                               qd=np.concatenate([p[2] for p in parts]), coordinates=model.coordinates,
-                               method=piece.method, nfev=nfev, message=piece.message,
-                               info={**piece.info, "segments": len(parts)},
-                               outputs={k: np.concatenate([o[k] for o in outs]) for k in piece.outputs})
-        progress(res, slice(len(res.t) - len(parts[-1][0]), len(res.t)))
-    return res
+    pieces = max(2, min(segments, len(t_eval) - 1) + 1)
+    if out is not None or not keep:
+        pieces = max(pieces, -(-len(t_eval) // STREAM_ROWS) + 1)
+    cuts = np.unique(np.linspace(0, len(t_eval) - 1, pieces).astype(int))
+    writer = _open_writer(model, out, t0, y0, params) if out is not None else None
+    rows = _Rows(model.coordinates, keep)
+    try:
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            te = t_eval[a:b + 1]
+            piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step)
+            y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params)
+            start = 0 if rows.count == 0 else 1          # the first row repeats the previous piece's last
+            if writer is not None:
+                writer.write(piece.t[start:], piece.q[start:], piece.qd[start:],
+                             {k: v[start:] for k, v in piece.outputs.items()})
+            rows.add(piece, start)
+            if progress is not None:
+                progress(*rows.so_far())
+    except BaseException:
+        if writer is not None:
+            writer.abort()                              # the rows so far stay in <out>.partial
+        raise
+    if writer is not None:
+        writer.close()
+    return rows.result(out)
+
+
+def _open_writer(model, out, t0, y0, params):
+    """The CSV writer of `simulate(out=...)`: its output columns from the outputs at the start."""
+    from dynamica.runtime.results import CsvWriter, output_columns
+    probe = {}
+    if hasattr(model.module, "outputs"):
+        q, qd = model.from_state(y0, t0, params)
+        probe = {k: np.asarray(v)[None] for k, v in model.outputs(t0, q, qd, params).items()}
+    return CsvWriter(out, model.coordinates, output_columns(probe))
+
+
+class _Rows:
+    """The rows of a run in pieces: all of them (keep) or only the latest piece."""
+
+    def __init__(self, coordinates, keep):
+        self.coordinates, self.keep = coordinates, keep
+        self.parts, self.count, self.nfev, self.last, self.pieces = [], 0, 0, None, 0
+
+    def add(self, piece, start):
+        self.nfev += piece.nfev
+        self.pieces += 1
+        self.count += len(piece.t) - start
+        self.last = piece
+        sliced = (piece.t[start:], piece.q[start:], piece.qd[start:], {k: v[start:] for k, v in piece.outputs.items()})
+        self.parts = self.parts + [sliced] if self.keep else [sliced]
+
+    def _result(self, parts):
+        p = self.last
+        return SimulationResult(t=np.concatenate([x[0] for x in parts]), q=np.concatenate([x[1] for x in parts]),
+                                qd=np.concatenate([x[2] for x in parts]), coordinates=self.coordinates,
+                                method=p.method, nfev=self.nfev, message=p.message,
+                                info={**p.info, "segments": self.pieces, "rows": self.count},
+                                outputs={k: np.concatenate([x[3][k] for x in parts]) for k in p.outputs})
+
+    def so_far(self):
+        """(result so far, slice of its new rows) for `progress`."""
+        res = self._result(self.parts)
+        return res, slice(len(res.t) - len(self.parts[-1][0]), len(res.t))
+
+    def result(self, out):
+        if self.keep:
+            res = self._result(self.parts)
+        else:                                       # the last row only
+            t, q, qd, o = self.parts[-1]
+            res = self._result([(t[-1:], q[-1:], qd[-1:], {k: v[-1:] for k, v in o.items()})])
+        if out is not None:
+            res.info["out"] = str(out)
+        return res

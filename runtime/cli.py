@@ -74,7 +74,6 @@ class ProgressBar:
 
 def cmd_simulate(args):
     from dynamica.runtime.api import load, simulate
-    from dynamica.runtime.results import CsvWriter
     from dynamica.runtime.results import parse_vars, plot_pages, summary_table
     model = load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=_progress(not args.quiet))
     if args.vars:                    # fail before a long run, not after it
@@ -85,28 +84,16 @@ def cmd_simulate(args):
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
     bar = ProgressBar(0.0, t_end, show)
-    writer = None
-    if args.out:
-        from dynamica.runtime.results import output_columns
-        q0, qd0 = model.initial_state()
-        probe = {k: np.asarray(v)[None] for k, v in model.outputs(0.0, q0, qd0).items()} \
-            if hasattr(model.module, "outputs") else {}
-        writer = CsvWriter(args.out, model.coordinates, output_columns(probe))
+    keep = bool(args.plot or args.table) or not args.out     # --out alone: rows streamed, not kept
     try:
-        def progress(res, new):
-            if writer is not None:
-                writer.write(res.t[new], res.q[new], res.qd[new], {k: v[new] for k, v in res.outputs.items()})
-            bar.update(res.t[-1])
         res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,
-                       output_step=args.output_step, step=args.step,
-                       progress=progress if (show or writer is not None) else None)
+                       output_step=args.output_step, step=args.step, out=args.out, keep=keep,
+                       progress=(lambda res, new: bar.update(res.t[-1])) if show else None)
     finally:
         bar.close()
-        if writer is not None:
-            writer.close()
     dt = time.perf_counter() - t0
     print(f"simulated {model.name} to t = {res.t[-1]:g} with {res.method} "
-          f"({res.nfev} RHS calls, {dt:.3f} s, {len(res.t)} output points)")
+          f"({res.nfev} RHS calls, {dt:.3f} s, {res.info.get('rows', len(res.t))} output points)")
     if args.out:
         print(f"results written to {args.out}")
     if args.plot:
@@ -156,6 +143,99 @@ def cmd_select(args):
     rep = select(args.model, forms=forms, measure=args.measure, K=args.K, progress=progress, modes=modes)
     print(rep.text())
     return 0
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+
+
+def _cache_dir(args) -> Path:
+    from dynamica.build import cache_root
+    return Path(args.cache) if args.cache else cache_root()
+
+
+def cmd_cache_info(args):
+    from dynamica import cache
+    rep = cache.info(_cache_dir(args))
+    print(f"location: {rep.location}{'' if rep.location.is_dir() else ' (does not exist yet)'}")
+    print(f"size:     {cache.human(rep.size)} in {len(rep.entries)} module(s); {rep.index_files} index file(s); "
+          f"{cache.human(rep.leftover_size)} in leftovers (damaged entries, interrupted builds)")
+    if rep.entries:
+        print(f"oldest:   {_when(rep.entries[0].last_used)}  {rep.entries[0].name}  (last use)")
+        print(f"newest:   {_when(rep.entries[-1].last_used)}  {rep.entries[-1].name}")
+        print("by model:")
+        for model, (n, size) in rep.by_model().items():
+            print(f"  {model:<32s} {n:4d} module(s) {cache.human(size):>10s}")
+    return 0
+
+
+def cmd_cache_list(args):
+    from dynamica import cache
+    es = cache.entries(_cache_dir(args), args.model)
+    if not es:
+        print("no cached modules" + (f" of model {args.model!r}" if args.model else ""))
+        return 0
+    from dynamica.build import tool_fingerprint
+    fp = tool_fingerprint()
+    print(f"{'last use':<16s}  {'size':>9s}  {'model':<20s} {'form':<20s} {'backend':<7s} {'mode':<9s} "
+          f"{'in use':<6s}  {'status':<7s} entry")
+    notes = []
+    for e in es:
+        state = cache.status(e.path, fp)
+        if state.startswith("damaged"):
+            notes.append(f"{e.name}: {state}")
+        print(f"{_when(e.last_used):<16s}  {cache.human(e.size):>9s}  {e.model:<20s} {e.form:<20s} {e.backend:<7s} "
+              f"{e.mode:<9s} {'yes' if cache.in_use(e.path) else 'no':<6s}  {state.split(':')[0]:<7s} {e.name}")
+    for note in notes:
+        print(note)
+    print("(stale: built by another version of dynamica, never used again; damaged: rebuilt on the next load)")
+    return 0
+
+
+def _report_removal(rem):
+    from dynamica import cache
+    print(f"removed {len(rem.removed)} module(s), freed {cache.human(rem.freed)}")
+    if rem.kept_in_use:
+        print(f"kept {len(rem.kept_in_use)} module(s) loaded by running processes: "
+              f"{', '.join(e.name for e in rem.kept_in_use)}")
+    return 0
+
+
+def cmd_cache_clear(args):
+    from dynamica import cache
+    return _report_removal(cache.clear(_cache_dir(args), args.model))
+
+
+def cmd_cache_prune(args):
+    from dynamica import cache
+    if args.max_size is None and args.older_than is None:
+        raise ValueError("cache prune needs --max-size SIZE and/or --older-than AGE (e.g. --max-size 1G --older-than 30d)")
+    max_size = cache.parse_size(args.max_size) if args.max_size is not None else None
+    older = cache.parse_age(args.older_than) if args.older_than is not None else None
+    return _report_removal(cache.prune(_cache_dir(args), max_size=max_size, older_than=older))
+
+
+def _cache_parser(sub):
+    doc = "docs/cache.md"
+    p = sub.add_parser("cache", help="inspect and trim the cache of compiled modules (info, list, clear, prune)",
+                       description=f"The cache of compiled modules ({doc}): $DYNAMICA_CACHE, else "
+                       "$XDG_CACHE_HOME/dynamica, else ~/.cache/dynamica.",
+                       epilog=f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}.")
+    p.add_argument("--cache", metavar="DIR", help="the cache directory (default: $DYNAMICA_CACHE, else "
+                   "~/.cache/dynamica)")
+    csub = p.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
+    q = csub.add_parser("info", help="location, size, modules by model, oldest and newest")
+    q.set_defaults(fn=cmd_cache_info)
+    q = csub.add_parser("list", help="the cached modules (of MODEL), least recently used first")
+    q.add_argument("model", nargs="?", metavar="MODEL", help="a model name (as in the file's `name`)")
+    q.set_defaults(fn=cmd_cache_list)
+    q = csub.add_parser("clear", help="remove the cached modules (of MODEL) not loaded by a running process")
+    q.add_argument("model", nargs="?", metavar="MODEL", help="a model name (as in the file's `name`)")
+    q.set_defaults(fn=cmd_cache_clear)
+    q = csub.add_parser("prune", help="remove least recently used modules, never one loaded by a running process")
+    q.add_argument("--max-size", metavar="SIZE", help="shrink the cache to at most SIZE (e.g. 500M, 1G)")
+    q.add_argument("--older-than", metavar="AGE", help="remove modules unused for longer than AGE (e.g. 30d, 12h)")
+    q.set_defaults(fn=cmd_cache_prune)
 
 
 def main(argv=None) -> int:
@@ -229,6 +309,8 @@ def main(argv=None) -> int:
     p.add_argument("--rtol", type=float, default=1e-10)
     p.set_defaults(fn=cmd_check)
 
+    _cache_parser(sub)
+
     args = ap.parse_args(argv)
     import warnings
     warnings.showwarning = lambda msg, cat, *a, **k: print(f"dynamica: warning: {msg}", file=sys.stderr)
@@ -242,6 +324,9 @@ def main(argv=None) -> int:
         return 2
     except BrokenPipeError:          # output piped into `head` and the like
         return 0
+    except KeyboardInterrupt:        # results written so far stay in <out>.partial
+        print("dynamica: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -10,9 +10,12 @@ tables at chosen instants with the maximum deviation, mean and standard deviatio
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -32,15 +35,22 @@ class SimulationResult:
     outputs: dict = field(default_factory=dict)     # name -> array over t (model `outputs`)
 
     def to_csv(self, path):
-        """Columns: t, each coordinate, der(coordinate), then the outputs (`name` or `name[k]`)."""
-        with CsvWriter(path, self.coordinates, output_columns(self.outputs)) as w:
+        """Columns: t, each coordinate, der(coordinate), then the outputs (`name` or `name[k]`).
+        Written under a temporary name and renamed: an existing file is replaced only when the new
+        one is complete."""
+        with CsvWriter(path, self.coordinates, output_columns(self.outputs), keep_partial=False) as w:
             w.write(self.t, self.q, self.qd, self.outputs)
 
     def to_npz(self, path):
-        """Every array (t, q, qd, outputs) with the coordinate names, in numpy's npz format."""
-        np.savez(path, t=self.t, q=self.q, qd=self.qd, coordinates=np.array(self.coordinates),
-                 method=np.array(self.method), nfev=np.array(self.nfev),
-                 **{f"out:{k}": np.asarray(v) for k, v in self.outputs.items()})
+        """Every array (t, q, qd, outputs) with the coordinate names, in numpy's npz format
+        (`.npz` is appended to a name without it, as numpy does); written atomically."""
+        path = Path(path)
+        if path.suffix != ".npz":
+            path = path.with_name(path.name + ".npz")
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, t=self.t, q=self.q, qd=self.qd, coordinates=np.array(self.coordinates),
+                     method=np.array(self.method), nfev=np.array(self.nfev),
+                     **{f"out:{k}": np.asarray(v) for k, v in self.outputs.items()})
 
     @classmethod
     def read_npz(cls, path):
@@ -55,9 +65,19 @@ class SimulationResult:
 
     @classmethod
     def read_csv(cls, path):
+        """A result from a CSV file of `to_csv`/`CsvWriter`, or from the `.partial` file an
+        interrupted run left: an incomplete last row (cut by the interruption) is dropped and
+        `info["partial"]` is True."""
         with open(path, newline="") as fh:
-            rows = list(csv.reader(fh))
-        header, data = rows[0], np.array(rows[1:], dtype=float).reshape(len(rows) - 1, len(rows[0]))
+            text = fh.read()
+        rows = list(csv.reader(text.splitlines()))
+        if not rows:
+            raise ValueError(f"{path}: empty results file (no header)")
+        header, body = rows[0], rows[1:]
+        cut = bool(body) and (not text.endswith("\n") or len(body[-1]) != len(header))
+        if cut:
+            body = body[:-1]
+        data = np.array(body, dtype=float).reshape(len(body), len(header))
         n = sum(1 for h in header if h.startswith("der("))
         outputs, k = {}, 1 + 2 * n
         while k < len(header):
@@ -67,8 +87,28 @@ class SimulationResult:
                 j += 1
             outputs[key] = data[:, k] if "[" not in header[k] else data[:, k:j]
             k = j
+        partial = cut or str(path).endswith(PARTIAL)
         return cls(t=data[:, 0], q=data[:, 1:1 + n], qd=data[:, 1 + n:1 + 2 * n], coordinates=tuple(header[1:1 + n]),
-                   method="csv", outputs=outputs)
+                   method="csv", outputs=outputs, info={"partial": partial} if partial else {})
+
+
+#: suffix of a results file being written: renamed to its name when complete, left as a
+#: readable prefix when the run is interrupted
+PARTIAL = ".partial"
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """A temporary name beside `path` (same suffix) to write to; renamed to `path` when the block
+    ends normally, removed when it raises, so `path` is either the previous file or the new one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def output_columns(outputs) -> list:
@@ -82,10 +122,16 @@ def output_columns(outputs) -> list:
 
 
 class CsvWriter:
-    """Results written row by row and flushed, so an interrupted run keeps what it computed."""
+    """Results written row by row and flushed. The rows go to `<path>.partial`, renamed to `path`
+    by `close()`; an interrupted run (an exception inside `with`, a kill) leaves the previous
+    `path` untouched and the rows so far in `<path>.partial` (`keep_partial=False`: removed)."""
 
-    def __init__(self, path, coordinates, output_columns=()):
-        self.fh = open(path, "w", newline="")
+    def __init__(self, path, coordinates, output_columns=(), keep_partial=True):
+        self.path = Path(path)
+        self.partial = self.path.with_name(self.path.name + PARTIAL)
+        self.keep_partial = keep_partial
+        self.rows = 0
+        self.fh = open(self.partial, "w", newline="")
         self.w = csv.writer(self.fh)
         self.keys = [k for k, _ in output_columns]
         self.w.writerow(["t", *coordinates, *(f"der({c})" for c in coordinates),
@@ -97,16 +143,26 @@ class CsvWriter:
             self.w.writerow([repr(float(t[k])), *(repr(float(x)) for x in q[k]), *(repr(float(x)) for x in qd[k]),
                              *(repr(float(x)) for o in outs for x in o[k])])
         self.fh.flush()
+        self.rows += len(t)
 
     def close(self):
-        self.fh.close()
+        """Finish: the complete file takes the name `path`."""
+        if not self.fh.closed:
+            self.fh.close()
+            os.replace(self.partial, self.path)
+
+    def abort(self):
+        """Stop without publishing: the prefix stays in `<path>.partial` (or is removed)."""
+        if not self.fh.closed:
+            self.fh.close()
+            if not self.keep_partial:
+                self.partial.unlink(missing_ok=True)
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
-
+    def __exit__(self, exc_type, *exc):
+        self.abort() if exc_type is not None else self.close()
 
 
 # ------------------------------------------------------------------ series, plots and tables
@@ -162,15 +218,18 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.backends.backend_pdf import PdfPages
-    from pathlib import Path
 
     data = series(result)
     panels = parse_vars(vars, data) if not isinstance(vars, list) else vars
     path = Path(path)
     pages = [panels[k:k + panels_per_page] for k in range(0, len(panels), panels_per_page)] or [[]]
-    pdf = PdfPages(path) if path.suffix.lower() == ".pdf" else None
-    files = [path] if pdf else []
-    try:
+    files = []
+    with contextlib.ExitStack() as stack:          # every file written under a temporary name
+        pdf = None
+        if path.suffix.lower() == ".pdf":
+            pdf = PdfPages(stack.enter_context(atomic_path(path)))
+            stack.callback(pdf.close)              # closed before the rename
+            files.append(path)
         for pno, page in enumerate(pages):
             fig, axes = plt.subplots(max(len(page), 1), 1, figsize=(8.27, 2.6 * max(len(page), 1) + 0.6),
                                      sharex=True, squeeze=False)
@@ -192,12 +251,10 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
                 pdf.savefig(fig)
             else:
                 f = path if pno == 0 else path.with_name(f"{path.stem}_{pno + 1}{path.suffix}")
-                fig.savefig(f)
+                with atomic_path(f) as tmp:
+                    fig.savefig(tmp)
                 files.append(f)
             plt.close(fig)
-    finally:
-        if pdf:
-            pdf.close()
     return PlotReport(files=files, pages=len(pages), panels=sum(len(p) for p in pages))
 
 
@@ -224,7 +281,7 @@ class SummaryTable:
                    self.mean[k], self.std[k]]
 
     def to_csv(self, path):
-        with open(path, "w", newline="") as fh:
+        with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(self.header())
             for r in self.rows():
