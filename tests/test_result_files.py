@@ -20,7 +20,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import dynamica
-from dynamica.runtime import api
+from dynamica.runtime import simulate as sim_module
 from dynamica.runtime.results import CsvWriter, SimulationResult
 
 from conftest import write_model
@@ -48,7 +48,7 @@ def oracle(t):
 
 def test_streamed_run_keeps_the_last_row_and_writes_every_row(pendulum, tmp_path, monkeypatch):
     _, model = pendulum
-    monkeypatch.setattr(api, "STREAM_ROWS", 300)                 # many pieces in a short run
+    monkeypatch.setattr(sim_module, "STREAM_ROWS", 300)                 # many pieces in a short run
     out = tmp_path / "run.csv"
     res = dynamica.simulate(model, t_end=2.0, output_step=1e-3, out=out)
     assert len(res.t) == 1 and res.info["rows"] == 2001 and res.info["segments"] >= 7
@@ -64,7 +64,7 @@ def test_streamed_run_keeps_the_last_row_and_writes_every_row(pendulum, tmp_path
 
 def test_an_interrupted_run_leaves_the_previous_file_and_a_marked_prefix(pendulum, tmp_path, monkeypatch):
     _, model = pendulum
-    monkeypatch.setattr(api, "STREAM_ROWS", 200)
+    monkeypatch.setattr(sim_module, "STREAM_ROWS", 200)
     out = tmp_path / "run.csv"
     out.write_text("previous results\n")
     calls = []

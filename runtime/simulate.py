@@ -1,0 +1,216 @@
+"""Simulation: `simulate` and its integrators (docs/api.md, docs/adams.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dynamica.runtime.model import CompiledModel
+from dynamica.runtime.results import SimulationResult
+
+
+def _output_times(t0, t_end, output_step):
+    if not output_step:
+        return None
+    k = int(np.floor((t_end - t0) / output_step + 1e-9))
+    t_eval = t0 + output_step * np.arange(k + 1)
+    if t_eval[-1] < t_end - 1e-12 * max(1.0, abs(t_end)):
+        t_eval = np.append(t_eval, t_end)
+    return t_eval
+
+
+def _result(model, t, Y, method, nfev, info, message="", params=None):
+    """SimulationResult from states Y of shape (len(t), 2n) (Hamiltonian states converted to (q, qd))."""
+    n = model.n
+    Y, t = np.asarray(Y), np.asarray(t)
+    q, qd = Y[:, :n].copy(), Y[:, n:].copy()
+    if model.hamiltonian:
+        info = {**info, "momenta": qd}
+        qd = np.array([model.from_state(y, tk, params)[1] for tk, y in zip(t, Y)]).reshape(len(t), n)
+    return SimulationResult(t=t, q=q, qd=qd, coordinates=model.coordinates, method=method, nfev=int(nfev),
+                            message=message, info=info,
+                            outputs=model.output_series(t, q, qd, params) if hasattr(model.module, "outputs") else {})
+
+
+def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None):
+    """The compiled Adams PECE loop (runtime/adams_core.pyx) on the module's C entry point."""
+    from dynamica.runtime.compiled_adams import solve
+    if t_eval is None:
+        t_eval = np.linspace(t0, t_end, 201)
+    res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
+                rtol=rtol, atol=atol, events=events)
+    info = {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12", "steps": res.nsteps,
+            "rejected": res.nrejected, "order_histogram": res.order_histogram}
+    if events:
+        info.update(t_events=res.t_events, y_events=res.y_events, status=res.status)
+    return _result(model, res.t, np.asarray(res.y).T, "adams", res.nfev, info, params=params)
+
+
+def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None):
+    """Fixed-step Stoermer-Cowell 6 (runtime/stoermer.py); rtol/atol are not used."""
+    if events:
+        raise ValueError("stoermer6 does not locate events; use adams or a scipy method")
+    from dynamica.runtime.stoermer import stoermer6_first_order
+    h = step or (t_eval[1] - t_eval[0] if t_eval is not None and len(t_eval) > 1 else (t_end - t0) / 1000.0)
+    if model.hamiltonian:
+        raise ValueError("stoermer6 integrates q'' = f(q, q'): it needs a Lagrangian form, not "
+                         f"{model.form!r}")
+    t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
+    return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
+
+
+def _scipy_runner(scipy_method):
+    def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None):
+        from scipy.integrate import solve_ivp
+        from dynamica.errors import IntegrationError
+        sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
+                        t_eval=t_eval, events=events)
+        if sol.status < 0:
+            raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
+        info = {"integrator": f"scipy solve_ivp {scipy_method}"}
+        if events:
+            info.update(t_events=sol.t_events, y_events=sol.y_events, status=sol.status)
+        return _result(model, sol.t, sol.y.T, run.name, sol.nfev, info, sol.message, params=params)
+    return run
+
+
+#: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None)
+#: -> SimulationResult
+INTEGRATORS = {"adams": _run_adams, "stoermer6": _run_stoermer6}
+for _name, _scipy in (("radau", "Radau"), ("RK45", "RK45"), ("DOP853", "DOP853"), ("LSODA", "LSODA"),
+                      ("BDF", "BDF"), ("Radau", "Radau")):
+    INTEGRATORS[_name] = _scipy_runner(_scipy)
+    INTEGRATORS[_name].name = _name
+
+
+#: output rows per piece when results stream to a file: bounds the memory of a long run
+STREAM_ROWS = 10000
+
+
+def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
+             params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
+             keep=None) -> SimulationResult:
+    """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
+
+    `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
+    variable step and order 1-12 (runtime/adams_core.pyx) calling the module's C entry point
+    with no Python per step; `"stoermer6"` is the fixed-step 6th-order Stoermer-Cowell method
+    of the dissertation's timing experiments with step `step` (default: the output step, else
+    (t_end - t0)/1000); the other names (`INTEGRATORS`) run scipy's `solve_ivp` on the compiled RHS.
+
+    `events`: functions g(t, y) of the integrator state y (= to_state(q, qd)) with scipy's optional
+    `terminal` and `direction` attributes; their zeros are located on the integrator's
+    interpolant and returned in `result.info["t_events"]`, `["y_events"]` (adams and the scipy
+    methods). `progress(result_so_far, new)` (optional) makes the run go in `segments` pieces ending at
+    output points and is called after each with the partial result and the slice of new rows
+    (for progress bars and for writing results as they come). Each piece restarts the
+    integrator from the state reached, like a stage boundary: results agree with one piece
+    to the integration tolerance, and cost a few start-up steps per piece.
+
+    `out`: a CSV file the rows are streamed to as they come (pieces of at most `STREAM_ROWS`
+    rows), written as `<out>.partial` and renamed to `out` when the run completes. With `out`
+    the rows are not kept (`keep=False`, the default then): the result holds the last row only,
+    `info["rows"]` counts them, and memory stays bounded however long the run. `keep=False`
+    without `out` does the same for a `progress` callback that consumes the rows itself, which
+    then gets each piece as `result_so_far`.
+    """
+    if not isinstance(model, CompiledModel):
+        from dynamica.runtime.api import load
+        model = load(model)
+    sim = model.spec.simulate
+    t_end = sim.t_end if t_end is None else float(t_end)
+    method = method or sim.integrator
+    rtol = sim.rtol if rtol is None else rtol
+    atol = sim.atol if atol is None else atol
+    output_step = output_step if output_step is not None else sim.output_step
+    if method not in INTEGRATORS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(INTEGRATORS)}")
+    if not t_end > t0:
+        raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+    keep = (out is None) if keep is None else bool(keep)
+    iq0, iqd0 = model.initial_state(params)
+    y0 = model.to_state(iq0 if q0 is None else model._vec(q0, "q0"),
+                        iqd0 if qd0 is None else model._vec(qd0, "qd0"), t0, params)
+    t_eval = _output_times(t0, t_end, output_step)
+    run = INTEGRATORS[method]
+    model.reset_solver()          # the iterative form starts from a direct solve: runs are reproducible
+    if progress is None and out is None and keep:
+        return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events)
+    if events:
+        raise ValueError("events with progress, out or keep=False are not supported (a piece would restart "
+                         "the events)")
+    if t_eval is None:
+        t_eval = np.linspace(t0, t_end, 201)
+    pieces = max(2, min(segments, len(t_eval) - 1) + 1)
+    if out is not None or not keep:
+        pieces = max(pieces, -(-len(t_eval) // STREAM_ROWS) + 1)
+    cuts = np.unique(np.linspace(0, len(t_eval) - 1, pieces).astype(int))
+    writer = _open_writer(model, out, t0, y0, params) if out is not None else None
+    rows = _Rows(model.coordinates, keep)
+    try:
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            te = t_eval[a:b + 1]
+            piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step)
+            y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params)
+            start = 0 if rows.count == 0 else 1          # the first row repeats the previous piece's last
+            if writer is not None:
+                writer.write(piece.t[start:], piece.q[start:], piece.qd[start:],
+                             {k: v[start:] for k, v in piece.outputs.items()})
+            rows.add(piece, start)
+            if progress is not None:
+                progress(*rows.so_far())
+    except BaseException:
+        if writer is not None:
+            writer.abort()                              # the rows so far stay in <out>.partial
+        raise
+    if writer is not None:
+        writer.close()
+    return rows.result(out)
+
+
+def _open_writer(model, out, t0, y0, params):
+    """The CSV writer of `simulate(out=...)`: its output columns from the outputs at the start."""
+    from dynamica.runtime.results import CsvWriter, output_columns
+    probe = {}
+    if hasattr(model.module, "outputs"):
+        q, qd = model.from_state(y0, t0, params)
+        probe = {k: np.asarray(v)[None] for k, v in model.outputs(t0, q, qd, params).items()}
+    return CsvWriter(out, model.coordinates, output_columns(probe))
+
+
+class _Rows:
+    """The rows of a run in pieces: all of them (keep) or only the latest piece."""
+
+    def __init__(self, coordinates, keep):
+        self.coordinates, self.keep = coordinates, keep
+        self.parts, self.count, self.nfev, self.last, self.pieces = [], 0, 0, None, 0
+
+    def add(self, piece, start):
+        self.nfev += piece.nfev
+        self.pieces += 1
+        self.count += len(piece.t) - start
+        self.last = piece
+        sliced = (piece.t[start:], piece.q[start:], piece.qd[start:], {k: v[start:] for k, v in piece.outputs.items()})
+        self.parts = self.parts + [sliced] if self.keep else [sliced]
+
+    def _result(self, parts):
+        p = self.last
+        return SimulationResult(t=np.concatenate([x[0] for x in parts]), q=np.concatenate([x[1] for x in parts]),
+                                qd=np.concatenate([x[2] for x in parts]), coordinates=self.coordinates,
+                                method=p.method, nfev=self.nfev, message=p.message,
+                                info={**p.info, "segments": self.pieces, "rows": self.count},
+                                outputs={k: np.concatenate([x[3][k] for x in parts]) for k in p.outputs})
+
+    def so_far(self):
+        """(result so far, slice of its new rows) for `progress`."""
+        res = self._result(self.parts)
+        return res, slice(len(res.t) - len(self.parts[-1][0]), len(res.t))
+
+    def result(self, out):
+        if self.keep:
+            res = self._result(self.parts)
+        else:                                       # the last row only
+            t, q, qd, o = self.parts[-1]
+            res = self._result([(t[-1:], q[-1:], qd[-1:], {k: v[-1:] for k, v in o.items()})])
+        if out is not None:
+            res.info["out"] = str(out)
+        return res
