@@ -13,7 +13,7 @@ from dynamica import __version__
 from dynamica.generator import ir
 from dynamica.generator.printers import CPrinter
 from dynamica.generator.render import Backend, common, register
-from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size, split_kernel, zero_runs
+from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size
 
 PREFIX = "dyn_k_"      # kernels
 ENTRY = "dyn_"        # entry points (the module's C interface)
@@ -35,25 +35,14 @@ def _decls(names, per_line=16):
 
 
 def kernel_context(kernel: ir.Kernel, printer_cls=CPrinter) -> dict:
-    arrays = {i.name: f"in_{i.name}" for i in kernel.inputs} | {o.name: f"out_{o.name}" for o in kernel.outputs}
-    kernel, zeros = zero_runs(kernel, common.ZERO_RUN)
-    parts, shared = split_kernel(kernel, common.CHUNK)
-    pr = printer_cls(arrays, {v: f"dyn_w[{k}]" for v, k in shared.items()})
+    ck = common.cut(kernel)
+    kernel, shared = ck.kernel, ck.shared
+    pr = printer_cls(ck.arrays, {v: f"dyn_w[{k}]" for v, k in shared.items()})
     cname = f"{PREFIX}{kernel.name}"
-    out_parts = []
-    for ci, part in enumerate(parts):
-        lines, local = [], []
-        for st in part:
-            if isinstance(st, ir.Assign):
-                target = pr.var(st.target)
-                if st.target not in shared:
-                    local.append(st.target)
-                lines.append(f"{target} = {pr.doprint(st.value)};")
-            elif isinstance(st, ir.Store):
-                lines.append(f"out_{st.array}[{st.index}] = {pr.doprint(st.value)};")
-            else:
-                raise TypeError(f"unknown statement {type(st).__name__}")
-        out_parts.append({"name": f"{cname}_part{ci}", "decls": _decls(local), "lines": lines})
+    printed = common.print_parts(ck, pr, lambda lhs, value: [f"{lhs} = {pr.doprint(value)};"],
+                                 lambda st: f"out_{st.array}[{st.index}]")
+    out_parts = [{"name": f"{cname}_part{ci}", "decls": _decls(local), "lines": lines}
+                 for ci, (lines, local) in enumerate(printed)]
     call_args = ", ".join([f"in_{i.name}" for i in kernel.inputs] + [f"out_{o.name}" for o in kernel.outputs])
     nw = len(shared)
     if nw == 0:
@@ -66,7 +55,7 @@ def kernel_context(kernel: ir.Kernel, printer_cls=CPrinter) -> dict:
         driver += [f"    for (int k = 0; k < {o.size}; ++k) out_{o.name}[k] = NAN;" for o in kernel.outputs]
         driver += ["    return;", "}"]
     driver += [f"{p['name']}({call_args}, dyn_w);" for p in out_parts]
-    driver += [f"memset(out_{a} + {i}, 0, {n} * sizeof(double));" for a, i, n in zeros]
+    driver += [f"memset(out_{a} + {i}, 0, {n} * sizeof(double));" for a, i, n in ck.zeros]
     if nw > STACK_DOUBLES:
         driver.append("free(dyn_w);")
     attr = "".join(f"{HINTS[h]} " for h in kernel.hints)

@@ -119,6 +119,43 @@ def zero_runs(kernel: ir.Kernel, min_run: int):
     return replace(kernel, body=body), runs
 
 
+@dataclass(frozen=True)
+class CutKernel:
+    """A kernel ready to print: cut into parts, its zero runs taken out (`cut`)."""
+    kernel: ir.Kernel        # without the stores that the fills replace
+    zeros: list              # [(array, start, length)] fills after the parts
+    parts: list              # statement tuples, one function each
+    shared: dict             # temporary -> index in the workspace dyn_w (used across parts)
+    arrays: dict             # IR array -> its name in the code (in_<input>, out_<output>)
+
+
+def cut(kernel: ir.Kernel) -> CutKernel:
+    """What every backend does to a kernel before printing it: zero runs, parts, workspace."""
+    arrays = {i.name: f"in_{i.name}" for i in kernel.inputs} | {o.name: f"out_{o.name}" for o in kernel.outputs}
+    kernel, zeros = zero_runs(kernel, ZERO_RUN)
+    parts, shared = split_kernel(kernel, CHUNK)
+    return CutKernel(kernel, zeros, parts, shared, arrays)
+
+
+def print_parts(ck: CutKernel, pr, statement, store_target) -> list:
+    """[(lines, local temporaries)] per part: `statement(lhs, value)` -> lines of one assignment,
+    `store_target(Store)` -> the output element it writes; `pr` prints names and values."""
+    out = []
+    for part in ck.parts:
+        lines, local = [], []
+        for st in part:
+            if isinstance(st, ir.Assign):
+                if st.target not in ck.shared:
+                    local.append(st.target)
+                lines += statement(pr.var(st.target), st.value)
+            elif isinstance(st, ir.Store):
+                lines += statement(store_target(st), st.value)
+            else:
+                raise TypeError(f"unknown statement {type(st).__name__}")
+        out.append((lines, local))
+    return out
+
+
 def kernel_output_size(mod: ir.ModuleIR, kernel: str, array: str) -> int:
     k = next(k for k in mod.kernels if k.name == kernel)
     return next(o.size for o in k.outputs if o.name == array)

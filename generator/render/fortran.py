@@ -14,7 +14,7 @@ from dynamica import __version__
 from dynamica.generator import ir
 from dynamica.generator.printers import FortranPrinter
 from dynamica.generator.render import Backend, common, register
-from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size, split_kernel, zero_runs
+from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size
 
 #: free-form source lines are at most 132 characters: statements are cut at this width with `&`
 FORTRAN_WIDTH = 100
@@ -70,26 +70,16 @@ def _decls(names, per_line=12):
 
 def kernel_context(kernel: ir.Kernel, printer_cls=FortranPrinter) -> dict:
     """A kernel as Fortran procedures: parts (`split_kernel`, the C path's cut) and a driver."""
-    arrays = {i.name: f"in_{i.name}" for i in kernel.inputs} | {o.name: f"out_{o.name}" for o in kernel.outputs}
-    kernel, zeros = zero_runs(kernel, common.ZERO_RUN)
-    parts, shared = split_kernel(kernel, common.CHUNK)
+    ck = common.cut(kernel)
+    kernel, shared = ck.kernel, ck.shared
     local = {t: f"v{k}" for k, t in enumerate(kernel.temps) if t not in shared}
-    pr = printer_cls(arrays, local | {v: f"dyn_w({k})" for v, k in shared.items()})
+    pr = printer_cls(ck.arrays, local | {v: f"dyn_w({k})" for v, k in shared.items()})
     names, decls = _dummies(kernel)
     fname = f"k_{kernel.name}"
-    out_parts = []
-    for ci, part in enumerate(parts):
-        lines, loc = [], []
-        for st in part:
-            if isinstance(st, ir.Assign):
-                if st.target not in shared:
-                    loc.append(local[st.target])
-                lines += _statement(pr.var(st.target), st.value, pr, "")
-            elif isinstance(st, ir.Store):
-                lines += _statement(f"out_{st.array}({st.index})", st.value, pr, "")
-            else:
-                raise TypeError(f"unknown statement {type(st).__name__}")
-        out_parts.append({"name": f"{fname}_p{ci}", "decls": _decls(loc), "lines": lines})
+    printed = common.print_parts(ck, pr, lambda lhs, value: _statement(lhs, value, pr, ""),
+                                 lambda st: f"out_{st.array}({st.index})")
+    out_parts = [{"name": f"{fname}_p{ci}", "decls": _decls(local[t] for t in loc), "lines": lines}
+                 for ci, (lines, loc) in enumerate(printed)]
     nw = len(shared)
     call_args = ", ".join(names)
     if nw <= STACK_DOUBLES:
@@ -102,7 +92,7 @@ def kernel_context(kernel: ir.Kernel, printer_cls=FortranPrinter) -> dict:
                    for o in kernel.outputs]
         driver += ["    return", "end if"]
     driver += [f"call {p['name']}({call_args}, dyn_w)" for p in out_parts]
-    driver += [f"out_{a}({i}:{i + n - 1}) = 0.0d0" for a, i, n in zeros]
+    driver += [f"out_{a}({i}:{i + n - 1}) = 0.0d0" for a, i, n in ck.zeros]
     return {"name": fname, "args": call_args, "decls": decls, "parts": out_parts,
             "wdecl": wdecl, "driver": driver}
 
