@@ -102,6 +102,7 @@ class Kernel:
     temps: tuple         # names of temporaries, in order of assignment
     body: tuple          # of Assign | Store
     hints: tuple = ()    # to the backend, e.g. "O1": compile this kernel with less optimization
+    exported: bool = False   # an entry point of the module with the kernel's own arguments
 
     def op_count(self) -> dict:
         """Arithmetic operations of the straight-line code (adds, muls, divs, calls)."""
@@ -149,6 +150,7 @@ class ModuleIR:
     entries: str = "lagrangian"   # which entry points wrap the kernels (render.ENTRY_POINTS)
     info: tuple = ()         # ((key, value), ...) form-specific metadata, exported as INFO
     tables: tuple = ()       # ((name, integers), ...) constant tables the entry points use (numeric mode)
+    constrained: bool = False    # closed loops (generator/constraints.py)
     signature: str = ""      # content hash, filled by lower()
 
 

@@ -16,6 +16,7 @@ from dynamica.generator import expr as ex
 from dynamica.generator.expr import found, join_path
 from dynamica.generator.forces import FORCE_TYPES, LAW_LOCALS, REQUIRED
 from dynamica.generator.joints import JointSections
+from dynamica.generator.loops import LoopSections
 from dynamica.generator.model import (IDENT, INTEGRATORS, OUTPUT_KEYS_RESERVED, Force, ModelSpec, Outputs,
                                       Parameter, Simulate, _physics_warnings, _scope_of)
 
@@ -144,9 +145,9 @@ def _yaml_message(exc, text: str) -> str:
     return out
 
 
-class _Loader(JointSections):
+class _Loader(JointSections, LoopSections):
     TOP = {"name", "description", "parameters", "gravity", "bodies", "initial", "forces",
-           "outputs", "simulate"}
+           "outputs", "simulate", "loops", "assembly"}
 
     def __init__(self, file: str, data):
         self.file = file
@@ -281,6 +282,10 @@ class _Loader(JointSections):
         outputs = self.outputs(self.section(d, "outputs", dict, {}, "a mapping"), body_names)
         self.entry = "simulate"
         simulate = self.simulate(self.section(d, "simulate", dict, {}, "a mapping"))
+        self.entry = "loops"
+        loops = self.loops(self.section(d, "loops", list, [], "a list of loop joints"), body_names, coords)
+        self.entry = "assembly"
+        hold = self.assembly(self.section(d, "assembly", dict, {}, "a mapping {hold: [...]}"), coords)
         self.entry = "parameters"
         for p in params:
             if p.name in coords:
@@ -290,7 +295,8 @@ class _Loader(JointSections):
         self.entry = ""
         spec = ModelSpec(name=name, file=self.file, parameters=tuple(params), gravity=gravity,
                          bodies=tuple(bodies), initial=tuple(initial), forces=tuple(forces),
-                         outputs=outputs, simulate=simulate, description=description)
+                         outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
+                         assembly_hold=hold)
         _physics_warnings(spec, self.default_value)
         return spec
 

@@ -225,7 +225,9 @@ def lower_kernel(name, program, inputs, outputs, symbols, aliases=None) -> ir.Ke
 
 
 def parameter_layout(spec):
-    """((name, size), ...), flattened defaults and symbol -> Arg("p", k) of a model's parameters."""
+    """((name, size), ...), flattened defaults and symbol -> Arg("p", k) of a model's parameters,
+    then the loops' references `<loop>.reference` (set by the assembly; 0 until then)."""
+    from dynamica.generator.constraints import reference_parameters
     params, defaults, sym = [], [], {}
     k = 0
     for p in spec.parameters:
@@ -239,6 +241,12 @@ def parameter_layout(spec):
             params.append((p.name, 1))
             sym[ex.param_symbol(p.name)] = ir.Arg("p", k)
             defaults.append(float(p.value))
+            k += 1
+    for name, size in reference_parameters(spec):
+        params.append((name, size))
+        for j in range(size):
+            sym[ex.param_symbol(name, j)] = ir.Arg("p", k)
+            defaults.append(0.0)
             k += 1
     return tuple(params), tuple(defaults), sym
 
@@ -266,12 +274,12 @@ def lower(eom, spec) -> ir.ModuleIR:
         if ks.skip_zero_stores:
             kernel = replace(kernel, body=tuple(st for st in kernel.body if not (
                 isinstance(st, ir.Store) and isinstance(st.value, ir.Num) and st.value.value == 0.0)))
-        kernels.append(replace(kernel, hints=tuple(ks.hints)))
+        kernels.append(replace(kernel, hints=tuple(ks.hints), exported=ks.export))
     suffix = "" if eom.mode == "symbolic" else f"_{eom.mode}"
     mod = ir.ModuleIR(model_name=spec.name, module_name=f"{spec.name}_{eom.form.replace('-', '_')}{suffix}",
                       form=eom.form, kind=eom.kind, coordinates=eom.coordinates, parameters=params,
                       parameter_defaults=defaults, kernels=tuple(kernels),
                       entries=eom.entries or eom.kind, info=tuple(sorted(eom.info.items())),
-                      tables=tuple(eom.tables))
+                      tables=tuple(eom.tables), constrained=eom.constrained)
     digest = hashlib.sha256(repr((__version__, mod)).encode()).hexdigest()
     return replace(mod, signature=digest)

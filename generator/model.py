@@ -104,6 +104,21 @@ class Simulate:
 
 
 @dataclass(frozen=True)
+class Loop:
+    """A joint that closes a kinematic loop between two bodies of the tree (generator/loops.py)."""
+    name: str
+    type: str                       # a key of loops.LOOP_TYPES
+    body_a: str                     # a body or "ground"
+    point_a: tuple                  # 3 expressions, body_a's frame
+    body_b: str
+    point_b: tuple                  # 3 expressions, body_b's frame
+    axis: tuple = ()                # 3 expressions (body_a's frame) where the type has an axis
+    axis_b: tuple = ()              # 3 expressions (body_b's frame); default: axis
+    length: object = None           # distance loops
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     file: str
@@ -115,6 +130,8 @@ class ModelSpec:
     outputs: Outputs = field(default_factory=Outputs)
     simulate: Simulate = field(default_factory=Simulate)
     description: str = ""
+    loops: tuple = ()               # of Loop (closed kinematic loops)
+    assembly_hold: tuple = ()       # coordinates and der(coordinates) held at their initial values
 
     @cached_property
     def coordinates(self) -> tuple:

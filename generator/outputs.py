@@ -43,17 +43,27 @@ class OutputEquations:
 
 def wanted(spec) -> bool:
     o = spec.outputs
-    return bool(o.points or o.angular or o.reactions or o.expressions or o.forces)
+    return bool(o.points or o.angular or o.reactions or o.expressions or o.forces or spec.loops)
 
 
-def output_equations(spec, topo, qdd=None) -> OutputEquations:
+def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
     """The outputs as expressions of (t, q, qd, p); with `qdd` (symbols, one per coordinate) the
     accelerations are taken as given inputs instead of solved for (numeric mode: the recursion
-    of the form computes them), so the program stays linear in the number of bodies."""
+    of the form computes them; closed loops: the constrained solve), so the program stays linear
+    in the number of bodies. With `lam` (the loops' multipliers, symbols), the loops' forces act
+    on the bodies (reactions include them) and each loop reports its reaction and residual."""
     kin = derive_kinematics(spec, topo)
     prog, N = kin.program, topo.n_bodies
     fp = forward_pass(kin)
     F_active, gen, force_values = active_forces(kin, fp)
+    loops = None
+    if lam is not None:
+        from dynamica.generator.constraints import loop_atoms, loop_wrenches
+        atoms, _ = loop_atoms(kin, fp)
+        F_loop, reaction = loop_wrenches(kin, fp, atoms, lam)
+        F_active = [None] + [prog.let_vector(f"Fl{i}", [a + b for a, b in zip(F_active[i], F_loop[i])])
+                             for i in range(1, N + 1)]
+        loops = (atoms, reaction)
     F_hat = bias_forces(kin, fp, F_active)
     owner, local, first = coordinate_layout(kin)
     if qdd is None:
@@ -121,6 +131,14 @@ def output_equations(spec, topo, qdd=None) -> OutputEquations:
     if o.forces:
         for key, exprs in force_values.items():
             out(key, list(exprs), () if len(exprs) == 1 else (len(exprs),))
+    if loops is not None:
+        atoms, reaction = loops
+        for lp in spec.loops:
+            if o.reactions:
+                out(f"{lp.name}.reaction_force", reaction[lp.name][0], (3,))
+                out(f"{lp.name}.reaction_torque", reaction[lp.name][1], (3,))
+            phi = [a.phi for a in atoms if a.loop == lp.name]
+            out(f"{lp.name}.residual", phi, (len(phi),))
     scope = spec.scope(coordinates_allowed=True)
     for name, e in o.expressions:
         out(name, [ex.parse(e, scope)], ())
@@ -130,12 +148,21 @@ def output_equations(spec, topo, qdd=None) -> OutputEquations:
 def attach_outputs(eom, spec, topo):
     """The form's equations with the `outputs` kernel (t, q, qd, p) -> out added; its layout goes to
     INFO. In numeric mode the kernel takes q'' as an input (t, q, qd, qdd, p), computed by the
-    form's recursion, so that it stays linear in the number of bodies."""
+    form's recursion, so that it stays linear in the number of bodies; with closed loops it takes
+    q'' and the loops' multipliers (t, q, qd, qdd, lam, p) from the constrained solve, as the
+    exported kernel `con_outputs` that the module file calls (render/module.py)."""
     import dataclasses
 
     from dynamica.generator.forms import KernelSpec
-    if eom.mode == "numeric":
-        qdd = tuple(sp.Symbol(f"nm_qdd{k}") for k in range(len(eom.coordinates)))
+    n = len(eom.coordinates)
+    if eom.constrained:
+        qdd = tuple(sp.Symbol(f"cn_qdd{k}", real=True) for k in range(n))
+        lam = tuple(sp.Symbol(f"cn_lam{k}", real=True) for k in range(len(dict(eom.info)["constraints"])))
+        oe = output_equations(spec, topo, qdd=qdd, lam=lam)
+        ks = KernelSpec("con_outputs", ("t", "q", "qd", "qdd", "lam", "p"), (("out", oe.values),), program=oe.program,
+                        symbols=(("qdd", qdd), ("lam", lam)), export=True)
+    elif eom.mode == "numeric":
+        qdd = tuple(sp.Symbol(f"nm_qdd{k}") for k in range(n))
         oe = output_equations(spec, topo, qdd=qdd)
         ks = KernelSpec("outputs", ("t", "q", "qd", "qdd", "p"), (("out", oe.values),), program=oe.program,
                         symbols=(("qdd", qdd),))

@@ -4,6 +4,7 @@
     build_topology(spec) -> Topology          ints only: kappa, children, paths, subtrees
     derive_kinematics(spec, topo) -> Kinematics   sympy; per-body named intermediates
     form_equations(kin, form, mode) -> EquationsOfMotion   registries of equation forms (per mode)
+    attach_constraints(eom, spec, topo) -> EquationsOfMotion   closed loops: their kernels
     attach_outputs(eom, spec, topo) -> EquationsOfMotion   the model's `outputs` as one more kernel
     lower(eom, spec) -> ModuleIR              DCE, sympy -> IR, CSE (value numbering)
     render(mod, backend) -> SourceBundle      printer + jinja2
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 from dynamica.errors import ModelError
+from dynamica.generator.constraints import attach_constraints
 from dynamica.generator.forms import check_form, form_equations
 from dynamica.generator.kinematics import derive_kinematics
 from dynamica.generator.lower import lower
@@ -73,6 +75,8 @@ def _generate(model, form, backend, progress, mode) -> Generated:
     topo = stage("topology", build_topology, spec)
     kin = stage("kinematics", derive_kinematics, spec, topo)
     eom = stage("equations", form_equations, kin, form, mode)
+    if spec.loops:
+        eom = stage("constraints", attach_constraints, eom, spec, topo)
     if wanted(spec) or eom.kind == "hamiltonian":
         eom = stage("outputs", attach_outputs, eom, spec, topo)
     mod = stage("lower", lower, eom, spec)

@@ -29,6 +29,8 @@ from cpython.pycapsule cimport PyCapsule_IsValid, PyCapsule_GetPointer
 import numpy as np
 
 ctypedef void (*rhs_fn)(double, const double*, const double*, double*) noexcept nogil
+# closed loops (runtime/dynamica_constraints.h): y onto the constraint manifolds after a step
+ctypedef int (*project_fn)(double, double*, const double*, double) noexcept nogil
 
 cdef enum:
     MAXORD = 12
@@ -154,6 +156,8 @@ cdef struct State:
     const double *atol
     # right-hand side
     rhs_fn fn
+    project_fn proj     # NULL, or called on y after every accepted step (drift of closed loops)
+    double proj_tol
     const double *par
     void *pyfun         # borrowed: the Python callable (fn == NULL)
     void *errbox        # borrowed: a list receiving an exception from the callable
@@ -646,6 +650,8 @@ cdef int step_one(State *s) noexcept nogil:
     code = step_core(s)
     if code != ST_OK:
         return code
+    if s.proj != NULL:
+        s.proj(s.x, s.y, s.par, s.proj_tol)
     s.nsteps += 1
     s.hist[s.kold] += 1
     if s.record:
@@ -740,7 +746,7 @@ cdef class Stepper:
 
     def __init__(self, f, double t0, y0, double t_bound, p=None, rtol=1e-6, atol=1e-6,
                  first_step=None, double max_step=INFINITY, long max_steps=500000,
-                 bint stiff_raise=True, bint dense=False):
+                 bint stiff_raise=True, bint dense=False, project=None, double project_tol=1e-12):
         cdef const double[::1] y0v = np.ascontiguousarray(y0, dtype=np.float64).reshape(-1)
         cdef int n = y0v.shape[0], l
         cdef double[::1] rt = np.array(np.broadcast_to(np.asarray(rtol, dtype=np.float64), (n,)), dtype=np.float64)
@@ -777,6 +783,12 @@ cdef class Stepper:
             s.par = &self.pdummy
         else:
             raise TypeError("f must be a PyCapsule named 'dynamica.rhs' or a callable f(t, y)")
+        if project is not None:
+            if not (self.capsule and PyCapsule_IsValid(project, b"dynamica.project")):
+                raise TypeError("project must be a PyCapsule named 'dynamica.project', with a capsule rhs")
+            s.proj = <project_fn>PyCapsule_GetPointer(project, b"dynamica.project")
+            s.proj_tol = project_tol
+            keep.append(project)
         self.f = f
         self.keep = keep
         s.rtol = &rt[0]

@@ -192,7 +192,7 @@ _EPS = float(np.finfo(float).eps)
 
 def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rtol=1e-6, atol=1e-6,
           max_steps=500_000, first_step=None, max_step=np.inf, on_stiff="warn", use_capsule=True,
-          events=None, dense_output=False):
+          events=None, dense_output=False, project=None, project_tol=1e-12):
     """Integrate with the compiled Adams loop; return a :class:`CompiledAdamsResult`.
 
     model_or_capsule : a compiled model (``dynamica.load``; its ``rhs_capsule`` and default
@@ -216,6 +216,10 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
         (``status`` 1), outputs after it are dropped.  Without events the whole loop runs in C.
     dense_output : also return ``sol``, a callable solution on the whole interval built from
         every step's interpolant (recorded in C, no Python per step).
+    project : a PyCapsule b"dynamica.project" (a closed-loop model's ``project_capsule``): after
+        every accepted step the state is moved back onto the constraint manifolds, positions to
+        ``project_tol`` (max norm of the residual), then velocities (docs/loops.md). A model with
+        closed loops gets its own by default.
     Raises :class:`~dynamica.errors.IntegrationError` on failure (non-finite RHS, tolerance
     below round-off, step size too small, too many steps).
     """
@@ -232,8 +236,10 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     if m > 1 and np.any(d * np.diff(tv) < 0):
         raise ValueError("t_eval must be monotone in the direction of integration")
     mod = core()
+    if project is None and use_capsule and hasattr(getattr(model_or_capsule, "module", None), "project_capsule"):
+        project = model_or_capsule.module.project_capsule
     st = mod.Stepper(f, t0, y0, tb, p, rtol, atol, first_step, float(max_step), int(max_steps),
-                     on_stiff == "raise", bool(dense_output))
+                     on_stiff == "raise", bool(dense_output), project, float(project_tol))
     n = y0.shape[0]
     Y = np.full((m, n), np.nan)
     j = 0

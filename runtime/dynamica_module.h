@@ -34,7 +34,12 @@ typedef struct {
     const char *doc;
 } dyn_entry;
 
-typedef void (*dyn_rhs_fn)(double t, const double *y, const double *p, double *ydot);
+/* a C entry point for compiled code: module attribute `attr`, a PyCapsule named `name` */
+typedef struct {
+    const char *attr;
+    const char *name;
+    void *fn;
+} dyn_capsule;
 
 typedef struct {
     const char *name;                    /* the module's name */
@@ -42,7 +47,8 @@ typedef struct {
     const char *python;                  /* Python source run in the module's namespace ("" for none) */
     const dyn_entry *entries;
     int n_entries;
-    dyn_rhs_fn rhs;                      /* NULL when the module has no integrator entry point */
+    const dyn_capsule *capsules;         /* rhs_capsule ("dynamica.rhs"), ... */
+    int n_capsules;
 } dyn_module_spec;
 
 /* the k-th comma-separated name of `names`, into buf */
@@ -167,9 +173,10 @@ static PyObject *dyn_module_create(PyModuleDef *def, const dyn_module_spec *spec
             goto fail;
         }
     }
-    if (spec->rhs != NULL) {
-        PyObject *cap = PyCapsule_New((void *)spec->rhs, "dynamica.rhs", NULL);
-        if (cap == NULL || PyModule_AddObject(m, "rhs_capsule", cap) != 0) {
+    for (int k = 0; k < spec->n_capsules; ++k) {
+        const dyn_capsule *c = &spec->capsules[k];
+        PyObject *cap = PyCapsule_New(c->fn, c->name, NULL);
+        if (cap == NULL || PyModule_AddObject(m, c->attr, cap) != 0) {
             Py_XDECREF(cap);
             goto fail;
         }

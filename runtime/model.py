@@ -24,20 +24,25 @@ class CompiledModel:
         self._layout = tuple(module.PARAMETERS)                    # ((name, size), ...)
         self._defaults = np.array(module.PARAMETER_DEFAULTS, dtype=float)
         self.parameters = {}
+        declared = {p.name: p for p in spec.parameters}
         k = 0
         for name, size in self._layout:
             vals = self._defaults[k:k + size]
-            p = next(p for p in spec.parameters if p.name == name)
-            self.parameters[name] = tuple(float(v) for v in vals) if isinstance(p.value, tuple) else float(vals[0])
+            vector = name not in declared or isinstance(declared[name].value, tuple)   # loop references
+            self.parameters[name] = tuple(float(v) for v in vals) if vector else float(vals[0])
             k += size
+        self._references = None              # closed loops: set by `assemble` (runtime/loops.py)
 
     def __repr__(self):
         return f"<dynamica model {self.name!r} form={self.form!r} n={self.n}>"
 
     # -- parameters
     def param_vector(self, params=None) -> np.ndarray:
-        """The flat parameter array of the module, defaults overridden by `params`."""
+        """The flat parameter array of the module, defaults overridden by `params` (and the loops'
+        references by those of the last assembly)."""
         p = self._defaults.copy()
+        if self._references is not None:
+            p[len(p) - len(self._references):] = self._references
         if not params:
             return p
         offsets, k = {}, 0
@@ -74,6 +79,9 @@ class CompiledModel:
         if self.hamiltonian:
             raise TypeError(f"form {self.form!r} is Hamiltonian (state [q, pm]): use rhs(t, y) with "
                             "y = to_state(q, qd), or a Lagrangian form for qdd")
+        if self.loops:
+            from dynamica.runtime import loops
+            return loops.solve(self, q, qd, t, params)[0]
         out = np.empty(self.n)
         self.module.qdd(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self.param_vector(params), out)
         return out
@@ -155,6 +163,31 @@ class CompiledModel:
         if not rows:
             return {}
         return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+
+    # -- closed loops (runtime/loops.py, docs/loops.md)
+    @property
+    def loops(self) -> bool:
+        """True when the model has closed kinematic loops (its q are the tree's coordinates)."""
+        return hasattr(self.module, "con_phi")
+
+    def constraints(self, q, t=0.0, params=None) -> np.ndarray:
+        """The position constraint residual phi(q) of the loops (one entry per equation)."""
+        from dynamica.runtime import loops
+        return loops.residual(self, q, t, params)
+
+    def assemble(self, q=None, qd=None, t=0.0, params=None):
+        """(q, qd) satisfying the loops' position and velocity constraints, from the given values
+        (default: the model's initial values) with the smallest change, `assembly.hold` kept."""
+        from dynamica.runtime import loops
+        return loops.assemble(self, q, qd, t, params)
+
+    def set_references(self, refs):
+        """The loops' references (prismatic, weld) fixed at an assembly."""
+        size = sum(size for _, size in self.module.INFO.get("loop_references", ()))
+        self._references = np.array(refs[:size], dtype=float) if size else None
+
+    def clear_references(self):
+        self._references = None
 
     # -- initial state
     def initial_state(self, params=None):

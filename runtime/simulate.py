@@ -128,8 +128,11 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
         raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
     keep = (out is None) if keep is None else bool(keep)
     iq0, iqd0 = model.initial_state(params)
-    y0 = model.to_state(iq0 if q0 is None else model._vec(q0, "q0"),
-                        iqd0 if qd0 is None else model._vec(qd0, "qd0"), t0, params)
+    q0 = iq0 if q0 is None else model._vec(q0, "q0")
+    qd0 = iqd0 if qd0 is None else model._vec(qd0, "qd0")
+    if model.loops:               # closed loops: a consistent state (and the loops' references)
+        q0, qd0 = model.assemble(q0, qd0, t0, params)
+    y0 = model.to_state(q0, qd0, t0, params)
     t_eval = _output_times(t0, t_end, output_step)
     run = INTEGRATORS[method]
     model.reset_solver()          # the iterative form starts from a direct solve: runs are reproducible

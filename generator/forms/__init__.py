@@ -68,6 +68,7 @@ class EquationsOfMotion:
     entries: str = ""                # module kind: its kernels (KERNELS) and entry points; default: `kind`
     mode: str = "symbolic"           # generation mode (MODES): part of the module's name
     tables: tuple = ()               # ((name, integers), ...): constant tables of the module (numeric mode)
+    constrained: bool = False        # closed loops: the entry points solve with the loops' kernels
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class KernelSpec:
     program: object = None           # the program its expressions live in (default: the form's)
     skip_zero_stores: bool = False   # stores of the literal 0 are left out (the caller clears the array)
     hints: tuple = ()                # to the backend, e.g. "O1": compile with less optimization
+    export: bool = False             # an entry point of the module with the kernel's own arguments
 
 
 def _lagrangian_kernels(eom: EquationsOfMotion) -> list:

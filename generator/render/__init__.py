@@ -45,6 +45,8 @@ class Backend:
     description: str = ""
 
 
+#: fixed files every module file includes (the constraint layer's only when it is used, but always copied)
+MODULE_HELPERS = ("dynamica_module.h", "dynamica_constraints.h")
 BACKENDS: dict = {}
 ALIASES = {"cython": "c"}
 
@@ -82,7 +84,7 @@ def render(mod: ir.ModuleIR, backend: str = "c") -> SourceBundle:
         if language is not None:
             compiled.append((name, language))
     main = module_file(mod, b.name, b.declarations(mod), lambda name: b.entry_symbol(mod, name))
-    files = [main] + files + list(helper_files(("dynamica_module.h",) + tuple(b.helpers)))
+    files = [main] + files + list(helper_files(MODULE_HELPERS + tuple(b.helpers)))
     return SourceBundle(module_name=mod.module_name, backend=b.name, files=tuple(files), signature=mod.signature,
                         op_count=sum(k.op_count()["total"] for k in mod.kernels), compiled=tuple(compiled))
 

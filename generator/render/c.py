@@ -230,12 +230,25 @@ def output_entry(mod: ir.ModuleIR) -> list:
              "lines": buf + [f"{ENTRY}qdd(t, q, qd, p, qdd);", f"{PREFIX}outputs(t, q, qd, qdd, p, out);"] + release}]
 
 
+def exported_entries(mod: ir.ModuleIR) -> list:
+    """Entry points of the kernels exported with their own arguments (KernelSpec.export)."""
+    out = []
+    for k in mod.kernels:
+        if k.exported:
+            args = [f"double {i.name}" if i.size is None else f"const double *{i.name}" for i in k.inputs]
+            args += [f"double *{o.name}" for o in k.outputs]
+            call = ", ".join([i.name for i in k.inputs] + [o.name for o in k.outputs])
+            out.append({"signature": f"void {ENTRY}{k.name}({', '.join(args)})",
+                        "lines": [f"{PREFIX}{k.name}({call});"]})
+    return out
+
+
 def header_context(mod: ir.ModuleIR) -> dict:
     """What templates/kernels.h.j2 shows."""
     return {
         "version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
         "kernels": [kernel_context(k) for k in mod.kernels],
-        "entries": ENTRY_POINTS[mod.entries](mod) + output_entry(mod),
+        "entries": ENTRY_POINTS[mod.entries](mod) + output_entry(mod) + exported_entries(mod),
         "preamble": PREAMBLES[mod.entries](mod) if mod.entries in PREAMBLES else [],
         "tables": tables(mod),
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",

@@ -155,6 +155,12 @@ def entries(mod: ir.ModuleIR) -> list:
         size = kernel_output_size(mod, "outputs", "out")
         ents.append(_entry("outputs", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)],
                            ["call k_outputs(t, q, qd, p, out)"]))
+    for k in mod.kernels:                    # kernels exported with their own arguments (t first)
+        if k.exported:
+            args = [(i.name, i.size, 0) for i in k.inputs if i.size is not None] + [(o.name, o.size, 1)
+                                                                                   for o in k.outputs]
+            call = ", ".join([i.name for i in k.inputs] + [o.name for o in k.outputs])
+            ents.append(_entry(k.name, args, [f"call k_{k.name}({call})"]))
     for e in ents:
         e["cname"] = entry_symbol(mod, e["name"])
         e["dummies"] = ", ".join(["t"] + [a for a, _, _ in e["args"]])

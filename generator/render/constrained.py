@@ -1,0 +1,105 @@
+"""The module file's layer for closed loops (generator/constraints.py, docs/loops.md).
+
+Over the backend's entry points (the form's own q'' as `qdd_free`, the mass matrix, the loops'
+kernels con_phi, con_jac, con_bias, con_outputs), the module file binds the hand-written solve of
+runtime/dynamica_constraints.h and makes it what Python and compiled integrators call:
+
+  qdd, rhs, outputs    constrained (M q'' + J^T lambda = Q, J q'' = gamma)
+  qdd_free             the tree's q'' without the loops
+  con_qdd              q'', lambda and a report (status, equation, rank, residual); returns the status
+  project              (q, q') onto the constraint manifolds; returns the status
+  rhs_capsule          the constrained rhs;  project_capsule ("dynamica.project"):
+                       int project(double t, double *y, const double *p, double tol)
+"""
+
+from __future__ import annotations
+
+from dynamica.generator import ir
+from dynamica.generator.render.common import kernel_output_size
+from dynamica.generator.render.module import LAYERS, Entry, Layer
+
+#: Newton steps of the position projection after a step
+PROJECT_ITERATIONS = 8
+
+
+def constrained_layer(mod: ir.ModuleIR, symbol):
+    if not mod.constrained:
+        return None
+    info = dict(mod.info)
+    n, m, np_ = len(mod.coordinates), len(info["constraints"]), len(mod.parameter_defaults)
+    pred = ", ".join(str(int(k)) for k in info["tree_predecessors"])
+    fn = {name: symbol(name) for name in ("qdd", "mass_matrix", "con_phi", "con_jac", "con_bias")}
+    c = [
+        '#include "dynamica_constraints.h"',
+        f"static const int dyn_loop_pred[{max(n, 1)}] = {{{pred or '-1'}}};",
+        f"static const dyn_con_spec dyn_loop_spec = {{{n}, {m}, dyn_loop_pred, (dyn_con_qdd_fn){fn['qdd']}, "
+        f"(dyn_con_mass_fn){fn['mass_matrix']}, (dyn_con_phi_fn){fn['con_phi']}, (dyn_con_jac_fn){fn['con_jac']}, "
+        f"(dyn_con_bias_fn){fn['con_bias']}}};",
+        "",
+        "static int dyn_loop_qdd_report(double t, const double *q, const double *qd, const double *p, double *qdd,",
+        "                              double *lam, double *report)",
+        "{",
+        "    dyn_con_report r;",
+        "    int status = dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r);",
+        "    report[0] = r.status; report[1] = r.row; report[2] = r.rank; report[3] = r.residual;",
+        "    return status;",
+        "}",
+        "",
+        "static void dyn_loop_qdd(double t, const double *q, const double *qd, const double *p, double *qdd)",
+        "{",
+        f"    double lam[{m}];",
+        "    dyn_con_report r;",
+        "    dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r);",
+        "}",
+        "",
+        "static void dyn_loop_rhs(double t, const double *y, const double *p, double *ydot)",
+        "{",
+        f"    memcpy(ydot, y + {n}, {n} * sizeof(double));",
+        f"    dyn_loop_qdd(t, y, y + {n}, p, ydot + {n});",
+        "}",
+        "",
+        "static int dyn_loop_project_c(double t, double *y, const double *p, double tol)",
+        "{",
+        f"    return dyn_con_project(&dyn_loop_spec, t, y, p, tol, {PROJECT_ITERATIONS});",
+        "}",
+        "",
+        "static int dyn_loop_project_py(double t, double *y, const double *p, const double *opts)",
+        "{",
+        "    return dyn_con_project(&dyn_loop_spec, t, y, p, opts[0], (int)opts[1]);",
+        "}",
+    ]
+    ents = [
+        Entry("qdd", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)),
+              "Generalized accelerations of the constrained system (closed loops) into `out`.",
+              symbol="dyn_loop_qdd"),
+        Entry("rhs", (("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)),
+              "The state derivative of y = [q, qd] of the constrained system into `ydot`.", symbol="dyn_loop_rhs"),
+        Entry("qdd_free", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)),
+              "Generalized accelerations of the tree without the loops into `out`.", entry="qdd"),
+        Entry("con_qdd", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("qdd", n, 1), ("lam", m, 1), ("report", 4, 1)),
+              "q'', the loops' multipliers and (status, equation, rank, residual); returns the status "
+              "(0 ok, 1 inconsistent, 2 singular mass matrix, 3 no memory).", returns_int=True,
+              symbol="dyn_loop_qdd_report"),
+        Entry("project", (("y", 2 * n, 1), ("p", np_, 0), ("opts", 2, 0)),
+              "y = [q, qd] onto the constraints in place (opts: tolerance, Newton steps); returns the "
+              "status (0 ok, 4 not converged).", returns_int=True, symbol="dyn_loop_project_py"),
+    ]
+    if any(k.name == "con_outputs" for k in mod.kernels):
+        size = kernel_output_size(mod, "con_outputs", "out")
+        c += ["",
+              "static void dyn_loop_outputs(double t, const double *q, const double *qd, const double *p, double *out)",
+              "{",
+              f"    double qdd[{n}], lam[{m}];",
+              "    dyn_con_report r;",
+              "    dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r);",
+              f"    {symbol('con_outputs')}(t, q, qd, qdd, lam, p, out);",
+              "}"]
+        ents.append(Entry("outputs", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)),
+                          f"The model's outputs (INFO['output_layout']) of the state (q, qd), flat, into `out` "
+                          f"(length {size}).", symbol="dyn_loop_outputs"))
+    return Layer(functions=tuple(c), entries=tuple(ents),
+                 capsules=(("rhs_capsule", "dynamica.rhs", "dyn_loop_rhs"),
+                           ("project_capsule", "dynamica.project", "dyn_loop_project_c")))
+
+
+LAYERS.append(constrained_layer)
