@@ -66,13 +66,17 @@ def _fail(model, rows, values, what):
                                                 f"the mechanism cannot be assembled: {what}; residual {detail}")])
 
 
-def assemble(model, q=None, qd=None, t=0.0, params=None):
+def assemble(model, q=None, qd=None, t=0.0, params=None, hold=None):
     """(q, qd) near the given ones (default: the model's initial values) that satisfy the position
-    and velocity constraints, holding what `assembly.hold` lists; sets the model's loop references."""
+    and velocity constraints, holding `hold` (coordinate names and der(name)s; default: what the
+    model's `assembly.hold` lists); sets the model's loop references."""
     iq, iqd = model.initial_state(params)
     q = np.array(iq if q is None else model._vec(q, "q"), dtype=float)
     qd = np.array(iqd if qd is None else model._vec(qd, "qd"), dtype=float)
-    hold = set(model.spec.assembly_hold)
+    hold = set(model.spec.assembly_hold if hold is None else hold)
+    unknown = hold - set(model.coordinates) - {f"der({c})" for c in model.coordinates}
+    if unknown:
+        raise ValueError(f"hold: unknown coordinate(s) {sorted(unknown)}; the model has {', '.join(model.coordinates)}")
     free_q = [k for k, c in enumerate(model.coordinates) if c not in hold]
     free_qd = [k for k, c in enumerate(model.coordinates) if f"der({c})" not in hold]
     ref_rows = set(model.module.INFO.get("reference_rows", ()))

@@ -175,11 +175,12 @@ class CompiledModel:
         from dynamica.runtime import loops
         return loops.residual(self, q, t, params)
 
-    def assemble(self, q=None, qd=None, t=0.0, params=None):
+    def assemble(self, q=None, qd=None, t=0.0, params=None, hold=None):
         """(q, qd) satisfying the loops' position and velocity constraints, from the given values
-        (default: the model's initial values) with the smallest change, `assembly.hold` kept."""
+        (default: the model's initial values) with the smallest change, `hold` (default: the
+        model's `assembly.hold`: coordinates and der(coordinate)s) kept."""
         from dynamica.runtime import loops
-        return loops.assemble(self, q, qd, t, params)
+        return loops.assemble(self, q, qd, t, params, hold)
 
     def set_references(self, refs):
         """The loops' references (prismatic, weld) fixed at an assembly."""

@@ -1,0 +1,280 @@
+"""Closed kinematic loops (issue 14; docs/loops.md) against independent oracles:
+sympy.physics.mechanics.KanesMethod with dependent coordinates and speeds (planar four-bar), closed
+forms (slider-crank, Freudenstein's four-bar positions), energy and constraint drift over 10 s,
+Newton-Euler balance of the reactions, and random mechanisms whose loops are closed by an
+independent numpy composition of the joints (tests/oracles/pin_trees.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dynamica
+from dynamica.errors import ModelError
+from dynamica.runtime import loops
+
+from conftest import MODELS, write_model
+from oracles.pin_trees import random_tree, yaml_body_placements
+
+L1, L2, L3, L0, MASS, G = 0.2, 0.6, 0.5, 0.55, 1.0, 9.81
+FOURBAR = MODELS / "fourbar.yaml"
+RTOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def kane():
+    from oracles.kane_loops import fourbar
+    return fourbar(L1, L2, L3, L0, MASS, G)
+
+
+def fourbar_states(model, count=6, seed=3):
+    """Assembled states: the crank angle and rate held at random values, the others solved."""
+    rng = np.random.default_rng(seed)
+    out = []
+    q, qd = model.initial_state()
+    for _ in range(count):
+        q = q.copy()
+        q[0] += rng.uniform(-0.6, 0.6)
+        qd = np.array([rng.uniform(-3, 3), 0.0, 0.0])
+        out.append(model.assemble(q, qd, hold=["th1", "der(th1)"]))
+        q = out[-1][0]
+    return out
+
+
+@pytest.mark.parametrize("form, backend, mode", [
+    ("composite", "c", "symbolic"), ("articulated", "c", "symbolic"), ("ltdl", "c", "symbolic"),
+    ("direct", "c", "symbolic"), ("composite", "fortran", "symbolic"), ("composite", "c", "numeric"),
+    ("articulated", "c", "numeric")])
+def test_fourbar_matches_kane(kane, form, backend, mode):
+    if backend == "fortran":
+        import shutil
+        if shutil.which("gfortran") is None:
+            pytest.skip("gfortran is not installed")
+    model = dynamica.load(str(FOURBAR), form=form, backend=backend, mode=mode)
+    for q, qd in fourbar_states(model):
+        assert np.abs(model.constraints(q)).max() < 1e-12
+        ref = kane(q, qd)
+        got = model.qdd(q, qd)
+        assert np.linalg.norm(got - ref) <= RTOL * max(1.0, np.linalg.norm(ref)), (q, qd, got, ref)
+
+
+def _fourbar_cut(tmp_path, loop):
+    d = _yaml(FOURBAR)
+    d["name"] = f"fourbar_{loop['type']}"
+    d["loops"] = [{"name": "pin", "body_a": "coupler", "point_a": ["l2", 0, 0], "body_b": "rocker",
+                   "point_b": ["l3", 0, 0], **loop}]
+    return dynamica.load(str(write_model(tmp_path, d, f"{d['name']}.yaml")))
+
+
+def _yaml(path):
+    import yaml
+    return yaml.safe_load(path.read_text())
+
+
+def test_redundant_equations_give_the_same_motion(tmp_path, kane):
+    """A planar four-bar cut at a pin written as a 3-D revolute (5 equations, 3 of them redundant),
+    a spherical joint (3, 1 redundant) and a cylindrical one along z (4, 2 redundant): one motion."""
+    models = [_fourbar_cut(tmp_path, cut) for cut in
+              ({"type": "revolute", "axis": "z"}, {"type": "spherical"}, {"type": "cylindrical", "axis": "z"})]
+    for q, qd in fourbar_states(models[0], count=4, seed=5):
+        ref = kane(q, qd)
+        for m in models:
+            assert np.linalg.norm(m.qdd(q, qd) - ref) <= RTOL * np.linalg.norm(ref)
+    q0, qd0 = models[0].assemble()                   # one start (each cut would assemble its own point)
+    runs = [dynamica.simulate(m, t_end=1.0, rtol=1e-12, atol=1e-12, output_step=0.1, q0=q0, qd0=qd0)
+            for m in models]
+    for r in runs[1:]:
+        assert np.abs(r.q - runs[0].q).max() < 1e-9
+
+
+def slider_crank_closed_form(t, r=0.1, L=0.35, w=20.0):
+    """Piston position, velocity and acceleration of the slider-crank with crank angle w t."""
+    th = w * t
+    root = math.sqrt(L * L - (r * math.sin(th)) ** 2)
+    s = r * math.cos(th) + root
+    ds = -r * w * math.sin(th) - r * r * w * math.sin(th) * math.cos(th) / root
+    h = 1e-5                                        # its derivative by a 4th-order difference
+    f = lambda tt: (-r * w * math.sin(w * tt) - r * r * w * math.sin(w * tt) * math.cos(w * tt)  # noqa: E731
+                    / math.sqrt(L * L - (r * math.sin(w * tt)) ** 2))
+    dds = (f(t - 2 * h) - 8 * f(t - h) + 8 * f(t + h) - f(t + 2 * h)) / (12 * h)
+    return s, ds, dds
+
+
+def test_slider_crank_follows_its_closed_form():
+    model = dynamica.load(str(MODELS / "slider_crank.yaml"))
+    for t in (0.0, 0.1, 0.37, 0.8):
+        s, ds, dds = slider_crank_closed_form(t)
+        q, qd = model.assemble([-20.0 * t, s + 0.01], t=t)     # a guess on the right branch
+        assert q[1] == pytest.approx(s, abs=1e-12) and qd[1] == pytest.approx(ds, abs=1e-10)
+        assert model.qdd(q, qd, t)[1] == pytest.approx(dds, rel=1e-8, abs=1e-7)
+    res = dynamica.simulate(model, t_end=1.0, output_step=0.01)
+    ref = np.array([slider_crank_closed_form(t)[0] for t in res.t])
+    assert np.abs(res.q[:, 1] - ref).max() < 1e-9
+    assert max(np.abs(model.constraints(q, t)).max() for t, q in zip(res.t, res.q)) < 1e-10
+
+
+def test_fourbar_positions_follow_freudenstein():
+    """The rocker angle of an assembled four-bar against the intersection of two circles."""
+    model = dynamica.load(str(FOURBAR))
+    q = model.initial_state()[0]
+    for th1 in np.linspace(0.0, 2 * np.pi, 13):
+        q[0] = th1
+        q, _ = model.assemble(q, hold=["th1"])
+        P, D = np.array([L1 * np.cos(th1), L1 * np.sin(th1)]), np.array([L0, 0.0])
+        d = np.linalg.norm(P - D)
+        base = math.atan2(*(P - D)[::-1])
+        off = math.acos((L3 ** 2 + d ** 2 - L2 ** 2) / (2 * L3 * d))
+        branches = [base + off, base - off]
+        assert min(abs(math.remainder(q[2] - b, 2 * math.pi)) for b in branches) < 1e-10
+
+
+def test_energy_and_constraints_are_kept_over_ten_seconds():
+    model = dynamica.load(str(FOURBAR))
+    res = dynamica.simulate(model, t_end=10.0, rtol=1e-12, atol=1e-12, output_step=0.05)
+
+    def energy(q, qd):                               # V from the rods' centres (closed form), T from M
+        y = [L1 / 2 * math.sin(q[0]), L1 * math.sin(q[0]) + L2 / 2 * math.sin(q[0] + q[1]), L3 / 2 * math.sin(q[2])]
+        return 0.5 * qd @ model.mass_matrix(q) @ qd + MASS * G * sum(y)
+    E = np.array([energy(q, qd) for q, qd in zip(res.q, res.qd)])
+    assert np.abs(E - E[0]).max() <= 1e-8 * abs(E[0])
+    assert max(np.abs(model.constraints(q)).max() for q in res.q) <= 1e-10
+    J = [loops.jacobian(model, q)[0] for q in res.q[::20]]
+    assert max(np.abs(j @ qd).max() for j, qd in zip(J, res.qd[::20])) <= 1e-9
+
+
+def test_reactions_balance_the_rocker(tmp_path):
+    """Newton-Euler for the rocker: its joint reaction (from the ground, body frame, at O), the
+    loop's reaction (from the coupler, ground frame, at the pin) and gravity give m a_c, and
+    their moments about the centre give I_zz alpha."""
+    d = _yaml(FOURBAR)
+    d["name"] = "fourbar_balance"
+    d["outputs"] = {"reactions": True, "angular": ["rocker"], "points": {"c": {"body": "rocker", "at": ["l3/2", 0, 0]}}}
+    model = dynamica.load(str(write_model(tmp_path, d, "balance.yaml")))
+    for q, qd in fourbar_states(model, count=4, seed=9):
+        out = model.outputs(0.0, q, qd)
+        th = q[2]
+        R = np.array([[math.cos(th), -math.sin(th), 0], [math.sin(th), math.cos(th), 0], [0, 0, 1]])  # body -> ground
+        f_joint, t_joint = R @ out["rocker.reaction_force"], R @ out["rocker.reaction_torque"]
+        f_loop, t_loop = out["pin.reaction_force"], out["pin.reaction_torque"]
+        a_c = out["c.acceleration"]
+        total = f_joint + f_loop + MASS * np.array([0, -G, 0])
+        assert np.abs(total - MASS * a_c).max() < 1e-9 * max(1.0, np.abs(f_joint).max())
+        c = out["c.position"]
+        O, tip = np.array([L0, 0, 0]), np.array([L0 + L3 * math.cos(th), L3 * math.sin(th), 0])
+        moment = t_joint + np.cross(O - c, f_joint) + t_loop + np.cross(tip - c, f_loop)
+        alpha = out["rocker.angular_acceleration"][2]
+        assert moment[2] == pytest.approx(MASS * L3 ** 2 / 12 * alpha, rel=1e-8, abs=1e-9)
+
+
+# ------------------------------------------------------------------ random mechanisms
+def _rot(placements, body):
+    return np.eye(4) if body == "ground" else placements[body]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_loops_close_and_differentiate(tmp_path, seed):
+    """Random trees with a loop of every type between two random bodies, its points and axes chosen
+    so that it is closed at a random configuration q* (by the numpy composition of the joints, not
+    by dynamica): phi(q*) = 0; J against central differences of phi; phi'' at q'' = 0 against a
+    second difference of phi along q + h q'."""
+    rng = np.random.default_rng(100 + seed)
+    tree = random_tree("mixed", 6, (1, 2, 3, "custom"), rng, parametric=False, name=f"loopy{seed}")
+    qstar = {c: float(rng.uniform(*tree.coord_ranges[c])) for c in tree.coordinates}
+    T = yaml_body_placements(tree.model_dict, {}, qstar)
+    names = [b.name for b in tree.bodies]
+    d = dict(tree.model_dict)
+    d["loops"] = []
+    for k, kind in enumerate(("spherical", "revolute", "universal", "cylindrical", "prismatic", "weld", "distance")):
+        a, b = rng.choice(names + ["ground"], size=2, replace=False)
+        Ta, Tb = _rot(T, a), _rot(T, b)
+        pa = rng.uniform(-0.3, 0.3, 3)
+        x = Ta[:3, :3] @ pa + Ta[:3, 3]
+        pb = Tb[:3, :3].T @ (x - Tb[:3, 3]) if kind != "distance" else rng.uniform(-0.3, 0.3, 3)
+        loop = {"name": f"l{k}", "type": kind, "body_a": str(a), "point_a": pa.round(12).tolist(),
+                "body_b": str(b), "point_b": [float(v) for v in pb]}
+        if kind in ("revolute", "universal", "cylindrical", "prismatic"):
+            ua = rng.normal(size=3)
+            ua /= np.linalg.norm(ua)
+            ub = Tb[:3, :3].T @ Ta[:3, :3] @ ua
+            if kind == "universal":                       # a perpendicular axis of b
+                ub = np.cross(ub, rng.normal(size=3))
+            loop["axis"], loop["axis_b"] = ua.tolist(), [float(v) for v in ub]
+        if kind == "distance":
+            xb = Tb[:3, :3] @ pb + Tb[:3, 3]
+            loop["length"] = float(np.linalg.norm(xb - x))
+        d["loops"].append(loop)
+    model = dynamica.load(str(write_model(tmp_path, d, f"loopy{seed}.yaml")), check_mass_matrix=False)
+    q = np.array([qstar[c] for c in model.coordinates])
+    refs = np.empty(9)
+    model.module.con_refs(0.0, q, model.param_vector(), refs)
+    model.set_references(refs)
+    p = model.param_vector()
+    assert np.abs(model.constraints(q)).max() < 1e-12
+    for trial in range(3):
+        qx = q + (0 if trial == 0 else rng.normal(scale=0.3, size=q.size))
+        qd = rng.normal(size=q.size)
+        J, phit = loops.jacobian(model, qx)
+        h = 1e-6
+        Jfd = np.array([(model.constraints(qx + h * e) - model.constraints(qx - h * e)) / (2 * h)
+                        for e in np.eye(q.size)]).T
+        assert np.abs(J - Jfd).max() < 1e-7 * max(1.0, np.abs(J).max())
+        assert np.abs(phit).max() == 0.0                  # no driven joint
+        gamma = np.empty(len(phit))
+        model.module.con_bias(0.0, qx, qd, p, gamma)
+        h = 1e-4
+        second = (model.constraints(qx + h * qd) - 2 * model.constraints(qx) + model.constraints(qx - h * qd)) / h**2
+        assert np.abs(-gamma - second).max() < 1e-5 * max(1.0, np.abs(second).max())
+
+
+# ------------------------------------------------------------------ bad input
+def _loop_model(tmp_path, **loop):
+    d = _yaml(FOURBAR)
+    d["loops"] = [{"name": "pin", "type": "revolute", "body_a": "coupler", "point_a": ["l2", 0, 0],
+                   "body_b": "rocker", "point_b": ["l3", 0, 0], "axis": "z", **loop}]
+    return write_model(tmp_path, d)
+
+
+@pytest.mark.parametrize("change, entry, message", [
+    ({"body_b": "coupler"}, "loops[0].body_b", "two different bodies"),
+    ({"body_a": "crank_arm"}, "loops[0].body_a", "unknown body"),
+    ({"axis": [0, 0, 0]}, "loops[0].axis", "zero axis"),
+    ({"type": "hinge"}, "loops[0].type", "unknown loop type"),
+    ({"name": "rocker"}, "loops[0].name", "already the name"),
+    ({"length": 1.0}, "loops[0].length", "unknown key"),
+])
+def test_bad_loops_are_model_errors(tmp_path, change, entry, message):
+    with pytest.raises(ModelError) as info:
+        dynamica.load(str(_loop_model(tmp_path, **change)))
+    assert any(p.path == entry and message in p.message for p in info.value.problems), str(info.value)
+
+
+def test_a_revolute_loop_needs_its_axis(tmp_path):
+    d = _yaml(FOURBAR)
+    del d["loops"][0]["axis"]
+    with pytest.raises(ModelError, match=r"`loops\[0\]`: missing required key `axis`"):
+        dynamica.load(str(write_model(tmp_path, d)))
+
+
+def test_points_that_cannot_meet_name_the_loop(tmp_path):
+    d = _yaml(FOURBAR)
+    d["parameters"]["l2"]["value"] = 0.05                # l1 + l2 + l3 < l0: the loop cannot close
+    d["parameters"]["l3"]["value"] = 0.1
+    model = dynamica.load(str(write_model(tmp_path, d)), check_mass_matrix=False)
+    with pytest.raises(ModelError, match=r"`loops\[0\]`: the mechanism cannot be assembled.*`pin`"):
+        model.assemble()
+
+
+def test_hold_is_kept_exactly():
+    model = dynamica.load(str(FOURBAR))
+    q0 = np.array([0.7, -0.3, 1.4])
+    q, qd = model.assemble(q0, [1.5, 0, 0], hold=["th1", "der(th1)"])
+    assert q[0] == 0.7 and qd[0] == 1.5 and np.abs(model.constraints(q)).max() < 1e-12
+    with pytest.raises(ValueError, match="unknown coordinate"):
+        model.assemble(q0, hold=["th9"])
+
+
+def test_hamiltonian_forms_refuse_loops():
+    with pytest.raises(ModelError, match="cannot take closed loops"):
+        dynamica.load(str(FOURBAR), form="hamilton-composite")
