@@ -278,3 +278,23 @@ def test_hold_is_kept_exactly():
 def test_hamiltonian_forms_refuse_loops():
     with pytest.raises(ModelError, match="cannot take closed loops"):
         dynamica.load(str(FOURBAR), form="hamilton-composite")
+
+
+@pytest.mark.parametrize("name", ["fourbar", "rssr"])
+def test_against_pinocchio_constraint_dynamics(name):
+    """q'' against pin.constraintDynamics with the loop as a CONTACT_3D rigid constraint (the
+    Pinocchio models of benchmarks/bench_loops.py, built there independently of dynamica)."""
+    pytest.importorskip("pinocchio")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_loops", MODELS.parent / "benchmarks" / "bench_loops.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    pc = bench.PinConstrained(getattr(bench, f"pin_{name}"))
+    model = dynamica.load(str(MODELS / f"{name}.yaml"))
+    rng = np.random.default_rng(4)
+    q, qd = model.assemble()
+    for _ in range(4):
+        q, qd = model.assemble(q + rng.normal(scale=0.1, size=model.n), rng.normal(size=model.n),
+                               hold=[model.coordinates[0], f"der({model.coordinates[0]})"])
+        ref = pc.qdd(q, qd)
+        assert np.linalg.norm(model.qdd(q, qd) - ref) <= 1e-9 * max(1.0, np.linalg.norm(ref))
