@@ -33,13 +33,24 @@ class SimulationResult:
     message: str = ""
     info: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)     # name -> array over t (model `outputs`)
+    #: a model with `stages` (runtime/cyclogram.py): the stage name of every row (None otherwise);
+    #: a boundary's time appears twice, as the last row of one stage and the first of the next
+    stage: np.ndarray | None = None
+    #: per stage, {"name", "type", "t_start", "t_end", "reason"} (reason: "time", "event", "statics")
+    stages: list = field(default_factory=list)
+
+    @property
+    def columns(self) -> tuple:
+        """Names of the columns of q and qd (across all stages for a model with stages)."""
+        return tuple(self.coordinates)
 
     def to_csv(self, path):
-        """Columns: t, each coordinate, der(coordinate), then the outputs (`name` or `name[k]`).
-        Written under a temporary name and renamed: an existing file is replaced only when the new
-        one is complete."""
-        with CsvWriter(path, self.coordinates, output_columns(self.outputs), keep_partial=False) as w:
-            w.write(self.t, self.q, self.qd, self.outputs)
+        """Columns: t, (stage: for a model with stages), each coordinate, der(coordinate), then the
+        outputs (`name` or `name[k]`). Written under a temporary name and renamed: an existing file is
+        replaced only when the new one is complete."""
+        with CsvWriter(path, self.coordinates, output_columns(self.outputs), keep_partial=False,
+                       staged=self.stage is not None) as w:
+            w.write(self.t, self.q, self.qd, self.outputs, stage=self.stage)
 
     def to_npz(self, path):
         """Every array (t, q, qd, outputs) with the coordinate names, in numpy's npz format
@@ -48,15 +59,20 @@ class SimulationResult:
         if path.suffix != ".npz":
             path = path.with_name(path.name + ".npz")
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            staged = {} if self.stage is None else {"stage": np.asarray(self.stage, dtype=str),
+                                                     "stages": _stages_array(self.stages)}
             np.savez(fh, t=self.t, q=self.q, qd=self.qd, coordinates=np.array(self.coordinates),
-                     method=np.array(self.method), nfev=np.array(self.nfev),
+                     method=np.array(self.method), nfev=np.array(self.nfev), **staged,
                      **{f"out:{k}": np.asarray(v) for k, v in self.outputs.items()})
 
     @classmethod
     def read_npz(cls, path):
         with np.load(path, allow_pickle=False) as z:
+            staged = {}
+            if "stage" in z.files:
+                staged = {"stage": z["stage"].astype(str), "stages": _stages_list(z["stages"])}
             return cls(t=z["t"], q=z["q"], qd=z["qd"], coordinates=tuple(str(c) for c in z["coordinates"]),
-                       method=str(z["method"]), nfev=int(z["nfev"]),
+                       method=str(z["method"]), nfev=int(z["nfev"]), **staged,
                        outputs={k[4:]: z[k] for k in z.files if k.startswith("out:")})
 
     def series(self) -> dict:
@@ -77,6 +93,10 @@ class SimulationResult:
         cut = bool(body) and (not text.endswith("\n") or len(body[-1]) != len(header))
         if cut:
             body = body[:-1]
+        stage = None
+        if len(header) > 1 and header[1] == "stage":        # a model with stages: the names column
+            stage = np.array([r[1] for r in body], dtype=str)
+            header, body = header[:1] + header[2:], [r[:1] + r[2:] for r in body]
         data = np.array(body, dtype=float).reshape(len(body), len(header))
         n = sum(1 for h in header if h.startswith("der("))
         outputs, k = {}, 1 + 2 * n
@@ -89,7 +109,35 @@ class SimulationResult:
             k = j
         partial = cut or str(path).endswith(PARTIAL)
         return cls(t=data[:, 0], q=data[:, 1:1 + n], qd=data[:, 1 + n:1 + 2 * n], coordinates=tuple(header[1:1 + n]),
-                   method="csv", outputs=outputs, info={"partial": partial} if partial else {})
+                   method="csv", outputs=outputs, info={"partial": partial} if partial else {}, stage=stage,
+                   stages=_stages_of_rows(data[:, 0], stage) if stage is not None else [])
+
+
+#: the fields of a `stages` record, in the order the NPZ file stores them
+STAGE_FIELDS = ("name", "type", "t_start", "t_end", "reason")
+
+
+def _stages_array(stages) -> np.ndarray:
+    return np.array([[str(s.get(k, "")) for k in STAGE_FIELDS] for s in stages], dtype=str).reshape(-1, len(STAGE_FIELDS))
+
+
+def _stages_list(arr) -> list:
+    out = []
+    for row in np.asarray(arr).reshape(-1, len(STAGE_FIELDS)):
+        d = dict(zip(STAGE_FIELDS, (str(x) for x in row)))
+        d["t_start"], d["t_end"] = float(d["t_start"]), float(d["t_end"])
+        out.append(d)
+    return out
+
+
+def _stages_of_rows(t, stage) -> list:
+    """`stages` as far as a CSV file tells it: each run of equal names (type and reason unknown)."""
+    out = []
+    for k, name in enumerate(stage):
+        if not out or out[-1]["name"] != name or k == 0:
+            out.append({"name": str(name), "type": "", "t_start": float(t[k]), "t_end": float(t[k]), "reason": ""})
+        out[-1]["t_end"] = float(t[k])
+    return out
 
 
 #: suffix of a results file being written: renamed to its name when complete, left as a
@@ -126,21 +174,23 @@ class CsvWriter:
     by `close()`; an interrupted run (an exception inside `with`, a kill) leaves the previous
     `path` untouched and the rows so far in `<path>.partial` (`keep_partial=False`: removed)."""
 
-    def __init__(self, path, coordinates, output_columns=(), keep_partial=True):
+    def __init__(self, path, coordinates, output_columns=(), keep_partial=True, staged=False):
         self.path = Path(path)
+        self.staged = staged
         self.partial = self.path.with_name(self.path.name + PARTIAL)
         self.keep_partial = keep_partial
         self.rows = 0
         self.fh = open(self.partial, "w", newline="")
         self.w = csv.writer(self.fh)
         self.keys = [k for k, _ in output_columns]
-        self.w.writerow(["t", *coordinates, *(f"der({c})" for c in coordinates),
+        self.w.writerow(["t", *(["stage"] if staged else []), *coordinates, *(f"der({c})" for c in coordinates),
                          *(c for _, cols in output_columns for c in cols)])
 
-    def write(self, t, q, qd, outputs=None):
+    def write(self, t, q, qd, outputs=None, stage=None):
         outs = [np.asarray(outputs[k]).reshape(len(t), -1) for k in self.keys] if self.keys else []
         for k in range(len(t)):
-            self.w.writerow([repr(float(t[k])), *(repr(float(x)) for x in q[k]), *(repr(float(x)) for x in qd[k]),
+            self.w.writerow([repr(float(t[k])), *([str(stage[k])] if self.staged else []),
+                             *(repr(float(x)) for x in q[k]), *(repr(float(x)) for x in qd[k]),
                              *(repr(float(x)) for o in outs for x in o[k])])
         self.fh.flush()
         self.rows += len(t)
