@@ -8,6 +8,8 @@ them (`JOINT_TYPES`: adding a shorthand is one entry). `JointSections` is the pa
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dynamica.generator import expr as ex
 from dynamica.generator.expr import found
 from dynamica.generator.model import AXES, IDENT, INERTIA_KEYS, Body, Transform
@@ -20,6 +22,8 @@ JOINT_TYPES = {
     "universal": ({"axes"}, lambda j: [("rotate", a) for a in _two_axes(j["axes"])]),
     "spherical": (set(), lambda j: [("rotate", a) for a in "xyz"]),
     "free": (set(), lambda j: [("translate", a) for a in "xyz"] + [("rotate", a) for a in "xyz"]),
+    # seed 003's screw pair: translation s along the axis and rotation 2 pi s / pitch about it
+    "helical": ({"axis", "pitch"}, lambda j: [("screw", j["axis"])]),
 }
 
 
@@ -188,6 +192,16 @@ class JointSections:
         by = self.expression(value, value_path, self.pscope)
         return Transform(kind, axis, by=by, path=path) if by is not None else None
 
+    def pitch(self, value, path, tr):
+        """A screw's pitch: a non-zero expression of parameters (the translation per turn)."""
+        pitch = self.expression(value, path, self.pscope.child(time_allowed=False))
+        if pitch is None:
+            return None
+        if self.default_value(pitch) == 0.0:
+            self.err(path, f"zero pitch {ex.shown(value)}: a helical joint advances a non-zero length per turn")
+            return None
+        return replace(tr, pitch=pitch)
+
     def shorthand(self, j, path) -> list:
         """`{type: revolute, axis: z, q: a}` (or `by: w*t`, a driven joint) and the other
         JOINT_TYPES, expanded into elementary transforms that carry the shorthand's path."""
@@ -224,6 +238,8 @@ class JointSections:
             axis_path = f"{path}.axes[{i}]" if "axes" in keys and isinstance(j["axes"], list) else \
                 f"{path}.axes" if "axes" in keys else f"{path}.axis"
             tr = self.motion(kind, axis, key, value, path, axis_path, f"{path}.{key}" + ("" if single else f"[{i}]"))
+            if tr is not None and kind == "screw":
+                tr = self.pitch(j["pitch"], f"{path}.pitch", tr)
             if tr is not None:
                 out.append(tr)
         return out if len(out) == len(moves) + ("offset" in j) else []

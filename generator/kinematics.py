@@ -121,7 +121,21 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
             val = ex.parse(tr.by, scope)
             rate, accel = sp.diff(val, ex.T), sp.diff(val, ex.T, 2)
         w, eps = omega(), acc[3:]
-        if tr.kind == "rotate":
+        if tr.kind in ("translate", "screw"):    # translate along u by val
+            r = scale(val, u)
+            p = prog.let_vector(f"{t}_p", add(p, matTvec(G, r)))
+            cols = [prog.let_vector(f"{t}_A{j}", add(col[:3], cross(col[3:], r)) + col[3:])
+                    for j, col in enumerate(cols)]
+            v0 = prog.let_vector(f"{t}_v", add(v0[:3], cross(v0[3:], r)) + v0[3:])
+            lin = add(add(acc[:3], cross(eps, r)), cross(w, cross(w, r)))
+            lin = add(add(lin, scale(2 * rate, cross(w, u))), scale(accel, u))
+            acc = prog.let_vector(f"{t}_w", lin + acc[3:])
+        if tr.kind in ("rotate", "screw"):       # rotate about u by val (screw: 2 pi val / pitch)
+            turn = 1
+            if tr.kind == "screw":
+                turn = 2 * sp.pi / ex.parse(tr.pitch, scope)
+                val, rate, accel = turn * val, turn * rate, turn * accel
+                t = f"{t}r"
             if not val.free_symbols:          # a literal angle: fold cos/sin (pi/2 -> 0, 1)
                 cth, sth = sp.cos(val), sp.sin(val)
             else:
@@ -134,23 +148,18 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
             v0 = prog.let_vector(f"{t}_v", matvec(RT, v0[:3]) + matvec(RT, v0[3:]))
             new_eps = matvec(RT, add(eps, scale(rate, cross(w, u))))
             acc = prog.let_vector(f"{t}_w", matvec(RT, acc[:3]) + add(new_eps, scale(accel, u)))
-            if tr.q is not None:
-                cols.append(list(ZERO3) + list(u))
-            else:
-                v0 = v0[:3] + add(v0[3:], scale(rate, u))
-        else:  # translate along u by val
-            r = scale(val, u)
-            p = prog.let_vector(f"{t}_p", add(p, matTvec(G, r)))
-            cols = [prog.let_vector(f"{t}_A{j}", add(col[:3], cross(col[3:], r)) + col[3:])
-                    for j, col in enumerate(cols)]
-            v0 = prog.let_vector(f"{t}_v", add(v0[:3], cross(v0[3:], r)) + v0[3:])
-            lin = add(add(acc[:3], cross(eps, r)), cross(w, cross(w, r)))
-            lin = add(add(lin, scale(2 * rate, cross(w, u))), scale(accel, u))
-            acc = prog.let_vector(f"{t}_w", lin + acc[3:])
-            if tr.q is not None:
-                cols.append(list(u) + list(ZERO3))
-            else:
-                v0 = add(v0[:3], scale(rate, u)) + v0[3:]
+        # the coordinate's column [a^v; a^w] (1.4), or the driven part of the relative velocity;
+        # u is unchanged by a rotation about itself
+        lin_part = list(u) if tr.kind != "rotate" else list(ZERO3)
+        ang_part = list(ZERO3) if tr.kind == "translate" else scale(turn, u)
+        if tr.q is not None:
+            cols.append(lin_part + ang_part)
+        elif tr.kind == "translate":
+            v0 = add(v0[:3], scale(rate, u)) + v0[3:]
+        elif tr.kind == "rotate":
+            v0 = v0[:3] + add(v0[3:], scale(rate, u))
+        else:                                  # a driven screw: rate is turn * d(val)/dt
+            v0 = add(v0[:3], scale(rate / turn, u)) + add(v0[3:], scale(rate, u))
     return JointKinematics(body=i, coordinates=tuple(names), q=tuple(qs), qd=tuple(qds),
                            rho=p, G=G, A=cols, vr_hat=v0, wr_hat=acc)
 

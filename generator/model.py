@@ -50,13 +50,15 @@ class Parameter:
 @dataclass(frozen=True)
 class Transform:
     """One elementary transform of a joint: `rotate`/`translate` along a unit axis by `q`
-    (a coordinate) or `by` (an expression of t and parameters), or a constant `offset`."""
+    (a coordinate) or `by` (an expression of t and parameters), a `screw` (translation s along
+    the axis with the rotation 2 pi s / pitch about it), or a constant `offset`."""
 
-    kind: str                       # "rotate" | "translate" | "offset"
+    kind: str                       # "rotate" | "translate" | "screw" | "offset"
     vector: tuple                   # axis (3 expressions, normalised later) or the offset
     q: str | None = None
     by: object = None
     path: str = ""
+    pitch: object = None            # screw: the translation per turn (an expression of parameters)
 
 
 @dataclass(frozen=True)
@@ -274,6 +276,8 @@ def _entries(spec: ModelSpec):
         for tr in b.joint:
             if tr.by is not None:
                 yield f"{tr.path}.by", tr.by
+            if tr.pitch is not None:
+                yield f"{tr.path}.pitch", tr.pitch
             yield from ((f"{tr.path}.axis[{k}]", c) for k, c in enumerate(tr.vector))
     yield from ((f"initial.{k}", v) for k, v in spec.initial)
     for f in spec.forces:

@@ -69,10 +69,11 @@ class NumericReference:
                 continue
             u = sp.Matrix(_unit(tr.vector, scope))
             val = ex.coord_symbol(tr.q) if tr.q is not None else ex.parse(tr.by, scope)
-            if tr.kind == "rotate":
-                G = _rotation(list(u), sp.cos(val), sp.sin(val)).T * G
-            else:
+            if tr.kind in ("translate", "screw"):
                 rho = rho + G.T * u * val
+            if tr.kind in ("rotate", "screw"):
+                angle = val if tr.kind == "rotate" else 2 * sp.pi * val / ex.parse(tr.pitch, scope)
+                G = _rotation(list(u), sp.cos(angle), sp.sin(angle)).T * G
         t = ex.T
         n = len(q)
         A = sp.zeros(6, n)
