@@ -17,6 +17,7 @@ from dynamica.generator.expr import found, join_path
 from dynamica.generator.forces import FORCE_TYPES, LAW_LOCALS, REQUIRED
 from dynamica.generator.joints import JointSections
 from dynamica.generator.loops import LoopSections
+from dynamica.generator.stages import StageSections
 from dynamica.generator.model import (IDENT, INTEGRATORS, OUTPUT_KEYS_RESERVED, Force, ModelSpec, Outputs,
                                       Parameter, Simulate, _physics_warnings, _scope_of)
 
@@ -145,9 +146,9 @@ def _yaml_message(exc, text: str) -> str:
     return out
 
 
-class _Loader(JointSections, LoopSections):
+class _Loader(JointSections, LoopSections, StageSections):
     TOP = {"name", "description", "parameters", "gravity", "bodies", "initial", "forces",
-           "outputs", "simulate", "loops", "assembly"}
+           "outputs", "simulate", "loops", "assembly", "stages"}
 
     def __init__(self, file: str, data):
         self.file = file
@@ -286,6 +287,9 @@ class _Loader(JointSections, LoopSections):
         loops = self.loops(self.section(d, "loops", list, [], "a list of loop joints"), body_names, coords)
         self.entry = "assembly"
         hold = self.assembly(self.section(d, "assembly", dict, {}, "a mapping {hold: [...]}"), coords)
+        self.entry = "stages"
+        stages = self.stages(self.section(d, "stages", list, [], "a list of stages"), bodies, params, outputs,
+                             forces, loops)
         self.entry = "parameters"
         for p in params:
             if p.name in coords:
@@ -296,7 +300,7 @@ class _Loader(JointSections, LoopSections):
         spec = ModelSpec(name=name, file=self.file, parameters=tuple(params), gravity=gravity,
                          bodies=tuple(bodies), initial=tuple(initial), forces=tuple(forces),
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
-                         assembly_hold=hold)
+                         assembly_hold=hold, stages=tuple(stages))
         _physics_warnings(spec, self.default_value)
         return spec
 

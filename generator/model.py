@@ -134,6 +134,7 @@ class ModelSpec:
     description: str = ""
     loops: tuple = ()               # of Loop (closed kinematic loops)
     assembly_hold: tuple = ()       # coordinates and der(coordinates) held at their initial values
+    stages: tuple = ()              # of stages.Stage (the cyclogram; empty: one dynamics stage)
 
     @cached_property
     def coordinates(self) -> tuple:

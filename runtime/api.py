@@ -63,7 +63,6 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
     run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
     """
-    from dynamica.build import EntryVanished, cache_root, compile_bundle, import_extension
     from dynamica.build import tool_fingerprint
     spec = load_model(path)
     form = form or spec.simulate.form or "composite"
@@ -89,27 +88,64 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     except ValueError as exc:
         raise ModelError(str(path), [Problem("backend", str(exc))]) from None
     parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode(), mode.encode()]
+    return _import(spec, hashlib.sha256(b"\0".join(parts)).hexdigest(), form, backend, mode, cache, progress,
+                   check_mass_matrix)
+
+
+def spec_key(spec, form, backend="c", mode="symbolic") -> str:
+    """The cache key of a ModelSpec the tool made (a stage's structure, generator/stages.py): its
+    content (every field but the file name), the form, backend and mode, and this tool."""
+    from dataclasses import replace
+    from dynamica.build import tool_fingerprint
+    parts = [tool_fingerprint().encode(), repr(replace(spec, file="")).encode(), form.encode(), backend.encode(),
+             mode.encode()]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
+
+
+def load_spec(spec, form, backend="c", mode="symbolic", *, cache=None, progress=None,
+              check_mass_matrix=False) -> CompiledModel:
+    """Compile (or fetch from the cache) and import the module of a ModelSpec (resolved form)."""
+    return _import(spec, spec_key(spec, form, backend, mode), form, backend, mode, cache, progress,
+                   check_mass_matrix)
+
+
+def build_spec(spec, form, backend="c", mode="symbolic", cache=None) -> str:
+    """The compiled extension of a ModelSpec (built if not cached), without importing it: what a
+    worker process of a parallel build runs (runtime/cyclogram.py)."""
+    from dynamica.build import cache_root
     cache = Path(cache) if cache is not None else cache_root()
-    key = hashlib.sha256(b"\0".join(parts)).hexdigest()
+    return str(_built(spec, spec_key(spec, form, backend, mode), form, backend, mode, cache, None))
+
+
+def _built(spec, key, form, backend, mode, cache, progress) -> Path:
+    """The extension of cache key `key`: from the index when its entry verifies, else generated
+    and compiled (and indexed)."""
+    from dynamica.build import compile_bundle
     idx = _index_path(cache, key)
     so = _indexed(idx)
+    if so is None:
+        from dynamica.generator.pipeline import generate
+        gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
+        so = compile_bundle(gen.bundle, cache=cache, progress=progress,
+                            meta={"model": spec.name, "form": form, "mode": mode})
+        _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
+                           "signature": gen.module_ir.signature, "model": spec.name, "form": form, "mode": mode})
+    return so
+
+
+def _import(spec, key, form, backend, mode, cache, progress, check_mass_matrix) -> CompiledModel:
+    from dynamica.build import EntryVanished, cache_root, import_extension
+    cache = Path(cache) if cache is not None else cache_root()
     for attempt in (1, 2):                  # 2: the entry was pruned between finding and locking it
-        if so is None:
-            from dynamica.generator.pipeline import generate
-            gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
-            so = compile_bundle(gen.bundle, cache=cache, progress=progress,
-                                meta={"model": spec.name, "form": form, "mode": mode})
-            _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
-                               "signature": gen.module_ir.signature,
-                               "model": spec.name, "form": form, "mode": mode})
+        so = _built(spec, key, form, backend, mode, cache, progress)
         try:
             module = import_extension(so)
             break
         except EntryVanished:
             if attempt == 2:
                 raise
-            so = None
     model = CompiledModel(module, spec, so)
+    model.backend, model.mode, model.cache = backend, mode, cache      # how its stages' structures are built
     if check_mass_matrix:
         _check_regular(model)
     return model

@@ -32,6 +32,7 @@ class CompiledModel:
             self.parameters[name] = tuple(float(v) for v in vals) if vector else float(vals[0])
             k += size
         self._references = None              # closed loops: set by `assemble` (runtime/loops.py)
+        self.backend, self.mode, self.cache = "c", "symbolic", None     # set by api.load
 
     def __repr__(self):
         return f"<dynamica model {self.name!r} form={self.form!r} n={self.n}>"

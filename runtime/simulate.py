@@ -12,7 +12,7 @@ def _output_times(t0, t_end, output_step):
     if not output_step:
         return None
     k = int(np.floor((t_end - t0) / output_step + 1e-9))
-    t_eval = t0 + output_step * np.arange(k + 1)
+    t_eval = np.minimum(t0 + output_step * np.arange(k + 1), t_end)     # t_end - 1e-9 step < last <= t_end
     if t_eval[-1] < t_end - 1e-12 * max(1.0, abs(t_end)):
         t_eval = np.append(t_eval, t_end)
     return t_eval
@@ -116,6 +116,17 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     if not isinstance(model, CompiledModel):
         from dynamica.runtime.api import load
         model = load(model)
+    if model.spec.stages:                 # the cyclogram (runtime/cyclogram.py)
+        return _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out,
+                           progress)
+    return simulate_stage(model, t_end, method, rtol, atol, output_step, q0, qd0, params, t0, step, progress,
+                          segments, events, out, keep)
+
+
+def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
+                   params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
+                   keep=None) -> SimulationResult:
+    """`simulate` of one kinematic structure (a model without stages, or one stage of a cyclogram)."""
     sim = model.spec.simulate
     t_end = sim.t_end if t_end is None else float(t_end)
     method = method or sim.integrator
@@ -168,6 +179,21 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     if writer is not None:
         writer.close()
     return rows.result(out)
+
+
+def _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):
+    from dynamica.runtime import cyclogram
+    unsupported = [k for k, v in (("t0", t0 != 0.0), ("q0", q0 is not None), ("qd0", qd0 is not None),
+                                  ("events", events), ("progress", progress)) if v]
+    if unsupported:
+        raise ValueError(f"a model with stages starts from its initial values at t = 0 and its stages end by "
+                         f"their own events: {', '.join(unsupported)} cannot be given")
+    res = cyclogram.run(model, t_end=t_end, method=method, rtol=rtol, atol=atol, output_step=output_step,
+                        params=params)
+    if out is not None:
+        res.to_csv(out)
+        res.info["out"] = str(out)
+    return res
 
 
 def _open_writer(model, out, t0, y0, params):
