@@ -152,12 +152,16 @@ class JointSections:
             if not isinstance(tr, dict):
                 self.err(p, f"expected a mapping like `{{rotate: z, q: a}}`, found {found(tr)}")
                 continue
-            self.keys(tr, p, {"rotate", "translate", "q", "by"})
-            kinds = [x for x in ("rotate", "translate") if x in tr]
+            self.keys(tr, p, {"rotate", "translate", "screw", "pitch", "q", "by"})
+            kinds = [x for x in ("rotate", "translate", "screw") if x in tr]
             if len(kinds) != 1:
-                self.err(p, "expected exactly one of `rotate` or `translate`")
+                self.err(p, "expected exactly one of `rotate`, `translate` or `screw`")
                 continue
             kind = kinds[0]
+            if ("pitch" in tr) != (kind == "screw"):
+                self.err(p, "`screw` needs `pitch` (the advance per turn)" if kind == "screw" else
+                         f"`pitch` belongs to a `screw`, not to a `{kind}`")
+                continue
             has_q, has_by = "q" in tr, "by" in tr
             if has_q and has_by:
                 self.err(p, "a transform has exactly one of `q` or `by`, found both")
@@ -175,7 +179,10 @@ class JointSections:
                 self.err(p, f"`{kind}` needs `q:` (a coordinate) or `by:` (an expression of t and parameters)")
                 continue
             key = "q" if has_q else "by"
+            pitch = tr.get("pitch")
             tr = self.motion(kind, tr[kind], key, tr[key], p, f"{p}.{kind}", f"{p}.{key}")
+            if tr is not None and kind == "screw":
+                tr = self.pitch(pitch, f"{p}.pitch", tr)
             if tr is not None:
                 out.append(tr)
         return out

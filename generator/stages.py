@@ -278,7 +278,7 @@ class StageSections:
                 if "event" in d:
                     event = self._event(d["event"], f"{path}.event", where, coords, lock, params, outputs,
                                         set(by_name) | {f["name"] for f in forces} | {lp.name for lp in loops},
-                                        removed)
+                                        removed, {f["name"] for f in forces})
             out.append(Stage(name=name, type=st_type, until=until, event=event, set=sets, lock=tuple(lock),
                              release=tuple(rel), remove=tuple(rem), free=None if free is None else tuple(free),
                              output_step=step, path=path))
@@ -349,7 +349,7 @@ class StageSections:
                     out.append((name, x))
         return tuple(out)
 
-    def _event(self, v, path, where, coords, lock, params, outputs, owners, removed):
+    def _event(self, v, path, where, coords, lock, params, outputs, owners, removed, force_names):
         """(text, direction) of a stage's event; `owners`: the names an output key can start with
         besides the points (bodies, forces, loops)."""
         if isinstance(v, str):
@@ -385,6 +385,9 @@ class StageSections:
                                          f"or loop of the model{hint}")
             elif "." in key and owner in removed:
                 self.err(f"{path}.expr", f"{where}: `{key}` belongs to body `{owner}`, removed in {removed[owner]}")
+            elif owner in force_names and not outputs.forces:
+                self.err(f"{path}.expr", f"{where}: `{key}` is the value of a force element, an output only with "
+                                         "`outputs: {forces: true}`")
         return (text, DIRECTIONS[direction])
 
 

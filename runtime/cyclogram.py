@@ -61,7 +61,9 @@ def build(model, structs) -> dict:
         import multiprocessing as mp
         workers = min(len(missing), os.cpu_count() or 1)
         log.info("building %d stage structures in %d processes", len(missing), workers)
-        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        # fork: the workers inherit the loaded tool (spawn would re-run the caller's __main__)
+        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context(method)) as pool:
             jobs = [pool.submit(api.build_spec, todo[s][0], model.form, model.backend, model.mode, cache)
                     for s in missing]
             for job in jobs:
