@@ -55,17 +55,20 @@ def _write_index(idx: Path, record: dict):
 
 
 def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_matrix=True,
-         select_by="predicted", mode="symbolic") -> CompiledModel:
+         select_by="predicted", mode="symbolic", **import_options) -> CompiledModel:
     """Compile (or fetch from the cache) and import the module of a model file.
 
     form="auto" picks the cheapest form: by the flop formulas of chapter 4 (select_by=
     "predicted", the dissertation's choice) or by timing every compiled form ("measured").
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
     run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
+    A URDF file (docs/urdf.md) takes `import_options`: floating=True (a free root link),
+    mimic="independent" (default) or "coupled", limits=True (joint limits as `limit` forces).
     """
     from dynamica.build import EntryVanished, cache_root, compile_bundle, import_extension
     from dynamica.build import tool_fingerprint
-    spec = load_model(path)
+    cache = Path(cache) if cache is not None else cache_root()
+    spec = load_model(path, cache=cache, **import_options)
     form = form or spec.simulate.form or "composite"
     if form == "auto":
         from dynamica.runtime import selection
@@ -89,7 +92,8 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     except ValueError as exc:
         raise ModelError(str(path), [Problem("backend", str(exc))]) from None
     parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode(), mode.encode()]
-    cache = Path(cache) if cache is not None else cache_root()
+    if import_options:
+        parts.append(json.dumps(import_options, sort_keys=True, default=str).encode())
     key = hashlib.sha256(b"\0".join(parts)).hexdigest()
     idx = _index_path(cache, key)
     so = _indexed(idx)
