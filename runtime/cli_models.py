@@ -51,7 +51,8 @@ def cmd_params(args):
 
 def add_parsers(sub, common):
     from dynamica.runtime import paramsets
-    p = sub.add_parser("convert", help="write a robot description (URDF) as a model file (YAML)")
+    p = sub.add_parser("convert", help="write a robot description (URDF) as a model file (YAML)",
+                       description="A URDF robot (docs/urdf.md) as a readable model file (docs/model_format.md).")
     p.add_argument("model", help="robot description (.urdf)")
     p.add_argument("-o", "--output", required=True, help="the model file to write (YAML)")
     add_import_options(p)
