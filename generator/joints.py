@@ -67,7 +67,7 @@ class JointSections:
             # an intermediate frame (`mass: 0`) may omit com and inertia; any other body gives both
             mass = b.get("mass")
             massless = type(mass) in (int, float) and mass == 0
-            self.keys(b, path, {"name", "parent", "joint", "mass", "com", "inertia"},
+            self.keys(b, path, {"name", "parent", "joint", "mass", "com", "inertia", "visual"},
                       required=("name", "parent", "joint", "mass") + (() if massless else ("com", "inertia")))
             name = b.get("name")
             ok = self.ident(name, f"{path}.name", "a body name")
@@ -91,8 +91,10 @@ class JointSections:
             mass = self.expression(b.get("mass", 0), f"{path}.mass", sc) if "mass" in b else 0
             com = self.vector(b.get("com", [0, 0, 0]), f"{path}.com", sc) or (0, 0, 0)
             inertia = self.inertia(b.get("inertia", [0, 0, 0]), f"{path}.inertia", sc)
+            visual = self.visuals(b.get("visual"), f"{path}.visual")
             out.append(Body(name=name if ok else None, parent=parent, joint=tuple(joint),
-                            mass=mass if mass is not None else 0, com=com, inertia=inertia, path=path))
+                            mass=mass if mass is not None else 0, com=com, inertia=inertia, path=path,
+                            visual=visual))
         self.entry = "bodies"
         names = {b.name for b in out}
         for b in out:

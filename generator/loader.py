@@ -18,16 +18,35 @@ from dynamica.generator.forces import FORCE_TYPES, LAW_LOCALS, REQUIRED
 from dynamica.generator.joints import JointSections
 from dynamica.generator.loops import LoopSections
 from dynamica.generator.stages import StageSections
+from dynamica.generator.visuals import VisualSections
 from dynamica.generator.model import (IDENT, INTEGRATORS, OUTPUT_KEYS_RESERVED, Force, ModelSpec, Outputs,
                                       Parameter, Simulate, _physics_warnings, _scope_of)
 
 
-def load(source) -> ModelSpec:
-    """A model file (a path) or an already-parsed mapping, checked (model.load_model)."""
+def load(source, file=None, cache=None, **import_options) -> ModelSpec:
+    """A model file (a path) or an already-parsed mapping (`file`: the name its errors give),
+    checked (model.load_model). A file of another format (IMPORTERS, by suffix) is converted
+    to the mapping a model file would hold first (kept in `cache`, a directory, when given);
+    `import_options` go to its importer."""
     if isinstance(source, dict):
-        return _checked(_Loader("<dict>", source))
+        return _checked(_Loader(file or "<dict>", source))
     path = Path(source)
+    importer = IMPORTERS.get(path.suffix.lower())
+    if importer is not None:
+        return _checked(_Loader(str(path), importer(path, cache=cache, **import_options)))
+    if import_options:
+        raise ModelError(str(path), [Problem("", f"the options {', '.join(sorted(import_options))} are for "
+                                                 f"robot descriptions ({', '.join(IMPORTERS)} files)")])
     return _checked(_Loader(str(path), read_yaml(path)))
+
+
+def _urdf(path, cache=None, **options):
+    from dynamica.generator import urdf
+    return urdf.cached_model(path, urdf.check_options(path, **options), cache)
+
+
+#: file suffix -> importer(path, **options) -> the mapping of a model file
+IMPORTERS = {".urdf": _urdf}
 
 
 def _checked(loader: "_Loader") -> ModelSpec:
@@ -146,7 +165,7 @@ def _yaml_message(exc, text: str) -> str:
     return out
 
 
-class _Loader(JointSections, LoopSections, StageSections):
+class _Loader(JointSections, LoopSections, StageSections, VisualSections):
     TOP = {"name", "description", "parameters", "gravity", "bodies", "initial", "forces",
            "outputs", "simulate", "loops", "assembly", "stages"}
 

@@ -70,6 +70,7 @@ class Body:
     com: tuple
     inertia: tuple                  # [Ixx, Iyy, Izz, Ixy, Iyz, Ixz] about the com, body axes
     path: str = ""
+    visual: tuple = ()              # of generator.visuals.Visual (drawing only)
 
     @property
     def coordinates(self) -> tuple:
@@ -162,14 +163,15 @@ class ModelSpec:
 
 
 # ---------------------------------------------------------------- loading
-def load_model(source) -> ModelSpec:
+def load_model(source, **import_options) -> ModelSpec:
     """Read and validate a model file (a path) or an already-parsed mapping.
 
     Whatever the file holds, the result is a ModelSpec or one ModelError naming the file, the
-    entries and what was expected (issue 12: tests/test_fuzz_models.py).
+    entries and what was expected (issue 12: tests/test_fuzz_models.py). Other description
+    formats (a URDF robot, generator/urdf.py) take `import_options` (floating, mimic, limits).
     """
     from dynamica.generator.loader import load
-    return load(source)
+    return load(source, **import_options)
 
 
 #: output keys the tool always writes (API.md): an expression cannot take them

@@ -55,16 +55,19 @@ def _write_index(idx: Path, record: dict):
 
 
 def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_matrix=True,
-         select_by="predicted", mode="symbolic") -> CompiledModel:
+         select_by="predicted", mode="symbolic", **import_options) -> CompiledModel:
     """Compile (or fetch from the cache) and import the module of a model file.
 
     form="auto" picks the cheapest form: by the flop formulas of chapter 4 (select_by=
     "predicted", the dissertation's choice) or by timing every compiled form ("measured").
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
     run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
+    A URDF file (docs/urdf.md) takes `import_options`: floating=True (a free root link),
+    mimic="independent" (default) or "coupled", limits=True (joint limits as `limit` forces).
     """
-    from dynamica.build import tool_fingerprint
-    spec = load_model(path)
+    from dynamica.build import cache_root, tool_fingerprint
+    cache = Path(cache) if cache is not None else cache_root()
+    spec = load_model(path, cache=cache, **import_options)
     form = form or spec.simulate.form or "composite"
     if form == "auto":
         from dynamica.runtime import selection
@@ -88,6 +91,8 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     except ValueError as exc:
         raise ModelError(str(path), [Problem("backend", str(exc))]) from None
     parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode(), mode.encode()]
+    if import_options:
+        parts.append(json.dumps(import_options, sort_keys=True, default=str).encode())
     return _import(spec, hashlib.sha256(b"\0".join(parts)).hexdigest(), form, backend, mode, cache, progress,
                    check_mass_matrix)
 

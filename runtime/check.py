@@ -60,12 +60,13 @@ def _rel(a, b):
     return float(np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
 
 
-def check_against_reference(model, samples=20, seed=0, spread=0.2) -> CheckReport:
-    """Random q, qd in [-1, 1], t in [0, 2], parameters scaled by U(1 - spread, 1 + spread)."""
+def check_against_reference(model, samples=20, seed=0, spread=0.2, params=None) -> CheckReport:
+    """Random q, qd in [-1, 1], t in [0, 2], parameters scaled by U(1 - spread, 1 + spread)
+    around the defaults overridden by `params` (a dict name -> value)."""
     ref = NumericReference(model.spec)
     perm = [ref.coordinates.index(c) for c in model.coordinates]
     rng = np.random.default_rng(seed)
-    p0 = model.param_vector()
+    p0 = model.param_vector(params)
     hamiltonian = getattr(model, "kind", "lagrangian") == "hamiltonian"
     e_qdd = e_M = e_sym = e_pm = e_qd = e_pmd = e_vel = 0.0
     for _ in range(samples):

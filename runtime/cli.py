@@ -21,19 +21,22 @@ MODEL_DOC = "docs/model_format.md"
 API_DOC = "docs/api.md"
 
 
-def _progress(verbose):
-    def report(stage, seconds):
-        if verbose:
-            print(f"[dynamica] {stage:<10s} {seconds:8.3f} s", file=sys.stderr, flush=True)
-    return report
+def _load(args, progress=True, **kw):
+    """dynamica.load with the command's options; prints nothing for a cached module."""
+    from dynamica.runtime.api import load
+    from dynamica.runtime.cli_models import import_options
+    from dynamica.runtime.terminal import BuildProgress
+    bar = BuildProgress(args.model, enabled=progress and not args.quiet)
+    try:
+        return load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=bar,
+                    **import_options(args), **kw)
+    finally:
+        bar.close()
 
 
 def cmd_compile(args):
     import importlib.machinery
-    from dynamica.runtime.api import load
-    print(f"[dynamica] generating and compiling {args.model} ...", file=sys.stderr, flush=True)
-    model = load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=_progress(not args.quiet),
-                 check_mass_matrix=False)
+    model = _load(args, check_mass_matrix=False)
     src = Path(model.path)
     where = src.parent
     if args.output:
@@ -43,39 +46,26 @@ def cmd_compile(args):
         for f in src.parent.iterdir():
             if f.name.endswith(keep):
                 shutil.copy2(f, where / f.name)
+    where = where.resolve()
     modname = src.name.split(".")[0]
     print(f"module `{modname}` (form {model.form}; {model.n} coordinates: {', '.join(model.coordinates)}) "
           f"is in {where}")
-    print(f"use it with:  import sys; sys.path.insert(0, {str(where)!r}); import {modname}")
-    print(f"  {modname}.rhs(t, y, p, ydot)  |  {modname}.rhs_capsule (C entry point)  |  "
+    print("use it from Python:")
+    print(f"    import sys; sys.path.insert(0, {str(where)!r}); import {modname}")
+    print(f"    {modname}.rhs(t, y, p, ydot)  |  {modname}.rhs_capsule (C entry point)  |  "
           f"{modname}.PARAMETER_DEFAULTS")
+    print(f"or, with names and checks:  import dynamica; model = dynamica.load({str(Path(args.model).resolve())!r})")
     return 0
 
 
-class ProgressBar:
-    """A one-line text bar on stderr, redrawn as the simulated time advances."""
-
-    def __init__(self, t0, t_end, enabled, width=30):
-        self.t0, self.t_end, self.enabled, self.width = t0, t_end, enabled, width
-        self.start = time.perf_counter()
-
-    def update(self, t):
-        if not self.enabled:
-            return
-        frac = min(1.0, (t - self.t0) / (self.t_end - self.t0))
-        k = int(round(frac * self.width))
-        print(f"\r[dynamica] [{'#' * k}{'.' * (self.width - k)}] {100 * frac:5.1f}%  t = {t:<10.4g} "
-              f"{time.perf_counter() - self.start:7.2f} s", end="", file=sys.stderr, flush=True)
-
-    def close(self):
-        if self.enabled:
-            print(file=sys.stderr, flush=True)
-
-
 def cmd_simulate(args):
-    from dynamica.runtime.api import load, simulate
+    from dynamica.runtime.api import simulate
+    from dynamica.runtime.paramsets import overrides
     from dynamica.runtime.results import parse_vars, plot_pages, summary_table
-    model = load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=_progress(not args.quiet))
+    from dynamica.runtime.terminal import SimulationProgress
+    from dynamica.runtime.units import variable_units
+    model = _load(args)
+    params = overrides(args, model, report=None if args.quiet else lambda line: print(line, file=sys.stderr)) or None
     if args.vars:                    # fail before a long run, not after it
         outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout
                 for j in range(int(np.prod(shape)) if shape != () else 1)] if hasattr(model.module, "outputs") else []
@@ -83,11 +73,11 @@ def cmd_simulate(args):
     t0 = time.perf_counter()
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
-    bar = ProgressBar(0.0, t_end, show)
-    keep = bool(args.plot or args.table) or not args.out     # --out alone: rows streamed, not kept
+    bar = SimulationProgress(0.0, t_end, show)
+    keep = bool(args.plot or args.table or args.report) or not args.out     # --out alone: rows streamed, not kept
     try:
         res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,
-                       output_step=args.output_step, step=args.step, out=args.out, keep=keep,
+                       output_step=args.output_step, step=args.step, out=args.out, keep=keep, params=params,
                        progress=(lambda res, new: bar.update(res.t[-1])) if show else None)
     finally:
         bar.close()
@@ -98,7 +88,7 @@ def cmd_simulate(args):
         print(f"results written to {args.out}")
     if args.plot:
         rep = plot_pages(res, args.plot, args.vars, deviation=args.deviation, title=f"{model.name} ({model.form})",
-                         panels_per_page=args.panels)
+                         panels_per_page=args.panels, units=variable_units(model))
         print(f"plot: {rep.pages} page(s), {rep.panels} panel(s) in {', '.join(map(str, rep.files))}")
     if args.table:
         names = [v for p in args.vars.replace(";", " ").split() for v in p.split(",") if v] if args.vars else None
@@ -107,7 +97,11 @@ def cmd_simulate(args):
         tab.to_csv(args.table)
         print(tab.text())
         print(f"summary table written to {args.table}")
-    if not args.out and not args.plot and not args.table:
+    if args.report:
+        from dynamica.runtime.report import write_report
+        rep = write_report(model, res, args.report, params=params, variables=args.vars)
+        print(f"report written to {rep}")
+    if not args.out and not args.plot and not args.table and not args.report:
         k = len(res.t) - 1
         for name, qv, qdv in zip(res.coordinates, res.q[k], res.qd[k]):
             print(f"  {name:>12s} = {qv: .10g}   der = {qdv: .10g}")
@@ -115,10 +109,10 @@ def cmd_simulate(args):
 
 
 def cmd_check(args):
-    from dynamica.runtime.api import load
     from dynamica.runtime.check import check_against_reference
-    model = load(args.model, form=args.form, backend=args.backend, mode=args.mode, progress=_progress(not args.quiet))
-    report = check_against_reference(model, samples=args.samples, seed=args.seed)
+    from dynamica.runtime.paramsets import overrides
+    model = _load(args)
+    report = check_against_reference(model, samples=args.samples, seed=args.seed, params=overrides(args, model) or None)
     print(report.text())
     return 0 if report.ok(args.rtol) else 1
 
@@ -258,7 +252,9 @@ def main(argv=None) -> int:
                        help="symbolic (default: everything unrolled) or numeric (joint kinematics generated, "
                        "recursions as compiled loops; composite, articulated, ltdl)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+        cli_models.add_import_options(p)
 
+    from dynamica.runtime import cli_models, paramsets
     p = sub.add_parser("compile", help="generate and compile the module of a model")
     common(p)
     p.add_argument("-o", "--output", help="directory to copy the compiled module (and its source) to")
@@ -286,6 +282,9 @@ def main(argv=None) -> int:
     p.add_argument("--progress", dest="progress", action="store_true", default=None,
                    help="show a progress bar (default: when stderr is a terminal)")
     p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument("--report", metavar="HTML", help="write one self-contained HTML page: interactive plots, "
+                   "tables, parameters and a 3-D animation (docs/report.md)")
+    paramsets.add_options(p)
     p.set_defaults(fn=cmd_simulate)
 
     p = sub.add_parser("select", help="predicted flops, generated operations and (--measure) time per RHS "
@@ -307,13 +306,18 @@ def main(argv=None) -> int:
     p.add_argument("--samples", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rtol", type=float, default=1e-10)
+    paramsets.add_options(p)
     p.set_defaults(fn=cmd_check)
 
+    cli_models.add_parsers(sub, common)
     _cache_parser(sub)
 
     args = ap.parse_args(argv)
     import warnings
-    warnings.showwarning = lambda msg, cat, *a, **k: print(f"dynamica: warning: {msg}", file=sys.stderr)
+    from dynamica.runtime.terminal import WarningsOnce, warning_cache
+    shown = WarningsOnce(warning_cache(), show_all=getattr(args, "warnings", False))
+    saved = warnings.showwarning
+    warnings.showwarning = shown
     try:
         return args.fn(args)
     except DynamicaError as exc:
@@ -327,6 +331,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:        # results written so far stay in <out>.partial
         print("dynamica: interrupted", file=sys.stderr)
         return 130
+    finally:
+        shown.summary()
+        warnings.showwarning = saved
 
 
 if __name__ == "__main__":

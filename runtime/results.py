@@ -261,16 +261,24 @@ class PlotReport:
     panels: int
 
 
-def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, title=None) -> PlotReport:
+def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, title=None, units=None,
+               boundaries=None) -> PlotReport:
     """Pages of time plots. PDF: one multi-page file; other formats (PNG, SVG): one file per
-    page, `name.png`, `name_2.png`, ... `deviation=True` plots x(t) - x(t0)."""
+    page, `name.png`, `name_2.png`, ... `deviation=True` plots x(t) - x(t0). `units` (variable ->
+    unit, runtime/units.py): axis labels with units and one panel per unit (a panel of --vars
+    mixing units is split); `boundaries`: (time, label) pairs marked as dashed lines (stages;
+    default: `result.stages`). Legends stand beside the panels, outside the data."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.backends.backend_pdf import PdfPages
+    from dynamica.runtime.report import boundaries_of, group_by_unit, label
 
     data = series(result)
     panels = parse_vars(vars, data) if not isinstance(vars, list) else vars
+    units = units or {}
+    panels = group_by_unit(panels, units) if units else panels
+    bounds = list(boundaries) if boundaries is not None else boundaries_of(result)
     path = Path(path)
     pages = [panels[k:k + panels_per_page] for k in range(0, len(panels), panels_per_page)] or [[]]
     files = []
@@ -281,15 +289,21 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
             stack.callback(pdf.close)              # closed before the rename
             files.append(path)
         for pno, page in enumerate(pages):
-            fig, axes = plt.subplots(max(len(page), 1), 1, figsize=(8.27, 2.6 * max(len(page), 1) + 0.6),
+            fig, axes = plt.subplots(max(len(page), 1), 1, figsize=(10.5, 2.6 * max(len(page), 1) + 0.6),
                                      sharex=True, squeeze=False)
             for ax, panel in zip(axes[:, 0], page):
                 for name in panel:
                     y = data[name]
                     ax.plot(result.t, y - y[0] if deviation else y, label=name)
+                for tb, name in bounds:
+                    ax.axvline(tb, color="0.5", linestyle="--", linewidth=0.8)
+                    if ax is axes[0, 0] and name:
+                        ax.annotate(name, (tb, 1.0), xycoords=("data", "axes fraction"), fontsize="small",
+                                    ha="left", va="bottom", color="0.35")
                 ax.grid(True)
-                ax.legend(fontsize="small", ncol=min(len(panel), 4))
-                ax.set_ylabel("deviation" if deviation else "value")
+                ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+                what = "deviation" if deviation else (panel[0] if len(panel) == 1 else "value")
+                ax.set_ylabel(what + label(units.get(panel[0], "") if panel else ""))
             axes[-1, 0].set_xlabel("t [s]")
             head = title or ""
             if len(pages) > 1:
@@ -298,11 +312,11 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
                 fig.suptitle(head)
             fig.tight_layout()
             if pdf:
-                pdf.savefig(fig)
+                pdf.savefig(fig, bbox_inches="tight")
             else:
                 f = path if pno == 0 else path.with_name(f"{path.stem}_{pno + 1}{path.suffix}")
                 with atomic_path(f) as tmp:
-                    fig.savefig(tmp)
+                    fig.savefig(tmp, bbox_inches="tight")
                 files.append(f)
             plt.close(fig)
     return PlotReport(files=files, pages=len(pages), panels=sum(len(p) for p in pages))

@@ -332,7 +332,7 @@ def test_a_cache_that_cannot_be_created(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DYNAMICA_CACHE", str(cache_dir))
     assert cli.main(["compile", str(model), "-q"]) == 2
     err = capsys.readouterr().err
-    assert "\ndynamica: error: the module cache" in err and "Traceback" not in err
+    assert ("\n" + err).count("\ndynamica: error: the module cache") == 1 and "Traceback" not in err   # on a line of its own
     _assert_names_cache(err, cache_dir)
 
 
