@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 #: the default-selection tests run for each mutation (all are part of CI's default run)
-TESTS = ["tests/test_oracle_sympy_mechanics.py", "tests/test_oracle_pinocchio.py", "tests/test_forms.py",
-         "tests/test_oracle_coverage.py"]
+TESTS = ["tests/test_oracle_coverage.py", "tests/test_oracle_sympy_mechanics.py", "tests/test_oracle_pinocchio.py",
+         "tests/test_forms.py"]
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def apply(pkg: Path, m: Mutation):
     path.write_text(text.replace(m.old, m.new), encoding="utf-8")
 
 
-def run_tests(pkg: Path, cache: Path, tests, timeout: float):
+def run_tests(pkg: Path, cache: Path, tests, timeout: float, maxfail: int = 0):
     env = dict(os.environ, PYTHONPATH=str(pkg.parent), DYNAMICA_CACHE=str(cache), DYNAMICA_STRICT="1")
     probe = subprocess.run([sys.executable, "-c", "import dynamica; print(dynamica.__file__)"], cwd=pkg, env=env,
                            capture_output=True, text=True, check=True).stdout.strip()
@@ -119,7 +119,7 @@ def run_tests(pkg: Path, cache: Path, tests, timeout: float):
         raise SystemExit(f"the copy is not what imports as dynamica ({probe})")
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider",
-                          "-o", "addopts=", "-rf", *tests], cwd=pkg, env=env, capture_output=True, text=True,
+                          "-o", "addopts=", "-rfE", *([f"--maxfail={maxfail}"] if maxfail else []), *tests], cwd=pkg, env=env, capture_output=True, text=True,
                          timeout=timeout)
     elapsed = time.perf_counter() - t0
     text = out.stdout + out.stderr
@@ -134,6 +134,8 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     ap.add_argument("--no-control", action="store_true", help="skip the unmutated control run")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per test run")
+    ap.add_argument("--maxfail", type=int, default=0, help="stop a mutated run after this many failures "
+                                                           "(0: run the whole subset and count)")
     ap.add_argument("--out", default=str(RESULTS / "mutation_run.md"))
     args = ap.parse_args(argv)
     if args.list:
@@ -148,7 +150,8 @@ def main(argv=None):
             pkg = copy_repository(Path(tmp))
             if m is not None:
                 apply(pkg, m)
-            rc, failed, summary, elapsed = run_tests(pkg, Path(tmp) / "cache", TESTS, args.timeout)
+            rc, failed, summary, elapsed = run_tests(pkg, Path(tmp) / "cache", TESTS, args.timeout,
+                                                     0 if m is None else args.maxfail)
         name = "(none: control)" if m is None else m.name
         caught = rc != 0
         ok &= (not caught) if m is None else caught
@@ -159,7 +162,8 @@ def main(argv=None):
     lines = ["# Mutation run (benchmarks/mutation_run.py)", "",
              "Each row plants one error in a copy of the repository and runs the default-selection (`-m \"not slow\"`)",
              "tests of " + ", ".join(f"`{t}`" for t in TESTS) + " with a fresh module cache;",
-             "every one of them is part of the default CI run. The control row is the unmutated copy.", "",
+             "every one of them is part of the default CI run. The control row is the unmutated copy."
+             + (f" Mutated runs stop after {args.maxfail} failure(s)." if args.maxfail else ""), "",
              "| mutation | file | planted error | failing tests | pytest summary | time (s) | first failing |",
              "|---|---|---|---:|---|---:|---|"]
     lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]:.0f} | {r[6]} |" for r in rows]

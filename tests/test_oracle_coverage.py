@@ -5,8 +5,8 @@
    including their values at 0 and at kinks (heaviside(0) = 1/2, sign(0) = 0, abs, min and max
    at ties), and against the numeric reference at random states.
 2. Pinocchio at t != 0 with driven joints (a rotation and a translation by functions of t, one with
-   a parameter whose default is 0), joint forces (a generalized force and a joint spring-damper:
-   Pinocchio's tau) and body forces in the body and the ground frame (Pinocchio's fext), with
+   a parameter whose default is 0), joint forces (a generalized force, a joint spring-damper and a
+   `limit`: Pinocchio's tau) and body forces in the body and the ground frame (Pinocchio's fext), with
    parameter draws that change signs and move zero defaults. Pinocchio sees the driven transforms
    as joints with prescribed q, v, a: M_ff a_f = tau_f - b_f - M_fd a_d, with b = rnea(q, v, 0,
    fext). Every registered form: the Lagrangian ones in q'' and the mass matrix; the Hamiltonian
@@ -114,7 +114,8 @@ def test_kink_values_are_the_documented_ones():
 # --------------------------------------------------------------------------- 2. Pinocchio, driven and forced
 
 #: parameters the test adds to the random tree; Z's default is 0 (a term that a multiplicative draw never moves)
-EXTRA = {"W": 0.7, "A": 0.3, "w": 2.1, "B": 0.15, "Z": 0.0, "F0": 0.8, "F1": 1.3, "k1": 2.0, "d1": 0.3}
+EXTRA = {"W": 0.7, "A": 0.3, "w": 2.1, "B": 0.15, "Z": 0.0, "F0": 0.8, "F1": 1.3, "k1": 2.0, "d1": 0.3,
+         "kl": 0.6, "mul": 0.4}
 
 
 def _drive_rot(p, t):
@@ -149,13 +150,15 @@ class DrivenTree:
         md.setdefault("parameters", {}).update(EXTRA)
         tree.defaults.update(EXTRA)
         free = [c for c in tree.coordinates if c not in self.drives]
-        self.gen_coord, self.spring_coord = free[0], free[-1]
+        self.gen_coord, self.spring_coord, self.limit_coord = free[0], free[-1], free[1]
         self.fb_body, self.fg_body = tree.bodies[1].name, tree.bodies[-1].name
         self.point = [0.1, -0.05, 0.2]
         md["forces"] = [
             {"type": "generalized_force", "coordinate": self.gen_coord, "value": f"F1*sin(t) - 0.4*{self.gen_coord}"},
             {"type": "joint_spring_damper", "coordinate": self.spring_coord, "stiffness": "k1", "damping": "d1",
              "neutral": 0.1},
+            {"type": "limit", "coordinate": self.limit_coord, "lower": -0.2, "upper": 0.3, "stiffness": "kl",
+             "damping": "mul", "decay": 3.0},
             {"type": "body_force", "body": self.fb_body, "frame": "body", "point": self.point,
              "force": ["F0", 0, "F1*cos(t) + Z"], "torque": [0, 0.2, "Z*t"]},
             {"type": "body_force", "body": self.fg_body, "frame": "ground",      # at the centre of mass
@@ -187,6 +190,9 @@ class DrivenTree:
         tau[g] += vals["F1"] * np.sin(t) - 0.4 * qv[g]
         s = names.index(self.spring_coord)
         tau[s] += -vals["k1"] * (qv[s] - 0.1) - vals["d1"] * vv[s]
+        c = names.index(self.limit_coord)           # docs/model_format.md, `limit`
+        kl, mul = vals["kl"], vals["mul"]
+        tau[c] += (kl - mul * vv[c]) * np.exp(-3.0 * (qv[c] + 0.2)) - (kl + mul * vv[c]) * np.exp(3.0 * (qv[c] - 0.3))
         fext = self._fext(pmodel, data, qv, vals, t)
         M = pin.crba(pmodel, data, qv)
         M = np.triu(M) + np.triu(M, 1).T
