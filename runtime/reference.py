@@ -1,10 +1,12 @@
 """Numeric reference: the composite-body algorithm evaluated with numpy, no unrolled generation.
 
 Independent of the generator on purpose: it shares no code with generator/ beyond the validated
-plain data of the loader (ModelSpec: the model's expression texts, expanded joint transforms,
-inertia components in the documented order). It parses the expression texts itself (Python's
-`ast`, the grammar of docs/model_format.md, into sympy), numbers the bodies itself, builds the
-elementary rotations itself, and takes the joint quantities from differentiating rho_i(q, t) and
+plain data of the loader (ModelSpec: the model's expression texts, inertia components in the
+documented order). It reads the joints from the model file itself (shorthands expanded and named
+axes mapped as docs/model_format.md says; a model given as a mapping uses the loader's expanded
+transforms), parses the expression texts itself (Python's `ast`, the grammar of
+docs/model_format.md, into sympy), numbers the bodies itself, builds the elementary rotations
+itself, and takes the joint quantities from differentiating rho_i(q, t) and
 G_i(q, t) as (1.2)-(1.5) define them (the generator composes velocities through the transforms
 instead); the recursions use explicit 6x6 matrices C_i, M_i and T_ij ((1.13), (1.33), (1.36),
 (2.19)-(2.22)) in ordinary loops, and the force laws are written out from docs/model_format.md.
@@ -17,9 +19,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import sympy as sp
+import yaml
 
 #: the functions of the expression grammar (docs/model_format.md, "Expressions"); sign(0) = 0,
 #: heaviside(0) = 1/2 (sympy's conventions, the documented ones)
@@ -34,6 +38,51 @@ LAW_LOCALS = ("elongation", "elongation_rate")
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
            ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
 _UNARY = {ast.USub: lambda a: -a, ast.UAdd: lambda a: a}
+
+
+#: docs/model_format.md, "Axes" and "Shorthands"
+NAMED_AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1), "-x": (-1, 0, 0), "-y": (0, -1, 0), "-z": (0, 0, -1)}
+SHORTHANDS = {
+    "revolute": lambda j, qs, m: [{"rotate": j["axis"], **m}],
+    "prismatic": lambda j, qs, m: [{"translate": j["axis"], **m}],
+    "universal": lambda j, qs, m: [{"rotate": a, "q": c} for a, c in zip(j["axes"], qs)],
+    "spherical": lambda j, qs, m: [{"rotate": a, "q": c} for a, c in zip("xyz", qs)],
+    "free": lambda j, qs, m: [{"translate": a, "q": c} for a, c in zip("xyz", qs[:3])]
+    + [{"rotate": a, "q": c} for a, c in zip("xyz", qs[3:])],
+}
+
+
+def joint_transforms(spec) -> dict:
+    """Body name -> [(kind, axis or offset texts, coordinate, by)], read from the model file when
+    there is one (else the loader's expansion): kind "rotate", "translate" or "offset"."""
+    path = Path(spec.file)
+    if not path.is_file():
+        return {b.name: [(tr.kind, tr.vector, tr.q, tr.by) for tr in b.joint] for b in spec.bodies}
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {b["name"]: _expand(b["joint"]) for b in raw["bodies"]}
+
+
+def _expand(joint) -> list:
+    if isinstance(joint, dict):
+        q = joint.get("q")
+        motion = {"q": q} if "q" in joint else {"by": joint.get("by")}
+        items = [{"translate": joint["offset"]}] if "offset" in joint else []
+        joint = items + SHORTHANDS[joint["type"]](joint, q if isinstance(q, list) else [q], motion)
+    out = []
+    for tr in joint:
+        kind = "rotate" if "rotate" in tr else "translate"
+        if "q" not in tr and "by" not in tr:
+            out.append(("offset", tuple(tr["translate"]), None, None))
+        else:
+            out.append((kind, _axis(tr[kind]), tr.get("q"), tr.get("by")))
+    return out
+
+
+def _axis(axis) -> tuple:
+    """A named axis, the name of a vector parameter, or three expressions."""
+    if isinstance(axis, str):
+        return NAMED_AXES[axis] if axis in NAMED_AXES else tuple(f"{axis}[{k}]" for k in range(3))
+    return tuple(axis)
 
 
 def skew(a):
@@ -145,15 +194,17 @@ class NumericReference:
         values = {p.name: p.value for p in spec.parameters}
         self.defaults = np.array([values[n] if k is None else values[n][k] for n, k in names.slots], dtype=float)
         by_name = {b.name: b for b in spec.bodies}
+        joints = joint_transforms(spec)
         self.coordinates = []
         self.joint_fns, self.slices, self.inertia_fns = [None], [None], [None]
         for i in range(1, N + 1):
             body = by_name[topo.names[i]]
-            coords = [tr.q for tr in body.joint if tr.q is not None]
+            coords = [q for _, _, q, _ in joints[body.name] if q is not None]
             start = len(self.coordinates)
             self.coordinates += coords
             self.slices.append(slice(start, len(self.coordinates)))
-            self.joint_fns.append(self._joint(body, [names.q[c] for c in coords], [names.qd[c] for c in coords]))
+            self.joint_fns.append(self._joint(joints[body.name], [names.q[c] for c in coords],
+                                              [names.qd[c] for c in coords]))
             m = names.expr(body.mass)
             rc = names.vector(body.com)
             ixx, iyy, izz, ixy, iyz, ixz = [names.expr(x) for x in body.inertia]   # docs/model_format.md order
@@ -163,17 +214,17 @@ class NumericReference:
         self._forces()
 
     # -- joint kinematics by differentiation, (1.1)-(1.5)
-    def _joint(self, body, q, qd):
+    def _joint(self, transforms, q, qd):
         names = self.names
         G = sp.eye(3)            # parent -> current frame
         rho = sp.zeros(3, 1)     # current origin in parent frame
-        for tr in body.joint:
-            if tr.kind == "offset":
-                rho = rho + G.T * names.vector(tr.vector)
+        for kind, vector, coordinate, by in transforms:
+            if kind == "offset":
+                rho = rho + G.T * names.vector(vector)
                 continue
-            u = unit(names.vector(tr.vector))
-            val = names.q[tr.q] if tr.q is not None else names.expr(tr.by)
-            if tr.kind == "rotate":
+            u = unit(names.vector(vector))
+            val = names.q[coordinate] if coordinate is not None else names.expr(by)
+            if kind == "rotate":
                 G = elementary_G(u, val) * G
             else:
                 rho = rho + G.T * u * val
