@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 #: the default-selection tests run for each mutation (all are part of CI's default run)
-TESTS = ["tests/test_oracle_coverage.py", "tests/test_oracle_sympy_mechanics.py", "tests/test_oracle_pinocchio.py",
+TESTS = ["tests/test_reference.py", "tests/test_oracle_coverage.py", "tests/test_oracle_sympy_mechanics.py", "tests/test_oracle_pinocchio.py",
          "tests/test_forms.py"]
 
 
