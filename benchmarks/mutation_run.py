@@ -145,9 +145,12 @@ def main(argv=None):
     chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
     rows, ok = [], True
     plan = ([None] if not args.no_control else []) + chosen
+    snapshot = tempfile.TemporaryDirectory(prefix="dyn_mutation_base_")    # the tree as it is now, for every run
+    base = copy_repository(Path(snapshot.name))
     for m in plan:
         with tempfile.TemporaryDirectory(prefix="dyn_mutation_") as tmp:
-            pkg = copy_repository(Path(tmp))
+            pkg = Path(tmp) / "dynamica"
+            shutil.copytree(base, pkg)
             if m is not None:
                 apply(pkg, m)
             rc, failed, summary, elapsed = run_tests(pkg, Path(tmp) / "cache", TESTS, args.timeout,
@@ -159,6 +162,7 @@ def main(argv=None):
         rows.append((name, "" if m is None else m.file, "" if m is None else m.what, len(failed), summary,
                      elapsed, first))
         print(f"{name:24s} failing {len(failed):4d}  {elapsed:7.1f} s  {summary}", flush=True)
+    snapshot.cleanup()
     lines = ["# Mutation run (benchmarks/mutation_run.py)", "",
              "Each row plants one error in a copy of the repository and runs the default-selection (`-m \"not slow\"`)",
              "tests of " + ", ".join(f"`{t}`" for t in TESTS) + " with a fresh module cache;",
