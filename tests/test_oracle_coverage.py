@@ -167,9 +167,13 @@ class DrivenTree:
         self.tree, self.free = tree, free
 
     def draw(self, rng):
-        """Parameter overrides: the tree's own redraw (signs of offsets and centres of mass change)
-        and the added ones scaled, shifted and of either sign (Z moves off 0)."""
+        """Parameter overrides: the tree's own redraw (signs of offsets and centres of mass change),
+        masses over three decades (0.03 to 30 times the tree's draw), and the added ones scaled,
+        shifted and of either sign (Z moves off 0)."""
         ov = self.tree.random_overrides(rng)
+        for name, (kind, _) in self.tree.param_kinds.items():
+            if kind == "mass":
+                ov[name] = float(ov.get(name, self.tree.defaults[name]) * 10 ** rng.uniform(-1.5, 1.5))
         for name, v in EXTRA.items():
             ov[name] = float(rng.choice([-1.0, 1.0]) * v * rng.uniform(0.8, 1.2) + rng.uniform(-0.3, 0.3))
         return ov
