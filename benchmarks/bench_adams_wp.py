@@ -9,7 +9,7 @@ Compares, at rtol = atol = tol for tol in 1e-4 ... 1e-12:
 * scipy LSODA and DOP853
 
 on Pleiades (t in [0, 3]), Arenstorf over one period and DETEST D5 (Kepler, e = 0.9, [0, 20]);
-problems and reference values from /work/shared/testsets (README.md, detest_public.json).
+problems and reference values from tests/data (README.md, detest_public.json; sources cited there).
 
 A second section sweeps dyn-C and CVODE alone over 37 tolerances (1e-3 ... 1e-12, quarter
 decades) and compares them per digit band in three ways (see ``dense_sweep``), because one end
@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 from scipy.integrate import solve_ivp
 
-TESTSETS = Path("/work/shared/testsets")
+TESTSETS = Path(__file__).resolve().parents[1] / "tests" / "data"
 TOLS = [1e-4, 1e-6, 1e-8, 1e-10, 1e-12]
 METHODS = ["dyn-C", "dyn-Py", "CVODE", "LSODA", "DOP853"]
 METHOD_DOC = {
@@ -124,7 +124,7 @@ def detest_d5():
 
 PROBLEMS = [pleiades, arenstorf, detest_d5]
 
-# CVODE-Adams baseline (digits, nfe) printed in /work/shared/testsets/README.md, for a cross-check
+# CVODE-Adams baseline (digits, nfe) printed in tests/data/README.md, for a cross-check
 README_CVODE = {
     "PLEI(0,3)": [(0.70, 431), (2.30, 702), (4.16, 1226), (6.04, 1725), (7.80, 2740)],
     "AREN(0,T)": [(0.80, 342), (0.69, 549), (2.95, 952), (4.79, 1370), (6.04, 1956)],

@@ -8,8 +8,13 @@ give back qd; and the mass matrix. `max_rel_qdd` then holds the worst relative d
 state derivative (qd and pm' parts), so `ok` means the same for both kinds. For Hamiltonian
 modules the scaled parameters are redrawn until every body inertia M_i is positive definite
 (scaling a moment of inertia and the parallel-axis terms independently can make an inertia
-about the centre of mass negative, and then the mass matrix or the matrix of (1.65) indefinite,
-with pivots of its L^T D L that may come near zero and cost digits at random draws).
+about the centre of mass negative, and then the mass matrix or the matrix of (1.65) indefinite).
+
+Parameters are drawn as p0 * U(1 - spread, 1 + spread), and half of them (at random) also
+shifted by U(-spread/4, spread/4): a default of zero moves and a small one may change sign, so
+a parameter entering with a wrong sign or not at all is seen. Draws whose body inertias are
+not positive semidefinite are redrawn (then the shift is dropped). A NaN or infinity in either
+result counts as a mismatch.
 """
 
 from __future__ import annotations
@@ -57,12 +62,31 @@ class CheckReport:
 
 
 def _rel(a, b):
+    """||a - b|| / max(1, ||b||); infinite when either side is not finite (NaN never agrees)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return float("inf")
     return float(np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
 
 
+def _draw(ref, p0, rng, spread):
+    """Parameters scaled and (half of them) shifted, with physical body inertias when one of 50
+    draws has them; else scaled only (see the module docstring)."""
+    for _ in range(50):
+        shift = rng.uniform(-spread / 4, spread / 4, p0.shape) * (rng.uniform(size=p0.shape) < 0.5)
+        p = p0 * rng.uniform(1 - spread, 1 + spread, p0.shape) + shift
+        if ref.physical(p):
+            return p
+    for _ in range(50):
+        p = p0 * rng.uniform(1 - spread, 1 + spread, p0.shape)
+        if ref.physical(p):
+            break
+    return p
+
+
 def check_against_reference(model, samples=20, seed=0, spread=0.2, params=None) -> CheckReport:
-    """Random q, qd in [-1, 1], t in [0, 2], parameters scaled by U(1 - spread, 1 + spread)
-    around the defaults overridden by `params` (a dict name -> value)."""
+    """Random q, qd in [-1, 1], t in [0, 2], parameters drawn by `_draw` around the defaults
+    overridden by `params` (a dict name -> value)."""
     ref = NumericReference(model.spec)
     perm = [ref.coordinates.index(c) for c in model.coordinates]
     rng = np.random.default_rng(seed)
@@ -71,11 +95,7 @@ def check_against_reference(model, samples=20, seed=0, spread=0.2, params=None) 
     e_qdd = e_M = e_sym = e_pm = e_qd = e_pmd = e_vel = 0.0
     for _ in range(samples):
         q, qd, t = rng.uniform(-1, 1, model.n), rng.uniform(-1, 1, model.n), rng.uniform(0, 2)
-        p = p0 * rng.uniform(1 - spread, 1 + spread, p0.shape)
-        for _retry in range(50 if hamiltonian else 0):
-            if ref.physical(p):
-                break
-            p = p0 * rng.uniform(1 - spread, 1 + spread, p0.shape)
+        p = _draw(ref, p0, rng, spread)
         qr, qdr = np.empty(model.n), np.empty(model.n)
         qr[perm], qdr[perm] = q, qd
         if hamiltonian:
@@ -93,14 +113,13 @@ def check_against_reference(model, samples=20, seed=0, spread=0.2, params=None) 
         else:
             a = np.empty(model.n)
             model.module.qdd(t, q, qd, p, a)
-            b = ref.qdd(qr, qdr, t, p)[perm]
-            e_qdd = max(e_qdd, np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b)))
+            e_qdd = max(e_qdd, _rel(a, ref.qdd(qr, qdr, t, p)[perm]))
         M = np.empty(model.n * model.n)
         model.module.mass_matrix(t, q, p, M)
         M = M.reshape(model.n, model.n)
         Mr = ref.mass_matrix(qr, t, p)[np.ix_(perm, perm)]
-        e_M = max(e_M, np.linalg.norm(M - Mr) / max(1.0, np.linalg.norm(Mr)))
-        e_sym = max(e_sym, np.linalg.norm(M - M.T) / max(1.0, np.linalg.norm(M)))
+        e_M = max(e_M, _rel(M, Mr))
+        e_sym = max(e_sym, _rel(M, M.T))
     if hamiltonian:
         return CheckReport(model.name, model.form, samples, e_qdd, e_M, e_sym, kind="hamiltonian",
                            max_rel_momenta=e_pm, max_rel_qd=e_qd, max_rel_pmd=e_pmd, max_rel_velocities=e_vel)

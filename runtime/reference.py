@@ -1,20 +1,94 @@
 """Numeric reference: the composite-body algorithm evaluated with numpy, no unrolled generation.
 
-Independent of the generator on purpose: the joint quantities come from differentiating
-rho_i(q, t) and G_i(q, t) as (1.2)-(1.5) define them (the generator composes velocities
-through the transforms instead), and the recursions use explicit 6x6 matrices C_i, M_i and
-T_ij ((1.13), (1.33), (1.36), (2.19)-(2.22)) in ordinary loops. `dynamica check` and the
-tests compare the compiled module with it at random states and parameters.
+Independent of the generator on purpose: it shares no code with generator/ beyond the validated
+plain data of the loader (ModelSpec: the model's expression texts, inertia components in the
+documented order). It reads the joints from the model file itself (shorthands expanded and named
+axes mapped as docs/model_format.md says; a model given as a mapping uses the loader's expanded
+transforms), parses the expression texts itself (Python's `ast`, the grammar of
+docs/model_format.md, into sympy), numbers the bodies itself, builds the elementary rotations
+itself, and takes the joint quantities from differentiating rho_i(q, t) and
+G_i(q, t) as (1.2)-(1.5) define them (the generator composes velocities through the transforms
+instead); the recursions use explicit 6x6 matrices C_i, M_i and T_ij ((1.13), (1.33), (1.36),
+(2.19)-(2.22)) in ordinary loops, and the force laws are written out from docs/model_format.md.
+`dynamica check` and the tests compare the compiled module with it at random states and
+parameters; a convention error in the generator (an axis sign, a rotation's sense, the order of
+the inertia components, a force's frame) is therefore not repeated here.
 """
 
 from __future__ import annotations
 
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 import sympy as sp
+import yaml
 
-from dynamica.generator import expr as ex
-from dynamica.generator.kinematics import _rotation, _unit
-from dynamica.generator.topology import build_topology
+#: the functions of the expression grammar (docs/model_format.md, "Expressions"); sign(0) = 0,
+#: heaviside(0) = 1/2 (sympy's conventions, the documented ones)
+FUNCTIONS = {
+    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": sp.asin, "acos": sp.acos,
+    "atan": sp.atan, "atan2": sp.atan2, "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh,
+    "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "abs": sp.Abs, "sign": sp.sign,
+    "min": sp.Min, "max": sp.Max, "heaviside": lambda x: sp.Heaviside(x, sp.Rational(1, 2)),
+}
+#: the names a spring_damper `law` binds (docs/model_format.md, `spring_damper`)
+LAW_LOCALS = ("elongation", "elongation_rate")
+_BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+_UNARY = {ast.USub: lambda a: -a, ast.UAdd: lambda a: a}
+
+
+#: docs/model_format.md, "Axes" and "Shorthands"
+NAMED_AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1), "-x": (-1, 0, 0), "-y": (0, -1, 0), "-z": (0, 0, -1)}
+SHORTHANDS = {
+    "revolute": lambda j, qs, m: [{"rotate": j["axis"], **m}],
+    "prismatic": lambda j, qs, m: [{"translate": j["axis"], **m}],
+    "universal": lambda j, qs, m: [{"rotate": a, "q": c} for a, c in zip(j["axes"], qs)],
+    "spherical": lambda j, qs, m: [{"rotate": a, "q": c} for a, c in zip("xyz", qs)],
+    "free": lambda j, qs, m: [{"translate": a, "q": c} for a, c in zip("xyz", qs[:3])]
+    + [{"rotate": a, "q": c} for a, c in zip("xyz", qs[3:])],
+    "helical": lambda j, qs, m: [{"screw": j["axis"], "pitch": j["pitch"], **m}],
+}
+
+
+def joint_transforms(spec) -> dict:
+    """Body name -> [(kind, axis or offset texts, coordinate, by, pitch)], read from the model file
+    when there is one and it has the spec's bodies and coordinates (else the loader's expansion:
+    a model given as a mapping, a stage's structure): kind "rotate", "translate", "screw" or
+    "offset"."""
+    own = {b.name: [(tr.kind, tr.vector, tr.q, tr.by, tr.pitch) for tr in b.joint] for b in spec.bodies}
+    path = Path(spec.file)
+    if not path.is_file() or path.suffix not in (".yaml", ".yml"):
+        return own
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    read = {b["name"]: _expand(b["joint"]) for b in raw["bodies"]}
+    same = set(read) == set(own) and all([x[2] for x in read[n]] == [x[2] for x in own[n]] for n in own)
+    return read if same else own
+
+
+def _expand(joint) -> list:
+    if isinstance(joint, dict):
+        q = joint.get("q")
+        motion = {"q": q} if "q" in joint else {"by": joint.get("by")}
+        items = [{"translate": joint["offset"]}] if "offset" in joint else []
+        joint = items + SHORTHANDS[joint["type"]](joint, q if isinstance(q, list) else [q], motion)
+    out = []
+    for tr in joint:
+        kind = next(k for k in ("rotate", "translate", "screw") if k in tr)
+        if "q" not in tr and "by" not in tr:
+            out.append(("offset", tuple(tr["translate"]), None, None, None))
+        else:
+            out.append((kind, _axis(tr[kind]), tr.get("q"), tr.get("by"), tr.get("pitch")))
+    return out
+
+
+def _axis(axis) -> tuple:
+    """A named axis, the name of a vector parameter, or three expressions."""
+    if isinstance(axis, str):
+        return NAMED_AXES[axis] if axis in NAMED_AXES else tuple(f"{axis}[{k}]" for k in range(3))
+    return tuple(axis)
 
 
 def skew(a):
@@ -25,56 +99,142 @@ def unskew(S):
     return sp.Matrix([S[2, 1], S[0, 2], S[1, 0]])
 
 
+class Names:
+    """The model's names as sympy symbols of this module, and a reader of its expression texts
+    (already validated by the loader, so only the grammar's constructs are translated)."""
+
+    def __init__(self, spec):
+        self.t = sp.Symbol("t", real=True)
+        self.scalars, self.vectors, self.slots = {}, {}, []
+        for p in spec.parameters:
+            if isinstance(p.value, tuple):
+                self.vectors[p.name] = [sp.Symbol(f"p{len(self.slots) + k}", real=True) for k in range(len(p.value))]
+                self.slots += [(p.name, k) for k in range(len(p.value))]
+            else:
+                self.scalars[p.name] = sp.Symbol(f"p{len(self.slots)}", real=True)
+                self.slots.append((p.name, None))
+        self.params = [self.scalars[n] if k is None else self.vectors[n][k] for n, k in self.slots]
+        coords = [tr.q for b in spec.bodies for tr in b.joint if tr.q is not None]
+        self.q = {c: sp.Symbol(f"q{k}", real=True) for k, c in enumerate(coords)}
+        self.qd = {c: sp.Symbol(f"qd{k}", real=True) for k, c in enumerate(coords)}
+        self.local = {n: sp.Symbol(f"loc{k}", real=True) for k, n in enumerate(LAW_LOCALS)}
+        self._named = {"pi": sp.pi, "t": self.t} | self.scalars | self.q
+
+    def expr(self, text, law=False) -> sp.Expr:
+        """The sympy expression of a model text; `law`: the names a spring law binds shadow the rest."""
+        if isinstance(text, (int, float)) and not isinstance(text, bool):
+            return sp.Integer(text) if isinstance(text, int) else sp.Float(text)
+        self._in_law = law
+        return self._node(ast.parse(str(text).strip(), mode="eval").body)
+
+    def vector(self, texts) -> sp.Matrix:
+        return sp.Matrix([self.expr(x) for x in texts])
+
+    def _node(self, n):
+        if isinstance(n, ast.Constant):
+            return sp.Integer(n.value) if isinstance(n.value, int) else sp.Float(n.value)
+        if isinstance(n, ast.Name):
+            return self.local[n.id] if self._in_law and n.id in self.local else self._named[n.id]
+        if isinstance(n, ast.Subscript):
+            return self.vectors[n.value.id][n.slice.value]
+        if isinstance(n, ast.Call) and n.func.id == "der":
+            return self.qd[n.args[0].id]
+        if isinstance(n, ast.Call):
+            return FUNCTIONS[n.func.id](*[self._node(a) for a in n.args])
+        if isinstance(n, ast.BinOp):
+            return _BINARY[type(n.op)](self._node(n.left), self._node(n.right))
+        if isinstance(n, ast.UnaryOp):
+            return _UNARY[type(n.op)](self._node(n.operand))
+        raise ValueError(f"not in the expression grammar: {ast.dump(n)}")
+
+
+@dataclass(frozen=True)
+class Tree:
+    """Bodies numbered 1..N, each after its parent (depth first from ground, children in file
+    order); kappa[i] the parent, paths[i] the bodies from ground to i."""
+
+    names: tuple
+    kappa: tuple
+    paths: tuple
+
+    @classmethod
+    def of(cls, spec):
+        children = {}
+        for b in spec.bodies:
+            children.setdefault(b.parent, []).append(b.name)
+        names, parent_of, stack = ["ground"], {}, [("ground", c) for c in reversed(children.get("ground", []))]
+        while stack:
+            parent, name = stack.pop()
+            parent_of[name] = parent
+            names.append(name)
+            stack += [(name, c) for c in reversed(children.get(name, []))]
+        kappa = [-1] + [names.index(parent_of[n]) for n in names[1:]]
+        paths = [()]
+        for i in range(1, len(names)):
+            paths.append(paths[kappa[i]] + (i,))
+        return cls(tuple(names), tuple(kappa), tuple(paths))
+
+
+def elementary_G(u, angle) -> sp.Matrix:
+    """Coordinates in the frame turned by `angle` about the unit axis u (right-hand rule) from
+    coordinates in the frame before: the transpose of the rotation exp(angle u~),
+    G = cos I + (1 - cos) u u^T - sin u~."""
+    U = sp.Matrix([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
+    return sp.cos(angle) * sp.eye(3) + (1 - sp.cos(angle)) * (u * u.T) - sp.sin(angle) * U
+
+
+def unit(v: sp.Matrix) -> sp.Matrix:
+    return v / sp.sqrt(sum(x * x for x in v))
+
+
 class NumericReference:
     """qdd, mass matrix and energy of a ModelSpec, computed numerically."""
 
     def __init__(self, spec):
         self.spec = spec
-        self.topo = topo = build_topology(spec)
-        self.N = N = topo.n_bodies
-        scope = spec.scope(time_allowed=True)
-        self.psyms = []
-        for p in spec.parameters:
-            if isinstance(p.value, tuple):
-                self.psyms += [ex.param_symbol(p.name, k) for k in range(len(p.value))]
-            else:
-                self.psyms.append(ex.param_symbol(p.name))
-        self.defaults = np.array([spec.defaults()[s] for s in self.psyms], dtype=float)
+        self.names = names = Names(spec)
+        self.topo = topo = Tree.of(spec)
+        self.N = N = len(topo.names) - 1
+        self.psyms = names.params
+        self.slots = names.slots
+        values = {p.name: p.value for p in spec.parameters}
+        self.defaults = np.array([values[n] if k is None else values[n][k] for n, k in names.slots], dtype=float)
         by_name = {b.name: b for b in spec.bodies}
+        joints = joint_transforms(spec)
         self.coordinates = []
         self.joint_fns, self.slices, self.inertia_fns = [None], [None], [None]
         for i in range(1, N + 1):
             body = by_name[topo.names[i]]
-            q = [ex.coord_symbol(c) for c in body.coordinates]
-            qd = [ex.rate_symbol(c) for c in body.coordinates]
+            coords = [x[2] for x in joints[body.name] if x[2] is not None]
             start = len(self.coordinates)
-            self.coordinates += list(body.coordinates)
+            self.coordinates += coords
             self.slices.append(slice(start, len(self.coordinates)))
-            self.joint_fns.append(self._joint(body, q, qd, scope))
-            m = ex.parse(body.mass, scope)
-            rc = sp.Matrix([ex.parse(x, scope) for x in body.com])
-            I = [ex.parse(x, scope) for x in body.inertia]
+            self.joint_fns.append(self._joint(joints[body.name], [names.q[c] for c in coords],
+                                              [names.qd[c] for c in coords]))
+            m = names.expr(body.mass)
+            rc = names.vector(body.com)
+            ixx, iyy, izz, ixy, iyz, ixz = [names.expr(x) for x in body.inertia]   # docs/model_format.md order
             self.inertia_fns.append(sp.lambdify([self.psyms], [m, rc, sp.Matrix(
-                [[I[0], I[3], I[5]], [I[3], I[1], I[4]], [I[5], I[4], I[2]]])], "numpy"))
-        self.gravity_fn = sp.lambdify([self.psyms], sp.Matrix([ex.parse(g, scope) for g in spec.gravity]), "numpy")
-        self._forces(scope)
+                [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])], "numpy"))
+        self.gravity_fn = sp.lambdify([self.psyms], names.vector(spec.gravity), "numpy")
+        self._forces()
 
-    # -- joint kinematics by differentiation, (1.2)-(1.5)
-    def _joint(self, body, q, qd, scope):
+    # -- joint kinematics by differentiation, (1.1)-(1.5)
+    def _joint(self, transforms, q, qd):
+        names = self.names
         G = sp.eye(3)            # parent -> current frame
         rho = sp.zeros(3, 1)     # current origin in parent frame
-        for tr in body.joint:
-            if tr.kind == "offset":
-                rho = rho + G.T * sp.Matrix([ex.parse(x, scope) for x in tr.vector])
+        for kind, vector, coordinate, by, pitch in transforms:
+            if kind == "offset":
+                rho = rho + G.T * names.vector(vector)
                 continue
-            u = sp.Matrix(_unit(tr.vector, scope))
-            val = ex.coord_symbol(tr.q) if tr.q is not None else ex.parse(tr.by, scope)
-            if tr.kind in ("translate", "screw"):
+            u = unit(names.vector(vector))
+            val = names.q[coordinate] if coordinate is not None else names.expr(by)
+            if kind in ("translate", "screw"):            # a screw: s along u, 2 pi s / pitch about u
                 rho = rho + G.T * u * val
-            if tr.kind in ("rotate", "screw"):
-                angle = val if tr.kind == "rotate" else 2 * sp.pi * val / ex.parse(tr.pitch, scope)
-                G = _rotation(list(u), sp.cos(angle), sp.sin(angle)).T * G
-        t = ex.T
+            if kind in ("rotate", "screw"):
+                G = elementary_G(u, val if kind == "rotate" else 2 * sp.pi * val / names.expr(pitch)) * G
+        t = names.t
         n = len(q)
         A = sp.zeros(6, n)
         for k in range(n):
@@ -91,29 +251,22 @@ class NumericReference:
         args = [q, qd, t, self.psyms]
         return sp.lambdify(args, [rho, G, A, vhat, what], "numpy")
 
-    def _forces(self, scope):
-        spec = self.spec
-        fscope = spec.scope(coordinates_allowed=True)
-        qs = [ex.coord_symbol(c) for c in self.coordinates]
-        qds = [ex.rate_symbol(c) for c in self.coordinates]
-        args = [qs, qds, ex.T, self.psyms]
+    def _forces(self):
+        names = self.names
+        args = [[names.q[c] for c in self.coordinates], [names.qd[c] for c in self.coordinates], names.t, self.psyms]
+        law_args = args + [[names.local[n] for n in LAW_LOCALS]]
+        vectors = ("force", "torque", "point", "point_a", "point_b", "stiffness", "damping",
+                   "rotational_stiffness", "rotational_damping")
         self.forces = []
-        from dynamica.generator.forces import LAW_LOCALS
-        law_args = args + [[ex.local_symbol(n) for n in LAW_LOCALS]]
-        vectors = ("force", "torque", "point", "point_a", "point_b")
-        for f in spec.forces:
-            d = dict(f.fields)
+        for f in self.spec.forces:
             fn = {}
-            for key, v in d.items():
-                if f.type == "bushing" and key in ("stiffness", "damping", "rotational_stiffness",
-                                                   "rotational_damping"):
-                    fn[key] = sp.lambdify(args, sp.Matrix([ex.parse(x, fscope) for x in v]), "numpy")
-                elif key == "law":
-                    fn[key] = sp.lambdify(law_args, ex.parse(v, fscope.child(local=LAW_LOCALS)), "numpy")
+            for key, v in f.fields:
+                if key == "law":
+                    fn[key] = sp.lambdify(law_args, names.expr(v, law=True), "numpy")
+                elif key in vectors and isinstance(v, tuple):
+                    fn[key] = sp.lambdify(args, names.vector(v), "numpy")
                 elif key in ("stiffness", "damping", "neutral", "value", "free_length", "lower", "upper", "decay"):
-                    fn[key] = sp.lambdify(args, ex.parse(v, fscope), "numpy")
-                elif key in vectors:
-                    fn[key] = sp.lambdify(args, sp.Matrix([ex.parse(x, fscope) for x in v]), "numpy")
+                    fn[key] = sp.lambdify(args, names.expr(v), "numpy")
                 else:
                     fn[key] = v
             self.forces.append((f.type, fn))

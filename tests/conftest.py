@@ -1,7 +1,31 @@
+import os
 from pathlib import Path
 
 import pytest
 import yaml
+
+#: DYNAMICA_STRICT=1 (set by .ci/run): a skipped test fails. The oracles (Pinocchio, sympy's
+#: KanesMethod, SUNDIALS) and gfortran are then requirements, not options: a missing one must
+#: not turn a run green with its comparisons silently left out.
+STRICT = os.environ.get("DYNAMICA_STRICT", "") not in ("", "0")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if STRICT and rep.skipped and not hasattr(rep, "wasxfail"):
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        rep.outcome, rep.longrepr = "failed", f"skipped under DYNAMICA_STRICT=1: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    report = outcome.get_result()
+    if STRICT and report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome, report.longrepr = "failed", f"module skipped under DYNAMICA_STRICT=1: {reason}"
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"

@@ -1,6 +1,6 @@
 """Tests of the Shampine-Gordon Adams PECE integrator (runtime/adams.py).
 
-Scores are the mixed significant digits of /work/shared/testsets/README.md ('mescd'):
+Scores are the mixed significant digits of the IVP test set ('mescd', tests/data/README.md):
 scd = -log10(max_i |y_i - ref_i| / max(|ref_i|, 1)) at x = 20.
 
 Run ``python tests/test_adams.py`` to print the DETEST table of docs/adams.md.
@@ -23,9 +23,8 @@ from dynamica.errors import IntegrationError
 from dynamica.runtime.adams import (GSTR, MAXORD, STIFF_BLOCK, Adams, StiffnessError,
                                     StiffnessWarning)
 
-TESTSETS = Path(__file__).resolve().parents[2] / "shared" / "testsets"
-if not TESTSETS.is_dir():
-    TESTSETS = Path("/work/shared/testsets")
+#: DETEST reference values y(20) (tests/data/README.md cites the sources)
+TESTSETS = Path(__file__).resolve().parent / "data"
 
 
 # --------------------------------------------------------------------------- DETEST problems
@@ -349,7 +348,7 @@ def _arenstorf(t, u):
 
 
 _AREN_Y0 = np.array([0.994, 0.0, 0.0, -2.00158510637908252240537862224])
-# /work/shared/testsets/README.md: Pleiades y(3) (PSIDE, rtol = atol = 1e-16); Arenstorf is
+# tests/data/README.md: Pleiades y(3) (PSIDE, rtol = atol = 1e-16); Arenstorf is
 # periodic with T = 17.0652165601579625588917206249, so y(T) = y(0).
 BASELINE = {
     "PLEI": (_pleiades, 3.0, np.array([3, 3, -1, -3, 2, -2, 2, 3, -3, 2, 0, 0, -4, 4,

@@ -1,4 +1,4 @@
-"""The Python API of ../shared/API.md and the simulation result."""
+"""The Python API of docs/api.md and the simulation result."""
 
 import numpy as np
 import pytest

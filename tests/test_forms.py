@@ -6,7 +6,9 @@ stars and mixed trees with 1-, 2- and 3-DOF joints, offsets, products of inertia
 and driven joints, springs and body forces. The form list is the registry itself, so a new
 form is tested without touching this file.
 
-Oracles: Pinocchio's aba/crba for the random trees (tests/oracles/pin_trees.py); for the
+Oracles: Pinocchio's aba/crba for the random trees (tests/oracles/pin_trees.py), and for the
+Hamiltonian forms the momenta pm = M q' and their rates pm' = M q'' + dM/dt q' (dM/dt = C + C^T of
+Pinocchio's Coriolis matrix, q'' from aba); for the
 bundled models with driven joints and force elements (which Pinocchio's models here do not
 carry), the independent numpy reference (runtime/reference.py) via `check_against_reference`.
 """
@@ -21,7 +23,7 @@ import dynamica
 from dynamica.generator.forms import EQUATION_FORMS
 from dynamica.runtime.check import check_against_reference
 
-from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
+from oracles.pin_trees import mdot_v, random_tree, write_yaml  # noqa: E402
 from helpers import rel_err as _rel
 
 RTOL = 1e-10
@@ -57,22 +59,26 @@ def _lagrangian_vs_pinocchio(model, tree, seed):
     for k in range(6):
         q, qd = tree.random_state(rng)
         ov = {} if k == 0 else tree.random_overrides(rng)
-        pmodel, names = tree.to_pinocchio(tree.param_values(ov))
+        pmodel, names = tree.to_pinocchio(tree.param_values(ov), split=True)
         data = pmodel.createData()
         qv = np.array([q[c] for c in names])
         vv = np.array([qd[c] for c in names])
         idx = [names.index(c) for c in order]
-        a = pin.aba(pmodel, data, qv, vv, np.zeros(pmodel.nv))[idx]
-        M = pin.crba(pmodel, data, qv)
-        M = (np.triu(M) + np.triu(M, 1).T)[np.ix_(idx, idx)]
+        a_full = pin.aba(pmodel, data, qv, vv, np.zeros(pmodel.nv))
+        a = a_full[idx]
+        M_full = pin.crba(pmodel, data, qv)
+        M_full = np.triu(M_full) + np.triu(M_full, 1).T
+        M = M_full[np.ix_(idx, idx)]
         qq, qqd = [q[c] for c in order], [qd[c] for c in order]
+        t = 0.0 if k == 0 else float(rng.uniform(0.0, 3.0))       # no driven joints: t only passes through
         if model.kind == "hamiltonian":
-            y = model.to_state(qq, qqd, params=ov or None)
-            ydot = model.rhs(0.0, y, params=ov or None)
-            # q' of the Hamiltonian state equals the velocity it was built from
-            worst = max(worst, _rel(ydot[:model.n], qqd))
+            y = model.to_state(qq, qqd, t=t, params=ov or None)
+            ydot = model.rhs(t, y, params=ov or None)
+            worst = max(worst, _rel(y[model.n:], (M_full @ vv)[idx]),                    # pm = M q'
+                        _rel(ydot[:model.n], qqd),                                       # q' back
+                        _rel(ydot[model.n:], (M_full @ a_full + mdot_v(pmodel, data, qv, vv))[idx]))
         else:
-            worst = max(worst, _rel(model.qdd(qq, qqd, params=ov or None), a))
+            worst = max(worst, _rel(model.qdd(qq, qqd, t=t, params=ov or None), a))
         worst = max(worst, _rel(model.mass_matrix(qq, params=ov or None), M))
     return worst
 

@@ -41,8 +41,8 @@ def test_joint_quantities_match_definitions(tmp_path, source):
         t = rng.uniform(0, 2)
         p = ref.defaults * rng.uniform(0.8, 1.2, ref.defaults.shape)
         subs = {ex.T: t}
-        for k, s in enumerate(ref.psyms):
-            subs[s] = p[k]
+        for k, (name, index) in enumerate(ref.slots):
+            subs[ex.param_symbol(name, index)] = p[k]
         for jk in kin.joints[1:]:
             for q, qd in zip(jk.q, jk.qd):
                 subs[q], subs[qd] = rng.uniform(-1, 1), rng.uniform(-1, 1)

@@ -157,9 +157,9 @@ def test_step_must_divide_interval():
 
 
 # ---------------------------------------------------------------- (4) dynamica model
-def test_double_pendulum_against_dop853():
+def test_double_pendulum_against_dop853(models_dir):
     import dynamica
-    m = dynamica.load("/work/main/models/double_pendulum.yaml")
+    m = dynamica.load(models_dir / "double_pendulum.yaml")
     q0, qd0 = m.initial_state()
     y0 = np.concatenate([q0, qd0])
     f = m.rhs_function()

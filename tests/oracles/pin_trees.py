@@ -309,7 +309,7 @@ class RandomTree:
         return q, qd
 
     # ---- pinocchio ----
-    def to_pinocchio(self, param_values: dict | None = None, signed: bool = False):
+    def to_pinocchio(self, param_values: dict | None = None, signed: bool = False, split: bool = False):
         """(pin.Model, coordinate names in pinocchio q/v order) for these parameter values
         (a full dict as from :meth:`param_values`, or None for the defaults).
 
@@ -320,7 +320,10 @@ class RandomTree:
         (:func:`pin_inertia`) and the bodies of a joint are summed in those (linear) parameters
         and assigned to model.inertias. Use pin.aba and pin.rnea with such a model, not
         pin.crba, which sums subtree inertias with the same operator+=.
-        """
+
+        split: every motion its own pinocchio joint (massless frames in between) instead of one
+        JointModelComposite per body: pinocchio 4.1's computeCoriolisMatrix and RNEA derivatives
+        are wrong for composite joints (its rnea, crba and aba are right)."""
         import pinocchio as pin
 
         vals = self.param_values(param_values)
@@ -368,6 +371,14 @@ class RandomTree:
             if not components:  # welded: merged into the parent's pinocchio joint
                 attach[b.name] = (pj, se3(P))
                 append(pj, inertia, se3(P))
+                continue
+            if split and len(components) > 1:
+                jid = pj
+                for k, (cjm, cplace, _) in enumerate(components):
+                    jid = model.addJoint(jid, cjm, cplace, f"j_{b.name}_{k}")
+                append(jid, inertia, se3(P))
+                attach[b.name] = (jid, se3(P))
+                names += [cq for _, _, cq in components]
                 continue
             if len(components) == 1:
                 jm, place, _ = components[0]
@@ -669,6 +680,15 @@ def random_tree(kind: str, n_bodies: int, joint_dofs=(1, 2, 3), rng=None, *,
     defaults = {k: (tuple(float(x) for x in v) if isinstance(v, tuple) else float(v))
                 for k, v in params.items()}
     return RandomTree(kind, bodies, model_dict, defaults, ranges, kinds)
+
+
+def mdot_v(pmodel, data, q, v) -> np.ndarray:
+    """dM/dt v = (C + C^T) v with Pinocchio's Coriolis matrix C (dM/dt - 2C is skew); for a model
+    without composite joints (`to_pinocchio(..., split=True)`)."""
+    import pinocchio as pin
+
+    C = pin.computeCoriolisMatrix(pmodel, data, q, v)
+    return (C + C.T) @ v
 
 
 def write_yaml(tree: RandomTree, path) -> None:

@@ -1,7 +1,7 @@
 """Independent test oracle: generalized accelerations via ``sympy.physics.mechanics``.
 
 TEST-ONLY code.  It reads a model dict (``yaml.safe_load`` of a model file written to
-/work/shared/MODEL_FORMAT.md) and builds the equations of motion with ``KanesMethod``,
+docs/model_format.md) and builds the equations of motion with ``KanesMethod``,
 sharing no code with ``dynamica``.  Intended for SMALL models (a handful of coordinates):
 the symbolic derivation is done naively and may be slow for large trees.
 
