@@ -182,9 +182,11 @@ def event_function(stage, m, params):
 
 
 # ------------------------------------------------------------------ running the stages
-def run(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, params=None) -> SimulationResult:
+def run(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, params=None,
+        progress=None) -> SimulationResult:
     """Run every stage of `model.spec.stages` from the model's initial state at t = 0 (docs/stages.md).
-    `t_end` (optional) cuts the cyclogram there."""
+    `t_end` (optional) cuts the cyclogram there; `progress(stage_result, rows)` is called after
+    each stage with its rows (a SimulationResult on the stage's own coordinates)."""
     from dynamica.runtime.simulate import simulate_stage
     spec = model.spec
     structs = structures(spec)
@@ -228,6 +230,8 @@ def run(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, 
                     qe, qde = m.from_state(res.info["y_events"][0][-1], te, p)
                     res = _append(m, res, te, qe, qde, p)
         table.add(stage.name, res, state.locked)
+        if progress is not None:
+            progress(res, slice(0, len(res.t)))
         state.t = float(res.t[-1])
         state.q.update(zip(m.coordinates, map(float, res.q[-1])))
         state.qd.update(zip(m.coordinates, map(float, res.qd[-1])))

@@ -184,12 +184,12 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
 def _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):
     from dynamica.runtime import cyclogram
     unsupported = [k for k, v in (("t0", t0 != 0.0), ("q0", q0 is not None), ("qd0", qd0 is not None),
-                                  ("events", events), ("progress", progress)) if v]
+                                  ("events", events)) if v]
     if unsupported:
         raise ValueError(f"a model with stages starts from its initial values at t = 0 and its stages end by "
                          f"their own events: {', '.join(unsupported)} cannot be given")
     res = cyclogram.run(model, t_end=t_end, method=method, rtol=rtol, atol=atol, output_step=output_step,
-                        params=params)
+                        params=params, progress=progress)
     if out is not None:
         res.to_csv(out)
         res.info["out"] = str(out)
