@@ -17,6 +17,7 @@ import sympy as sp
 from dynamica import __version__
 from dynamica.generator import expr as ex
 from dynamica.generator import ir
+from dynamica.generator.tangent import tangent_kernel
 
 #: sympy function class -> IR function name
 _FUNCS = {sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "asin", sp.acos: "acos",
@@ -263,6 +264,8 @@ def lower(eom, spec) -> ir.ModuleIR:
                 sym.update({s: ir.Arg(role, j) for j, s in enumerate(syms)})
         inputs = tuple(ir.Input(r, sizes.get(r, n)) for r in ks.inputs)
         kernel = lower_kernel(ks.name, ks.program or eom.program, inputs, list(ks.outputs), sym, dict(ks.aliases))
+        if ks.tangent:
+            kernel = tangent_kernel(kernel, ks.tangent, name=ks.name)
         if ks.skip_zero_stores:
             kernel = replace(kernel, body=tuple(st for st in kernel.body if not (
                 isinstance(st, ir.Store) and isinstance(st.value, ir.Num) and st.value.value == 0.0)))

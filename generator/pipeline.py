@@ -48,15 +48,26 @@ def generate(model, form: str = "composite", backend: str = "c", progress=None,
     mode="symbolic" unrolls the whole form; mode="numeric" (forms/numeric.py) generates only the
     joint kinematics, inertias and forces and runs the form's recursion as hand-written loops.
     """
+    return _guarded(model, form, backend, progress, mode, None)
+
+
+def generate_derivatives(model, backend: str = "c", progress=None) -> Generated:
+    """The derivatives module of a model (generator/derivatives.py: the residual r = M x - Q,
+    its Jacobian by q and q' and M), whatever form its main module has."""
+    from dynamica.generator.derivatives import derivative_equations
+    return _guarded(model, "derivatives", backend, progress, "symbolic", derivative_equations)
+
+
+def _guarded(model, form, backend, progress, mode, equations) -> Generated:
     try:
-        return _generate(model, form, backend, progress, mode)
+        return _generate(model, form, backend, progress, mode, equations)
     except NonFiniteConstant:
         # each entry's constants are finite (load_model); their products in the equations are not
         spec = model if hasattr(model, "bodies") else load_model(model)
         raise ModelError(spec.file, [overflow_problem(spec)]) from None
 
 
-def _generate(model, form, backend, progress, mode) -> Generated:
+def _generate(model, form, backend, progress, mode, equations=None) -> Generated:
     timings = {}
 
     def stage(name, fn, *args):
@@ -68,12 +79,16 @@ def _generate(model, form, backend, progress, mode) -> Generated:
             progress(name, timings[name])
         return out
 
-    form = check_form(form, mode)
+    if equations is None:
+        form = check_form(form, mode)
     spec = model if hasattr(model, "bodies") else stage("load", load_model, model)
     topo = stage("topology", build_topology, spec)
     kin = stage("kinematics", derive_kinematics, spec, topo)
-    eom = stage("equations", form_equations, kin, form, mode)
-    if wanted(spec) or eom.kind == "hamiltonian":
+    if equations is None:
+        eom = stage("equations", form_equations, kin, form, mode)
+    else:
+        eom = stage("equations", equations, kin)
+    if equations is None and (wanted(spec) or eom.kind == "hamiltonian"):
         eom = stage("outputs", attach_outputs, eom, spec, topo)
     mod = stage("lower", lower, eom, spec)
     bundle = stage("render", render, mod, backend)

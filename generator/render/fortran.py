@@ -148,8 +148,19 @@ def hamiltonian_entries(mod: ir.ModuleIR) -> list:
         _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"])]
 
 
+def derivative_entries(mod: ir.ModuleIR) -> list:
+    """A derivatives module: its kernels; the solves are C in the module file (module.COMPOSED)."""
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+    state = [("q", n, 0), ("qd", n, 0), ("qdd", n, 0), ("p", np_, 0)]
+    return [_entry("residual", state + [("r", n, 1)], ["call k_residual(t, q, qd, qdd, p, r)"]),
+            _entry("residual_jacobian", state + [("r", n, 1), ("J", 2 * n * n, 1)],
+                   ["call k_residual_jacobian(t, q, qd, qdd, p, r, J)"]),
+            _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"])]
+
+
 #: ModuleIR.entries -> function(mod) -> the bind(C) entry points (the iterative solver is C only)
-ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries}
+ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries,
+                "derivatives": derivative_entries}
 
 
 def entry_symbol(mod: ir.ModuleIR, name: str) -> str:
@@ -186,5 +197,6 @@ FORTRAN = register(Backend(
     name="fortran", printer=FortranPrinter,
     templates=(("fortran_kernels.f90.j2", "{module}_f.f90", kernels_context, "fortran"),),
     declarations=lambda mod: tuple(f"extern {e['c_signature']};" for e in entries(mod)),
-    entry_symbol=entry_symbol, kinds=("lagrangian", "hamiltonian"),
+    entry_symbol=entry_symbol, kinds=("lagrangian", "hamiltonian", "derivatives"),
+    helpers=("dynamica_linalg.h",),
     description="Fortran 2008 kernels with bind(C) entry points, compiled by gfortran"))

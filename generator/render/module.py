@@ -10,6 +10,9 @@ has an outputs kernel):
   hamiltonian           rhs(t, y, p, ydot) on y = [q, pm], momenta, velocities, mass_matrix
   iterative             the Lagrangian ones and the solver's controls (`_itr_*`, wrapped in
                         Python by runtime/itr_controls.py, whose text runs in the module)
+  derivatives           residual, residual_jacobian, mass_matrix (the backend's) and qdd,
+                        qdd_jacobian, rhs, jacobian composed from them in the module file
+                        (`COMPOSED`, runtime/dynamica_linalg.h)
 """
 
 from __future__ import annotations
@@ -78,8 +81,55 @@ def _iterative(mod) -> list:
     ]
 
 
+def _derivatives(mod) -> list:
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+    state = (("q", n, 0), ("qd", n, 0))
+    return [
+        Entry("residual", state + (("qdd", n, 0), ("p", np_, 0), ("out", n, 1)),
+              "The residual r = M(q) qdd - Q(t, q, qd) of the equations of motion into `out` (length N)."),
+        Entry("residual_jacobian", state + (("qdd", n, 0), ("p", np_, 0), ("r", n, 1), ("out", 2 * n * n, 1)),
+              "The residual into `r` and its Jacobian [dr/dq | dr/dqd] at fixed qdd, row-major N x 2N, into `out`."),
+        Entry("mass_matrix", (("q", n, 0), ("p", np_, 0), ("out", n * n, 1)),
+              "The mass matrix, row-major, into `out` (length N*N)."),
+        Entry("qdd", state + (("p", np_, 0), ("out", n, 1)),
+              "Generalized accelerations -M^-1 r(t, q, qd, 0) into `out` (NaN when M is singular)."),
+        Entry("qdd_jacobian", state + (("p", np_, 0), ("qdd", n, 1), ("out", 2 * n * n, 1)),
+              "q'' into `qdd` and dq''/d[q, qd] = -M^-1 [dr/dq | dr/dqd], row-major N x 2N, into `out`."),
+        Entry("rhs", (("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)),
+              "The state derivative of y = [q, qd] into `ydot` (length 2N)."),
+        Entry("jacobian", (("y", 2 * n, 0), ("p", np_, 0), ("out", 4 * n * n, 1)),
+              "The state Jacobian d[qd, qdd]/d[q, qd], row-major 2N x 2N, into `out`."),
+    ]
+
+
+def _derivative_solves(mod, symbol) -> tuple:
+    """q'', dq''/d[q, qd], the state Jacobian and rhs composed from the backend's residual,
+    residual_jacobian and mass_matrix entry points by runtime/dynamica_linalg.h."""
+    n = len(mod.coordinates)
+    res, jac, mass = (f"(dyn_residual_fn){symbol('residual')}", f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}",
+                      f"(dyn_mass_fn){symbol('mass_matrix')}")
+    lines = [
+        '#include "dynamica_linalg.h"',
+        "static void dyn_m_qdd(double t, const double *q, const double *qd, const double *p, double *out)",
+        f"{{ dyn_dv_qdd({n}, {res}, {mass}, t, q, qd, p, out); }}",
+        "static void dyn_m_qdd_jacobian(double t, const double *q, const double *qd, const double *p, double *qdd,",
+        "                               double *out)",
+        f"{{ dyn_dv_qdd_jacobian({n}, {res}, {jac}, {mass}, t, q, qd, p, out, qdd); }}",
+        "static void dyn_m_rhs(double t, const double *y, const double *p, double *ydot)",
+        f"{{ memcpy(ydot, y + {n}, {n} * sizeof(double)); dyn_m_qdd(t, y, y + {n}, p, ydot + {n}); }}",
+        "static void dyn_m_jacobian(double t, const double *y, const double *p, double *out)",
+        f"{{ dyn_dv_state_jacobian({n}, {res}, {jac}, {mass}, t, y, p, out); }}",
+    ]
+    return lines, {"qdd": "dyn_m_qdd", "qdd_jacobian": "dyn_m_qdd_jacobian", "rhs": "dyn_m_rhs",
+                   "jacobian": "dyn_m_jacobian"}
+
+
 #: ModuleIR.entries -> the module's Python-callable entries
-ENTRIES = {"lagrangian": _lagrangian, "numeric": _lagrangian, "hamiltonian": _hamiltonian, "iterative": _iterative}
+ENTRIES = {"lagrangian": _lagrangian, "numeric": _lagrangian, "hamiltonian": _hamiltonian, "iterative": _iterative,
+           "derivatives": _derivatives}
+#: ModuleIR.entries -> (mod, symbol) -> (C lines of the module file, {entry: C function}): entry
+#: points composed in the module file from the backend's ones, hence the same for every backend
+COMPOSED = {"derivatives": _derivative_solves}
 #: ModuleIR.entries -> Python source run in the module's namespace at import (runtime/<file>)
 PYTHON_CODE = {"iterative": "itr_controls.py"}
 
@@ -133,7 +183,8 @@ def _adapter(e: Entry, symbol: str) -> dict:
 def module_context(mod: ir.ModuleIR, backend: str, declarations, symbol) -> dict:
     """What templates/module.c.j2 shows; `symbol(entry name)` is the C name of an entry point."""
     ents = entries(mod)
-    adapters = [_adapter(e, symbol(e.entry or e.name)) for e in ents]
+    composed_lines, composed = COMPOSED[mod.entries](mod, symbol) if mod.entries in COMPOSED else ([], {})
+    adapters = [_adapter(e, composed.get(e.name) or symbol(e.entry or e.name)) for e in ents]
     table = []
     for e, a in zip(ents, adapters):
         sizes = ", ".join(str(s) for _, s, _ in e.arrays) or "0"
@@ -146,9 +197,10 @@ def module_context(mod: ir.ModuleIR, backend: str, declarations, symbol) -> dict
     has_rhs = any(e.name == "rhs" for e in ents)
     ctx = {
         "version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
-        "module_name": mod.module_name, "declarations": list(declarations), "adapters": adapters,
+        "module_name": mod.module_name, "declarations": list(declarations), "composed": composed_lines,
+        "adapters": adapters,
         "table": table, "metadata": c_string(repr(metadata(mod, backend))), "python": c_string(code),
-        "rhs": f"(dyn_rhs_fn){symbol('rhs')}" if has_rhs else "NULL",
+        "rhs": f"(dyn_rhs_fn){composed.get('rhs') or symbol('rhs')}" if has_rhs else "NULL",
         "doc": c_string(f"Equations of motion of the model `{mod.model_name}` (form {mod.form}, backend "
                         f"{backend}), generated by dynamica {__version__}."),
     }

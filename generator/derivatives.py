@@ -1,0 +1,92 @@
+"""The derivatives module of a model (issue 16): the equations as a residual and its Jacobian.
+
+A model's derivatives are generated as a module of their own (kind "derivatives"), built on
+first use by `dynamica.linearize`, `dynamica.equilibrium` and the radau integrator, whatever
+the form, mode and backend of the model's main module. Its kernels:
+
+  residual (t, q, qd, x, p)      -> r [n]          r = M(q) x - Q(t, q, qd): the equations of
+                                                   motion as inverse dynamics; r = 0 at x = q''
+  residual_jacobian (same)       -> r [n], J [n*2n]  J = [dr/dq | dr/dqd] at fixed x, by the
+                                                   forward-mode tangent of `residual`
+                                                   (generator/tangent.py)
+  mass (t, q, p)                 -> M [n*n]        composite bodies (2.19)-(2.20)
+
+r is computed by the recursions of the forms: the forward pass (1.13), (1.33) and the bias
+forces (2.14) F_hat_i = F^c_i + F_i - M_i w_hat_i, then the accelerations the trial x adds,
+u_i = C_i u_kappa_i + A_i x_i (2.54), and one backward pass of the net forces
+f_i = M_i u_i - F_hat_i + sum_{j in S_i} C_j^T f_j, so that r_i = A_i^T f_i - Q^gen_i (2.55):
+a body's quantities depend on the coordinates of its path P_i only, which the tangent keeps.
+
+Linearisation (runtime/linear.py): M dq'' + C dq' + K dq = 0 with C = dr/dqd, K = dr/dq at
+x = q''(q, qd); dq''/d[q, qd] = -M^-1 J; the statics' residual is r(q, 0, 0) = -Q and its
+Jacobian the stiffness K (runtime/statics.py).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from dynamica.generator.forces import active_forces
+from dynamica.generator.forms import EquationsOfMotion, KernelSpec
+from dynamica.generator.forms.common import bias_forces, forward_pass
+from dynamica.generator.forms.spatial import apply_C, apply_CT, coordinate_layout, inertia_times, mass_matrix
+from dynamica.generator.program import dot, fold_vectors, mul, total
+
+#: the sympy name of trial acceleration j (a role prefix: never a generated intermediate)
+ACCEL_PREFIX = "qdd:"
+
+
+def trial_accelerations(coordinates) -> tuple:
+    return tuple(sp.Symbol(f"{ACCEL_PREFIX}{c}", real=True) for c in coordinates)
+
+
+def residual(kin, x) -> list:
+    """r = M x - Q by inverse dynamics (module docstring); one expression per coordinate."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    fp = forward_pass(kin)
+    F_active, gen, _ = active_forces(kin, fp)
+    F_hat = bias_forces(kin, fp, F_active)
+    _, _, first = coordinate_layout(kin)
+    zero6 = [sp.Integer(0)] * 6
+    u = [zero6] + [None] * N
+    for i in range(1, N + 1):                                    # (2.54)
+        jk, k = kin.joints[i], topo.kappa[i]
+        acc = zero6 if all(e == 0 for e in u[k]) else apply_C(jk.G, fp.rho_p[i], u[k])
+        for c, col in enumerate(jk.A):
+            acc = [total([a, mul(e, x[first[i] + c])]) for a, e in zip(acc, col)]
+        u[i] = prog.let_vector(f"IDu{i}", acc)
+    terms = [None]
+    for i in range(1, N + 1):
+        bi = kin.inertia[i]
+        mu = inertia_times((bi.mass, bi.h, bi.theta), u[i])
+        terms.append([[total([a, -b]) for a, b in zip(mu, F_hat[i])]])
+    f = [None] * (N + 1)
+    for i in range(N, 0, -1):                                    # (2.55) with the bias forces
+        f[i] = prog.let_vector(f"IDf{i}", fold_vectors(terms[i]))
+        k = topo.kappa[i]
+        if k > 0:
+            terms[k].append(apply_CT(kin.joints[i].G, kin.joints[i].rho, f[i]))
+    out = []
+    for i in range(1, N + 1):
+        for c, col in enumerate(kin.joints[i].A):
+            name = kin.coordinates[first[i] + c]
+            out.append(prog.let(f"IDr{first[i] + c}", total([dot(col, f[i]), -gen[name]])))
+    return out
+
+
+def derivative_equations(kin) -> EquationsOfMotion:
+    """The EquationsOfMotion of a derivatives module (kind "derivatives", module docstring)."""
+    x = trial_accelerations(kin.coordinates)
+    r = residual(kin, x)
+    M = mass_matrix(kin)
+    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
+    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
+    inputs = ("t", "q", "qd", "x", "p")
+    kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),)),
+               KernelSpec("residual_jacobian", inputs, (("r", r),), symbols=(("x", x),), tangent=("q", "qd")),
+               KernelSpec("mass", ("t", "q", "p"), (("M", M),)))
+    return EquationsOfMotion(form="derivatives", kind="derivatives", program=kin.program,
+                             coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels,
+                             info={"residual": "r = M(q) x - Q(t, q, qd), inverse dynamics (2.54)-(2.55)",
+                                   "jacobian": "[dr/dq | dr/dqd], row-major n x 2n, forward-mode tangent"})
