@@ -149,9 +149,13 @@ def compute_modes(M, C, K, coordinates) -> Modes:
         order = np.argsort(w2.real)
         w2, phi = w2[order].real, phi[:, order].real
     omega = np.where(w2 >= 0, np.sqrt(np.abs(w2)), np.nan)
-    from dynamica.runtime.expm import state_matrix
-    lam, vec = sla.eig(state_matrix(M, C, K))
-    lam, vec = _match(lam, vec, w2, phi, M, C, n)
+    if not np.any(C):              # undamped: lambda = i omega (or the growing root) exactly
+        lam = np.where(w2 >= 0, 1j * np.sqrt(np.abs(w2)), np.sqrt(np.abs(w2)) + 0j)
+        vec = np.vstack([phi, phi * lam[None, :]]).astype(complex)
+    else:
+        from dynamica.runtime.expm import state_matrix
+        lam, vec = sla.eig(state_matrix(M, C, K))
+        lam, vec = _match(lam, vec, w2, phi, M, C, n)
     shapes = np.array([_normalize(phi[:, k]) for k in range(n)]).T
     cshapes = np.array([_normalize(vec[:n, k]) for k in range(n)]).T
     return Modes(tuple(coordinates), omega, w2, lam, shapes, cshapes,
