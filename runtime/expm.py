@@ -169,6 +169,9 @@ class _Blocks:
     def scale_add(self, a, g1, b, g2):
         return _add(a * g1[0], b * g2[0]), _add(a * g1[1], b * g2[1])
 
+    def is_sparse(self, g) -> bool:
+        return sps.issparse(g[0]) and sps.issparse(g[1])
+
     def matrix(self, g) -> np.ndarray:
         U, W = _dense(g[0]), _dense(g[1])
         return np.block([[U + _dense(_mm(W, self.Fh)), W], [-_dense(_mm(W, self.Ch)), U]])
@@ -206,6 +209,9 @@ class _Dense:
     def matrix(self, g) -> np.ndarray:
         return g
 
+    def is_sparse(self, g) -> bool:
+        return False
+
 
 def _add(a, b):
     if sps.issparse(a) and sps.issparse(b):
@@ -227,6 +233,7 @@ class Propagator:
     omega_max: float
     structured: bool
     matrix: np.ndarray = None  # D_0 - E as a dense 2n x 2n matrix, for the steps
+    sparse_doublings: int = 0  # doublings done on banded (sparse) blocks
 
     @property
     def predicted_error(self) -> float:
@@ -249,7 +256,9 @@ def propagator(h, omega_max, r, algebra, P=None, p=0, m=None) -> Propagator:
     D0 = algebra.series(delta, r, 0)
     T = [algebra.series_columns(delta, r, k, P) for k in range(1, p + 1)] if p else []
     binom = [[math.comb(k - 1, l - 1) for l in range(1, k + 1)] for k in range(1, p + 1)]
+    sparse = 0
     for _ in range(m):
+        sparse += algebra.is_sparse(D0)
         if p:
             D0P = [algebra.apply(D0, t) for t in T]            # D^_0 D^_l P (the D_l commute)
             D0cols = algebra.apply(D0, P)                       # D^_0 P
@@ -259,7 +268,7 @@ def propagator(h, omega_max, r, algebra, P=None, p=0, m=None) -> Propagator:
         D0 = algebra.scale_add(2.0, D0, 1.0, algebra.product(D0, D0))          # (E + D^)^2 - E
     T = [t + P / k for k, t in enumerate(T, start=1)]                            # D_k = D^_k + E/k
     return Propagator(algebra, D0, T, P if P is not None else np.zeros((0, 0)), h, r, m, omega_max,
-                      isinstance(algebra, _Blocks), algebra.matrix(D0))
+                      isinstance(algebra, _Blocks), algebra.matrix(D0), sparse)
 
 
 # ------------------------------------------------------------------ integration of M x'' + C x' + K x = f(t)
@@ -325,5 +334,6 @@ def integrate(M, C, K, x0, t_end, output_step, forcing=None, inputs=None, order=
             X.append(from_y(y))
     info = {"integrator": "matrix exponential with step doubling (seed 004)", "step": h, "series_order": r,
             "doublings": prop.m, "omega_max": omega, "predicted_step_error": prop.predicted_error,
-            "table_error": step_error(r), "structured": prop.structured, "forcing_order": p, "steps": steps}
+            "table_error": step_error(r), "structured": prop.structured, "sparse_doublings": prop.sparse_doublings,
+            "forcing_order": p, "steps": steps}
     return np.array(ts), np.array(X), info
