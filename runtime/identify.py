@@ -282,19 +282,26 @@ def _records_residual(model, slots, t, data, fixed, q0, qd0, sim_kw):
     return res, simulated
 
 
-def identify(model, params, modes=None, records=None, *, columns=None, q=None, q0=None, qd0=None, fixed=None,
-             log=True, method="adams", rtol=1e-10, atol=1e-12, max_nfev=200) -> Identification:
+def identify(model, params, modes=None, records=None, *, columns=None, start=None, fixed=None, q=None, q0=None,
+             qd0=None, log=True, method="adams", rtol=1e-10, atol=1e-12, max_nfev=200) -> Identification:
     """Fit `params` (names of model parameters, `p` or `p[k]`) to identified `modes` (a PronyResult
     or a mapping with "frequencies" (Hz) and optional "decay_rates" (1/s), matched to the model's
     modes about its equilibrium, or about q) or to `records` (a mapping with "t" and columns named
     like the model's series, a SimulationResult or a CSV file; simulated from q0, qd0, default the
-    model's initial values). `fixed`: other parameter values. log=True fits log(p) (positive values)."""
+    model's initial values). `start`: initial guesses {name: value} (default: the model's values);
+    `fixed`: values of other parameters during the fit. log=True fits log(p) (positive values)."""
     from scipy.optimize import least_squares
     if (modes is None) == (records is None):
         raise ValueError("identify needs either modes=... (identified frequencies and decay rates) or records=...")
     slots = _param_slots(model, [params] if isinstance(params, str) else list(params))
-    start = {**model.parameters, **(fixed or {})}
-    p0 = np.array([start[b] if i is None else start[b][i] for _, b, i in slots], dtype=float)
+    base = {**model.parameters, **(fixed or {})}
+    p0 = np.array([base[b] if i is None else base[b][i] for _, b, i in slots], dtype=float)
+    unknown = [k for k in (start or {}) if k not in [s[0] for s in slots]]
+    if unknown:
+        raise ValueError(f"`start` names {', '.join(map(repr, unknown))}, which are not among the fitted parameters")
+    for k, (name, _, _) in enumerate(slots):
+        if start and name in start:
+            p0[k] = float(start[name])
     use_log = bool(log) and np.all(p0 > 0)
     to_p = (lambda x: np.exp(x)) if use_log else (lambda x: x)
     x0 = np.log(p0) if use_log else p0.copy()
@@ -307,17 +314,20 @@ def identify(model, params, modes=None, records=None, *, columns=None, q=None, q
         t, data = _read_records(records, columns)
         fun, simulated = _records_residual(model, slots, t, data, fixed, q0, qd0,
                                            {"method": method, "rtol": rtol, "atol": atol})
-    sol = least_squares(lambda x: fun(to_p(x)), x0, method="trf", x_scale="jac", diff_step=1e-6, max_nfev=max_nfev)
+    sol = least_squares(lambda x: fun(to_p(x)), x0, method="trf", x_scale="jac", diff_step=1e-6, max_nfev=max_nfev,
+                        xtol=1e-10, ftol=1e-10, gtol=1e-10)
     p = to_p(sol.x)
     r = sol.fun
-    dof = max(len(r) - len(p), 1)
-    s2 = float(r @ r) / dof
-    J = sol.jac * (p[None, :] if use_log else 1.0)        # d residual / d p
-    try:
-        cov = s2 * np.linalg.inv(J.T @ J)
-        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    except np.linalg.LinAlgError:
-        se = np.full(len(p), np.inf)
+    dof = len(r) - len(p)
+    s2 = float(r @ r) / max(dof, 1)
+    J = sol.jac / (p[None, :] if use_log else 1.0)        # d residual / d p = (d r / d log p) / p
+    if len(r) <= len(p):                  # as many conditions as unknowns: no spread to estimate
+        se = np.full(len(p), np.nan)
+    else:
+        try:
+            se = np.sqrt(np.maximum(np.diag(s2 * np.linalg.inv(J.T @ J)), 0.0))
+        except np.linalg.LinAlgError:
+            se = np.full(len(p), np.inf)
     if simulated is not None:
         sim = simulated(p)
         corr = {c: float(np.corrcoef(data[c], sim[c])[0, 1]) for c in data}

@@ -5,9 +5,10 @@ motion r(t, q, q', q'') = M q'' - Q (generator/derivatives.py), an equilibrium s
 
     g(q_f) = r(t, q, 0, 0)_f = -Q(t, q, 0)_f = 0          for the free coordinates f,
 
-the held coordinates keeping their values. g is solved by scipy's trust-region reflective
-least squares (`least_squares(method="trf")`) with the generated Jacobian dg/dq_f = K_ff, K =
-dr/dq the stiffness matrix. At the solution the eigenvalues of the symmetric part of K_ff are
+the held coordinates keeping their values. g is solved by Newton's method damped by step
+halving, and when that stalls by scipy's trust-region reflective least squares
+(`least_squares(method="trf")`), both with the generated Jacobian dg/dq_f = K_ff, K = dr/dq
+the stiffness matrix. At the solution the eigenvalues of the symmetric part of K_ff are
 reported: a negative one is an unstable equilibrium (a warning names the coordinates its
 eigenvector moves), a zero one a neutral direction.
 
@@ -134,9 +135,12 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
     if idx and np.max(np.abs(g0)) > tolerance:
         if not np.all(np.isfinite(g0)):
             raise StaticsError(_failure(model, idx, g0, tolerance, "the generalized forces are not finite at the start"))
-        sol = least_squares(lambda x: g_and_K(x)[0], start[idx], jac=lambda x: g_and_K(x)[1], method="trf",
-                            x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iter)
-        x, iterations, message = sol.x, int(sol.nfev), sol.message
+        x, iterations, done = _damped_newton(g_and_K, start[idx], tolerance, max_iter)
+        message = "damped Newton"
+        if not done:                      # stalled (a singular or indefinite K far away): trust region
+            sol = least_squares(lambda x: g_and_K(x)[0], x, jac=lambda x: g_and_K(x)[1], method="trf",
+                                x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iter)
+            x, iterations, message = sol.x, iterations + int(sol.nfev), f"trust region: {sol.message}"
     g, K = g_and_K(x)
     if not (np.all(np.isfinite(g)) and np.max(np.abs(g), initial=0.0) <= tolerance):
         raise StaticsError(_failure(model, idx, g, tolerance, message))
@@ -152,6 +156,29 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
         _warn(model.spec, f"the equilibrium found is unstable: the stiffness has the negative eigenvalue {lam_k:.4g} "
                           f"along {', '.join(f'`{c}`' for c in names)}")
     return eq
+
+
+def _damped_newton(g_and_K, x, tolerance, max_iter):
+    """Newton steps -K^-1 g (least squares for a singular K), halved until |g| decreases;
+    (x, evaluations, converged)."""
+    g, K = g_and_K(x)
+    norm = float(np.linalg.norm(g))
+    evaluations = 1
+    while evaluations < max_iter:
+        if np.max(np.abs(g)) <= tolerance:
+            return x, evaluations, True
+        step = np.linalg.lstsq(K, -g, rcond=None)[0]
+        for _ in range(30):
+            trial = x + step
+            g_t, K_t = g_and_K(trial)
+            evaluations += 1
+            if np.all(np.isfinite(g_t)) and np.linalg.norm(g_t) < norm:
+                break
+            step = step / 2
+        else:
+            return x, evaluations, False
+        x, g, K, norm = trial, g_t, K_t, float(np.linalg.norm(g_t))
+    return x, evaluations, bool(np.max(np.abs(g)) <= tolerance)
 
 
 def _failure(model, idx, g, tolerance, message) -> str:
