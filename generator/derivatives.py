@@ -11,11 +11,11 @@ the form, mode and backend of the model's main module. Its kernels:
                                                    (generator/tangent.py)
   mass (t, q, p)                 -> M [n*n]        composite bodies (2.19)-(2.20)
 
-r is computed by the recursions of the forms: the forward pass (1.13), (1.33) and the bias
-forces (2.14) F_hat_i = F^c_i + F_i - M_i w_hat_i, then the accelerations the trial x adds,
-u_i = C_i u_kappa_i + A_i x_i (2.54), and one backward pass of the net forces
-f_i = M_i u_i - F_hat_i + sum_{j in S_i} C_j^T f_j, so that r_i = A_i^T f_i - Q^gen_i (2.55):
-a body's quantities depend on the coordinates of its path P_i only, which the tangent keeps.
+r is computed by the recursions of the forms: the velocities (1.13), the accelerations with the
+trial x, a_i = C_i a_kappa_i + w^c_i + wr_i + A_i x_i ((1.33) with the accelerated ground, and
+(2.54)), and one backward pass of the net forces f_i = M_i a_i - F^c_i - F_i + sum_{j in S_i}
+C_j^T f_j ((2.14), (2.55)), so that r_i = A_i^T f_i - Q^gen_i: a body's forward quantities
+depend on the coordinates of its path P_i only, which the tangent keeps.
 
 Linearisation (runtime/linear.py): M dq'' + C dq' + K dq = 0 with C = dr/dqd, K = dr/dq at
 x = q''(q, qd); dq''/d[q, qd] = -M^-1 J; the statics' residual is r(q, 0, 0) = -Q and its
@@ -28,9 +28,9 @@ import sympy as sp
 
 from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import EquationsOfMotion, KernelSpec
-from dynamica.generator.forms.common import bias_forces, forward_pass
+from dynamica.generator.forms.common import forward_pass
 from dynamica.generator.forms.spatial import apply_C, apply_CT, coordinate_layout, inertia_times, mass_matrix
-from dynamica.generator.program import dot, fold_vectors, mul, total
+from dynamica.generator.program import add, cross, dot, fold_vectors, matvec, mul, scale, total
 
 #: the sympy name of trial acceleration j (a role prefix: never a generated intermediate)
 ACCEL_PREFIX = "qdd:"
@@ -46,23 +46,25 @@ def residual(kin, x) -> list:
     N = topo.n_bodies
     fp = forward_pass(kin)
     F_active, gen, _ = active_forces(kin, fp)
-    F_hat = bias_forces(kin, fp, F_active)
     _, _, first = coordinate_layout(kin)
-    zero6 = [sp.Integer(0)] * 6
-    u = [zero6] + [None] * N
-    for i in range(1, N + 1):                                    # (2.54)
+    a = [[-e for e in kin.gravity] + [sp.Integer(0)] * 3] + [None] * N     # the accelerated ground (1.33)
+    for i in range(1, N + 1):            # a_i = C_i a_k + w^c_i + wr_i + A_i x_i: (1.33) with (2.54)
         jk, k = kin.joints[i], topo.kappa[i]
-        acc = zero6 if all(e == 0 for e in u[k]) else apply_C(jk.G, fp.rho_p[i], u[k])
+        wk, vr, rp = matvec(jk.G, fp.v[k][3:]), fp.vr[i], fp.rho_p[i]
+        wc = add(cross(wk, cross(wk, rp)), scale(2, cross(wk, vr[:3]))) + cross(wk, vr[3:])
+        acc = [total([p, c, w]) for p, c, w in zip(apply_C(jk.G, rp, a[k]), wc, jk.wr_hat)]
         for c, col in enumerate(jk.A):
-            acc = [total([a, mul(e, x[first[i] + c])]) for a, e in zip(acc, col)]
-        u[i] = prog.let_vector(f"IDu{i}", acc)
+            acc = [total([e, mul(s_, x[first[i] + c])]) for e, s_ in zip(acc, col)]
+        a[i] = prog.let_vector(f"IDa{i}", acc)
     terms = [None]
-    for i in range(1, N + 1):
+    for i in range(1, N + 1):            # the net force on body i: M_i a_i - F^c_i - F_i (2.14)
         bi = kin.inertia[i]
-        mu = inertia_times((bi.mass, bi.h, bi.theta), u[i])
-        terms.append([[total([a, -b]) for a, b in zip(mu, F_hat[i])]])
+        w = fp.v[i][3:]
+        fc = [-e for e in cross(w, cross(w, bi.h))] + [-e for e in cross(w, matvec(bi.theta, w))]
+        ma = inertia_times((bi.mass, bi.h, bi.theta), a[i])
+        terms.append([[total([m_, -c, -f]) for m_, c, f in zip(ma, fc, F_active[i])]])
     f = [None] * (N + 1)
-    for i in range(N, 0, -1):                                    # (2.55) with the bias forces
+    for i in range(N, 0, -1):            # (2.55): carried towards the root by C^T
         f[i] = prog.let_vector(f"IDf{i}", fold_vectors(terms[i]))
         k = topo.kappa[i]
         if k > 0:

@@ -1,0 +1,146 @@
+#!/usr/bin/env python
+"""Derivative kernels (issue 16): the cost of the full Jacobian dq''/d[q, q'] of chains against
+one right-hand side and against Pinocchio's computeABADerivatives, measured in the same run.
+
+    python benchmarks/bench_derivatives.py                 # N = 5 10 20 40
+    python benchmarks/bench_derivatives.py --sizes 20 --no-save
+
+Model: the chains of benchmarks/bench_forms.py with 1-DOF revolute joints (x, y, x, ...; offsets
+with three components, centres of mass off the axes, full inertia tensors, gravity). Per size,
+into a fresh cache: dynamica generates and compiles the model (forms composite and articulated)
+and its derivatives module (generator/derivatives.py); generation and compile seconds and the
+operation counts of the kernels are reported.
+
+Times per call (best of --rounds interleaved rounds, at one random state):
+  - RHS C: the model's rhs_capsule in the C loop of runtime.timing (no Python per call);
+  - RHS py: module.rhs(t, y, p, out) called from Python (so the binding cost is the same as for
+    the Jacobian below);
+  - jac py: the derivatives module's qdd_jacobian(t, q, qd, p, qdd, J) from Python: q'', M, its LU,
+    the tangent kernel J = [dr/dq | dr/dqd] and the 2n solves -M^-1 J, all in C;
+  - kernel py: residual_jacobian alone (the tangent kernel);
+  - pin.aba and pin.computeABADerivatives(model, data, q, v, tau) from Python.
+Checks: dynamica's dq''/dq, dq''/dqd against Pinocchio's ddq_dq, ddq_dv (largest difference over
+the largest entry).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+os.environ["DYNAMICA_CACHE"] = tempfile.mkdtemp(prefix="dcache_deriv_")
+
+from bench_forms import write_model  # noqa: E402
+from bench_scale import pinocchio_model  # noqa: E402
+from bench_forms import model_dict  # noqa: E402
+
+
+def best(f, rounds):
+    t = timeit.timeit(f, number=3) / 3
+    number = max(3, int(0.05 / max(t, 1e-9)))
+    return min(timeit.repeat(f, number=number, repeat=rounds)) / number
+
+
+def run(n, rounds, folder):
+    import pinocchio as pin
+
+    import dynamica
+    from dynamica.build import compile_bundle, import_extension
+    from dynamica.generator.pipeline import generate_derivatives
+    from dynamica.runtime.derivatives import Derivatives
+    from dynamica.runtime.timing import seconds_per_call
+    path = write_model("chain", n, 1, folder)
+    row = {"n": n}
+    t0 = time.perf_counter()
+    gen = generate_derivatives(path)
+    t1 = time.perf_counter()
+    so = compile_bundle(gen.bundle)
+    t2 = time.perf_counter()
+    row.update(gen_s=t1 - t0, compile_s=t2 - t1, ops={k.name: k.op_count()["total"] for k in gen.module_ir.kernels})
+    models = {f: dynamica.load(path, form=f) for f in ("composite", "articulated")}
+    d = Derivatives(import_extension(so), models["composite"])
+    m = d.module
+    rng = np.random.default_rng(n)
+    q, qd = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n)
+    y = np.concatenate([q, qd])
+    p = models["composite"].param_vector()
+    out, qdd, J, r, yd = np.empty(n), np.empty(n), np.empty(2 * n * n), np.empty(n), np.empty(2 * n)
+    pm = pinocchio_model(model_dict("chain", n, 1))
+    pd = pm.createData()
+    tau = np.zeros(n)
+    timers = {
+        "jac_py": lambda: m.qdd_jacobian(0.0, q, qd, p, qdd, J),
+        "kernel_py": lambda: m.residual_jacobian(0.0, q, qd, qdd, p, r, J),
+        "rhs_py": lambda: models["composite"].module.rhs(0.0, y, p, yd),
+        "rhs_abm_py": lambda: models["articulated"].module.rhs(0.0, y, p, yd),
+        "pin_aba": lambda: pin.aba(pm, pd, q, qd, tau),
+        "pin_deriv": lambda: pin.computeABADerivatives(pm, pd, q, qd, tau),
+    }
+    times = {k: float("inf") for k in timers}
+    for _ in range(rounds):
+        for k, f in timers.items():
+            times[k] = min(times[k], best(f, 1))
+    row.update({k: v * 1e6 for k, v in times.items()})
+    row["rhs_c"] = 1e6 * seconds_per_call(models["composite"], states=y[None, :])
+    row["rhs_abm_c"] = 1e6 * seconds_per_call(models["articulated"], states=y[None, :])
+    _, Jq, Jv = d.qdd_jacobian(q, qd)
+    pin.computeABADerivatives(pm, pd, q, qd, tau)
+    scale = max(np.abs(pd.ddq_dq).max(), np.abs(pd.ddq_dv).max(), 1.0)
+    row["err_pin"] = max(np.abs(Jq - pd.ddq_dq).max(), np.abs(Jv - pd.ddq_dv).max()) / scale
+    return row
+
+
+def report(rows) -> list:
+    lines = [f"{'N':>3s} {'gen s':>6s} {'cc s':>6s} {'ops res':>8s} {'ops jac':>8s} {'RHS C':>7s} {'ABM C':>7s} "
+             f"{'RHS py':>7s} {'jac py':>8s} {'kernel':>8s} {'jac/RHS':>8s} {'jac/ABM':>8s} {'pin aba':>8s} "
+             f"{'pin der':>8s} {'jac/pin':>8s} {'err pin':>8s}"]
+    for r in rows:
+        lines.append(f"{r['n']:3d} {r['gen_s']:6.2f} {r['compile_s']:6.2f} {r['ops']['residual']:8d} "
+                     f"{r['ops']['residual_jacobian']:8d} {r['rhs_c']:7.2f} {r['rhs_abm_c']:7.2f} {r['rhs_py']:7.2f} "
+                     f"{r['jac_py']:8.2f} {r['kernel_py']:8.2f} {r['jac_py'] / r['rhs_py']:8.2f} "
+                     f"{r['jac_py'] / r['rhs_abm_py']:8.2f} {r['pin_aba']:8.2f} {r['pin_deriv']:8.2f} "
+                     f"{r['jac_py'] / r['pin_deriv']:8.2f} {r['err_pin']:8.1e}")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[5, 10, 20, 40])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args(argv)
+    import pinocchio
+    import dynamica
+    folder = Path(tempfile.mkdtemp(prefix="bench_deriv_"))
+    rows = []
+    for n in args.sizes:
+        print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
+        rows.append(run(n, args.rounds, folder))
+    head = [f"Derivative kernels (issue 16): full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
+            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "
+            f"dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}",
+            "times in us per call (best of interleaved rounds); RHS/ABM C: rhs_capsule in a C loop (forms composite, "
+            "articulated); RHS py, jac py, kernel, pin: called from Python (binding cost included in each);",
+            "jac = derivatives module qdd_jacobian (q'', M, LU, tangent kernel, -M^-1 J); kernel = residual_jacobian "
+            "alone; jac/RHS, jac/ABM: over the composite / articulated RHS called from Python; err pin: vs "
+            "computeABADerivatives", ""]
+    text = "\n".join(head + report(rows))
+    print(text)
+    if not args.no_save:
+        (HERE / "results").mkdir(exist_ok=True)
+        (HERE / "results" / "derivatives.txt").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
