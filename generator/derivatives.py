@@ -77,18 +77,30 @@ def residual(kin, x) -> list:
     return out
 
 
-def derivative_equations(kin) -> EquationsOfMotion:
+#: how the Jacobian is formed: "unrolled" (the tangent program, generator/tangent.py) or "tape"
+#: (the statements' local partials generated, the tangents carried by a loop in the module file,
+#: runtime/dynamica_linalg.h: for models whose unrolled tangent would be too long to compile)
+VARIANTS = ("unrolled", "tape")
+
+
+def derivative_equations(kin, variant="unrolled") -> EquationsOfMotion:
     """The EquationsOfMotion of a derivatives module (kind "derivatives", module docstring)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
     x = trial_accelerations(kin.coordinates)
     r = residual(kin, x)
     M = mass_matrix(kin)
     qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
     qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
     inputs = ("t", "q", "qd", "x", "p")
-    kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),)),
-               KernelSpec("residual_jacobian", inputs, (("r", r),), symbols=(("x", x),), tangent=("q", "qd")),
+    jac = KernelSpec("residual_jacobian", inputs, (("r", r),), symbols=(("x", x),), tangent=("q", "qd")) \
+        if variant == "unrolled" else \
+        KernelSpec("residual_partials", inputs, (("r", r),), symbols=(("x", x),), tape=("q", "qd"))
+    kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),)), jac,
                KernelSpec("mass", ("t", "q", "p"), (("M", M),)))
     return EquationsOfMotion(form="derivatives", kind="derivatives", program=kin.program,
                              coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels,
+                             mode="symbolic" if variant == "unrolled" else variant,
                              info={"residual": "r = M(q) x - Q(t, q, qd), inverse dynamics (2.54)-(2.55)",
-                                   "jacobian": "[dr/dq | dr/dqd], row-major n x 2n, forward-mode tangent"})
+                                   "jacobian": "[dr/dq | dr/dqd], row-major n x 2n, forward-mode tangent",
+                                   "variant": variant})

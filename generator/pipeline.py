@@ -51,11 +51,13 @@ def generate(model, form: str = "composite", backend: str = "c", progress=None,
     return _guarded(model, form, backend, progress, mode, None)
 
 
-def generate_derivatives(model, backend: str = "c", progress=None) -> Generated:
+def generate_derivatives(model, backend: str = "c", progress=None, variant: str = "unrolled") -> Generated:
     """The derivatives module of a model (generator/derivatives.py: the residual r = M x - Q,
-    its Jacobian by q and q' and M), whatever form its main module has."""
+    its Jacobian by q and q' and M), whatever form its main module has; `variant`: "unrolled"
+    (the tangent program) or "tape" (partials generated, tangents in a loop: large models)."""
     from dynamica.generator.derivatives import derivative_equations
-    return _guarded(model, "derivatives", backend, progress, "symbolic", derivative_equations)
+    return _guarded(model, "derivatives", backend, progress, "symbolic",
+                    lambda kin: derivative_equations(kin, variant))
 
 
 def _guarded(model, form, backend, progress, mode, equations) -> Generated:

@@ -211,3 +211,91 @@ def tangent_kernel(kernel: ir.Kernel, wrt: tuple, output: str = "J", name: str |
     return ir.Kernel(name=name or f"{kernel.name}_tangent", inputs=kernel.inputs,
                      outputs=kernel.outputs + (ir.Output(output, row * D),), temps=tuple(tg.temps),
                      body=tuple(tg.body) + tuple(stores), hints=kernel.hints)
+
+
+# ------------------------------------------------------------------ the tape: partials generated, tangents in a loop
+def _liveness(body) -> dict:
+    """Temporary -> index of the last statement that reads it."""
+    last = {}
+
+    def walk(node, k):
+        if isinstance(node, ir.Var):
+            last[node.name] = k
+        for c in ir.children(node):
+            walk(c, k)
+    for k, st in enumerate(body):
+        walk(st.value, k)
+    return last
+
+
+def tape_kernel(kernel: ir.Kernel, wrt: tuple, output: str = "P", name: str | None = None, prefix: str = "dyn_tp"):
+    """The kernel's outputs and the local partials of its statements (output `output`), and the
+    integer tables with which a loop (runtime/dynamica_linalg.h `dyn_tape_jacobian`) forms the
+    Jacobian of the outputs by the inputs `wrt`: for large programs, whose unrolled tangent
+    would be too long to compile.
+
+    Directions interleave the inputs (q_0, qd_0, q_1, qd_1, ...), so a value's dependency set is
+    kept as one range [lo, hi) (along a chain: the coordinates up to its body). Each value with
+    a tangent has a row of D doubles; rows are reused once their value is dead. Tables:
+      <prefix>_meta  [statements, rows, edges, D, outputs]
+      <prefix>_stmt  per statement: row, lo, hi, first edge (and a final entry: the edge count)
+      <prefix>_edge  per edge: source row, lo, hi (a value), or -(direction + 1), 0, 0 (an input)
+      <prefix>_out   per output entry: row, lo, hi (row -1: no dependence)
+    """
+    sizes = {i.name: i.size for i in kernel.inputs}
+    missing = [w for w in wrt if w not in sizes or sizes[w] is None]
+    if missing:
+        raise ValueError(f"kernel {kernel.name!r} has no input array {missing[0]!r} to differentiate by")
+    hull = {}
+    for a, w in enumerate(wrt):
+        for j in range(sizes[w]):
+            hull[ir.Arg(w, j)] = (j * len(wrt) + a, j * len(wrt) + a + 1)
+    D = sum(sizes[w] for w in wrt)
+    last = _liveness(kernel.body)
+    row_of, free, rows = {}, [], 0
+    stmts, edges, body, partials = [], [], [], []
+    outs = {}
+    offsets, total_out = {}, 0
+    for o in kernel.outputs:
+        offsets[o.name] = total_out
+        total_out += o.size
+    for k, st in enumerate(kernel.body):
+        body.append(st)
+        named = ir.Var(st.target) if isinstance(st, ir.Assign) else None
+        parts = leaf_partials(st.value, lambda leaf: leaf in hull, named)
+        if not parts:
+            if isinstance(st, ir.Store):
+                outs[offsets[st.array] + st.index] = (-1, 0, 0)
+            continue
+        lo = min(hull[leaf][0] for leaf in parts)
+        hi = max(hull[leaf][1] for leaf in parts)
+        row = free.pop() if free else rows
+        rows = max(rows, row + 1)
+        stmts.append((row, lo, hi, len(edges)))
+        for leaf, partial in parts.items():
+            if isinstance(leaf, ir.Arg):
+                edges.append((-(hull[leaf][0] + 1), 0, 0))
+            else:
+                edges.append((row_of[leaf.name],) + hull[leaf])
+            body.append(ir.Store(output, len(partials), partial))
+            partials.append(partial)
+        for leaf in parts:                       # operands read for the last time free their rows
+            if isinstance(leaf, ir.Var) and last.get(leaf.name, -1) <= k and leaf.name in row_of:
+                free.append(row_of.pop(leaf.name))
+        if isinstance(st, ir.Assign):
+            hull[named] = (lo, hi)
+            row_of[st.target] = row
+            if last.get(st.target, -1) <= k:      # never read: its row is free again
+                free.append(row_of.pop(st.target))
+        else:
+            outs[offsets[st.array] + st.index] = (row, lo, hi)
+    tables = (
+        (f"{prefix}_meta", (len(stmts), max(rows, 1), len(edges), D, total_out)),
+        (f"{prefix}_stmt", tuple(x for s in stmts for x in s) + (len(edges),)),
+        (f"{prefix}_edge", tuple(x for e in edges for x in e) or (0,)),
+        (f"{prefix}_out", tuple(x for i in range(total_out) for x in outs.get(i, (-1, 0, 0)))),
+    )
+    tk = ir.Kernel(name=name or f"{kernel.name}_partials", inputs=kernel.inputs,
+                   outputs=kernel.outputs + (ir.Output(output, max(len(partials), 1)),), temps=kernel.temps,
+                   body=tuple(body) if partials else tuple(body) + (ir.Store(output, 0, ZERO),), hints=kernel.hints)
+    return tk, tables

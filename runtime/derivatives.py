@@ -2,7 +2,8 @@
 
 `derivatives(model)` generates (generator/derivatives.py), compiles and caches the model's
 derivatives module on first use, with the backend of the model's module, whatever its form
-and mode, and keeps it on the model. What it computes (r = M(q) q'' - Q(t, q, q') is the
+and mode, and keeps it on the model: the unrolled tangent program for models of up to
+UNROLLED_MAX_COORDINATES coordinates, else the tape (generator/tangent.py tape_kernel). What it computes (r = M(q) q'' - Q(t, q, q') is the
 residual of the equations of motion, J = [dr/dq | dr/dq'] at fixed q''):
 
     d.residual(q, qd, qdd)          r
@@ -101,24 +102,34 @@ class Derivatives:
         return f
 
 
-def derivatives(model, progress=None) -> Derivatives:
-    """The derivatives module of a compiled model, built (or fetched from the cache) on first use."""
-    cached = getattr(model, "_derivatives", None)
-    if cached is not None:
-        return cached
-    module = _load_module(model, progress)
-    model._derivatives = Derivatives(module, model)
-    return model._derivatives
+#: models with more coordinates get the tape variant by default (its unrolled tangent grows as
+#: n^2 x depth: a 40-body chain's has 460 000 operations and takes minutes to compile)
+UNROLLED_MAX_COORDINATES = 24
 
 
-def _load_module(model, progress):
+def derivatives(model, variant=None, progress=None) -> Derivatives:
+    """The derivatives module of a compiled model, built (or fetched from the cache) on first use.
+    variant: "unrolled" (the tangent program), "tape" (partials generated, tangents carried by a
+    loop), None: unrolled up to UNROLLED_MAX_COORDINATES coordinates, else the tape."""
+    from dynamica.generator.derivatives import VARIANTS
+    variant = variant or ("unrolled" if model.n <= UNROLLED_MAX_COORDINATES else "tape")
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
+    cached = getattr(model, "_derivatives", None) or {}
+    if variant not in cached:
+        cached[variant] = Derivatives(_load_module(model, variant, progress), model)
+        model._derivatives = cached
+    return cached[variant]
+
+
+def _load_module(model, variant, progress):
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
     from dynamica.runtime.api import _index_path, _indexed, _write_index
     backend = getattr(model.module, "BACKEND", "c")
     source = Path(model.spec.file)
     key = None
     if source.is_file():
-        parts = [tool_fingerprint().encode(), source.read_bytes(), b"derivatives", backend.encode()]
+        parts = [tool_fingerprint().encode(), source.read_bytes(), b"derivatives", backend.encode(), variant.encode()]
         key = hashlib.sha256(b"\0".join(parts)).hexdigest()
     cache = cache_root()
     idx = _index_path(cache, key) if key else None
@@ -129,11 +140,12 @@ def _load_module(model, progress):
         except Exception:               # pruned between finding and loading it: build again
             pass
     from dynamica.generator.pipeline import generate_derivatives
-    gen = generate_derivatives(model.spec, backend=backend, progress=progress)
+    gen = generate_derivatives(model.spec, backend=backend, progress=progress, variant=variant)
+    mode = "symbolic" if variant == "unrolled" else variant
     so = compile_bundle(gen.bundle, cache=cache, progress=progress,
-                        meta={"model": model.spec.name, "form": "derivatives", "mode": "symbolic"})
+                        meta={"model": model.spec.name, "form": "derivatives", "mode": mode})
     if idx is not None:
         _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
                            "signature": gen.module_ir.signature, "model": model.spec.name,
-                           "form": "derivatives", "mode": "symbolic"})
+                           "form": "derivatives", "mode": mode})
     return import_extension(so)

@@ -144,6 +144,46 @@ static void dyn_dv_qdd_jacobian(int n, dyn_residual_fn residual, dyn_residual_ja
     free(piv);
 }
 
+/* The tape of a large derivatives module (generator/tangent.py tape_kernel): the generated kernel
+   gives the local partials P of every statement; here the tangents are carried statement by
+   statement, each value's row of D directions over its dependency range [lo, hi) only, and the
+   output rows are spread into J (n x 2n row-major: dr/dq, then dr/dqd; the directions of the
+   tape interleave q_j -> 2j, qd_j -> 2j + 1). T: rows x D doubles. */
+static DYN_LA_FAST void dyn_tape_jacobian(const int *meta, const int *stmt, const int *edge, const int *out,
+                                          const double *P, double *T, double *J)
+{
+    int ns = meta[0], D = meta[3], nout = meta[4], n = D / 2;
+    for (int s = 0; s < ns; ++s) {
+        const int *st = stmt + 4 * s;
+        double *row = T + (size_t)st[0] * D;
+        for (int d = st[1]; d < st[2]; ++d)
+            row[d] = 0.0;
+        int end = (s + 1 < ns) ? stmt[4 * (s + 1) + 3] : stmt[4 * ns];
+        for (int e = st[3]; e < end; ++e) {
+            const int *ed = edge + 3 * e;
+            double p = P[e];
+            if (ed[0] < 0) {
+                row[-ed[0] - 1] += p;
+            } else {
+                const double *x = T + (size_t)ed[0] * D;
+                for (int d = ed[1]; d < ed[2]; ++d)
+                    row[d] += p * x[d];
+            }
+        }
+    }
+    for (int i = 0; i < nout; ++i) {
+        const int *o = out + 3 * i;
+        double *Ji = J + (size_t)i * 2 * n;
+        for (int j = 0; j < 2 * n; ++j)
+            Ji[j] = 0.0;
+        if (o[0] < 0)
+            continue;
+        const double *row = T + (size_t)o[0] * D;
+        for (int d = o[1]; d < o[2]; ++d)
+            Ji[(d % 2) * n + d / 2] = row[d];
+    }
+}
+
 /* the state Jacobian d[q', q'']/d[q, q'] (row-major 2n x 2n) into out */
 static void dyn_dv_state_jacobian(int n, dyn_residual_fn residual, dyn_residual_jacobian_fn jacobian,
                                   dyn_mass_fn mass, double t, const double *y, const double *p, double *out)

@@ -200,6 +200,26 @@ def test_fortran_derivatives_equal_c(tmp_path):
         assert scaled_err(a, b) < 1e-13
 
 
+@pytest.mark.parametrize("name", ["mixed8_custom_welded", "star9_free"])
+def test_tape_variant_equals_the_unrolled_tangent(tree_models, name):
+    """The tape (partials generated, tangents carried by the loop of dynamica_linalg.h) gives the
+    unrolled tangent's Jacobian, and its generated code grows like the residual, not like n^2."""
+    model = tree_models[name]
+    du, dt = derivatives(model, "unrolled"), derivatives(model, "tape")
+    assert dt.module.__name__.endswith("_derivatives_tape") and dt is derivatives(model, "tape")
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        q, qd = rng.uniform(-1, 1, model.n), rng.uniform(-1, 1, model.n)
+        for a, b in zip(dt.qdd_jacobian(q, qd, 0.2), du.qdd_jacobian(q, qd, 0.2)):
+            assert scaled_err(a, b) < 1e-12
+        for a, b in zip(dt.residual_jacobian(q, qd, q, 0.2), du.residual_jacobian(q, qd, q, 0.2)):
+            assert scaled_err(a, b) < 1e-12
+    ops = dt.module.OPERATION_COUNTS
+    assert ops["residual_partials"]["total"] < 3 * ops["residual"]["total"]
+    with pytest.raises(ValueError, match="unknown derivatives variant"):
+        derivatives(model, "dense")
+
+
 def test_numeric_mode_model_gets_the_same_derivatives(bundled):
     sym = bundled("chain7")
     num = dynamica.load(sym.spec.file, mode="numeric")

@@ -85,6 +85,8 @@ class KernelSpec:
     hints: tuple = ()                # to the backend, e.g. "O1": compile with less optimization
     tangent: tuple = ()              # input roles: the kernel also gets the Jacobian of its outputs
                                      # by these inputs, as output `J` (generator/tangent.py)
+    tape: tuple = ()                 # input roles: the kernel also gets its statements' local
+                                     # partials `P`, and the module the tables of tangent.tape_kernel
 
 
 def _lagrangian_kernels(eom: EquationsOfMotion) -> list:

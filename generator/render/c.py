@@ -211,9 +211,10 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     """A derivatives module (generator/derivatives.py): its kernels as they are; the solves are
     composed in the module file (render/module.py COMPOSED)."""
     state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
+    jac = "residual_jacobian" if "residual_jacobian" in kernel_names(mod) else "residual_partials"
     return [{"signature": f"void {ENTRY}residual({state}, double *r)", "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"]},
-            {"signature": f"void {ENTRY}residual_jacobian({state}, double *r, double *J)",
-             "lines": [f"{PREFIX}residual_jacobian(t, q, qd, qdd, p, r, J);"]},
+            {"signature": f"void {ENTRY}{jac}({state}, double *r, double *J)",
+             "lines": [f"{PREFIX}{jac}(t, q, qd, qdd, p, r, J);"]},
             {"signature": _mass_signature(), "lines": [f"{PREFIX}mass(t, q, p, M);"]}]
 
 

@@ -106,10 +106,26 @@ def _derivative_solves(mod, symbol) -> tuple:
     """q'', dq''/d[q, qd], the state Jacobian and rhs composed from the backend's residual,
     residual_jacobian and mass_matrix entry points by runtime/dynamica_linalg.h."""
     n = len(mod.coordinates)
-    res, jac, mass = (f"(dyn_residual_fn){symbol('residual')}", f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}",
-                      f"(dyn_mass_fn){symbol('mass_matrix')}")
-    lines = [
-        '#include "dynamica_linalg.h"',
+    res, mass = f"(dyn_residual_fn){symbol('residual')}", f"(dyn_mass_fn){symbol('mass_matrix')}"
+    lines, names = ['#include "dynamica_linalg.h"'], {}
+    if "residual_partials" in kernel_names(mod):       # the tape (generator/tangent.py tape_kernel)
+        size = kernel_output_size(mod, "residual_partials", "P")
+        lines += [
+            "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
+            "                                    const double *p, double *r, double *J)",
+            "{",
+            f"    double *P = (double *)malloc({size} * sizeof(double));",
+            "    double *T = (double *)malloc((size_t)dyn_tp_meta[1] * dyn_tp_meta[3] * sizeof(double));",
+            f"    if (P == NULL || T == NULL) {{ dyn_fill_nan(r, {n}); dyn_fill_nan(J, {2 * n * n}); }}",
+            f"    else {{ {symbol('residual_partials')}(t, q, qd, x, p, r, P);",
+            "           dyn_tape_jacobian(dyn_tp_meta, dyn_tp_stmt, dyn_tp_edge, dyn_tp_out, P, T, J); }",
+            "    free(P);",
+            "    free(T);",
+            "}"]
+        jac, names = "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian", {"residual_jacobian": "dyn_m_residual_jacobian"}
+    else:
+        jac = f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}"
+    lines += [
         "static void dyn_m_qdd(double t, const double *q, const double *qd, const double *p, double *out)",
         f"{{ dyn_dv_qdd({n}, {res}, {mass}, t, q, qd, p, out); }}",
         "static void dyn_m_qdd_jacobian(double t, const double *q, const double *qd, const double *p, double *qdd,",
@@ -121,7 +137,7 @@ def _derivative_solves(mod, symbol) -> tuple:
         f"{{ dyn_dv_state_jacobian({n}, {res}, {jac}, {mass}, t, y, p, out); }}",
     ]
     return lines, {"qdd": "dyn_m_qdd", "qdd_jacobian": "dyn_m_qdd_jacobian", "rhs": "dyn_m_rhs",
-                   "jacobian": "dyn_m_jacobian"}
+                   "jacobian": "dyn_m_jacobian", **names}
 
 
 #: ModuleIR.entries -> the module's Python-callable entries
