@@ -11,6 +11,11 @@ the form, mode and backend of the model's main module. Its kernels:
                                                    (generator/tangent.py)
   mass (t, q, p)                 -> M [n*n]        composite bodies (2.19)-(2.20)
 
+The tape variant (large models) has `residual_partials` (r and the local partials of its
+statements, generator/tangent.py tape_kernel) instead of `residual_jacobian`, and
+`mass_times` (t, q, x, p) -> M x by the recursions (2.54)-(2.55) instead of `mass`: its
+kernels stay O(n) in size, the module file forms J and M from them by loops.
+
 r is computed by the recursions of the forms: the velocities (1.13), the accelerations with the
 trial x, a_i = C_i a_kappa_i + w^c_i + wr_i + A_i x_i ((1.33) with the accelerated ground, and
 (2.54)), and one backward pass of the net forces f_i = M_i a_i - F^c_i - F_i + sum_{j in S_i}
@@ -40,8 +45,9 @@ def trial_accelerations(coordinates) -> tuple:
     return tuple(sp.Symbol(f"{ACCEL_PREFIX}{c}", real=True) for c in coordinates)
 
 
-def residual(kin, x) -> list:
-    """r = M x - Q by inverse dynamics (module docstring); one expression per coordinate."""
+def residual(kin, x):
+    """r = M x - Q by inverse dynamics (module docstring): (one expression per coordinate, the
+    forward pass)."""
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies
     fp = forward_pass(kin)
@@ -74,7 +80,7 @@ def residual(kin, x) -> list:
         for c, col in enumerate(kin.joints[i].A):
             name = kin.coordinates[first[i] + c]
             out.append(prog.let(f"IDr{first[i] + c}", total([dot(col, f[i]), -gen[name]])))
-    return out
+    return out, fp
 
 
 #: how the Jacobian is formed: "unrolled" (the tangent program, generator/tangent.py) or "tape"
@@ -88,16 +94,19 @@ def derivative_equations(kin, variant="unrolled") -> EquationsOfMotion:
     if variant not in VARIANTS:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
     x = trial_accelerations(kin.coordinates)
-    r = residual(kin, x)
-    M = mass_matrix(kin)
+    r, fp = residual(kin, x)
     qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
     qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
     inputs = ("t", "q", "qd", "x", "p")
-    jac = KernelSpec("residual_jacobian", inputs, (("r", r),), symbols=(("x", x),), tangent=("q", "qd")) \
-        if variant == "unrolled" else \
-        KernelSpec("residual_partials", inputs, (("r", r),), symbols=(("x", x),), tape=("q", "qd"))
-    kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),)), jac,
-               KernelSpec("mass", ("t", "q", "p"), (("M", M),)))
+    if variant == "unrolled":
+        jac = KernelSpec("residual_jacobian", inputs, (("r", r),), symbols=(("x", x),), tangent=("q", "qd"))
+        mass = KernelSpec("mass", ("t", "q", "p"), (("M", mass_matrix(kin)),))
+    else:           # O(n) kernels only: M column by column from M x (2.54)-(2.55), in the module file
+        jac = KernelSpec("residual_partials", inputs, (("r", r),), symbols=(("x", x),), tape=("q", "qd"))
+        from dynamica.generator.forms.iterative import recursive_mx
+        mx = recursive_mx(kin, fp, lambda e: e, x)
+        mass = KernelSpec("mass_times", ("t", "q", "x", "p"), (("Mx", mx),), symbols=(("x", x),))
+    kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),)), jac, mass)
     return EquationsOfMotion(form="derivatives", kind="derivatives", program=kin.program,
                              coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels,
                              mode="symbolic" if variant == "unrolled" else variant,

@@ -27,6 +27,32 @@ typedef void (*dyn_residual_jacobian_fn)(double t, const double *q, const double
                                          const double *p, double *r, double *J);
 typedef void (*dyn_mass_fn)(double t, const double *q, const double *p, double *M);
 
+typedef void (*dyn_mass_times_fn)(double t, const double *q, const double *x, const double *p, double *Mx);
+
+/* M column by column: M e_j by the recursions (2.54)-(2.55) (the tape variant's mass matrix) */
+static void dyn_dv_mass_by_columns(int n, dyn_mass_times_fn mass_times, double t, const double *q, const double *p,
+                                   double *M)
+{
+    double *x = (double *)calloc((size_t)(2 * n > 0 ? 2 * n : 1), sizeof(double));
+    if (x == NULL) {
+        for (int k = 0; k < n * n; ++k)
+            M[k] = NAN;
+        return;
+    }
+    double *col = x + n;
+    for (int j = 0; j < n; ++j) {
+        x[j] = 1.0;
+        mass_times(t, q, x, p, col);
+        x[j] = 0.0;
+        for (int i = 0; i < n; ++i)
+            M[(size_t)i * n + j] = col[i];
+    }
+    for (int i = 0; i < n; ++i)              /* symmetric to the last bit */
+        for (int j = 0; j < i; ++j)
+            M[(size_t)i * n + j] = M[(size_t)j * n + i] = 0.5 * (M[(size_t)i * n + j] + M[(size_t)j * n + i]);
+    free(x);
+}
+
 /* A = P^T L U in place (row-major n x n); 0, or k + 1 when pivot k vanishes */
 static DYN_LA_FAST int dyn_lu(int n, double *A, int *piv)
 {

@@ -212,10 +212,14 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     composed in the module file (render/module.py COMPOSED)."""
     state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
     jac = "residual_jacobian" if "residual_jacobian" in kernel_names(mod) else "residual_partials"
+    if "mass" in kernel_names(mod):
+        mass = {"signature": _mass_signature(), "lines": [f"{PREFIX}mass(t, q, p, M);"]}
+    else:
+        mass = {"signature": f"void {ENTRY}mass_times(double t, const double *q, const double *x, const double *p, "
+                             "double *Mx)", "lines": [f"{PREFIX}mass_times(t, q, x, p, Mx);"]}
     return [{"signature": f"void {ENTRY}residual({state}, double *r)", "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"]},
             {"signature": f"void {ENTRY}{jac}({state}, double *r, double *J)",
-             "lines": [f"{PREFIX}{jac}(t, q, qd, qdd, p, r, J);"]},
-            {"signature": _mass_signature(), "lines": [f"{PREFIX}mass(t, q, p, M);"]}]
+             "lines": [f"{PREFIX}{jac}(t, q, qd, qdd, p, r, J);"]}, mass]
 
 
 #: ModuleIR.entries -> function(mod) -> [{"signature", "lines"}]

@@ -160,8 +160,12 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
         size = kernel_output_size(mod, "residual_partials", "P")    # (Fortran: `P` would be `p`)
         jac = _entry("residual_partials", state + [("r", n, 1), ("partials", size, 1)],
                      ["call k_residual_partials(t, q, qd, qdd, p, r, partials)"])
-    return [_entry("residual", state + [("r", n, 1)], ["call k_residual(t, q, qd, qdd, p, r)"]), jac,
-            _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"])]
+    if "mass" in kernel_names(mod):
+        mass = _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"])
+    else:
+        mass = _entry("mass_times", [("q", n, 0), ("x", n, 0), ("p", np_, 0), ("out", n, 1)],
+                      ["call k_mass_times(t, q, x, p, out)"])
+    return [_entry("residual", state + [("r", n, 1)], ["call k_residual(t, q, qd, qdd, p, r)"]), jac, mass]
 
 
 #: ModuleIR.entries -> function(mod) -> the bind(C) entry points (the iterative solver is C only)

@@ -108,6 +108,11 @@ def _derivative_solves(mod, symbol) -> tuple:
     n = len(mod.coordinates)
     res, mass = f"(dyn_residual_fn){symbol('residual')}", f"(dyn_mass_fn){symbol('mass_matrix')}"
     lines, names = ['#include "dynamica_linalg.h"'], {}
+    if "mass_times" in kernel_names(mod):               # M column by column from M x
+        lines += [
+            "static void dyn_m_mass_matrix(double t, const double *q, const double *p, double *M)",
+            f"{{ dyn_dv_mass_by_columns({n}, (dyn_mass_times_fn){symbol('mass_times')}, t, q, p, M); }}"]
+        mass, names = "(dyn_mass_fn)dyn_m_mass_matrix", {"mass_matrix": "dyn_m_mass_matrix"}
     if "residual_partials" in kernel_names(mod):       # the tape (generator/tangent.py tape_kernel)
         size = kernel_output_size(mod, "residual_partials", "P")
         lines += [
@@ -122,7 +127,8 @@ def _derivative_solves(mod, symbol) -> tuple:
             "    free(P);",
             "    free(T);",
             "}"]
-        jac, names = "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian", {"residual_jacobian": "dyn_m_residual_jacobian"}
+        jac, names = "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian", {**names,
+                                                                          "residual_jacobian": "dyn_m_residual_jacobian"}
     else:
         jac = f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}"
     lines += [
