@@ -71,6 +71,17 @@ def test_free_free_spring_mass_chain(tmp_path):
     assert np.max(np.abs(w[1:] / exact[1:] - 1)) < 1e-10
 
 
+def test_long_chain_uses_the_tape_and_keeps_the_closed_form(tmp_path):
+    """Above 24 coordinates the derivatives module is the tape variant (O(n) generated code)."""
+    from dynamica.runtime.derivatives import derivatives
+    n, m, c = 30, 1.5, 80.0
+    model = dynamica.load(spring_chain(tmp_path, n, m, c, name="chain30"), mode="numeric")
+    assert derivatives(model).module.INFO["variant"] == "tape"
+    w = dynamica.linearize(model, q=np.zeros(n)).modes().angular_frequencies
+    exact = 2 * math.sqrt(c / m) * np.sin(np.arange(n) * math.pi / (2 * n))
+    assert abs(w[0]) < 1e-5 and np.max(np.abs(w[1:] / exact[1:] - 1)) < 1e-9
+
+
 def oscillator(tmp_path, m=1.5, k=600.0, c=3.0):
     return write_model(tmp_path, {"name": "osc", "parameters": {"m": m, "k": k, "c": c}, "gravity": [0, 0, 0],
                                   "bodies": [{"name": "b", "parent": "ground", "joint": [{"translate": "x", "q": "x"}],
