@@ -102,9 +102,11 @@ class Derivatives:
         return f
 
 
-#: models with more coordinates get the tape variant by default (its unrolled tangent grows as
-#: n^2 x depth: a 40-body chain's has 460 000 operations and takes minutes to compile)
-UNROLLED_MAX_COORDINATES = 24
+#: models with more coordinates get the tape variant by default: the unrolled tangent grows as
+#: n^2 x depth (a 20-body chain's has 115 000 operations and compiles in 15-70 s, a 40-body
+#: chain's 460 000 and takes minutes), the tape stays O(n) (a 100-body chain: 25 s); the unrolled
+#: one evaluates about 3 times faster (benchmarks/results/derivatives.txt)
+UNROLLED_MAX_COORDINATES = 12
 
 
 def derivatives(model, variant=None, progress=None) -> Derivatives:
