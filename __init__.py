@@ -10,8 +10,12 @@ __version__ = "0.1.0"
 
 from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelError  # noqa: E402
 
-__all__ = ["load", "simulate", "generate", "DynamicaError", "ModelError", "BuildError",
-           "IntegrationError", "__version__"]
+__all__ = ["load", "simulate", "generate", "equilibrium", "statics", "linearize", "prony", "identify",
+           "DynamicaError", "ModelError", "BuildError", "IntegrationError", "__version__"]
+
+#: analysis functions (issue 16) -> the runtime module that defines them
+_ANALYSIS = {"equilibrium": "statics", "statics": "statics", "linearize": "linear", "prony": "identify",
+             "identify": "identify"}
 
 
 def __getattr__(name):
@@ -19,6 +23,9 @@ def __getattr__(name):
     if name in ("load", "simulate"):
         from dynamica.runtime import api
         return getattr(api, name)
+    if name in _ANALYSIS:
+        import importlib
+        return getattr(importlib.import_module(f"dynamica.runtime.{_ANALYSIS[name]}"), name)
     if name == "generate":
         from dynamica.generator.pipeline import generate
         return generate

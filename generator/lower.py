@@ -17,6 +17,7 @@ import sympy as sp
 from dynamica import __version__
 from dynamica.generator import expr as ex
 from dynamica.generator import ir
+from dynamica.generator.tangent import tangent_kernel, tape_kernel
 
 #: sympy function class -> IR function name
 _FUNCS = {sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "asin", sp.acos: "acos",
@@ -257,7 +258,7 @@ def lower(eom, spec) -> ir.ModuleIR:
     n = len(eom.coordinates)
     params, defaults, psym = parameter_layout(spec)
     roles = {"q": eom.q, "qd": eom.qd, "pm": eom.pm}
-    kernels = []
+    kernels, tables = [], list(eom.tables)
     for ks in kernel_specs(eom):
         sizes = {"t": None, "p": len(defaults)}
         sym = dict(psym) if "p" in ks.inputs else {}
@@ -271,6 +272,11 @@ def lower(eom, spec) -> ir.ModuleIR:
                 sym.update({s: ir.Arg(role, j) for j, s in enumerate(syms)})
         inputs = tuple(ir.Input(r, sizes.get(r, n)) for r in ks.inputs)
         kernel = lower_kernel(ks.name, ks.program or eom.program, inputs, list(ks.outputs), sym, dict(ks.aliases))
+        if ks.tangent:
+            kernel = tangent_kernel(kernel, ks.tangent, name=ks.name)
+        if ks.tape:
+            kernel, more = tape_kernel(kernel, ks.tape, name=ks.name)
+            tables += more
         if ks.skip_zero_stores:
             kernel = replace(kernel, body=tuple(st for st in kernel.body if not (
                 isinstance(st, ir.Store) and isinstance(st.value, ir.Num) and st.value.value == 0.0)))
@@ -280,6 +286,6 @@ def lower(eom, spec) -> ir.ModuleIR:
                       form=eom.form, kind=eom.kind, coordinates=eom.coordinates, parameters=params,
                       parameter_defaults=defaults, kernels=tuple(kernels),
                       entries=eom.entries or eom.kind, info=tuple(sorted(eom.info.items())),
-                      tables=tuple(eom.tables), constrained=eom.constrained)
+                      tables=tuple(tables), constrained=eom.constrained)
     digest = hashlib.sha256(repr((__version__, mod)).encode()).hexdigest()
     return replace(mod, signature=digest)

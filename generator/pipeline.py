@@ -50,15 +50,28 @@ def generate(model, form: str = "composite", backend: str = "c", progress=None,
     mode="symbolic" unrolls the whole form; mode="numeric" (forms/numeric.py) generates only the
     joint kinematics, inertias and forces and runs the form's recursion as hand-written loops.
     """
+    return _guarded(model, form, backend, progress, mode, None)
+
+
+def generate_derivatives(model, backend: str = "c", progress=None, variant: str = "unrolled") -> Generated:
+    """The derivatives module of a model (generator/derivatives.py: the residual r = M x - Q,
+    its Jacobian by q and q' and M), whatever form its main module has; `variant`: "unrolled"
+    (the tangent program) or "tape" (partials generated, tangents in a loop: large models)."""
+    from dynamica.generator.derivatives import derivative_equations
+    return _guarded(model, "derivatives", backend, progress, "symbolic",
+                    lambda kin: derivative_equations(kin, variant))
+
+
+def _guarded(model, form, backend, progress, mode, equations) -> Generated:
     try:
-        return _generate(model, form, backend, progress, mode)
+        return _generate(model, form, backend, progress, mode, equations)
     except NonFiniteConstant:
         # each entry's constants are finite (load_model); their products in the equations are not
         spec = model if hasattr(model, "bodies") else load_model(model)
         raise ModelError(spec.file, [overflow_problem(spec)]) from None
 
 
-def _generate(model, form, backend, progress, mode) -> Generated:
+def _generate(model, form, backend, progress, mode, equations=None) -> Generated:
     timings = {}
 
     def stage(name, fn, *args):
@@ -70,14 +83,18 @@ def _generate(model, form, backend, progress, mode) -> Generated:
             progress(name, timings[name])
         return out
 
-    form = check_form(form, mode)
+    if equations is None:
+        form = check_form(form, mode)
     spec = model if hasattr(model, "bodies") else stage("load", load_model, model)
     topo = stage("topology", build_topology, spec)
     kin = stage("kinematics", derive_kinematics, spec, topo)
-    eom = stage("equations", form_equations, kin, form, mode)
-    if spec.loops:
-        eom = stage("constraints", attach_constraints, eom, spec, topo)
-    if wanted(spec) or eom.kind == "hamiltonian":
+    if equations is None:
+        eom = stage("equations", form_equations, kin, form, mode)
+        if spec.loops:
+            eom = stage("constraints", attach_constraints, eom, spec, topo)
+    else:
+        eom = stage("equations", equations, kin)
+    if equations is None and (wanted(spec) or eom.kind == "hamiltonian"):
         eom = stage("outputs", attach_outputs, eom, spec, topo)
     mod = stage("lower", lower, eom, spec)
     bundle = stage("render", render, mod, backend)

@@ -1,4 +1,5 @@
-"""The `dynamica` command line: compile, simulate, check.
+"""The `dynamica` command line: compile, simulate, check, select, cache; statics, modes, prony and
+identify are in runtime/cli_linear.py.
 
 Errors are printed without a traceback and the exit code is non-zero.
 """
@@ -311,6 +312,8 @@ def main(argv=None) -> int:
 
     cli_models.add_parsers(sub, common)
     _cache_parser(sub)
+    from dynamica.runtime.cli_linear import add_commands
+    add_commands(sub, common, f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}.")
 
     args = ap.parse_args(argv)
     import warnings

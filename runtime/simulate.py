@@ -31,7 +31,7 @@ def _result(model, t, Y, method, nfev, info, message="", params=None):
                             outputs=model.output_series(t, q, qd, params) if hasattr(model.module, "outputs") else {})
 
 
-def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None):
+def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
     """The compiled Adams PECE loop (runtime/adams_core.pyx) on the module's C entry point."""
     from dynamica.runtime.compiled_adams import solve
     if t_eval is None:
@@ -45,7 +45,7 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
     return _result(model, res.t, np.asarray(res.y).T, "adams", res.nfev, info, params=params)
 
 
-def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None):
+def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
     """Fixed-step Stoermer-Cowell 6 (runtime/stoermer.py); rtol/atol are not used."""
     if events:
         raise ValueError("stoermer6 does not locate events; use adams or a scipy method")
@@ -58,23 +58,41 @@ def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, event
     return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
 
 
+#: scipy's methods that use a Jacobian: given the generated one (runtime/derivatives.py) unless
+#: simulate(jacobian="numeric") asks for scipy's finite differences
+IMPLICIT = ("Radau", "BDF", "LSODA")
+
+
+def _jacobian(model, scipy_method, params, jacobian):
+    if jacobian not in (None, "analytic", "numeric"):
+        raise ValueError(f"jacobian must be 'analytic' or 'numeric', not {jacobian!r}")
+    if scipy_method not in IMPLICIT or jacobian == "numeric" or model.hamiltonian or model.loops:
+        return None           # (the derivatives module is Lagrangian: state [q, qd])
+    from dynamica.runtime.derivatives import derivatives
+    return derivatives(model).jacobian_function(params)
+
+
 def _scipy_runner(scipy_method):
-    def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None):
+    def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
         from scipy.integrate import solve_ivp
         from dynamica.errors import IntegrationError
+        jac = _jacobian(model, scipy_method, params, jacobian)
+        extra = {"jac": jac} if jac is not None else {}
         sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
-                        t_eval=t_eval, events=events)
+                        t_eval=t_eval, events=events, **extra)
         if sol.status < 0:
             raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
         info = {"integrator": f"scipy solve_ivp {scipy_method}"}
+        if scipy_method in IMPLICIT:
+            info.update(jacobian="analytic" if jac is not None else "numeric", njev=int(sol.njev))
         if events:
             info.update(t_events=sol.t_events, y_events=sol.y_events, status=sol.status)
         return _result(model, sol.t, sol.y.T, run.name, sol.nfev, info, sol.message, params=params)
     return run
 
 
-#: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None)
-#: -> SimulationResult
+#: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
+#: jacobian=None) -> SimulationResult
 INTEGRATORS = {"adams": _run_adams, "stoermer6": _run_stoermer6}
 for _name, _scipy in (("radau", "Radau"), ("RK45", "RK45"), ("DOP853", "DOP853"), ("LSODA", "LSODA"),
                       ("BDF", "BDF"), ("Radau", "Radau")):
@@ -88,7 +106,7 @@ STREAM_ROWS = 10000
 
 def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
              params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
-             keep=None) -> SimulationResult:
+             keep=None, jacobian=None) -> SimulationResult:
     """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
 
     `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
@@ -106,6 +124,10 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     integrator from the state reached, like a stage boundary: results agree with one piece
     to the integration tolerance, and cost a few start-up steps per piece.
 
+    `jacobian`: for radau, BDF and LSODA, "analytic" (the default: d[q', q'']/d[q, q'] of the
+    model's derivatives module, runtime/derivatives.py, built on first use) or "numeric"
+    (scipy's finite differences); Hamiltonian forms always use scipy's.
+
     `out`: a CSV file the rows are streamed to as they come (pieces of at most `STREAM_ROWS`
     rows), written as `<out>.partial` and renamed to `out` when the run completes. With `out`
     the rows are not kept (`keep=False`, the default then): the result holds the last row only,
@@ -120,12 +142,12 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
         return _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out,
                            progress)
     return simulate_stage(model, t_end, method, rtol, atol, output_step, q0, qd0, params, t0, step, progress,
-                          segments, events, out, keep)
+                          segments, events, out, keep, jacobian)
 
 
 def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
                    params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
-                   keep=None) -> SimulationResult:
+                   keep=None, jacobian=None) -> SimulationResult:
     """`simulate` of one kinematic structure (a model without stages, or one stage of a cyclogram)."""
     sim = model.spec.simulate
     t_end = sim.t_end if t_end is None else float(t_end)
@@ -148,7 +170,7 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
     run = INTEGRATORS[method]
     model.reset_solver()          # the iterative form starts from a direct solve: runs are reproducible
     if progress is None and out is None and keep:
-        return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events)
+        return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events, jacobian=jacobian)
     if events:
         raise ValueError("events with progress, out or keep=False are not supported (a piece would restart "
                          "the events)")
@@ -163,7 +185,7 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
     try:
         for a, b in zip(cuts[:-1], cuts[1:]):
             te = t_eval[a:b + 1]
-            piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step)
+            piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step, jacobian=jacobian)
             y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params)
             start = 0 if rows.count == 0 else 1          # the first row repeats the previous piece's last
             if writer is not None:

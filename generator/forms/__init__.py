@@ -15,6 +15,8 @@ by the form's `kind`:
                                             qdd too, but an RHS that also writes all N^2
                                             entries of M costs more than a second kernel
                                             (a 500-body star's CBM RHS: 2.5x slower)
+  kind "derivatives" (generator/derivatives.py): the residual r = M x - Q, its Jacobian by
+    q and qd (a tangent kernel) and M; built apart from the model's module, on demand
   kind "hamiltonian" (state y = [q, pm], pm the Poisson momenta (1.49)):
     hamilton (t, q, pm, p) -> qd, pmd       the state derivative; qd symbols are aliased
                                             to the form's solution for them
@@ -83,6 +85,10 @@ class KernelSpec:
     skip_zero_stores: bool = False   # stores of the literal 0 are left out (the caller clears the array)
     hints: tuple = ()                # to the backend, e.g. "O1": compile with less optimization
     export: bool = False             # an entry point of the module with the kernel's own arguments
+    tangent: tuple = ()              # input roles: the kernel also gets the Jacobian of its outputs
+                                     # by these inputs, as output `J` (generator/tangent.py)
+    tape: tuple = ()                 # input roles: the kernel also gets its statements' local
+                                     # partials `P`, and the module the tables of tangent.tape_kernel
 
 
 def _lagrangian_kernels(eom: EquationsOfMotion) -> list:
@@ -103,7 +109,8 @@ def _hamiltonian_kernels(eom: EquationsOfMotion) -> list:
 
 #: module kind -> the kernels its entry points call (before the form's own `extra_kernels`)
 KERNELS = {"lagrangian": _lagrangian_kernels, "iterative": _lagrangian_kernels,
-           "hamiltonian": _hamiltonian_kernels, "numeric": lambda eom: []}
+           "hamiltonian": _hamiltonian_kernels, "numeric": lambda eom: [],
+           "derivatives": lambda eom: []}      # generator/derivatives.py: its own kernels
 
 
 def kernel_specs(eom: EquationsOfMotion) -> tuple:

@@ -196,9 +196,24 @@ def numeric_preamble(mod: ir.ModuleIR) -> list:
             f"static const dyn_nm_topo dyn_nm_tp = {{DYN_NM_NB, DYN_NM_N, {names}}};"]
 
 
+def derivative_entries(mod: ir.ModuleIR) -> list:
+    """A derivatives module (generator/derivatives.py): its kernels as they are; the solves are
+    composed in the module file (render/module.py COMPOSED)."""
+    state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
+    jac = "residual_jacobian" if "residual_jacobian" in kernel_names(mod) else "residual_partials"
+    if "mass" in kernel_names(mod):
+        mass = {"signature": _mass_signature(), "lines": [f"{PREFIX}mass(t, q, p, M);"]}
+    else:
+        mass = {"signature": f"void {ENTRY}mass_times(double t, const double *q, const double *x, const double *p, "
+                             "double *Mx)", "lines": [f"{PREFIX}mass_times(t, q, x, p, Mx);"]}
+    return [{"signature": f"void {ENTRY}residual({state}, double *r)", "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"]},
+            {"signature": f"void {ENTRY}{jac}({state}, double *r, double *J)",
+             "lines": [f"{PREFIX}{jac}(t, q, qd, qdd, p, r, J);"]}, mass]
+
+
 #: ModuleIR.entries -> function(mod) -> [{"signature", "lines"}]
 ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries,
-                "iterative": iterative_entries, "numeric": numeric_entries}
+                "iterative": iterative_entries, "numeric": numeric_entries, "derivatives": derivative_entries}
 #: ModuleIR.entries -> function(mod) -> lines at file scope of the kernel header (before the kernels)
 PREAMBLES = {"iterative": iterative_preamble, "numeric": numeric_preamble}
 
@@ -260,6 +275,6 @@ C = register(Backend(
     templates=(("kernels.h.j2", "{module}_kernels.h", header_context, None),),
     declarations=lambda mod: (f'#include "{mod.module_name}_kernels.h"',),
     entry_symbol=lambda mod, name: f"{ENTRY}{name}",
-    helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h"),
-    kinds=("lagrangian", "hamiltonian", "iterative", "numeric"),
+    helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h", "dynamica_linalg.h"),
+    kinds=("lagrangian", "hamiltonian", "iterative", "numeric", "derivatives"),
     description="C99 kernels in a header the module file includes"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dynamica import __version__
 from dynamica.generator import ir
 from dynamica.generator.printers import FortranPrinter
+from dynamica.generator.render.c import tables as c_tables
 from dynamica.generator.render import Backend, common, register
 from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size
 
@@ -138,8 +139,28 @@ def hamiltonian_entries(mod: ir.ModuleIR) -> list:
         _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"])]
 
 
+def derivative_entries(mod: ir.ModuleIR) -> list:
+    """A derivatives module: its kernels; the solves are C in the module file (module.COMPOSED)."""
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+    state = [("q", n, 0), ("qd", n, 0), ("qdd", n, 0), ("p", np_, 0)]
+    if "residual_jacobian" in kernel_names(mod):
+        jac = _entry("residual_jacobian", state + [("r", n, 1), ("J", 2 * n * n, 1)],
+                     ["call k_residual_jacobian(t, q, qd, qdd, p, r, J)"])
+    else:                       # the tape: the partials, carried to J by the module file's C
+        size = kernel_output_size(mod, "residual_partials", "P")    # (Fortran: `P` would be `p`)
+        jac = _entry("residual_partials", state + [("r", n, 1), ("partials", size, 1)],
+                     ["call k_residual_partials(t, q, qd, qdd, p, r, partials)"])
+    if "mass" in kernel_names(mod):
+        mass = _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"])
+    else:
+        mass = _entry("mass_times", [("q", n, 0), ("x", n, 0), ("p", np_, 0), ("out", n, 1)],
+                      ["call k_mass_times(t, q, x, p, out)"])
+    return [_entry("residual", state + [("r", n, 1)], ["call k_residual(t, q, qd, qdd, p, r)"]), jac, mass]
+
+
 #: ModuleIR.entries -> function(mod) -> the bind(C) entry points (the iterative solver is C only)
-ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries}
+ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries,
+                "derivatives": derivative_entries}
 
 
 def entry_symbol(mod: ir.ModuleIR, name: str) -> str:
@@ -181,6 +202,7 @@ def kernels_context(mod: ir.ModuleIR) -> dict:
 FORTRAN = register(Backend(
     name="fortran", printer=FortranPrinter,
     templates=(("fortran_kernels.f90.j2", "{module}_f.f90", kernels_context, "fortran"),),
-    declarations=lambda mod: tuple(f"extern {e['c_signature']};" for e in entries(mod)),
-    entry_symbol=entry_symbol, kinds=("lagrangian", "hamiltonian"),
+    declarations=lambda mod: tuple(f"extern {e['c_signature']};" for e in entries(mod)) + tuple(c_tables(mod)),
+    entry_symbol=entry_symbol, kinds=("lagrangian", "hamiltonian", "derivatives"),
+    helpers=("dynamica_linalg.h",),
     description="Fortran 2008 kernels with bind(C) entry points, compiled by gfortran"))

@@ -10,11 +10,14 @@ has an outputs kernel):
   hamiltonian           rhs(t, y, p, ydot) on y = [q, pm], momenta, velocities, mass_matrix
   iterative             the Lagrangian ones and the solver's controls (`_itr_*`, wrapped in
                         Python by runtime/itr_controls.py, whose text runs in the module)
+  derivatives           residual, residual_jacobian, mass_matrix (the backend's) and qdd,
+                        qdd_jacobian, rhs, jacobian composed from them in the module file
+                        (`COMPOSED`, runtime/dynamica_linalg.h)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 from dynamica import __version__
@@ -79,8 +82,77 @@ def _iterative(mod) -> list:
     ]
 
 
+def _derivatives(mod) -> list:
+    n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
+    state = (("q", n, 0), ("qd", n, 0))
+    return [
+        Entry("residual", state + (("qdd", n, 0), ("p", np_, 0), ("out", n, 1)),
+              "The residual r = M(q) qdd - Q(t, q, qd) of the equations of motion into `out` (length N)."),
+        Entry("residual_jacobian", state + (("qdd", n, 0), ("p", np_, 0), ("r", n, 1), ("out", 2 * n * n, 1)),
+              "The residual into `r` and its Jacobian [dr/dq | dr/dqd] at fixed qdd, row-major N x 2N, into `out`."),
+        Entry("mass_matrix", (("q", n, 0), ("p", np_, 0), ("out", n * n, 1)),
+              "The mass matrix, row-major, into `out` (length N*N)."),
+        Entry("qdd", state + (("p", np_, 0), ("out", n, 1)),
+              "Generalized accelerations -M^-1 r(t, q, qd, 0) into `out` (NaN when M is singular)."),
+        Entry("qdd_jacobian", state + (("p", np_, 0), ("qdd", n, 1), ("out", 2 * n * n, 1)),
+              "q'' into `qdd` and dq''/d[q, qd] = -M^-1 [dr/dq | dr/dqd], row-major N x 2N, into `out`."),
+        Entry("rhs", (("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)),
+              "The state derivative of y = [q, qd] into `ydot` (length 2N)."),
+        Entry("jacobian", (("y", 2 * n, 0), ("p", np_, 0), ("out", 4 * n * n, 1)),
+              "The state Jacobian d[qd, qdd]/d[q, qd], row-major 2N x 2N, into `out`."),
+    ]
+
+
+def _derivative_solves(mod, symbol) -> tuple:
+    """q'', dq''/d[q, qd], the state Jacobian and rhs composed from the backend's residual,
+    residual_jacobian and mass_matrix entry points by runtime/dynamica_linalg.h."""
+    n = len(mod.coordinates)
+    res, mass = f"(dyn_residual_fn){symbol('residual')}", f"(dyn_mass_fn){symbol('mass_matrix')}"
+    lines, names = ['#include "dynamica_linalg.h"'], {}
+    if "mass_times" in kernel_names(mod):               # M column by column from M x
+        lines += [
+            "static void dyn_m_mass_matrix(double t, const double *q, const double *p, double *M)",
+            f"{{ dyn_dv_mass_by_columns({n}, (dyn_mass_times_fn){symbol('mass_times')}, t, q, p, M); }}"]
+        mass, names = "(dyn_mass_fn)dyn_m_mass_matrix", {"mass_matrix": "dyn_m_mass_matrix"}
+    if "residual_partials" in kernel_names(mod):       # the tape (generator/tangent.py tape_kernel)
+        size = kernel_output_size(mod, "residual_partials", "P")
+        lines += [
+            "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
+            "                                    const double *p, double *r, double *J)",
+            "{",
+            f"    double *P = (double *)malloc({size} * sizeof(double));",
+            "    double *T = (double *)malloc((size_t)dyn_tp_meta[1] * dyn_tp_meta[3] * sizeof(double));",
+            f"    if (P == NULL || T == NULL) {{ dyn_fill_nan(r, {n}); dyn_fill_nan(J, {2 * n * n}); }}",
+            f"    else {{ {symbol('residual_partials')}(t, q, qd, x, p, r, P);",
+            "           dyn_tape_jacobian(dyn_tp_meta, dyn_tp_stmt, dyn_tp_edge, dyn_tp_out, P, T, J); }",
+            "    free(P);",
+            "    free(T);",
+            "}"]
+        jac, names = "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian", {**names,
+                                                                          "residual_jacobian": "dyn_m_residual_jacobian"}
+    else:
+        jac = f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}"
+    lines += [
+        "static void dyn_m_qdd(double t, const double *q, const double *qd, const double *p, double *out)",
+        f"{{ dyn_dv_qdd({n}, {res}, {mass}, t, q, qd, p, out); }}",
+        "static void dyn_m_qdd_jacobian(double t, const double *q, const double *qd, const double *p, double *qdd,",
+        "                               double *out)",
+        f"{{ dyn_dv_qdd_jacobian({n}, {res}, {jac}, {mass}, t, q, qd, p, out, qdd); }}",
+        "static void dyn_m_rhs(double t, const double *y, const double *p, double *ydot)",
+        f"{{ memcpy(ydot, y + {n}, {n} * sizeof(double)); dyn_m_qdd(t, y, y + {n}, p, ydot + {n}); }}",
+        "static void dyn_m_jacobian(double t, const double *y, const double *p, double *out)",
+        f"{{ dyn_dv_state_jacobian({n}, {res}, {jac}, {mass}, t, y, p, out); }}",
+    ]
+    return lines, {"qdd": "dyn_m_qdd", "qdd_jacobian": "dyn_m_qdd_jacobian", "rhs": "dyn_m_rhs",
+                   "jacobian": "dyn_m_jacobian", **names}
+
+
 #: ModuleIR.entries -> the module's Python-callable entries
-ENTRIES = {"lagrangian": _lagrangian, "numeric": _lagrangian, "hamiltonian": _hamiltonian, "iterative": _iterative}
+ENTRIES = {"lagrangian": _lagrangian, "numeric": _lagrangian, "hamiltonian": _hamiltonian, "iterative": _iterative,
+           "derivatives": _derivatives}
+#: ModuleIR.entries -> (mod, symbol) -> (C lines of the module file, {entry: C function}): entry
+#: points composed in the module file from the backend's ones, hence the same for every backend
+COMPOSED = {"derivatives": _derivative_solves}
 #: ModuleIR.entries -> Python source run in the module's namespace at import (runtime/<file>)
 PYTHON_CODE = {"iterative": "itr_controls.py"}
 
@@ -121,6 +193,18 @@ class Layer:
 
 #: layers a module may need, each (mod, symbol) -> Layer or None (render/constrained.py: closed loops)
 LAYERS: list = []
+
+
+def _composed(mod: ir.ModuleIR, symbol) -> Layer | None:
+    """The entry points a module kind composes in the module file (`COMPOSED`)."""
+    if mod.entries not in COMPOSED:
+        return None
+    lines, names = COMPOSED[mod.entries](mod, symbol)
+    ents = tuple(replace(e, symbol=names[e.name]) for e in ENTRIES[mod.entries](mod) if e.name in names)
+    return Layer(tuple(lines), ents, (("rhs_capsule", "dynamica.rhs", names["rhs"]),) if "rhs" in names else ())
+
+
+LAYERS.append(_composed)
 
 
 def metadata(mod: ir.ModuleIR, backend: str) -> dict:

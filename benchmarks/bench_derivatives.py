@@ -1,0 +1,161 @@
+#!/usr/bin/env python
+"""Derivative kernels (issue 16): the cost of the full Jacobian dq''/d[q, q'] of chains against
+one right-hand side and against Pinocchio's computeABADerivatives, measured in the same run.
+
+    python benchmarks/bench_derivatives.py                 # N = 5 10 20 40
+    python benchmarks/bench_derivatives.py --sizes 20 --no-save
+
+Model: the chains of benchmarks/bench_forms.py with 1-DOF revolute joints (x, y, x, ...; offsets
+with three components, centres of mass off the axes, full inertia tensors, gravity). Per size,
+into a fresh cache: dynamica generates and compiles the model (forms composite and articulated)
+and its derivatives module (generator/derivatives.py); generation and compile seconds and the
+operation counts of the kernels are reported.
+
+Times per call (best of --rounds interleaved rounds, at one random state):
+  - RHS C: the model's rhs_capsule in the C loop of runtime.timing (no Python per call);
+  - RHS py: module.rhs(t, y, p, out) called from Python (so the binding cost is the same as for
+    the Jacobian below);
+  - jac py: the derivatives module's qdd_jacobian(t, q, qd, p, qdd, J) from Python: q'', M, its LU,
+    J = [dr/dq | dr/dqd] and the 2n solves -M^-1 J, all in C; both variants of the module: the
+    unrolled tangent program (up to --unrolled-max) and the tape (partials kernel + a loop);
+  - kernel py: residual_jacobian alone;
+  - pin.aba and pin.computeABADerivatives(model, data, q, v, tau) from Python.
+Checks: dynamica's dq''/dq, dq''/dqd against Pinocchio's ddq_dq, ddq_dv (largest difference over
+the largest entry).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")       # small matrices: threads only contend (2 shared cores)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+os.environ["DYNAMICA_CACHE"] = tempfile.mkdtemp(prefix="dcache_deriv_")
+
+from bench_forms import model_dict, write_model  # noqa: E402
+from bench_scale import pinocchio_model  # noqa: E402
+
+
+def best(f, rounds):
+    t = timeit.timeit(f, number=3) / 3
+    number = max(3, int(0.05 / max(t, 1e-9)))
+    return min(timeit.repeat(f, number=number, repeat=rounds)) / number
+
+
+def build(path, variant):
+    from dynamica.build import compile_bundle, import_extension
+    from dynamica.generator.pipeline import generate_derivatives
+    t0 = time.perf_counter()
+    gen = generate_derivatives(path, variant=variant)
+    t1 = time.perf_counter()
+    so = compile_bundle(gen.bundle)
+    t2 = time.perf_counter()
+    return import_extension(so), t1 - t0, t2 - t1, {k.name: k.op_count()["total"] for k in gen.module_ir.kernels}
+
+
+def run(n, rounds, folder, unrolled_max):
+    import pinocchio as pin
+
+    import dynamica
+    from dynamica.runtime.derivatives import Derivatives
+    from dynamica.runtime.timing import seconds_per_call
+    path = write_model("chain", n, 1, folder)
+    row = {"n": n}
+    variants = ("unrolled", "tape") if n <= unrolled_max else ("tape",)
+    mods = {}
+    for v in variants:
+        mods[v], row[f"gen_{v}"], row[f"cc_{v}"], row[f"ops_{v}"] = build(path, v)
+    models = {f: dynamica.load(path, form=f) for f in ("composite", "articulated")}
+    rng = np.random.default_rng(n)
+    q, qd = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n)
+    y = np.concatenate([q, qd])
+    p = models["composite"].param_vector()
+    out, qdd, J, r, yd = np.empty(n), np.empty(n), np.empty(2 * n * n), np.empty(n), np.empty(2 * n)
+    pm = pinocchio_model(model_dict("chain", n, 1))
+    pd = pm.createData()
+    tau = np.zeros(n)
+    timers = {f"jac_{v}": (lambda m=m: m.qdd_jacobian(0.0, q, qd, p, qdd, J)) for v, m in mods.items()}
+    timers.update({f"kernel_{v}": (lambda m=m: m.residual_jacobian(0.0, q, qd, qdd, p, r, J)) for v, m in mods.items()})
+    timers.update({
+        "rhs_py": lambda: models["composite"].module.rhs(0.0, y, p, yd),
+        "rhs_abm_py": lambda: models["articulated"].module.rhs(0.0, y, p, yd),
+        "pin_aba": lambda: pin.aba(pm, pd, q, qd, tau),
+        "pin_deriv": lambda: pin.computeABADerivatives(pm, pd, q, qd, tau),
+    })
+    times = {k: float("inf") for k in timers}
+    for _ in range(rounds):
+        for k, f in timers.items():
+            times[k] = min(times[k], best(f, 1))
+    row.update({k: v * 1e6 for k, v in times.items()})
+    row["rhs_c"] = 1e6 * seconds_per_call(models["composite"], states=y[None, :])
+    row["rhs_abm_c"] = 1e6 * seconds_per_call(models["articulated"], states=y[None, :])
+    pin.computeABADerivatives(pm, pd, q, qd, tau)
+    scale = max(np.abs(pd.ddq_dq).max(), np.abs(pd.ddq_dv).max(), 1.0)
+    for v, m in mods.items():
+        _, Jq, Jv = Derivatives(m, models["composite"]).qdd_jacobian(q, qd)
+        row[f"err_{v}"] = max(np.abs(Jq - pd.ddq_dq).max(), np.abs(Jv - pd.ddq_dv).max()) / scale
+    return row
+
+
+def report(rows) -> list:
+    lines = [f"{'N':>3s} {'variant':>8s} {'gen s':>6s} {'cc s':>6s} {'ops res':>8s} {'ops jac':>8s} {'RHS C':>7s} "
+             f"{'ABM C':>7s} {'RHS py':>7s} {'jac py':>8s} {'kernel':>8s} {'jac/RHS':>8s} {'jac/ABM':>8s} "
+             f"{'pin aba':>8s} {'pin der':>8s} {'jac/pin':>8s} {'err pin':>8s}"]
+    for r in rows:
+        for v in ("unrolled", "tape"):
+            if f"jac_{v}" not in r:
+                continue
+            ops = r[f"ops_{v}"]
+            jac_ops = ops.get("residual_jacobian", ops.get("residual_partials"))
+            lines.append(f"{r['n']:3d} {v:>8s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
+                         f"{jac_ops:8d} {r['rhs_c']:7.2f} {r['rhs_abm_c']:7.2f} {r['rhs_py']:7.2f} "
+                         f"{r['jac_' + v]:8.2f} {r['kernel_' + v]:8.2f} {r['jac_' + v] / r['rhs_py']:8.2f} "
+                         f"{r['jac_' + v] / r['rhs_abm_py']:8.2f} {r['pin_aba']:8.2f} {r['pin_deriv']:8.2f} "
+                         f"{r['jac_' + v] / r['pin_deriv']:8.2f} {r['err_' + v]:8.1e}")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[5, 10, 20, 40])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--unrolled-max", type=int, default=24, help="build the unrolled variant up to this N")
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args(argv)
+    import pinocchio
+    import dynamica
+    folder = Path(tempfile.mkdtemp(prefix="bench_deriv_"))
+    rows = []
+    for n in args.sizes:
+        print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
+        rows.append(run(n, args.rounds, folder, args.unrolled_max))
+    head = [f"Derivative kernels (issue 16): full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
+            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "
+            f"dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}",
+            "times in us per call (best of interleaved rounds); RHS/ABM C: rhs_capsule in a C loop (forms composite, "
+            "articulated); RHS py, jac py, kernel, pin: called from Python (binding cost included in each);",
+            "jac = derivatives module qdd_jacobian (q'', M, LU, tangent, -M^-1 J); kernel = residual_jacobian alone "
+            "(unrolled: the tangent kernel; tape: the partials kernel and the loop of dynamica_linalg.h);",
+            "ops jac: the tangent kernel (unrolled) or the partials kernel (tape); jac/RHS, jac/ABM: over the composite / "
+            "articulated RHS called from Python; err pin: vs computeABADerivatives", ""]
+    text = "\n".join(head + report(rows))
+    print(text)
+    if not args.no_save:
+        (HERE / "results").mkdir(exist_ok=True)
+        (HERE / "results" / "derivatives.txt").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

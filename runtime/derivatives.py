@@ -1,0 +1,153 @@
+"""The derivatives of a model's equations (issue 16): a compiled module of its own.
+
+`derivatives(model)` generates (generator/derivatives.py), compiles and caches the model's
+derivatives module on first use, with the backend of the model's module, whatever its form
+and mode, and keeps it on the model: the unrolled tangent program for models of up to
+UNROLLED_MAX_COORDINATES coordinates, else the tape (generator/tangent.py tape_kernel). What it computes (r = M(q) q'' - Q(t, q, q') is the
+residual of the equations of motion, J = [dr/dq | dr/dq'] at fixed q''):
+
+    d.residual(q, qd, qdd)          r
+    d.residual_jacobian(q, qd, qdd) (r, dr/dq, dr/dqd)
+    d.mass_matrix(q)                M
+    d.qdd(q, qd)                    q'' = -M^-1 r(q, q', 0)
+    d.qdd_jacobian(q, qd)           (q'', dq''/dq, dq''/dqd) = -M^-1 J at q''
+    d.state_jacobian(t, y)          d[q', q'']/d[q, q'], the Jacobian implicit integrators use
+    d.force_jacobian(q, qd)         (Q, dQ/dq, dQ/dqd): the active and inertial forces at q'' = 0
+
+All arguments take `t=0.0, params=None` as the model's entries do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+
+class Derivatives:
+    """A compiled derivatives module with the named coordinates and parameters of its model."""
+
+    def __init__(self, module, model):
+        self.module = module
+        self.model = model
+        self.n = int(module.N)
+        self.coordinates = tuple(module.COORDINATES)
+        if self.coordinates != tuple(model.coordinates):
+            raise RuntimeError(f"internal error: the derivatives module of {model.name!r} has the coordinates "
+                               f"{self.coordinates}, the model {model.coordinates}")
+
+    def __repr__(self):
+        return f"<dynamica derivatives of {self.model.name!r} n={self.n} backend={self.module.BACKEND!r}>"
+
+    def _state(self, q, qd=None):
+        m = self.model
+        q = m._vec(q, "q")
+        qd = np.zeros(self.n) if qd is None else m._vec(qd, "qd")
+        return q, qd
+
+    def residual(self, q, qd, qdd, t=0.0, params=None) -> np.ndarray:
+        q, qd = self._state(q, qd)
+        out = np.empty(self.n)
+        self.module.residual(float(t), q, qd, self.model._vec(qdd, "qdd"), self.model.param_vector(params), out)
+        return out
+
+    def residual_jacobian(self, q, qd, qdd, t=0.0, params=None):
+        """(r, dr/dq, dr/dqd) at fixed q''."""
+        q, qd = self._state(q, qd)
+        r, J = np.empty(self.n), np.empty(2 * self.n * self.n)
+        self.module.residual_jacobian(float(t), q, qd, self.model._vec(qdd, "qdd"), self.model.param_vector(params),
+                                      r, J)
+        J = J.reshape(self.n, 2 * self.n)
+        return r, J[:, :self.n].copy(), J[:, self.n:].copy()
+
+    def force_jacobian(self, q, qd=None, t=0.0, params=None):
+        """(Q, dQ/dq, dQ/dqd) of the generalized forces Q = -r(q, q', 0) (active, gravity, velocity terms)."""
+        r, K, C = self.residual_jacobian(q, qd, np.zeros(self.n), t, params)
+        return -r, -K, -C
+
+    def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
+        out = np.empty(self.n * self.n)
+        self.module.mass_matrix(float(t), self.model._vec(q, "q"), self.model.param_vector(params), out)
+        return out.reshape(self.n, self.n)
+
+    def qdd(self, q, qd, t=0.0, params=None) -> np.ndarray:
+        q, qd = self._state(q, qd)
+        out = np.empty(self.n)
+        self.module.qdd(float(t), q, qd, self.model.param_vector(params), out)
+        return out
+
+    def qdd_jacobian(self, q, qd, t=0.0, params=None):
+        """(q'', dq''/dq, dq''/dqd)."""
+        q, qd = self._state(q, qd)
+        qdd, J = np.empty(self.n), np.empty(2 * self.n * self.n)
+        self.module.qdd_jacobian(float(t), q, qd, self.model.param_vector(params), qdd, J)
+        J = J.reshape(self.n, 2 * self.n)
+        return qdd, J[:, :self.n].copy(), J[:, self.n:].copy()
+
+    def state_jacobian(self, t, y, params=None) -> np.ndarray:
+        out = np.empty(4 * self.n * self.n)
+        self.module.jacobian(float(t), self.model._vec(y, "y", 2 * self.n), self.model.param_vector(params), out)
+        return out.reshape(2 * self.n, 2 * self.n)
+
+    def jacobian_function(self, params=None):
+        """A fast `jac(t, y)` for scipy's implicit integrators (parameters bound once)."""
+        p = self.model.param_vector(params)
+        jac, n2 = self.module.jacobian, 2 * self.n
+
+        def f(t, y):
+            out = np.empty(n2 * n2)
+            jac(float(t), np.ascontiguousarray(y, dtype=float), p, out)
+            return out.reshape(n2, n2)
+        return f
+
+
+#: models with more coordinates get the tape variant by default: the unrolled tangent grows as
+#: n^2 x depth (a 20-body chain's has 115 000 operations and compiles in 15-70 s, a 40-body
+#: chain's 460 000 and takes minutes), the tape stays O(n) (a 100-body chain: 25 s); the unrolled
+#: one evaluates about 3 times faster (benchmarks/results/derivatives.txt)
+UNROLLED_MAX_COORDINATES = 12
+
+
+def derivatives(model, variant=None, progress=None) -> Derivatives:
+    """The derivatives module of a compiled model, built (or fetched from the cache) on first use.
+    variant: "unrolled" (the tangent program), "tape" (partials generated, tangents carried by a
+    loop), None: unrolled up to UNROLLED_MAX_COORDINATES coordinates, else the tape."""
+    from dynamica.generator.derivatives import VARIANTS
+    variant = variant or ("unrolled" if model.n <= UNROLLED_MAX_COORDINATES else "tape")
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
+    cached = getattr(model, "_derivatives", None) or {}
+    if variant not in cached:
+        cached[variant] = Derivatives(_load_module(model, variant, progress), model)
+        model._derivatives = cached
+    return cached[variant]
+
+
+def _load_module(model, variant, progress):
+    from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
+    from dynamica.runtime.api import _index_path, _indexed, _write_index
+    backend = getattr(model.module, "BACKEND", "c")
+    source = Path(model.spec.file)
+    key = None
+    if source.is_file():
+        parts = [tool_fingerprint().encode(), source.read_bytes(), b"derivatives", backend.encode(), variant.encode()]
+        key = hashlib.sha256(b"\0".join(parts)).hexdigest()
+    cache = cache_root()
+    idx = _index_path(cache, key) if key else None
+    so = _indexed(idx) if idx else None
+    if so is not None:
+        try:
+            return import_extension(so)
+        except Exception:               # pruned between finding and loading it: build again
+            pass
+    from dynamica.generator.pipeline import generate_derivatives
+    gen = generate_derivatives(model.spec, backend=backend, progress=progress, variant=variant)
+    mode = "symbolic" if variant == "unrolled" else variant
+    so = compile_bundle(gen.bundle, cache=cache, progress=progress,
+                        meta={"model": model.spec.name, "form": "derivatives", "mode": mode})
+    if idx is not None:
+        _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
+                           "signature": gen.module_ir.signature, "model": model.spec.name,
+                           "form": "derivatives", "mode": mode})
+    return import_extension(so)

@@ -1,0 +1,223 @@
+/* Dense solves of a derivatives module (generator/derivatives.py, issue 16): hand-written, the
+   same for every model and backend. The module's generated entry points give the residual
+   r = M(q) x - Q(t, q, q'), its Jacobian J = [dr/dq | dr/dq'] at fixed x, and M; from them
+
+     q''               = -M^-1 r(t, q, q', 0)                     (r is affine in x, slope M)
+     dq''/d[q, q']     = -M^-1 J(t, q, q', q'')                   (implicit function theorem)
+     d[q', q'']/d[q, q'] = [[0, E], [dq''/dq, dq''/dq']]           (the state Jacobian)
+
+   M is factored by LU with partial pivoting (M may be indefinite: negative masses are allowed);
+   a singular M gives NaN outputs. Work space is taken from the heap per call. */
+#ifndef DYNAMICA_LINALG_H
+#define DYNAMICA_LINALG_H
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the dense loops are compiled with full optimization (vectorized) even in a module built at -O1 */
+#if defined(__GNUC__) && !defined(__clang__)
+#define DYN_LA_FAST __attribute__((optimize("O3")))
+#else
+#define DYN_LA_FAST
+#endif
+
+typedef void (*dyn_residual_fn)(double t, const double *q, const double *qd, const double *x, const double *p,
+                                double *r);
+typedef void (*dyn_residual_jacobian_fn)(double t, const double *q, const double *qd, const double *x,
+                                         const double *p, double *r, double *J);
+typedef void (*dyn_mass_fn)(double t, const double *q, const double *p, double *M);
+
+typedef void (*dyn_mass_times_fn)(double t, const double *q, const double *x, const double *p, double *Mx);
+
+/* M column by column: M e_j by the recursions (2.54)-(2.55) (the tape variant's mass matrix) */
+static void dyn_dv_mass_by_columns(int n, dyn_mass_times_fn mass_times, double t, const double *q, const double *p,
+                                   double *M)
+{
+    double *x = (double *)calloc((size_t)(2 * n > 0 ? 2 * n : 1), sizeof(double));
+    if (x == NULL) {
+        for (int k = 0; k < n * n; ++k)
+            M[k] = NAN;
+        return;
+    }
+    double *col = x + n;
+    for (int j = 0; j < n; ++j) {
+        x[j] = 1.0;
+        mass_times(t, q, x, p, col);
+        x[j] = 0.0;
+        for (int i = 0; i < n; ++i)
+            M[(size_t)i * n + j] = col[i];
+    }
+    for (int i = 0; i < n; ++i)              /* symmetric to the last bit */
+        for (int j = 0; j < i; ++j)
+            M[(size_t)i * n + j] = M[(size_t)j * n + i] = 0.5 * (M[(size_t)i * n + j] + M[(size_t)j * n + i]);
+    free(x);
+}
+
+/* A = P^T L U in place (row-major n x n); 0, or k + 1 when pivot k vanishes */
+static DYN_LA_FAST int dyn_lu(int n, double *A, int *piv)
+{
+    for (int k = 0; k < n; ++k) {
+        int m = k;
+        double big = fabs(A[k * n + k]);
+        for (int i = k + 1; i < n; ++i)
+            if (fabs(A[i * n + k]) > big) {
+                big = fabs(A[i * n + k]);
+                m = i;
+            }
+        piv[k] = m;
+        if (!(big > 0.0))
+            return k + 1;
+        if (m != k)
+            for (int j = 0; j < n; ++j) {
+                double s = A[k * n + j];
+                A[k * n + j] = A[m * n + j];
+                A[m * n + j] = s;
+            }
+        double inv = 1.0 / A[k * n + k];
+        for (int i = k + 1; i < n; ++i) {
+            double l = A[i * n + k] *= inv;
+            if (l != 0.0)
+                for (int j = k + 1; j < n; ++j)
+                    A[i * n + j] -= l * A[k * n + j];
+        }
+    }
+    return 0;
+}
+
+/* B := A^-1 B for B row-major n x nrhs, A factored by dyn_lu */
+static DYN_LA_FAST void dyn_lu_solve(int n, const double *LU, const int *piv, int nrhs, double *B)
+{
+    for (int k = 0; k < n; ++k)
+        if (piv[k] != k)
+            for (int j = 0; j < nrhs; ++j) {
+                double s = B[k * nrhs + j];
+                B[k * nrhs + j] = B[piv[k] * nrhs + j];
+                B[piv[k] * nrhs + j] = s;
+            }
+    for (int i = 1; i < n; ++i)
+        for (int k = 0; k < i; ++k) {
+            double l = LU[i * n + k];
+            if (l != 0.0)
+                for (int j = 0; j < nrhs; ++j)
+                    B[i * nrhs + j] -= l * B[k * nrhs + j];
+        }
+    for (int i = n - 1; i >= 0; --i) {
+        for (int k = i + 1; k < n; ++k) {
+            double u = LU[i * n + k];
+            if (u != 0.0)
+                for (int j = 0; j < nrhs; ++j)
+                    B[i * nrhs + j] -= u * B[k * nrhs + j];
+        }
+        double inv = 1.0 / LU[i * n + i];
+        for (int j = 0; j < nrhs; ++j)
+            B[i * nrhs + j] *= inv;
+    }
+}
+
+static void dyn_fill_nan(double *out, int size)
+{
+    for (int k = 0; k < size; ++k)
+        out[k] = NAN;
+}
+
+/* q'' into qdd and the factored M into M (work: n doubles); 0 on success */
+static int dyn_dv_solve_qdd(int n, dyn_residual_fn residual, dyn_mass_fn mass, double t, const double *q,
+                            const double *qd, const double *p, double *qdd, double *M, int *piv, double *work)
+{
+    memset(work, 0, (size_t)n * sizeof(double));
+    residual(t, q, qd, work, p, qdd);
+    mass(t, q, p, M);
+    if (dyn_lu(n, M, piv) != 0)
+        return -1;
+    for (int k = 0; k < n; ++k)
+        qdd[k] = -qdd[k];
+    dyn_lu_solve(n, M, piv, 1, qdd);
+    return 0;
+}
+
+static void dyn_dv_qdd(int n, dyn_residual_fn residual, dyn_mass_fn mass, double t, const double *q,
+                       const double *qd, const double *p, double *qdd)
+{
+    double *M = (double *)malloc(((size_t)n * n + n) * sizeof(double));
+    int *piv = (int *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    if (M == NULL || piv == NULL || dyn_dv_solve_qdd(n, residual, mass, t, q, qd, p, qdd, M, piv, M + n * n) != 0)
+        dyn_fill_nan(qdd, n);
+    free(M);
+    free(piv);
+}
+
+/* dq''/d[q, q'] (row-major n x 2n) into out; q'' into qdd when it is not NULL */
+static void dyn_dv_qdd_jacobian(int n, dyn_residual_fn residual, dyn_residual_jacobian_fn jacobian,
+                                dyn_mass_fn mass, double t, const double *q, const double *qd, const double *p,
+                                double *out, double *qdd_out)
+{
+    double *M = (double *)malloc(((size_t)n * n + 3 * (size_t)n) * sizeof(double));
+    int *piv = (int *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    double *qdd = M + (size_t)n * n, *r = qdd + n, *work = r + n;
+    if (M == NULL || piv == NULL || dyn_dv_solve_qdd(n, residual, mass, t, q, qd, p, qdd, M, piv, work) != 0) {
+        dyn_fill_nan(out, 2 * n * n);
+        if (qdd_out != NULL)
+            dyn_fill_nan(qdd_out, n);
+    } else {
+        jacobian(t, q, qd, qdd, p, r, out);
+        for (int k = 0; k < 2 * n * n; ++k)
+            out[k] = -out[k];
+        dyn_lu_solve(n, M, piv, 2 * n, out);
+        if (qdd_out != NULL)
+            memcpy(qdd_out, qdd, (size_t)n * sizeof(double));
+    }
+    free(M);
+    free(piv);
+}
+
+/* The tape of a large derivatives module (generator/tangent.py tape_kernel): the generated kernel
+   gives the local partials P of every statement; here the tangents are carried statement by
+   statement, each value's row of D directions over its dependency range [lo, hi) only, and the
+   output rows are spread into J (n x 2n row-major: dr/dq, then dr/dqd; the directions of the
+   tape interleave q_j -> 2j, qd_j -> 2j + 1). T: rows x D doubles. */
+static DYN_LA_FAST void dyn_tape_jacobian(const int *meta, const int *stmt, const int *edge, const int *out,
+                                          const double *P, double *T, double *J)
+{
+    int ns = meta[0], D = meta[3], nout = meta[4], n = D / 2;
+    for (int s = 0; s < ns; ++s) {
+        const int *st = stmt + 4 * s;
+        double *row = T + (size_t)st[0] * D;
+        for (int d = st[1]; d < st[2]; ++d)
+            row[d] = 0.0;
+        int end = (s + 1 < ns) ? stmt[4 * (s + 1) + 3] : stmt[4 * ns];
+        for (int e = st[3]; e < end; ++e) {
+            const int *ed = edge + 3 * e;
+            double p = P[e];
+            if (ed[0] < 0) {
+                row[-ed[0] - 1] += p;
+            } else {
+                const double *x = T + (size_t)ed[0] * D;
+                for (int d = ed[1]; d < ed[2]; ++d)
+                    row[d] += p * x[d];
+            }
+        }
+    }
+    for (int i = 0; i < nout; ++i) {
+        const int *o = out + 3 * i;
+        double *Ji = J + (size_t)i * 2 * n;
+        for (int j = 0; j < 2 * n; ++j)
+            Ji[j] = 0.0;
+        if (o[0] < 0)
+            continue;
+        const double *row = T + (size_t)o[0] * D;
+        for (int d = o[1]; d < o[2]; ++d)
+            Ji[(d % 2) * n + d / 2] = row[d];
+    }
+}
+
+/* the state Jacobian d[q', q'']/d[q, q'] (row-major 2n x 2n) into out */
+static void dyn_dv_state_jacobian(int n, dyn_residual_fn residual, dyn_residual_jacobian_fn jacobian,
+                                  dyn_mass_fn mass, double t, const double *y, const double *p, double *out)
+{
+    int m = 2 * n;
+    memset(out, 0, (size_t)n * m * sizeof(double));
+    for (int k = 0; k < n; ++k)
+        out[k * m + n + k] = 1.0;
+    dyn_dv_qdd_jacobian(n, residual, jacobian, mass, t, y, y + n, p, out + (size_t)n * m, NULL);
+}
+#endif

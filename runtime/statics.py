@@ -1,0 +1,195 @@
+"""Statics: the equilibrium of a model (issue 16; D90's static equilibrium, dissertation 5.2).
+
+At rest (q' = 0, q'' = 0) the generalized forces vanish: with the residual of the equations of
+motion r(t, q, q', q'') = M q'' - Q (generator/derivatives.py), an equilibrium solves
+
+    g(q_f) = r(t, q, 0, 0)_f = -Q(t, q, 0)_f = 0          for the free coordinates f,
+
+the held coordinates keeping their values. g is solved by Newton's method damped by step
+halving, and when that stalls by scipy's trust-region reflective least squares
+(`least_squares(method="trf")`), both with the generated Jacobian dg/dq_f = K_ff, K = dr/dq
+the stiffness matrix. At the solution the eigenvalues of the symmetric part of K_ff are
+reported: a negative one is an unstable equilibrium (a warning names the coordinates its
+eigenvector moves), a zero one a neutral direction.
+
+    eq = statics(model, q0=None, free=None, t=0.0, params=None)    # an Equilibrium
+    q = equilibrium(model, ...)                                     # its q (API.md)
+
+`free`: names of the coordinates to solve for (default: all); the others are held at q0 (the
+model's initial values unless given). Failures are a StaticsError naming the residual and the
+coordinates that carry it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dynamica.errors import DynamicaError
+
+#: an equilibrium: |g|_inf <= TOL * max(|g(q0)|_inf, |K(q0)|_inf) (a force within TOL of the
+#: stiffness times one unit of displacement)
+TOL = 1e-10
+#: eigenvalues of K_ff below -STABLE_RTOL * max |eigenvalue| make the equilibrium unstable
+STABLE_RTOL = 1e-9
+
+
+class StaticsError(DynamicaError):
+    """No equilibrium was found (the message names the residual and the coordinates)."""
+
+
+@dataclass
+class Equilibrium:
+    """An equilibrium of a model and what characterizes it."""
+    q: np.ndarray                  # all coordinates (held ones at their given values)
+    coordinates: tuple
+    free: tuple                    # names solved for
+    held: tuple                    # names held fixed
+    q0: np.ndarray                 # the starting configuration
+    residual: np.ndarray           # g = -Q of the free coordinates at q
+    stiffness: np.ndarray          # K_ff = dg/dq_f at q
+    eigenvalues: np.ndarray        # of (K_ff + K_ff^T)/2, ascending
+    eigenvectors: np.ndarray       # columns, over the free coordinates
+    iterations: int
+    tolerance: float
+    info: dict = field(default_factory=dict)
+
+    @property
+    def stable(self) -> bool:
+        return not self.unstable_directions()
+
+    def unstable_directions(self) -> list:
+        """[(eigenvalue, names of the coordinates its eigenvector moves)] for negative eigenvalues."""
+        big = float(np.max(np.abs(self.eigenvalues))) if self.eigenvalues.size else 0.0
+        out = []
+        for k, lam in enumerate(self.eigenvalues):
+            if lam < -STABLE_RTOL * big:
+                out.append((float(lam), _moved(self.free, self.eigenvectors[:, k])))
+        return out
+
+    def neutral_directions(self) -> list:
+        big = float(np.max(np.abs(self.eigenvalues))) if self.eigenvalues.size else 0.0
+        return [_moved(self.free, self.eigenvectors[:, k]) for k, lam in enumerate(self.eigenvalues)
+                if abs(lam) <= STABLE_RTOL * big]
+
+    def text(self) -> str:
+        lines = [f"{'coordinate':>16s} {'start':>14s} {'equilibrium':>16s}  {'generalized force':>17s}"]
+        g = dict(zip(self.free, self.residual))
+        for name, a, b in zip(self.coordinates, self.q0, self.q):
+            force = f"{-g[name]: .3e}" if name in g else "held"
+            lines.append(f"{name:>16s} {a: 14.8g} {b: 16.10g}  {force:>17s}")
+        lines.append(f"iterations: {self.iterations}; |Q| of the free coordinates {np.max(np.abs(self.residual), initial=0):.3e} "
+                     f"(tolerance {self.tolerance:.3e})")
+        lines.append("stiffness eigenvalues (symmetric part of dr/dq, free coordinates): "
+                     + ", ".join(f"{x:.6g}" for x in self.eigenvalues))
+        unstable = self.unstable_directions()
+        if unstable:
+            lines += [f"UNSTABLE: eigenvalue {lam:.6g} along {', '.join(names)}" for lam, names in unstable]
+        else:
+            lines.append("stable" + (" (neutral along " + "; ".join(", ".join(n) for n in self.neutral_directions())
+                                     + ")" if self.neutral_directions() else ""))
+        return "\n".join(lines)
+
+
+def _moved(names, vector, share=0.3) -> tuple:
+    """The names whose entries of `vector` are at least `share` of its largest."""
+    v = np.abs(vector)
+    top = v.max() if v.size else 0.0
+    return tuple(n for n, x in zip(names, v) if top > 0 and x >= share * top)
+
+
+def _free_indices(model, free) -> list:
+    if free is None:
+        return list(range(model.n))
+    names = [free] if isinstance(free, str) else list(free)
+    unknown = [c for c in names if c not in model.coordinates]
+    if unknown:
+        raise ValueError(f"unknown coordinate(s) {', '.join(map(repr, unknown))} in `free`; the model "
+                         f"{model.name!r} has {', '.join(model.coordinates)}")
+    return sorted({model.coordinates.index(c) for c in names})
+
+
+def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200) -> Equilibrium:
+    """The equilibrium reached from q0 (default: the model's initial values); see the module docstring."""
+    from scipy.optimize import least_squares
+    from dynamica.runtime.derivatives import derivatives
+    d = derivatives(model)
+    start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
+    idx = _free_indices(model, free)
+    zero = np.zeros(model.n)
+
+    def full(x):
+        q = start.copy()
+        q[idx] = x
+        return q
+
+    def g_and_K(x):
+        r, K, _ = d.residual_jacobian(full(x), zero, zero, t, params)
+        return r[idx], K[np.ix_(idx, idx)]
+
+    g0, K0 = g_and_K(start[idx])
+    scale = max(float(np.max(np.abs(g0), initial=0.0)), float(np.max(np.abs(K0), initial=0.0)))
+    tolerance = tol * scale
+    x, iterations, message = start[idx], 0, "already in equilibrium"
+    if idx and np.max(np.abs(g0)) > tolerance:
+        if not np.all(np.isfinite(g0)):
+            raise StaticsError(_failure(model, idx, g0, tolerance, "the generalized forces are not finite at the start"))
+        x, iterations, done = _damped_newton(g_and_K, start[idx], tolerance, max_iter)
+        message = "damped Newton"
+        if not done:                      # stalled (a singular or indefinite K far away): trust region
+            sol = least_squares(lambda x: g_and_K(x)[0], x, jac=lambda x: g_and_K(x)[1], method="trf",
+                                x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iter)
+            x, iterations, message = sol.x, iterations + int(sol.nfev), f"trust region: {sol.message}"
+    g, K = g_and_K(x)
+    if not (np.all(np.isfinite(g)) and np.max(np.abs(g), initial=0.0) <= tolerance):
+        raise StaticsError(_failure(model, idx, g, tolerance, message))
+    Ks = (K + K.T) / 2
+    lam, vec = np.linalg.eigh(Ks) if idx else (np.zeros(0), np.zeros((0, 0)))
+    eq = Equilibrium(q=full(x), coordinates=model.coordinates, free=tuple(model.coordinates[k] for k in idx),
+                     held=tuple(c for k, c in enumerate(model.coordinates) if k not in idx), q0=start,
+                     residual=g, stiffness=K, eigenvalues=lam, eigenvectors=vec, iterations=iterations,
+                     tolerance=tolerance, info={"message": message, "t": t,
+                                                "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
+    for lam_k, names in eq.unstable_directions():
+        from dynamica.generator.model import _warn
+        _warn(model.spec, f"the equilibrium found is unstable: the stiffness has the negative eigenvalue {lam_k:.4g} "
+                          f"along {', '.join(f'`{c}`' for c in names)}")
+    return eq
+
+
+def _damped_newton(g_and_K, x, tolerance, max_iter):
+    """Newton steps -K^-1 g (least squares for a singular K), halved until |g| decreases;
+    (x, evaluations, converged)."""
+    g, K = g_and_K(x)
+    norm = float(np.linalg.norm(g))
+    evaluations = 1
+    while evaluations < max_iter:
+        if np.max(np.abs(g)) <= tolerance:
+            return x, evaluations, True
+        step = np.linalg.lstsq(K, -g, rcond=None)[0]
+        for _ in range(30):
+            trial = x + step
+            g_t, K_t = g_and_K(trial)
+            evaluations += 1
+            if np.all(np.isfinite(g_t)) and np.linalg.norm(g_t) < norm:
+                break
+            step = step / 2
+        else:
+            return x, evaluations, False
+        x, g, K, norm = trial, g_t, K_t, float(np.linalg.norm(g_t))
+    return x, evaluations, bool(np.max(np.abs(g)) <= tolerance)
+
+
+def _failure(model, idx, g, tolerance, message) -> str:
+    names = [model.coordinates[k] for k in idx]
+    order = np.argsort(-np.abs(np.nan_to_num(g, nan=np.inf)))[:5]
+    worst = ", ".join(f"`{names[k]}` {-g[k]:.3e}" for k in order)
+    return (f"{model.name}: no equilibrium found ({message}); the generalized forces that remain, largest first: "
+            f"{worst} (tolerance {tolerance:.3e}); try another start q0, hold coordinates with `free`, or check "
+            "that springs or stops restrain every free coordinate")
+
+
+def equilibrium(model, q0=None, free=None, t=0.0, params=None, **kw) -> np.ndarray:
+    """q of the equilibrium reached from q0 (API.md): `statics(...).q`."""
+    return statics(model, q0=q0, free=free, t=t, params=params, **kw).q

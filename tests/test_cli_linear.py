@@ -1,0 +1,91 @@
+"""The command line of issue 16: statics, modes, prony, identify; errors without a traceback.
+
+The numbers printed are checked against the Python API (itself checked against closed forms
+and sympy in test_statics.py, test_linear.py, test_identify.py)."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+
+import dynamica
+from conftest import MODELS
+
+TWO_MASS = MODELS / "two_mass.yaml"
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "dynamica.runtime.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd)
+
+
+def test_statics_prints_and_writes_the_equilibrium(tmp_path):
+    r = run("statics", TWO_MASS, "--out", tmp_path / "eq.csv", "--set", "k1=60000")
+    assert r.returncode == 0, r.stderr
+    # x1 = -(m1 + m2) g / k1, x2 = -m2 g / k2: the springs carry the weights below them
+    x1, x2 = -25 * 9.81 / 60000, -5 * 9.81 / 20000
+    assert "stable" in r.stdout and "20000, 60000" in r.stdout
+    rows = (tmp_path / "eq.csv").read_text().splitlines()
+    assert rows[0] == "coordinate,start,equilibrium,held"
+    assert abs(float(rows[1].split(",")[2]) - x1) < 1e-12 and abs(float(rows[2].split(",")[2]) - x2) < 1e-12
+
+
+def test_modes_table_plot_and_response(tmp_path):
+    r = run("modes", TWO_MASS, "--table", tmp_path / "m.csv", "--plot", tmp_path / "m.png", "--response", "x1",
+            "--outputs", "x1,der(x2)", "--response-plot", tmp_path / "afc.png", "--response-table", tmp_path / "afc.csv")
+    assert r.returncode == 0, r.stderr
+    md = dynamica.linearize(dynamica.load(TWO_MASS)).modes()
+    for f in md.frequencies:
+        assert f"{f:.5g}" in r.stdout
+    assert "response x1 / x1: peaks at" in r.stdout
+    for name in ("m.csv", "m.png", "afc.png", "afc.csv"):
+        assert (tmp_path / name).stat().st_size > 100
+    r = run("modes", TWO_MASS, "--at", "initial")
+    assert r.returncode == 0 and "about the initial state" in r.stdout
+
+
+def test_prony_of_a_csv_file(tmp_path):
+    t = np.arange(0.0, 3.0, 0.005)
+    y = 0.2 * np.exp(-0.4 * t) * np.cos(2 * math.pi * 1.5 * t + 0.3) + 0.05 * np.exp(-1.1 * t) * np.cos(
+        2 * math.pi * 4.0 * t)
+    data = tmp_path / "rec.csv"
+    np.savetxt(data, np.column_stack([t, y, 2 * y]), delimiter=",", header="time,a,b", comments="")
+    r = run("prony", data, "--t-column", "time", "--columns", "a", "--modes", "2", "--table", tmp_path / "p.csv",
+            "--plot", tmp_path / "p.png", "--start", "0.5", "--end", "2.5", "--offset")
+    assert r.returncode == 0, r.stderr
+    assert "1.5 " in r.stdout and "4 " in r.stdout and "-0.4" in r.stdout and "-1.1" in r.stdout
+    rows = (tmp_path / "p.csv").read_text().splitlines()
+    assert rows[0].startswith("k,f_Hz,beta_1_s") and abs(float(rows[1].split(",")[1]) - 1.5) < 1e-8
+    r = run("prony", data, "--columns", "a")
+    assert r.returncode == 2 and "no column(s) 't'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_identify_from_records_and_from_frequencies(tmp_path):
+    model = dynamica.load(TWO_MASS)
+    true = {"k1": 7.5e4, "k2": 2.2e4}
+    rec = dynamica.simulate(model, params=true, t_end=1.0, output_step=0.002)
+    path = tmp_path / "rec.csv"
+    np.savetxt(path, np.column_stack([rec.t, rec.q]), delimiter=",", header="t,x1,x2", comments="")
+    r = run("identify", TWO_MASS, "--params", "k1,k2", "--records", path, "--start-values", "k1=7e4,k2=2e4")
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()[2:4]}
+    assert abs(float(rows["k1"][2]) / 7.5e4 - 1) < 1e-6 and abs(float(rows["k2"][2]) / 2.2e4 - 1) < 1e-6
+    md = dynamica.linearize(model, params=true).modes()
+    r = run("identify", TWO_MASS, "--params", "k1,k2", "--frequencies", ",".join(f"{f:.12g}" for f in md.frequencies))
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()[2:4]}
+    assert abs(float(rows["k1"][2]) / 7.5e4 - 1) < 1e-6 and abs(float(rows["k2"][2]) / 2.2e4 - 1) < 1e-6
+    r = run("identify", TWO_MASS, "--params", "k1")
+    assert r.returncode == 2 and "either --records" in r.stderr
+
+
+def test_statics_failure_is_one_error_line(tmp_path):
+    from conftest import write_model
+    path = write_model(tmp_path, {"name": "falls", "gravity": [0, 0, -9.81], "bodies": [
+        {"name": "b", "parent": "ground", "joint": [{"translate": "z", "q": "h"}], "mass": 1.0, "com": [0, 0, 0],
+         "inertia": [0.1, 0.1, 0.1]}]}, "falls.yaml")
+    r = run("statics", path)
+    assert r.returncode == 2 and "no equilibrium" in r.stderr and "`h`" in r.stderr and "Traceback" not in r.stderr
+    r = run("statics", TWO_MASS, "--set", "k1")
+    assert r.returncode == 2 and "--set expects name=value" in r.stderr

@@ -1,0 +1,264 @@
+"""Generated derivative kernels (issue 16): the tangent program and the derivatives module.
+
+  * the tangent of every IR function and operator against central differences of the IR
+    interpreter (ir.interpret), so each derivative rule is checked on its own;
+  * dq''/dq, dq''/dqd of random trees (chains, stars, mixed; 1-, 2-, 3-DOF, prismatic, custom
+    and welded joints, a free base) against central differences of the model's own module
+    (relative 1e-7) and against Pinocchio: computeABADerivatives on trees of 1-DOF joints
+    (relative 1e-9), central differences of pin.aba on trees of composite joints (1e-7);
+  * dQ/dq, dQ/dqd and the residual of models with every force type and a driven joint
+    against central differences of Q = M q'' built from the main module;
+  * the Fortran backend gives the C backend's numbers; the tangent's size grows with the
+    sum of the dependency sets (quadratically along a chain), not exponentially.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+import dynamica
+from dynamica.generator import ir
+from dynamica.generator.tangent import tangent_kernel
+from dynamica.runtime.derivatives import derivatives
+from helpers import TREES, tree_path
+from oracles.pin_trees import random_tree, write_yaml
+
+H = 1e-6
+RTOL_FD = 1e-7
+
+
+def central(f, x, h=H):
+    """Columns d f / d x_j by central differences."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for j in range(len(x)):
+        e = np.zeros_like(x)
+        e[j] = h
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
+    return np.array(cols).T
+
+
+def scaled_err(a, b):
+    return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))
+
+
+# ------------------------------------------------------------------ the tangent of each rule
+def _kernel_of(expr):
+    """A kernel of two inputs x[0], x[1] storing `expr` (and using an intermediate)."""
+    body = (ir.Assign("a", expr), ir.Store("out", 0, ir.Mul((ir.Var("a"), ir.Num(1.5)))),
+            ir.Store("out", 1, ir.Add((ir.Var("a"), ir.Arg("x", 0)))))
+    return ir.Kernel("k", (ir.Input("x", 2),), (ir.Output("out", 2),), ("a",), body)
+
+
+X, Y = ir.Arg("x", 0), ir.Arg("x", 1)
+RULES = {
+    "add_mul": ir.Add((ir.Mul((X, Y, X)), ir.Mul((ir.Num(-2.0), Y)))),
+    "pow_int": ir.Pow(X, ir.Num(3.0)),
+    "pow_neg": ir.Mul((Y, ir.Pow(X, ir.Num(-2.0)))),
+    "pow_real": ir.Pow(X, ir.Num(0.7)),
+    "pow_var": ir.Pow(X, Y),
+    **{f: ir.Call(f, (ir.Mul((ir.Num(0.4), X, Y)),))
+       for f in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "sqrt", "fabs")},
+    "log": ir.Call("log", (ir.Add((X, Y)),)),
+    "atan2": ir.Call("atan2", (Y, X)),
+    "fmin": ir.Call("fmin", (ir.Mul((X, X)), Y)),
+    "fmax": ir.Call("fmax", (ir.Mul((X, X)), Y)),
+    "sign_heaviside": ir.Mul((ir.Call("sign", (Y,)), ir.Call("heaviside", (X,)), X)),
+}
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_tangent_rules_against_central_differences(rule):
+    k = _kernel_of(RULES[rule])
+    tk = tangent_kernel(k, ("x",))
+    x0 = np.array([0.83, 0.41])
+    J = np.array(ir.interpret(tk, {"x": x0})["J"]).reshape(2, 2)
+    assert ir.interpret(tk, {"x": x0})["out"] == ir.interpret(k, {"x": x0})["out"]
+    fd = central(lambda x: ir.interpret(k, {"x": x})["out"], x0, 1e-6)
+    assert np.max(np.abs(J - fd)) < 1e-8 * max(1.0, np.max(np.abs(fd))), (rule, J, fd)
+
+
+def test_tangent_keeps_sparsity_and_rejects_unknown_inputs():
+    # out0 depends on x0 only: its x1 entry is a literal zero, no statement computes it
+    body = (ir.Store("out", 0, ir.Call("sin", (X,))), ir.Store("out", 1, ir.Mul((X, Y))))
+    k = ir.Kernel("k", (ir.Input("x", 2),), (ir.Output("out", 2),), (), body)
+    tk = tangent_kernel(k, ("x",))
+    stores = {st.index: st.value for st in tk.body if isinstance(st, ir.Store) and st.array == "J"}
+    assert stores[1] == ir.Num(0.0)
+    with pytest.raises(ValueError, match="no input array 'q'"):
+        tangent_kernel(k, ("q",))
+
+
+# ------------------------------------------------------------------ random trees
+@pytest.fixture(scope="module")
+def tree_models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("trees")
+    return {name: dynamica.load(tree_path(name, folder)) for name in TREES}
+
+
+@pytest.mark.parametrize("name", list(TREES))
+def test_qdd_jacobian_of_random_trees_against_central_differences(tree_models, name):
+    model = tree_models[name]
+    d = derivatives(model)
+    rng = np.random.default_rng(7)
+    n = model.n
+    for _ in range(3):
+        q, qd = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+        qdd, Jq, Jv = d.qdd_jacobian(q, qd, t=0.3)
+        assert scaled_err(qdd, model.qdd(q, qd, 0.3)) < 1e-12
+        fd_q = central(lambda x: model.qdd(x, qd, 0.3), q)
+        fd_v = central(lambda x: model.qdd(q, x, 0.3), qd)
+        assert scaled_err(Jq, fd_q) < RTOL_FD
+        assert scaled_err(Jv, fd_v) < RTOL_FD
+        # the state Jacobian is [[0, E], [dq''/dq, dq''/dqd]]
+        A = d.state_jacobian(0.3, np.concatenate([q, qd]))
+        assert np.array_equal(A[:n, :n], np.zeros((n, n))) and np.array_equal(A[:n, n:], np.eye(n))
+        assert scaled_err(A[n:], np.hstack([Jq, Jv])) < 1e-13
+        assert scaled_err(d.mass_matrix(q, 0.3), model.mass_matrix(q, 0.3)) < 1e-12
+        # the residual vanishes at the main module's accelerations
+        assert scaled_err(d.residual(q, qd, model.qdd(q, qd, 0.3), 0.3), np.zeros(n)) < 1e-10
+
+
+#: Pinocchio's analytic derivatives hold for its 1-DOF joints; for a JointModelComposite (our
+#: 2- and 3-DOF and custom joints) pin 4.1's computeABADerivatives disagrees with central
+#: differences of its own aba by O(10) (the motion subspace of a composite joint varies with
+#: its coordinates), so those trees are checked against central differences of pin.aba
+PIN_CASES = {"chain8_rev_prism": ("chain", 8, (1,), 301, {"prismatic": 0.3}, "analytic"),
+             "mixed10_rev_prism": ("mixed", 10, (1,), 304, {"prismatic": 0.2}, "analytic"),
+             "mixed9_123_custom": ("mixed", 9, (1, 2, 3, "custom", "welded"), 302, {}, "aba"),
+             "star8_free_base": ("star", 8, (1, 2, 3), 303, {"base_joint": "free"}, "aba")}
+
+
+def _pin_jacobians(pin, pmodel, q, qd, how):
+    data = pmodel.createData()
+    tau = np.zeros(pmodel.nv)
+    if how == "analytic":
+        pin.computeABADerivatives(pmodel, data, q, qd, tau)
+        return data.ddq_dq.copy(), data.ddq_dv.copy()
+    aba = lambda qq, vv: pin.aba(pmodel, pmodel.createData(), qq, vv, tau).copy()    # noqa: E731
+    return central(lambda x: aba(x, qd), q), central(lambda x: aba(q, x), qd)
+
+
+@pytest.mark.parametrize("case", list(PIN_CASES))
+def test_qdd_jacobian_against_pinocchio(tmp_path, case):
+    pin = pytest.importorskip("pinocchio")
+    kind, nb, tokens, seed, kw, how = PIN_CASES[case]
+    tree = random_tree(kind, nb, tokens, np.random.default_rng(seed), name=case, **kw)
+    write_yaml(tree, tmp_path / f"{case}.yaml")
+    model = dynamica.load(tmp_path / f"{case}.yaml")
+    d = derivatives(model)
+    rng = np.random.default_rng(seed)
+    tol = 1e-9 if how == "analytic" else RTOL_FD
+    for k in range(3):
+        qn, qdn = tree.random_state(rng)
+        overrides = {} if k == 0 else tree.random_overrides(rng)
+        pmodel, names = tree.to_pinocchio(tree.param_values(overrides))
+        Pq, Pv = _pin_jacobians(pin, pmodel, np.array([qn[c] for c in names]), np.array([qdn[c] for c in names]), how)
+        order = [names.index(c) for c in model.coordinates]          # pinocchio's order -> ours
+        q = np.array([qn[c] for c in model.coordinates])
+        qd = np.array([qdn[c] for c in model.coordinates])
+        _, Jq, Jv = d.qdd_jacobian(q, qd, params=overrides)
+        assert scaled_err(Jq, Pq[np.ix_(order, order)]) < tol, case
+        assert scaled_err(Jv, Pv[np.ix_(order, order)]) < tol, case
+
+
+# ------------------------------------------------------------------ forces and driven joints
+@pytest.mark.parametrize("name", ["forces_demo", "governor", "driven", "chain7"])
+def test_force_jacobian_against_central_differences(bundled, name):
+    model = bundled(name)
+    d = derivatives(model)
+    rng = np.random.default_rng(3)
+    n, t = model.n, 0.7
+    q0, qd0 = model.initial_state()
+    q, qd = q0 + rng.uniform(-0.2, 0.2, n), qd0 + rng.uniform(-0.5, 0.5, n)
+
+    def Q(qq, vv):          # generalized forces from the main module: M q''
+        return model.mass_matrix(qq, t) @ model.qdd(qq, vv, t)
+
+    F, Kq, Cv = d.force_jacobian(q, qd, t)
+    assert scaled_err(F, Q(q, qd)) < 1e-10
+    assert scaled_err(Kq, central(lambda x: Q(x, qd), q)) < RTOL_FD
+    assert scaled_err(Cv, central(lambda x: Q(q, x), qd)) < RTOL_FD
+    _, Jq, Jv = d.qdd_jacobian(q, qd, t)
+    assert scaled_err(Jq, central(lambda x: model.qdd(x, qd, t), q)) < RTOL_FD
+    assert scaled_err(Jv, central(lambda x: model.qdd(q, x, t), qd)) < RTOL_FD
+
+
+@pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran not installed")
+def test_fortran_derivatives_equal_c(tmp_path):
+    path = tree_path("chain6_123", tmp_path)
+    mc, mf = dynamica.load(path), dynamica.load(path, backend="fortran")
+    rng = np.random.default_rng(5)
+    q, qd = rng.uniform(-1, 1, mc.n), rng.uniform(-1, 1, mc.n)
+    for variant in ("unrolled", "tape"):
+        dc, df = derivatives(mc, variant), derivatives(mf, variant)
+        assert df.module.BACKEND == "fortran"
+        for a, b in zip(dc.qdd_jacobian(q, qd, 0.1), df.qdd_jacobian(q, qd, 0.1)):
+            assert scaled_err(a, b) < 1e-13
+
+
+@pytest.mark.parametrize("name", ["mixed8_custom_welded", "star9_free"])
+def test_tape_variant_equals_the_unrolled_tangent(tree_models, name):
+    """The tape (partials generated, tangents carried by the loop of dynamica_linalg.h) gives the
+    unrolled tangent's Jacobian, and its generated code grows like the residual, not like n^2."""
+    model = tree_models[name]
+    du, dt = derivatives(model, "unrolled"), derivatives(model, "tape")
+    assert dt.module.__name__.endswith("_derivatives_tape") and dt is derivatives(model, "tape")
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        q, qd = rng.uniform(-1, 1, model.n), rng.uniform(-1, 1, model.n)
+        for a, b in zip(dt.qdd_jacobian(q, qd, 0.2), du.qdd_jacobian(q, qd, 0.2)):
+            assert scaled_err(a, b) < 1e-12
+        for a, b in zip(dt.residual_jacobian(q, qd, q, 0.2), du.residual_jacobian(q, qd, q, 0.2)):
+            assert scaled_err(a, b) < 1e-12
+    ops = dt.module.OPERATION_COUNTS
+    assert ops["residual_partials"]["total"] < 3 * ops["residual"]["total"]
+    with pytest.raises(ValueError, match="unknown derivatives variant"):
+        derivatives(model, "dense")
+
+
+def test_numeric_mode_model_gets_the_same_derivatives(bundled):
+    sym = bundled("chain7")
+    num = dynamica.load(sym.spec.file, mode="numeric")
+    assert derivatives(num).module is derivatives(sym).module
+
+
+def test_tangent_size_grows_quadratically_along_a_chain(tmp_path):
+    """Forward mode with per-value dependency sets: a chain's body k carries 2k directions in
+    its forward quantities and 2n in its backward ones, so the Jacobian kernel grows as n^2
+    (the full Jacobian has 2n^2 entries), far below D = 2n times the residual's size."""
+    from dynamica.generator.pipeline import generate_derivatives
+    ops = {}
+    for n in (4, 8, 16):
+        bodies = [{"name": f"b{i}", "parent": "ground" if i == 1 else f"b{i - 1}",
+                   "joint": [{"translate": [0.1, 0.0, -0.4]}, {"rotate": "xy"[i % 2], "q": f"q{i}"}],
+                   "mass": 1.0, "com": [0.02, 0.0, -0.2], "inertia": [0.05, 0.04, 0.03, 0.001, 0.0, 0.002]}
+                  for i in range(1, n + 1)]
+        path = tmp_path / f"c{n}.yaml"
+        import yaml
+        path.write_text(yaml.safe_dump({"name": f"c{n}", "gravity": [0, 0, -9.81], "bodies": bodies}))
+        counts = {k.name: k.op_count()["total"] for k in generate_derivatives(path).module_ir.kernels}
+        ops[n] = counts
+        assert counts["residual_jacobian"] < 2 * n * counts["residual"]
+    growth = ops[16]["residual_jacobian"] / ops[8]["residual_jacobian"]
+    assert 3.0 < growth < 4.5, ops
+    assert math.isfinite(growth)
+
+
+def test_radau_uses_the_generated_jacobian(bundled):
+    """simulate(method="radau") passes d[q', q'']/d[q, q'] to scipy (jacobian="analytic", the
+    default); the motion agrees with DOP853 at tight tolerances and with radau on scipy's own
+    finite-difference Jacobian."""
+    model = bundled("chain7")
+    kw = dict(t_end=2.0, output_step=0.1, rtol=1e-10, atol=1e-12)
+    ana = dynamica.simulate(model, method="radau", **kw)
+    num = dynamica.simulate(model, method="radau", jacobian="numeric", **kw)
+    ref = dynamica.simulate(model, method="DOP853", **kw)
+    assert ana.info["jacobian"] == "analytic" and num.info["jacobian"] == "numeric" and ana.info["njev"] > 0
+    assert np.max(np.abs(ana.q - ref.q)) < 1e-7 and np.max(np.abs(num.q - ref.q)) < 1e-7
+    with pytest.raises(ValueError, match="jacobian must be"):
+        dynamica.simulate(model, method="radau", jacobian="exact", **kw)
