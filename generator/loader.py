@@ -15,6 +15,8 @@ from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
 from dynamica.generator.expr import found, join_path
 from dynamica.generator.forces import FORCE_TYPES, LAW_LOCALS, REQUIRED
+from dynamica.generator.tables import scope_functions
+from dynamica.generator.actuator_sections import ActuatorSections
 from dynamica.generator.joints import JointSections
 from dynamica.generator.model import (IDENT, INTEGRATORS, OUTPUT_KEYS_RESERVED, Force, ModelSpec, Outputs,
                                       Parameter, Simulate, _physics_warnings, _scope_of)
@@ -144,9 +146,9 @@ def _yaml_message(exc, text: str) -> str:
     return out
 
 
-class _Loader(JointSections):
+class _Loader(JointSections, ActuatorSections):
     TOP = {"name", "description", "parameters", "gravity", "bodies", "initial", "forces",
-           "outputs", "simulate"}
+           "outputs", "simulate", "functions", "inputs", "states"}
 
     def __init__(self, file: str, data):
         self.file = file
@@ -264,14 +266,20 @@ class _Loader(JointSections):
             description = ""
         self.entry = "parameters"
         params = self.params = self.parameters(self.section(d, "parameters", dict, {}, "a mapping name -> value"))
-        self.pscope = _scope_of(params, frozenset())
+        self.entry = "functions"
+        functions = self.functions(self.section(d, "functions", dict, {}, "a mapping name -> table"))
+        self.pscope = _scope_of(params, frozenset()).child(functions=scope_functions(functions))
         self.entry = "gravity"
         gravity = self.vector(d.get("gravity", [0, 0, 0]), "gravity",
                               self.pscope.child(time_allowed=False)) or (0, 0, 0)
         self.entry = "bodies"
         bodies = self.bodies(d.get("bodies"))
         coords = [c for b in bodies for c in b.coordinates]
-        self.fscope = _scope_of(params, frozenset(coords)).child(coordinates_allowed=True)
+        self.entry = "inputs"
+        inputs = self.inputs(self.section(d, "inputs", list, [], "a list of input names"))
+        self.fscope = _scope_of(params, frozenset(coords)).child(
+            coordinates_allowed=True, functions=self.pscope.functions, inputs=frozenset(inputs),
+            states=frozenset(self.state_names(d.get("states"))))
         body_names = {b.name for b in bodies if isinstance(b.name, str)}
         self.entry = "initial"
         initial = self.initial(self.section(d, "initial", dict, {}, "a mapping coordinate -> value"), coords)
@@ -281,6 +289,9 @@ class _Loader(JointSections):
         outputs = self.outputs(self.section(d, "outputs", dict, {}, "a mapping"), body_names)
         self.entry = "simulate"
         simulate = self.simulate(self.section(d, "simulate", dict, {}, "a mapping"))
+        self.entry = "states"
+        states = self.states(self.section(d, "states", dict, {}, "a mapping name -> {initial:, der:}"))
+        self.distinct_names(params, coords, functions, inputs, states, outputs.expressions)
         self.entry = "parameters"
         for p in params:
             if p.name in coords:
@@ -290,7 +301,8 @@ class _Loader(JointSections):
         self.entry = ""
         spec = ModelSpec(name=name, file=self.file, parameters=tuple(params), gravity=gravity,
                          bodies=tuple(bodies), initial=tuple(initial), forces=tuple(forces),
-                         outputs=outputs, simulate=simulate, description=description)
+                         outputs=outputs, simulate=simulate, description=description,
+                         functions=tuple(functions), states=tuple(states), inputs=tuple(inputs))
         _physics_warnings(spec, self.default_value)
         return spec
 
@@ -399,7 +411,7 @@ class _Loader(JointSections):
         self.err(p, f"expected `ground` or `body`, found {found(v)}")
 
     def outputs(self, d: dict, body_names) -> Outputs:
-        self.keys(d, "outputs", {"points", "angular", "reactions", "expressions", "forces"})
+        self.keys(d, "outputs", {"points", "angular", "reactions", "expressions", "forces", "energy"})
         points = []
         for name, pt in self.mapping(d, "points", "outputs.points", "a mapping name -> {body:, at:}").items():
             p = self.entry = join_path("outputs.points", name)
@@ -430,10 +442,7 @@ class _Loader(JointSections):
         if not isinstance(reactions, bool):
             self.err("outputs.reactions", f"expected true or false, found {found(reactions)}")
             reactions = False
-        forces = d.get("forces", False)
-        if not isinstance(forces, bool):
-            self.err("outputs.forces", f"expected true or false, found {found(forces)}")
-            forces = False
+        forces, energy = (self.flag(d, key) for key in ("forces", "energy"))
         exprs = []
         for name, e in self.mapping(d, "expressions", "outputs.expressions", "a mapping name -> expression").items():
             p = self.entry = join_path("outputs.expressions", name)
@@ -444,7 +453,15 @@ class _Loader(JointSections):
                 if v is not None:
                     exprs.append((name, v))
         return Outputs(tuple(points), tuple(b for b in angular if isinstance(b, str) and b in body_names),
-                       reactions, tuple(exprs), forces)
+                       reactions, tuple(exprs), forces, energy)
+
+    def flag(self, d: dict, key: str) -> bool:
+        """outputs.<key>: true or false."""
+        v = d.get(key, False)
+        if not isinstance(v, bool):
+            self.err(f"outputs.{key}", f"expected true or false, found {found(v)}")
+            return False
+        return v
 
     def mapping(self, d: dict, key: str, path: str, what: str) -> dict:
         v = d.get(key)

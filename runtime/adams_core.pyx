@@ -879,6 +879,28 @@ cdef class Stepper:
         s.done = 0
         return self._f0()
 
+    def resume(self, double t, y, double t_bound):
+        """Start again at order 1 from (t, y) towards a new t_bound, in the direction of the first
+        integration (a segment boundary where the right-hand side changes, e.g. inputs sampled
+        by a controller: runtime/signals.py); the counters go on. Returns the status of the
+        evaluation of f at (t, y)."""
+        cdef State *s = &self.s
+        cdef const double[::1] yv = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
+        cdef int l
+        if yv.shape[0] != s.n:
+            raise ValueError(f"resume: y must have shape ({s.n},)")
+        for l in range(s.n):
+            s.y[l] = yv[l]
+        s.x = t
+        s.t_old = t
+        s.tb = t_bound
+        s.h = copysign(min(max(fabs(t_bound - t), FOURU * fabs(t)), s.max_step), t_bound - t)
+        s.h_given = 0
+        s.start = 1
+        s.kold = 0
+        s.done = 0
+        return self._f0()
+
     def force(self, int order):
         """Test hook: raise the order by one per step up to ``order`` and keep it there; every
         step is accepted (step sizes are set through ``h``)."""
