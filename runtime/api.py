@@ -89,6 +89,8 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     except ValueError as exc:
         raise ModelError(str(path), [Problem("backend", str(exc))]) from None
     parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode(), mode.encode()]
+    if spec.functions:                              # the tables' data files are part of the model
+        parts.append(repr(spec.functions).encode())
     cache = Path(cache) if cache is not None else cache_root()
     key = hashlib.sha256(b"\0".join(parts)).hexdigest()
     idx = _index_path(cache, key)

@@ -118,6 +118,23 @@ class CompiledModel:
                                self._p(params, inputs, self._s(s, params)), out)
         return out
 
+    def inverse_dynamics(self, q, qd, qdd, t=0.0, params=None, inputs=None, s=None) -> np.ndarray:
+        """The generalized forces tau with M qdd = Q(t, q, qd) + tau: what must act besides the model's
+        own forces for the motion (q, qd, qdd) (recursive Newton-Euler, generator/inverse.py; the
+        module is generated on first use)."""
+        from dynamica.runtime.inverse import companion
+        out = np.empty(self.n)
+        companion(self).inverse_dynamics(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
+                                         self._p(params, inputs, self._s(s, params)), out)
+        return out
+
+    def gravity_forces(self, q, t=0.0, params=None) -> np.ndarray:
+        """The generalized gravity forces g(q): those that hold the system still against gravity."""
+        from dynamica.runtime.inverse import companion
+        out = np.empty(self.n)
+        companion(self).gravity_forces(float(t), self._vec(q, "q"), self.param_vector(params), out)
+        return out
+
     def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
         out = np.empty(self.n * self.n)
         self.module.mass_matrix(float(t), self._vec(q, "q"), self.param_vector(params), out)

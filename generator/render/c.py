@@ -233,7 +233,7 @@ def with_states(mod: ir.ModuleIR, entries: list) -> list:
     """A module with extra states (generator/signals.py): the kind's rhs becomes `rhs_mech` on
     [q, qd] (or [q, pm]); `rhs` on y = [.., s] copies s into its slots of p, calls it and appends
     s' = states(t, q, qd, p), qd being the first n entries of ydot in every kind."""
-    if not mod.states:
+    if "states" not in kernel_names(mod):
         return entries
     n, k = len(mod.coordinates), len(mod.states)
     at = len(mod.parameter_defaults) - k                # the states' slots: the end of p
@@ -284,5 +284,5 @@ C = register(Backend(
     declarations=lambda mod: (f'#include "{mod.module_name}_kernels.h"',),
     entry_symbol=lambda mod, name: f"{ENTRY}{name}",
     helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h"),
-    kinds=("lagrangian", "hamiltonian", "iterative", "numeric"),
+    kinds=("lagrangian", "hamiltonian", "iterative", "numeric", "inverse"),
     description="C99 kernels in a header the module file includes"))

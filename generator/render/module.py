@@ -87,7 +87,7 @@ PYTHON_CODE = {"iterative": "itr_controls.py"}
 
 def _with_states(mod: ir.ModuleIR, ents: list) -> list:
     """rhs over y = [q, qd, s] (generator/signals.py) and the extra states' rates."""
-    if not mod.states:
+    if "states" not in kernel_names(mod):
         return ents
     n, np_, k = len(mod.coordinates), len(mod.parameter_defaults), len(mod.states)
     size = 2 * n + k
