@@ -146,9 +146,14 @@ class FortranPrinter(CPrinter):
         s = self.literal(n.value)
         return f"({s})" if n.value < 0 else s
 
+    #: the module's lookups -> their number in the module file's C function (render/fortran.py)
+    lookups: dict = {}
+
     def _print_Lookup(self, e):
-        raise TypeError("the Fortran backend does not evaluate tabulated functions (`functions:`); use "
-                        "backend 'c'")
+        """A tabulated function: the module file's C function over its tables (render/fortran.py)."""
+        key = ir.Lookup(e.data, e.orders, e.shape, e.degree, e.ext, ())
+        args = [self.doprint(a) for a in e.args] + ([] if len(e.args) == 2 else ["0.0d0"])
+        return f"dyn_lookup({self.lookups[key]}, {', '.join(args)})"
 
     def _print_Arg(self, a):
         name = self.arrays.get(a.array, a.array)
