@@ -75,16 +75,21 @@ def check_against_reference(model, samples=20, seed=0, spread=0.2) -> CheckRepor
             if ref.physical(p):
                 break
             p = p0 * rng.uniform(1 - spread, 1 + spread, p0.shape)
+        slots = getattr(model, "slots", None)
+        if slots and slots["size"] > slots.get("inputs", slots["states"]):   # inputs and extra states: random too
+            first = slots.get("inputs", slots["states"])
+            p[first:] = rng.uniform(-1, 1, slots["size"] - first)
+        s = p[slots["states"]:slots["size"]] if slots else np.zeros(0)
         qr, qdr = np.empty(model.n), np.empty(model.n)
         qr[perm], qdr[perm] = q, qd
         if hamiltonian:
             pm = np.empty(model.n)
             model.module.momenta(t, q, qd, p, pm)
             e_pm = max(e_pm, _rel(pm, ref.momenta(qr, qdr, t, p)[perm]))
-            yd = np.empty(2 * model.n)
-            model.module.rhs(t, np.concatenate([q, pm]), p, yd)
+            yd = np.empty(2 * model.n + len(s))
+            model.module.rhs(t, np.concatenate([q, pm, s]), p, yd)
             e_qd = max(e_qd, _rel(yd[:model.n], qd))
-            e_pmd = max(e_pmd, _rel(yd[model.n:], ref.pmd(qr, qdr, t, p)[perm]))
+            e_pmd = max(e_pmd, _rel(yd[model.n:2 * model.n], ref.pmd(qr, qdr, t, p)[perm]))
             vel = np.empty(model.n)
             model.module.velocities(t, q, pm, p, vel)
             e_vel = max(e_vel, _rel(vel, qd))

@@ -88,15 +88,12 @@ class CompiledModel:
         return self.kind == "hamiltonian"
 
     def _p(self, params, inputs, s=None):
-        """p for an evaluation at a state: every input must be given (InputError otherwise)."""
-        if self.inputs:
-            from dynamica.runtime.signals import require_inputs
-            require_inputs(self, inputs, "this evaluation")
+        """p for an evaluation at a state: inputs not given are 0 (a simulation needs every one)."""
         return self.param_vector(params, inputs, s)
 
     def qdd(self, q, qd, t=0.0, params=None, inputs=None, s=None) -> np.ndarray:
-        """Generalized accelerations; `inputs` (name -> value) when the model has inputs, `s` the
-        extra states (default: their initial values)."""
+        """Generalized accelerations; `inputs` the values of the model's inputs (name -> value;
+        missing ones are 0), `s` the extra states (default: their initial values)."""
         if self.hamiltonian:
             raise TypeError(f"form {self.form!r} is Hamiltonian (state [q, pm]): use rhs(t, y) with "
                             "y = to_state(q, qd), or a Lagrangian form for qdd")

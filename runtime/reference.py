@@ -15,6 +15,7 @@ import sympy as sp
 from dynamica.generator import expr as ex
 from dynamica.generator.kinematics import _rotation, _unit
 from dynamica.generator.topology import build_topology
+from dynamica.runtime.reference_signals import numeric, slots
 
 
 def skew(a):
@@ -40,6 +41,9 @@ class NumericReference:
             else:
                 self.psyms.append(ex.param_symbol(p.name))
         self.defaults = np.array([spec.defaults()[s] for s in self.psyms], dtype=float)
+        slot_syms, self.signal_subs = slots(spec, len(self.psyms))       # inputs and extra states
+        self.psyms += slot_syms
+        self.defaults = np.concatenate([self.defaults, np.zeros(len(slot_syms))])
         by_name = {b.name: b for b in spec.bodies}
         self.coordinates = []
         self.joint_fns, self.slices, self.inertia_fns = [None], [None], [None]
@@ -54,10 +58,18 @@ class NumericReference:
             m = ex.parse(body.mass, scope)
             rc = sp.Matrix([ex.parse(x, scope) for x in body.com])
             I = [ex.parse(x, scope) for x in body.inertia]
-            self.inertia_fns.append(sp.lambdify([self.psyms], [m, rc, sp.Matrix(
+            self.inertia_fns.append(self._lambdify([self.psyms], [m, rc, sp.Matrix(
                 [[I[0], I[3], I[5]], [I[3], I[1], I[4]], [I[5], I[4], I[2]]])], "numpy"))
-        self.gravity_fn = sp.lambdify([self.psyms], sp.Matrix([ex.parse(g, scope) for g in spec.gravity]), "numpy")
+        self.gravity_fn = self._lambdify([self.psyms], sp.Matrix([ex.parse(g, scope) for g in spec.gravity]), "numpy")
         self._forces(scope)
+
+    def _lambdify(self, args, e, modules="numpy"):
+        """sympy.lambdify with the inputs and states as slots of p and tables evaluated by scipy."""
+        def prepare(x):
+            if isinstance(x, (list, tuple)):
+                return [prepare(y) for y in x]
+            return numeric(sp.sympify(x).xreplace(self.signal_subs))
+        return sp.lambdify(args, prepare(e), modules)
 
     # -- joint kinematics by differentiation, (1.2)-(1.5)
     def _joint(self, body, q, qd, scope):
@@ -88,7 +100,7 @@ class NumericReference:
             return sum((e.diff(qk) * qdk for qk, qdk in zip(q, qd)), sp.zeros(*e.shape)) + e.diff(t)
         what = sp.Matrix.vstack(ddt(lin) + _skew_sym(ang) * lin, ddt(ang))
         args = [q, qd, t, self.psyms]
-        return sp.lambdify(args, [rho, G, A, vhat, what], "numpy")
+        return self._lambdify(args, [rho, G, A, vhat, what], "numpy")
 
     def _forces(self, scope):
         spec = self.spec
@@ -106,13 +118,13 @@ class NumericReference:
             for key, v in d.items():
                 if f.type == "bushing" and key in ("stiffness", "damping", "rotational_stiffness",
                                                    "rotational_damping"):
-                    fn[key] = sp.lambdify(args, sp.Matrix([ex.parse(x, fscope) for x in v]), "numpy")
+                    fn[key] = self._lambdify(args, sp.Matrix([ex.parse(x, fscope) for x in v]), "numpy")
                 elif key == "law":
-                    fn[key] = sp.lambdify(law_args, ex.parse(v, fscope.child(local=LAW_LOCALS)), "numpy")
+                    fn[key] = self._lambdify(law_args, ex.parse(v, fscope.child(local=LAW_LOCALS)), "numpy")
                 elif key in ("stiffness", "damping", "neutral", "value", "free_length", "lower", "upper", "decay"):
-                    fn[key] = sp.lambdify(args, ex.parse(v, fscope), "numpy")
+                    fn[key] = self._lambdify(args, ex.parse(v, fscope), "numpy")
                 elif key in vectors:
-                    fn[key] = sp.lambdify(args, sp.Matrix([ex.parse(x, fscope) for x in v]), "numpy")
+                    fn[key] = self._lambdify(args, sp.Matrix([ex.parse(x, fscope) for x in v]), "numpy")
                 else:
                     fn[key] = v
             self.forces.append((f.type, fn))
