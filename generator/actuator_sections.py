@@ -29,8 +29,8 @@ class TableFileError(ValueError):
 
 def read_columns(path: Path, columns) -> tuple:
     """Two columns of a CSV file (`columns`: two header names or 0-based indices; default the
-    first two) as lists of floats. Blank lines and lines starting with `#` are skipped; a first
-    row that is not numeric is the header."""
+    first two) as lists of floats, the first strictly increasing. Blank lines and lines starting
+    with `#` are skipped; a first row that is not numeric is the header."""
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -52,8 +52,9 @@ def read_columns(path: Path, columns) -> tuple:
             picks.append(header.index(c))
         else:
             picks.append(c)
-    out = ([], [])
+    out, lines = ([], []), []
     for line, row in rows:
+        lines.append(line)
         for k, col in enumerate(picks):
             if col >= len(row):
                 raise TableFileError(f"line {line} has {len(row)} column(s), column {col + 1} is needed")
@@ -65,6 +66,12 @@ def read_columns(path: Path, columns) -> tuple:
             if not math.isfinite(v):
                 raise TableFileError(f"line {line}, column {col + 1}: {cell} is not a finite number")
             out[k].append(v)
+    if len(out[0]) < 2:
+        raise TableFileError(f"{len(out[0])} row(s) of numbers: a table needs at least 2")
+    for k in range(1, len(out[0])):
+        if not out[0][k] > out[0][k - 1]:
+            raise TableFileError(f"the first column must increase strictly: {out[0][k]!r} at line {lines[k]} after "
+                                 f"{out[0][k - 1]!r} at line {lines[k - 1]}")
     return out
 
 
@@ -76,12 +83,29 @@ def _numeric(row) -> bool:
         return False
 
 
+class _Unusable:
+    """A function whose table has errors (already reported): calls of it still parse."""
+
+    def __init__(self, name, arity):
+        self.name, self.arity = name, arity
+
+    def sympy(self, *args):
+        import sympy as sp
+        return sp.Function(f"bad:{self.name}")(*args)
+
+    def value(self, *args):
+        return 0.0
+
+
 class ActuatorSections:
     """`functions`, `inputs` and `states` (the loader provides err, keys, ident, expression, ...)."""
 
     # -- functions
     def functions(self, d: dict) -> list:
+        """The valid tables; the names of the others go to `self.unusable_functions` (name ->
+        number of variables), so that a call of one is not reported again as unknown."""
         out = []
+        self.unusable_functions = {}
         for name, f in d.items():
             path = self.entry = join_path("functions", name)
             if not self.ident(name, path, "a function name"):
@@ -97,6 +121,8 @@ class ActuatorSections:
             tf = self.table_function(name, f, path)
             if tf is not None:
                 out.append(tf)
+            else:
+                self.unusable_functions[name] = _Unusable(name, 2 if "z" in f else 1)
         return out
 
     def table_function(self, name, f, path):
@@ -156,8 +182,6 @@ class ActuatorSections:
         except OSError as exc:
             self.err(f"{path}.table", f"{table}: cannot read the file ({exc.strerror or exc})")
             return None
-        if self.increasing(x, f"{path}.table", f"{table}: the first column") is None:
-            return None
         return x, y
 
     def knots(self, values, path, increasing=True, at_least=2):
@@ -174,13 +198,9 @@ class ActuatorSections:
         return self.increasing(out, path, "the knots") if increasing else out
 
     def increasing(self, x, path, what):
-        if len(x) < 2:
-            self.err(path, f"{what} need at least 2 points, found {len(x)}")
-            return None
         for k in range(1, len(x)):
             if not x[k] > x[k - 1]:
-                self.err(path, f"{what} must increase strictly: value {k} ({x[k]!r}) does not exceed value "
-                               f"{k - 1} ({x[k - 1]!r})")
+                self.err(path, f"{what} must increase strictly: [{k}] = {x[k]!r} after [{k - 1}] = {x[k - 1]!r}")
                 return None
         return x
 

@@ -268,7 +268,8 @@ class _Loader(JointSections, ActuatorSections):
         params = self.params = self.parameters(self.section(d, "parameters", dict, {}, "a mapping name -> value"))
         self.entry = "functions"
         functions = self.functions(self.section(d, "functions", dict, {}, "a mapping name -> table"))
-        self.pscope = _scope_of(params, frozenset()).child(functions=scope_functions(functions))
+        self.pscope = _scope_of(params, frozenset()).child(
+            functions={**self.unusable_functions, **scope_functions(functions)})
         self.entry = "gravity"
         gravity = self.vector(d.get("gravity", [0, 0, 0]), "gravity",
                               self.pscope.child(time_allowed=False)) or (0, 0, 0)

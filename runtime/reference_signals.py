@@ -42,10 +42,10 @@ def _scipy_1d(tf, order):
     def value(v):
         v = np.asarray(v, dtype=float)
         if not hold:
-            return f(v)
+            return f(v)[()]
         if order:
-            return np.where((v < x[0]) | (v > x[-1]), 0.0, f(np.clip(v, x[0], x[-1])))
-        return f(np.clip(v, x[0], x[-1]))
+            return np.where((v < x[0]) | (v > x[-1]), 0.0, f(np.clip(v, x[0], x[-1])))[()]
+        return f(np.clip(v, x[0], x[-1]))[()]
     return value
 
 
@@ -61,12 +61,12 @@ def _scipy_2d(tf, orders):
         u, w = np.broadcast_arrays(np.asarray(u, dtype=float), np.asarray(w, dtype=float))
         uc, wc = (np.clip(u, x[0], x[-1]), np.clip(w, y[0], y[-1])) if hold else (u, w)
         if not any(orders):
-            return rgi(np.stack([uc, wc], axis=-1))
+            return rgi(np.stack([uc, wc], axis=-1)).reshape(uc.shape)[()]
         d = spline.ev(uc, wc, dx=orders[0], dy=orders[1])
         if hold:
             outside = ((u < x[0]) | (u > x[-1])) & (orders[0] > 0) | ((w < y[0]) | (w > y[-1])) & (orders[1] > 0)
             d = np.where(outside, 0.0, d)
-        return d
+        return d[()]
     return value
 
 
