@@ -269,7 +269,8 @@ class ActuatorSections:
         for what, section, names in groups:
             for name in names:
                 if name in seen and seen[name][0] != what and {seen[name][0], what} != {"parameter", "joint coordinate"}:
-                    self.err(section, f"`{name}` is both a {seen[name][0]} and a {what}")
+                    article = "an" if what[0] in "aeiou" else "a"
+                    self.err(section, f"`{name}` is both a {seen[name][0]} and {article} {what}")
                 seen.setdefault(name, (what, section))
         for name, _ in expressions:
             if name in seen and seen[name][0] in ("input", "state"):
