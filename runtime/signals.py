@@ -159,7 +159,7 @@ class Drive:
 
     def update(self, p, a, b, y):
         """Set the slots for the segment [a, b]; y is the state at a (for the controller)."""
-        model = self.model
+        model, a, b = self.model, float(a), float(b)
         if self.controller is not None and _is_sample(self.samples, a):
             n = model.n
             q, qd = model.from_state(y, a, self.params) if model.hamiltonian else (y[:n], y[n:2 * n])
