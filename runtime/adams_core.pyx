@@ -879,18 +879,17 @@ cdef class Stepper:
         s.done = 0
         return self._f0()
 
-    def resume(self, double t, y, double t_bound):
+    def resume(self, double t, double[::1] y, double t_bound):
         """Start again at order 1 from (t, y) towards a new t_bound, in the direction of the first
         integration (a segment boundary where the right-hand side changes, e.g. inputs sampled
         by a controller: runtime/signals.py); the counters go on. Returns the status of the
         evaluation of f at (t, y)."""
         cdef State *s = &self.s
-        cdef const double[::1] yv = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
         cdef int l
-        if yv.shape[0] != s.n:
+        if y.shape[0] != s.n:
             raise ValueError(f"resume: y must have shape ({s.n},)")
         for l in range(s.n):
-            s.y[l] = yv[l]
+            s.y[l] = y[l]
         s.x = t
         s.t_old = t
         s.tb = t_bound
@@ -900,6 +899,18 @@ cdef class Stepper:
         s.kold = 0
         s.done = 0
         return self._f0()
+
+    def state_at(self, double t, double[::1] out):
+        """y(t) into `out`: the current state when t is the current time (as after a step that
+        ended at t_bound), else the interpolant of the last step."""
+        cdef int l
+        if out.shape[0] != self.s.n:
+            raise ValueError(f"out must have shape ({self.s.n},)")
+        if t == self.s.x:
+            for l in range(self.s.n):
+                out[l] = self.s.y[l]
+        else:
+            intrp(&self.s, t, &out[0])
 
     def force(self, int order):
         """Test hook: raise the order by one per step up to ``order`` and keep it there; every

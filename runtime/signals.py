@@ -134,7 +134,10 @@ def sample_times(t0, t_end, sample_time, with_end=False) -> np.ndarray:
 
 # ------------------------------------------------------------------ the segmented run
 class Drive:
-    """What drives the inputs of one run: signals and a controller, and their segments."""
+    """What drives the inputs of one run: signals and a controller, cut into segments at the
+    boundaries b[0] = t0 < b[1] < ... < b[-1] = t_end. The signals' values and rates per segment
+    are computed once; per sample only the controller runs (its answer checked, then written to
+    the slots): the loop that calls Python at the samples stays a few microseconds."""
 
     def __init__(self, model, inputs, controller, sample_time, t0, t_end, params=None):
         inputs = dict(inputs or {})
@@ -148,32 +151,63 @@ class Drive:
         if controller is None:
             require_inputs(model, inputs, "this simulation")
         self.model, self.controller, self.params = model, controller, params
-        self.signals = [make_signal(model, k, v, t0, t_end, sample_time) for k, v in inputs.items()]
+        signals = [make_signal(model, k, v, t0, t_end, sample_time) for k, v in inputs.items()]
         self.controlled = [u for u in model.inputs if u not in inputs]
-        self.samples = sample_times(t0, t_end, sample_time) if controller is not None else np.zeros(0)
-        cuts = [t0, t_end] + [float(x) for x in self.samples] + [float(x) for s in self.signals for x in s.t]
-        self.boundaries = np.unique([c for c in cuts if t0 <= c <= t_end])
-        self.held = {}                                  # the controller's values in force
-        self.log = []                                   # (t_a, values, rates) per segment
+        samples = sample_times(t0, t_end, sample_time) if controller is not None else np.zeros(0)
+        cuts = [t0, t_end] + [float(x) for x in samples] + [float(x) for s in signals for x in s.t]
+        b = np.unique([c for c in cuts if t0 <= c <= t_end])
+        self.b = [float(x) for x in b]
+        on_sample = set(float(x) for x in samples)
+        self.sampled = [x in on_sample for x in self.b]
+        m = len(model.inputs)
+        values, rates = np.zeros((len(b) - 1, m)), np.zeros((len(b) - 1, m))
+        for sig in signals:                            # linear on every segment: its points are boundaries
+            j = model.inputs.index(sig.name)
+            va, vb = sig.at(b[:-1]), sig.at(b[1:])
+            values[:, j], rates[:, j] = va, (vb - va) / np.diff(b)
+        self.values, self.rates = values.tolist(), rates.tolist()      # lists: cheap to read per segment
+        self.held = [(name, model.inputs.index(name)) for name in self.controlled]
+        self.now = [0.0] * len(self.held)            # the controller's values in force
+        sl = model.slots
+        self.slot_u, self.slot_du, self.slot_t = sl.get("inputs", 0), sl.get("input_rates", 0), sl.get("segment_start", 0)
         self.calls = 0
 
-    def update(self, p, a, b, y):
-        """Set the slots for the segment [a, b]; y is the state at a (for the controller)."""
-        model, a, b = self.model, float(a), float(b)
-        if self.controller is not None and _is_sample(self.samples, a):
-            n = model.n
-            q, qd = model.from_state(y, a, self.params) if model.hamiltonian else (y[:n], y[n:2 * n])
-            out = self.controller(a, q, qd, y[2 * n:])
-            self.calls += 1
-            self.held = self._answer(out, a)
-        values, rates = dict(self.held), {}
-        for s in self.signals:
-            va, vb = s.at(a), s.at(b)
-            values[s.name], rates[s.name] = va, (vb - va) / (b - a) if b > a else 0.0
-        set_inputs(model, p, values, a, rates)
-        self.log.append((a, values, rates))
+    def update(self, p, k, y):
+        """Set the slots of p for segment k, [b[k], b[k+1]]; y is the state at b[k]."""
+        a = self.b[k]
+        values, rates = self.values[k], self.rates[k]
+        if self.sampled[k]:
+            self._sample(a, y)
+            for (_, j), x in zip(self.held, self.now):
+                values[j] = x
+        elif self.held:
+            for (_, j), x in zip(self.held, self.now):
+                values[j] = x
+        su, sd = self.slot_u, self.slot_du
+        for j, v in enumerate(values):
+            p[su + j] = v
+            p[sd + j] = rates[j]
+        p[self.slot_t] = a
+
+    def _sample(self, t, y):
+        model, n = self.model, self.model.n
+        q, qd = model.from_state(y, t, self.params) if model.hamiltonian else (y[:n], y[n:2 * n])
+        out = self.controller(t, q, qd, y[2 * n:])
+        self.calls += 1
+        try:
+            if type(out) is not dict or len(out) != len(self.held):
+                raise ValueError
+            now = [float(out[name]) for name, _ in self.held]
+            if not all(x - x == 0.0 for x in now):                 # inf - inf and nan are not 0
+                raise ValueError
+        except (KeyError, TypeError, ValueError):
+            self._answer(out, t)                                   # raises, naming what is wrong
+            raise
+        self.now = now
 
     def _answer(self, out, t):
+        """The InputError of a controller's answer that is not a dict of finite numbers for exactly
+        the inputs it drives."""
         model = self.model
         if not isinstance(out, dict):
             _fail(model, f"the controller returned {type(out).__name__} at t = {t!r}: expected a dict "
@@ -187,23 +221,15 @@ class Drive:
         if missing:
             _fail(model, f"input(s) {', '.join(f'`{u}`' for u in missing)} of the model (entry `inputs`) not "
                          f"supplied: neither a signal nor returned by the controller at t = {t!r}")
-        return {k: _value(model, k, v, f" (controller at t = {t!r})") for k, v in out.items()}
+        for k, v in out.items():
+            _value(model, k, v, f" (controller at t = {t!r})")
 
     def series(self, t) -> dict:
         """The inputs along the output times: name -> values (right-continuous at the boundaries)."""
-        starts = np.array([a for a, _, _ in self.log])
-        seg = np.clip(np.searchsorted(starts, t, side="right") - 1, 0, len(starts) - 1)
-        out = {u: np.empty(len(t)) for u in self.model.inputs}
-        for k, tk in enumerate(t):
-            a, values, rates = self.log[seg[k]]
-            for u in out:
-                out[u][k] = values[u] + rates.get(u, 0.0) * (tk - a)
-        return out
-
-
-def _is_sample(samples, t) -> bool:
-    k = np.searchsorted(samples, t)
-    return k < len(samples) and samples[k] == t
+        seg = np.clip(np.searchsorted(self.b, t, side="right") - 1, 0, len(self.b) - 2)
+        dt = np.asarray(t) - np.asarray(self.b)[seg]
+        values, rates = np.array(self.values).reshape(len(self.b) - 1, -1), np.array(self.rates).reshape(len(self.b) - 1, -1)
+        return {u: values[seg, j] + rates[seg, j] * dt for j, u in enumerate(self.model.inputs)}
 
 
 def run_driven(model, t0, t_end, y0, t_eval, rtol, atol, params, method, inputs, controller, sample_time):
@@ -214,29 +240,35 @@ def run_driven(model, t0, t_end, y0, t_eval, rtol, atol, params, method, inputs,
         t_eval = np.linspace(t0, t_end, 201)
     runner = SEGMENT_RUNNERS.get(method, _scipy_segments)
     t, Y, nfev, info = runner(model, drive, p, y0, np.asarray(t_eval, dtype=float), rtol, atol, method)
-    info.update(segments=len(drive.log), controller_calls=drive.calls)
+    info.update(segments=len(drive.b) - 1, controller_calls=drive.calls)
     return t, Y, nfev, info, drive.series(t)
 
 
 def _adams_segments(model, drive, p, y0, tv, rtol, atol, method):
     """One compiled Adams stepper over all segments: its p is the array updated in place."""
     from dynamica.runtime.compiled_adams import _check, core
-    b = drive.boundaries
-    drive.update(p, b[0], b[1], y0)
-    st = core().Stepper(model.module.rhs_capsule, b[0], y0, b[1], p, rtol, atol, None, np.inf, 500_000, False)
+    b, nmax = drive.b, 500_000
+    drive.update(p, 0, y0)
+    st = core().Stepper(model.module.rhs_capsule, b[0], y0, b[1], p, rtol, atol, None, np.inf, nmax, False)
     Y = np.full((len(tv), len(y0)), np.nan)
     j = 0
     while j < len(tv) and tv[j] == b[0]:
         Y[j] = y0
         j += 1
-    _check(st, st.begin(), rtol, atol, 500_000)
+    _check(st, st.begin(), rtol, atol, nmax)
+    run, resume, state_at, update, last = st.run, st.resume, st.state_at, drive.update, len(b) - 1
+    y = np.empty(len(y0))
     for k in range(1, len(b)):
-        code, j = st.run(tv, Y, j, 500_000)
-        _check(st, code, rtol, atol, 500_000)
-        if k + 1 < len(b):
-            y = st.y if st.t == b[k] else st.intrp(b[k])
-            drive.update(p, b[k], b[k + 1], y)
-            _check(st, st.resume(b[k], y, b[k + 1]), rtol, atol, 500_000)
+        code, j = run(tv, Y, j, nmax)
+        if code:
+            _check(st, code, rtol, atol, nmax)
+        if k < last:
+            bk = b[k]
+            state_at(bk, y)
+            update(p, k, y)
+            code = resume(bk, y, b[k + 1])
+            if code:
+                _check(st, code, rtol, atol, nmax)
     info = st.info()
     return tv[:j], Y[:j], info["nfev"], {"integrator": "compiled Adams PECE (Shampine-Gordon), restarted at each "
                                                        "segment", "steps": info["nsteps"]}
@@ -257,10 +289,10 @@ def _scipy_segments(model, drive, p, y0, tv, rtol, atol, method):
         out = np.empty(size)
         rhs(float(t), np.ascontiguousarray(y, dtype=float), p, out)
         return out
-    b, y, nfev = drive.boundaries, np.asarray(y0, dtype=float), 0
+    b, y, nfev = drive.b, np.asarray(y0, dtype=float), 0
     T, Y = [], []
     for k in range(len(b) - 1):
-        drive.update(p, b[k], b[k + 1], y)
+        drive.update(p, k, y)
         inside = tv[(tv >= b[k]) & (tv <= b[k + 1])] if k == 0 else tv[(tv > b[k]) & (tv <= b[k + 1])]
         sol = solve_ivp(f, (b[k], b[k + 1]), y, method=SCIPY_METHODS[method], rtol=rtol, atol=atol,
                         t_eval=np.concatenate([inside, [b[k + 1]]]) if not len(inside) or inside[-1] != b[k + 1]
