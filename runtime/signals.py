@@ -38,7 +38,8 @@ def require_inputs(model, given, where):
         names = ", ".join(f"`{u}`" for u in missing)
         _fail(model, f"input(s) {names} of the model (entry `inputs`) not supplied for {where}; the model's "
                      f"inputs are {', '.join(model.inputs)}: pass inputs={{name: value}}"
-                     + (" (simulate: a signal, or a controller that returns them)" if "simulat" in where else ""))
+                     + (" (simulate: a signal, or a controller that returns them; the command line: "
+                        "--input NAME=FILE.csv)" if "simulat" in where else ""))
 
 
 def _value(model, name, v, when=""):
