@@ -248,3 +248,27 @@ def test_fortran_backend_equals_c(tmp_path):
     for t, q, qd in RNG.uniform(-2, 3, (12, 3)):
         assert np.array_equal(c.rhs(t, [q, qd]), f.rhs(t, [q, qd]))
         assert c.outputs(t, [q], [qd])["F"] == f.outputs(t, [q], [qd])["F"]
+
+
+def test_jacobians_see_the_derivative_tables():
+    """What a Jacobian kernel does (issue 16): differentiate a force with a table with respect to a
+    coordinate, lower it and evaluate it: d/dq [f(q) q] = f'(q) q + f(q), with f' the derivative
+    table (pchip; its derivative against scipy's), and d2/dq2 through the second derivative table."""
+    import sympy as sp
+
+    from dynamica.generator import expr as ex
+    from dynamica.generator.lower import lower_kernel
+    from dynamica.generator.program import Program
+    from dynamica.generator.tables import module_tables
+    spec = load_model(_pendulum({"f": {"x": X.tolist(), "y": Y.tolist(), "interpolation": "pchip"}}, {}))
+    q = ex.coord_symbol("phi")
+    e = ex.parse("f(phi)*phi", spec.scope(coordinates_allowed=True))
+    lookups = set()
+    kernel = lower_kernel("jac", Program(), (ir.Input("q", 1),), [("J", [sp.diff(e, q), sp.diff(e, q, 2)])],
+                          {q: ir.Arg("q", 0)}, lookups=lookups)
+    tables = module_tables(lookups)
+    pchip = PchipInterpolator(X, Y)
+    for v in RNG.uniform(X[0], X[-1], 20):
+        d1, d2 = ir.interpret(kernel, {"q": [v]}, tables)["J"]
+        assert abs(d1 - (pchip(v, 1) * v + pchip(v))) <= 1e-12 * max(1.0, abs(d1))
+        assert abs(d2 - (pchip(v, 2) * v + 2 * pchip(v, 1))) <= 1e-12 * max(1.0, abs(d2))
