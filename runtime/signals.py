@@ -161,50 +161,51 @@ class Drive:
         on_sample = set(float(x) for x in samples)
         self.sampled = [x in on_sample for x in self.b]
         m = len(model.inputs)
-        values, rates = np.zeros((len(b) - 1, m)), np.zeros((len(b) - 1, m))
+        self.values, self.rates = np.zeros((len(b) - 1, m)), np.zeros((len(b) - 1, m))
         for sig in signals:                            # linear on every segment: its points are boundaries
             j = model.inputs.index(sig.name)
             va, vb = sig.at(b[:-1]), sig.at(b[1:])
-            values[:, j], rates[:, j] = va, (vb - va) / np.diff(b)
-        self.values, self.rates = values.tolist(), rates.tolist()      # lists: cheap to read per segment
+            self.values[:, j], self.rates[:, j] = va, (vb - va) / np.diff(b)
         self.held = [(name, model.inputs.index(name)) for name in self.controlled]
-        self.now = [0.0] * len(self.held)            # the controller's values in force
+        self.held_mask = np.array([u in self.controlled for u in model.inputs], dtype=np.uint8)
+        self.sampled_mask = np.array(self.sampled, dtype=np.uint8)
         sl = model.slots
         self.slot_u, self.slot_du, self.slot_t = sl.get("inputs", 0), sl.get("input_rates", 0), sl.get("segment_start", 0)
         self.calls = 0
 
     def update(self, p, k, y):
-        """Set the slots of p for segment k, [b[k], b[k+1]]; y is the state at b[k]."""
-        a = self.b[k]
-        values, rates = self.values[k], self.rates[k]
+        """Set the slots of p for segment k, [b[k], b[k+1]]; y is the state at b[k] (what the
+        compiled loop of runtime/adams_core.pyx `run_segments` does, for the other integrators)."""
         if self.sampled[k]:
-            self._sample(a, y)
-            for (_, j), x in zip(self.held, self.now):
-                values[j] = x
-        elif self.held:
-            for (_, j), x in zip(self.held, self.now):
-                values[j] = x
+            self.sample(k, y)
+        elif k > 0:
+            for _, j in self.held:
+                self.values[k, j] = self.values[k - 1, j]
         su, sd = self.slot_u, self.slot_du
-        for j, v in enumerate(values):
-            p[su + j] = v
-            p[sd + j] = rates[j]
-        p[self.slot_t] = a
+        for j in range(self.values.shape[1]):
+            p[su + j] = self.values[k, j]
+            p[sd + j] = self.rates[k, j]
+        p[self.slot_t] = self.b[k]
 
-    def _sample(self, t, y):
-        model, n = self.model, self.model.n
+    def sample(self, k, y):
+        """The controller at boundary k with the state y there: its answers into row k of values."""
+        t, model, n = self.b[k], self.model, self.model.n
+        y = y.copy()                                              # the controller may keep what it gets
         q, qd = model.from_state(y, t, self.params) if model.hamiltonian else (y[:n], y[n:2 * n])
         out = self.controller(t, q, qd, y[2 * n:])
         self.calls += 1
         try:
             if type(out) is not dict or len(out) != len(self.held):
                 raise ValueError
-            now = [float(out[name]) for name, _ in self.held]
-            if not all(x - x == 0.0 for x in now):                 # inf - inf and nan are not 0
-                raise ValueError
+            row = self.values[k]
+            for name, j in self.held:
+                x = float(out[name])
+                if x - x != 0.0:                                   # inf - inf and nan are not 0
+                    raise ValueError
+                row[j] = x
         except (KeyError, TypeError, ValueError):
             self._answer(out, t)                                   # raises, naming what is wrong
             raise
-        self.now = now
 
     def _answer(self, out, t):
         """The InputError of a controller's answer that is not a dict of finite numbers for exactly
@@ -229,8 +230,7 @@ class Drive:
         """The inputs along the output times: name -> values (right-continuous at the boundaries)."""
         seg = np.clip(np.searchsorted(self.b, t, side="right") - 1, 0, len(self.b) - 2)
         dt = np.asarray(t) - np.asarray(self.b)[seg]
-        values, rates = np.array(self.values).reshape(len(self.b) - 1, -1), np.array(self.rates).reshape(len(self.b) - 1, -1)
-        return {u: values[seg, j] + rates[seg, j] * dt for j, u in enumerate(self.model.inputs)}
+        return {u: self.values[seg, j] + self.rates[seg, j] * dt for j, u in enumerate(self.model.inputs)}
 
 
 def run_driven(model, t0, t_end, y0, t_eval, rtol, atol, params, method, inputs, controller, sample_time):
@@ -257,19 +257,10 @@ def _adams_segments(model, drive, p, y0, tv, rtol, atol, method):
         Y[j] = y0
         j += 1
     _check(st, st.begin(), rtol, atol, nmax)
-    run, resume, state_at, update, last = st.run, st.resume, st.state_at, drive.update, len(b) - 1
-    y = np.empty(len(y0))
-    for k in range(1, len(b)):
-        code, j = run(tv, Y, j, nmax)
-        if code:
-            _check(st, code, rtol, atol, nmax)
-        if k < last:
-            bk = b[k]
-            state_at(bk, y)
-            update(p, k, y)
-            code = resume(bk, y, b[k + 1])
-            if code:
-                _check(st, code, rtol, atol, nmax)
+    code, j, _ = st.run_segments(tv, Y, j, np.array(b), drive.values, drive.rates, drive.held_mask,
+                                 drive.sampled_mask, drive.sample, p, drive.slot_u, drive.slot_du, drive.slot_t, nmax)
+    if code:
+        _check(st, code, rtol, atol, nmax)
     info = st.info()
     return tv[:j], Y[:j], info["nfev"], {"integrator": "compiled Adams PECE (Shampine-Gordon), restarted at each "
                                                        "segment", "steps": info["nsteps"]}
