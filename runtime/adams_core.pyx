@@ -959,18 +959,6 @@ cdef class Stepper:
                 return code, jout, k
         return code, jout, nb - 1
 
-    def state_at(self, double t, double[::1] out):
-        """y(t) into `out`: the current state when t is the current time (as after a step that
-        ended at t_bound), else the interpolant of the last step."""
-        cdef int l
-        if out.shape[0] != self.s.n:
-            raise ValueError(f"out must have shape ({self.s.n},)")
-        if t == self.s.x:
-            for l in range(self.s.n):
-                out[l] = self.s.y[l]
-        else:
-            intrp(&self.s, t, &out[0])
-
     def force(self, int order):
         """Test hook: raise the order by one per step up to ``order`` and keep it there; every
         step is accepted (step sizes are set through ``h``)."""
