@@ -54,9 +54,12 @@ def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, event
         raise ValueError("stoermer6 does not locate events; use adams or a scipy method")
     from dynamica.runtime.stoermer import stoermer6_first_order
     h = step or (t_eval[1] - t_eval[0] if t_eval is not None and len(t_eval) > 1 else (t_end - t0) / 1000.0)
-    if model.hamiltonian or model.states:
-        raise ValueError("stoermer6 integrates q'' = f(q, q'): it needs a Lagrangian form (not "
-                         f"{model.form!r}) and a model without extra states (`states:`)")
+    if model.hamiltonian:
+        raise ValueError("stoermer6 integrates q'' = f(q, q'): it needs a Lagrangian form, not "
+                         f"{model.form!r}")
+    if model.states:
+        raise ValueError("stoermer6 integrates q'' = f(q, q'): not the extra states of this model (`states:`); "
+                         "use adams or a scipy method")
     t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
     return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
 
