@@ -268,7 +268,8 @@ class ActuatorSections:
                   ("state", "states", [s.name for s in states]))
         for what, section, names in groups:
             for name in names:
-                if name in seen and seen[name][0] != what and {seen[name][0], what} != {"parameter", "joint coordinate"}:
+                pair = {seen[name][0], what} if name in seen else set()
+                if len(pair) == 2 and pair != {"parameter", "joint coordinate"}:      # that pair: loader.run
                     article = "an" if what[0] in "aeiou" else "a"
                     self.err(section, f"`{name}` is both a {seen[name][0]} and {article} {what}")
                 seen.setdefault(name, (what, section))

@@ -305,7 +305,8 @@ class _Walker:
         if fname in self.scope.functions:
             return self.table_call(node, fname)
         if fname not in FUNCTIONS:
-            self.fail(f"call of unknown function `{fname}`{_did_you_mean(fname, set(FUNCTIONS) | set(self.scope.functions))}")
+            hint = _did_you_mean(fname, set(FUNCTIONS) | set(self.scope.functions))
+            self.fail(f"call of unknown function `{fname}`{hint}")
         lo, hi = ARITY.get(fname, (1, 1))
         if not lo <= len(node.args) <= hi:
             self.fail(f"`{fname}` takes {lo if lo == hi else f'{lo} or more'} argument(s)")

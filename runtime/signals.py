@@ -148,7 +148,8 @@ class Drive:
             raise ValueError("a controller needs sample_time (its fixed sampling period)")
         for name in inputs:
             if name not in model.inputs:
-                _fail(model, f"`{name}` is not an input of the model; its inputs are {', '.join(model.inputs) or 'none'}")
+                _fail(model, f"`{name}` is not an input of the model; its inputs are "
+                             f"{', '.join(model.inputs) or 'none'}")
         if controller is None:
             require_inputs(model, inputs, "this simulation")
         self.model, self.controller, self.params = model, controller, params
@@ -170,7 +171,8 @@ class Drive:
         self.held_mask = np.array([u in self.controlled for u in model.inputs], dtype=np.uint8)
         self.sampled_mask = np.array(self.sampled, dtype=np.uint8)
         sl = model.slots
-        self.slot_u, self.slot_du, self.slot_t = sl.get("inputs", 0), sl.get("input_rates", 0), sl.get("segment_start", 0)
+        self.slot_u, self.slot_du = sl.get("inputs", 0), sl.get("input_rates", 0)
+        self.slot_t = sl.get("segment_start", 0)
         self.calls = 0
 
     def update(self, p, k, y):

@@ -170,7 +170,8 @@ def _with_states(mod: ir.ModuleIR, ents: list) -> list:
            if e["name"] == "rhs" else e for e in ents]
     d, a = _scratch("px", np_)
     copy = [f"px(0:{at - 1}) = p(0:{at - 1})"] if at else []
-    out += [_entry("states", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", k, 1)], ["call k_states(t, q, qd, p, out)"]),
+    out += [_entry("states", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", k, 1)],
+                   ["call k_states(t, q, qd, p, out)"]),
             _entry("rhs", [("y", 2 * n + k, 0), ("p", np_, 0), ("ydot", 2 * n + k, 1)],
                    a + copy + [f"px({at}:{np_ - 1}) = y({2 * n}:{2 * n + k - 1})", "call e_rhs_mech(t, y, px, ydot)",
                                f"call k_states(t, y(0:{n - 1}), ydot(0:{n - 1}), px, ydot({2 * n}:{2 * n + k - 1}))"],
@@ -206,7 +207,8 @@ def lookup_declarations(mod: ir.ModuleIR) -> list:
     lines += [f"double {entry_symbol(mod, 'lookup')}(int id, double a, double b)", "{", "    switch (id) {"]
     for lk, k in ids.items():
         args = (ir.Var("a"),) if len(lk.shape) == 1 else (ir.Var("a"), ir.Var("b"))
-        lines.append(f"    case {k}: return {pr.doprint(ir.Lookup(lk.data, lk.orders, lk.shape, lk.degree, lk.ext, args))};")
+        call = pr.doprint(ir.Lookup(lk.data, lk.orders, lk.shape, lk.degree, lk.ext, args))
+        lines.append(f"    case {k}: return {call};")
     lines += ["    }", "    (void)b;", "    return NAN;", "}"]
     return lines
 
