@@ -31,6 +31,11 @@ class ModelError(DynamicaError, ValueError):
         super().__init__("\n".join(lines))
 
 
+class InputError(DynamicaError, ValueError):
+    """An input of the model (`inputs:`) is missing or malformed at run time (a signal, a
+    controller's answer): the message names the model file and the input."""
+
+
 class BuildError(DynamicaError):
     """Compiling a generated module failed; `log` holds the compiler output."""
 

@@ -347,6 +347,9 @@ def attach_constraints(eom, spec, topo):
     if eom.kind != "lagrangian":
         raise ModelError(spec.file, [Problem("loops", f"the form `{eom.form}` cannot take closed loops (its "
                                                       "state is [q, p]); use a Lagrangian form, e.g. composite")])
+    if spec.states or spec.inputs:
+        raise ModelError(spec.file, [Problem("loops", "closed loops do not take extra states or inputs yet "
+                                                      "(`states:`, `inputs:`)")])
     ce = constraint_equations(spec, topo)
     atoms, n = ce.atoms, len(ce.coordinates)
     J = [a.jac.get(k, sp.Integer(0)) for a in atoms for k in range(n)]

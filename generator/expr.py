@@ -49,6 +49,16 @@ def rate_symbol(name: str) -> sp.Symbol:
     return sp.Symbol(f"qd:{name}", real=True)
 
 
+def state_symbol(name: str) -> sp.Symbol:
+    """An extra first-order state (`states:`)."""
+    return sp.Symbol(f"s:{name}", real=True)
+
+
+def input_symbol(name: str) -> sp.Symbol:
+    """A signal from outside (`inputs:`)."""
+    return sp.Symbol(f"u:{name}", real=True)
+
+
 class ExpressionError(ValueError):
     """Raised with a message that quotes the offending expression."""
 
@@ -86,11 +96,17 @@ class Scope:
     time_allowed: bool = True
     local: tuple = ()                         # names bound by the context (e.g. a force law)
     values: dict = field(default_factory=dict)  # parameter name -> default value (float or tuple)
+    # where coordinates are allowed: extra states and inputs (generator/signals.py)
+    states: frozenset = frozenset()
+    inputs: frozenset = frozenset()
+    # tabulated functions (generator/tables.py): name -> an object with arity, sympy(*args), value(*args)
+    functions: dict = field(default_factory=dict)
 
     def child(self, **kw) -> "Scope":
         d = dict(scalars=self.scalars, vectors=self.vectors, coordinates=self.coordinates,
                  coordinates_allowed=self.coordinates_allowed, time_allowed=self.time_allowed,
-                 local=self.local, values=self.values)
+                 local=self.local, values=self.values, states=self.states, inputs=self.inputs,
+                 functions=self.functions)
         d.update(kw)
         return Scope(**d)
 
@@ -238,8 +254,15 @@ class _Walker:
             if not sc.coordinates_allowed:
                 self.fail(f"coordinate `{name}` is allowed only in forces and outputs")
             return coord_symbol(name), None
+        for names, symbol, what in ((sc.states, state_symbol, "state"), (sc.inputs, input_symbol, "input")):
+            if name in names:
+                if not sc.coordinates_allowed:
+                    self.fail(f"{what} `{name}` is allowed only in forces, outputs and the states' `der`")
+                return symbol(name), None
+        if name in sc.functions:
+            self.fail(f"`{name}` is a tabulated function: call it, e.g. `{name}(t)`")
         hint = _did_you_mean(name, set(sc.scalars) | set(sc.vectors) | set(sc.coordinates) | set(sc.local)
-                             | {"t", "pi"})
+                             | set(sc.states) | set(sc.inputs) | {"t", "pi"})
         self.fail(f"unknown name `{name}`{hint}")
 
     def default(self, name, index=None):
@@ -279,14 +302,26 @@ class _Walker:
             if not sc.coordinates_allowed:
                 self.fail("`der(...)` is allowed only in forces and outputs")
             return rate_symbol(node.args[0].id), None
+        if fname in self.scope.functions:
+            return self.table_call(node, fname)
         if fname not in FUNCTIONS:
-            self.fail(f"call of unknown function `{fname}`{_did_you_mean(fname, FUNCTIONS)}")
+            hint = _did_you_mean(fname, set(FUNCTIONS) | set(self.scope.functions))
+            self.fail(f"call of unknown function `{fname}`{hint}")
         lo, hi = ARITY.get(fname, (1, 1))
         if not lo <= len(node.args) <= hi:
             self.fail(f"`{fname}` takes {lo if lo == hi else f'{lo} or more'} argument(s)")
         args = [self.visit(a) for a in node.args]
         v = self.value(node, VALUES[fname], *(x for _, x in args))    # before sympy folds it
         return FUNCTIONS[fname](*(e for e, _ in args)), v
+
+    def table_call(self, node, fname):
+        """A tabulated function of the model (`functions:`)."""
+        fn = self.scope.functions[fname]
+        if len(node.args) != fn.arity:
+            self.fail(f"`{fname}` is a tabulated function of {fn.arity} variable(s): it takes {fn.arity} argument(s)")
+        args = [self.visit(a) for a in node.args]
+        v = self.value(node, fn.value, *(x for _, x in args))
+        return fn.sympy(*(e for e, _ in args)), v
 
     def visit_BinOp(self, node):
         op = type(node.op)

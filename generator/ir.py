@@ -51,6 +51,21 @@ class Call:
     args: tuple
 
 
+@dataclass(frozen=True)
+class Lookup:
+    """A tabulated function (generator/tables.py) at `args`: over the module's constant tables
+    `<data>_x` and, for one variable, the piecewise-polynomial coefficients `<data>_c<order>` of
+    degree `degree`; for two, the grid `<data>_y` and values `<data>_z`, differentiated
+    `orders` (each 0 or 1) times. `shape`: knots per variable; `ext`: the helpers' extrapolation
+    flag (0 continue the end piece, 1 hold the end value, 2 zero outside)."""
+    data: str
+    orders: tuple
+    shape: tuple
+    degree: int
+    ext: int
+    args: tuple
+
+
 FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
              "exp", "log", "sqrt", "fabs", "sign", "heaviside", "fmin", "fmax")
 
@@ -63,7 +78,7 @@ def children(node) -> tuple:
         return node.factors
     if isinstance(node, Pow):
         return (node.base, node.exp)
-    if isinstance(node, Call):
+    if isinstance(node, (Call, Lookup)):
         return node.args
     return ()
 
@@ -126,7 +141,7 @@ class Kernel:
                 else:
                     counts["call"] += 1
                     walk(e.exp)
-            elif isinstance(e, Call):
+            elif isinstance(e, (Call, Lookup)):
                 counts["call"] += 1
                 for a in e.args:
                     walk(a)
@@ -149,9 +164,12 @@ class ModuleIR:
     kernels: tuple           # of Kernel
     entries: str = "lagrangian"   # which entry points wrap the kernels (render.ENTRY_POINTS)
     info: tuple = ()         # ((key, value), ...) form-specific metadata, exported as INFO
-    tables: tuple = ()       # ((name, integers), ...) constant tables the entry points use (numeric mode)
+    tables: tuple = ()       # ((name, values), ...) constant tables: of ints (numeric mode's topology) or of
+                             # floats (tabulated functions' knots and coefficients, read by Lookup)
     constrained: bool = False    # closed loops (generator/constraints.py)
     signature: str = ""      # content hash, filled by lower()
+    inputs: tuple = ()       # names of the inputs, and of the extra states: their slots follow the
+    states: tuple = ()       # parameters in p (generator/signals.py)
 
 
 # ------------------------------------------------------------------ an interpreter (the reference for printers)
@@ -178,11 +196,21 @@ PY_FUNCTIONS = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.
                 "heaviside": _heaviside, "fmin": _fmin, "fmax": _fmax}
 
 
-def interpret(kernel: Kernel, inputs: dict) -> dict:
-    """Run a kernel in Python: `inputs` maps input names to a float (scalar) or a sequence; returns
-    output name -> list of floats. Slow and obviously right: the reference the printers and the
-    compiled modules are checked against (tests/test_lower.py)."""
+def _lookup(node: Lookup, tables: dict, args) -> float:
+    from dynamica.generator import tables as tb
+    x = tables[f"{node.data}_x"]
+    if len(node.shape) == 2:
+        return tb.grid2(x, tables[f"{node.data}_y"], tables[f"{node.data}_z"], node.ext, *node.orders, *args)
+    return tb.ppoly(x, tables[f"{node.data}_c{node.orders[0]}"], node.degree, node.ext, args[0])
+
+
+def interpret(kernel: Kernel, inputs: dict, tables=()) -> dict:
+    """Run a kernel in Python: `inputs` maps input names to a float (scalar) or a sequence, `tables`
+    are the module's constant tables (ModuleIR.tables, for Lookup); returns output name -> list
+    of floats. Slow and obviously right: the reference the printers and the compiled modules are
+    checked against (tests/test_lower.py)."""
     env: dict = {}
+    tables = dict(tables)
 
     def ev(node):
         if isinstance(node, Num):
@@ -204,6 +232,8 @@ def interpret(kernel: Kernel, inputs: dict) -> dict:
             return 1.0 / b ** -x if x < 0 and float(x).is_integer() else b ** x
         if isinstance(node, Call):
             return PY_FUNCTIONS[node.func](*(ev(a) for a in node.args))
+        if isinstance(node, Lookup):
+            return _lookup(node, tables, [ev(a) for a in node.args])
         raise TypeError(f"cannot interpret {type(node).__name__}")
 
     out = {o.name: [math.nan] * o.size for o in kernel.outputs}

@@ -15,6 +15,8 @@ from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
 from dynamica.generator.expr import found, join_path
 from dynamica.generator.forces import FORCE_TYPES, LAW_LOCALS, REQUIRED
+from dynamica.generator.tables import scope_functions
+from dynamica.generator.actuator_sections import ActuatorSections
 from dynamica.generator.joints import JointSections
 from dynamica.generator.loops import LoopSections
 from dynamica.generator.stages import StageSections
@@ -165,9 +167,9 @@ def _yaml_message(exc, text: str) -> str:
     return out
 
 
-class _Loader(JointSections, LoopSections, StageSections, VisualSections):
+class _Loader(JointSections, ActuatorSections, LoopSections, StageSections, VisualSections):
     TOP = {"name", "description", "parameters", "gravity", "bodies", "initial", "forces",
-           "outputs", "simulate", "loops", "assembly", "stages"}
+           "outputs", "simulate", "functions", "inputs", "states", "loops", "assembly", "stages"}
 
     def __init__(self, file: str, data):
         self.file = file
@@ -285,14 +287,21 @@ class _Loader(JointSections, LoopSections, StageSections, VisualSections):
             description = ""
         self.entry = "parameters"
         params = self.params = self.parameters(self.section(d, "parameters", dict, {}, "a mapping name -> value"))
-        self.pscope = _scope_of(params, frozenset())
+        self.entry = "functions"
+        functions = self.functions(self.section(d, "functions", dict, {}, "a mapping name -> table"))
+        self.pscope = _scope_of(params, frozenset()).child(
+            functions={**self.unusable_functions, **scope_functions(functions)})
         self.entry = "gravity"
         gravity = self.vector(d.get("gravity", [0, 0, 0]), "gravity",
                               self.pscope.child(time_allowed=False)) or (0, 0, 0)
         self.entry = "bodies"
         bodies = self.bodies(d.get("bodies"))
         coords = [c for b in bodies for c in b.coordinates]
-        self.fscope = _scope_of(params, frozenset(coords)).child(coordinates_allowed=True)
+        self.entry = "inputs"
+        inputs = self.inputs(self.section(d, "inputs", list, [], "a list of input names"))
+        self.fscope = _scope_of(params, frozenset(coords)).child(
+            coordinates_allowed=True, functions=self.pscope.functions, inputs=frozenset(inputs),
+            states=frozenset(self.state_names(d.get("states"))))
         body_names = {b.name for b in bodies if isinstance(b.name, str)}
         self.entry = "initial"
         initial = self.initial(self.section(d, "initial", dict, {}, "a mapping coordinate -> value"), coords)
@@ -302,6 +311,9 @@ class _Loader(JointSections, LoopSections, StageSections, VisualSections):
         outputs = self.outputs(self.section(d, "outputs", dict, {}, "a mapping"), body_names)
         self.entry = "simulate"
         simulate = self.simulate(self.section(d, "simulate", dict, {}, "a mapping"))
+        self.entry = "states"
+        states = self.states(self.section(d, "states", dict, {}, "a mapping name -> {initial:, der:}"))
+        self.distinct_names(params, coords, functions, inputs, states, outputs.expressions)
         self.entry = "loops"
         loops = self.loops(self.section(d, "loops", list, [], "a list of loop joints"), body_names, coords)
         self.entry = "assembly"
@@ -319,7 +331,8 @@ class _Loader(JointSections, LoopSections, StageSections, VisualSections):
         spec = ModelSpec(name=name, file=self.file, parameters=tuple(params), gravity=gravity,
                          bodies=tuple(bodies), initial=tuple(initial), forces=tuple(forces),
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
-                         assembly_hold=hold, stages=tuple(stages))
+                         assembly_hold=hold, stages=tuple(stages),
+                         functions=tuple(functions), states=tuple(states), inputs=tuple(inputs))
         _physics_warnings(spec, self.default_value)
         return spec
 
@@ -428,7 +441,7 @@ class _Loader(JointSections, LoopSections, StageSections, VisualSections):
         self.err(p, f"expected `ground` or `body`, found {found(v)}")
 
     def outputs(self, d: dict, body_names) -> Outputs:
-        self.keys(d, "outputs", {"points", "angular", "reactions", "expressions", "forces"})
+        self.keys(d, "outputs", {"points", "angular", "reactions", "expressions", "forces", "energy"})
         points = []
         for name, pt in self.mapping(d, "points", "outputs.points", "a mapping name -> {body:, at:}").items():
             p = self.entry = join_path("outputs.points", name)
@@ -459,10 +472,7 @@ class _Loader(JointSections, LoopSections, StageSections, VisualSections):
         if not isinstance(reactions, bool):
             self.err("outputs.reactions", f"expected true or false, found {found(reactions)}")
             reactions = False
-        forces = d.get("forces", False)
-        if not isinstance(forces, bool):
-            self.err("outputs.forces", f"expected true or false, found {found(forces)}")
-            forces = False
+        forces, energy = (self.flag(d, key) for key in ("forces", "energy"))
         exprs = []
         for name, e in self.mapping(d, "expressions", "outputs.expressions", "a mapping name -> expression").items():
             p = self.entry = join_path("outputs.expressions", name)
@@ -473,7 +483,15 @@ class _Loader(JointSections, LoopSections, StageSections, VisualSections):
                 if v is not None:
                     exprs.append((name, v))
         return Outputs(tuple(points), tuple(b for b in angular if isinstance(b, str) and b in body_names),
-                       reactions, tuple(exprs), forces)
+                       reactions, tuple(exprs), forces, energy)
+
+    def flag(self, d: dict, key: str) -> bool:
+        """outputs.<key>: true or false."""
+        v = d.get(key, False)
+        if not isinstance(v, bool):
+            self.err(f"outputs.{key}", f"expected true or false, found {found(v)}")
+            return False
+        return v
 
     def mapping(self, d: dict, key: str, path: str, what: str) -> dict:
         v = d.get(key)

@@ -18,6 +18,7 @@ from dynamica import __version__
 from dynamica.generator import expr as ex
 from dynamica.generator import ir
 from dynamica.generator.tangent import tangent_kernel, tape_kernel
+from dynamica.generator.tables import module_tables
 
 #: sympy function class -> IR function name
 _FUNCS = {sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "asin", sp.acos: "acos",
@@ -29,8 +30,9 @@ _FUNCS = {sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "asin", sp.acos:
 class ToIR:
     """sympy -> IR nodes; `symbols` maps input and intermediate symbols to IR leaves."""
 
-    def __init__(self, symbols: dict):
+    def __init__(self, symbols: dict, lookups=None):
         self.symbols = symbols
+        self.lookups = lookups if lookups is not None else set()    # (table, orders) the kernel reads
 
     def __call__(self, e):
         for cls in type(e).__mro__:
@@ -70,6 +72,11 @@ class ToIR:
         # transform's `by:`: zero everywhere but at the switching instant, where no impulse is
         # modelled (a step of the position is taken as it is, at an instant of measure zero)
         return ir.Num(0.0)
+
+    def _ir_TableFunction(self, e):       # a tabulated function of the model (generator/tables.py)
+        from dynamica.generator.tables import lookup_parts
+        self.lookups.add((e.table, e.orders))
+        return ir.Lookup(**lookup_parts(e.table, e.orders), args=tuple(self(a) for a in e.args))
 
     def _ir_MinMaxBase(self, e):          # Min/Max are lattice operations, not Functions
         return self._ir_Function(e)
@@ -160,6 +167,8 @@ def _rebuild(node, kids):
         return ir.Pow(*kids)
     if isinstance(node, ir.Call):
         return ir.Call(node.func, kids)
+    if isinstance(node, ir.Lookup):
+        return replace(node, args=kids)
     return node
 
 
@@ -203,8 +212,9 @@ def value_numbering(body: list) -> tuple[list, list]:
     return out, temps
 
 
-def lower_kernel(name, program, inputs, outputs, symbols, aliases=None) -> ir.Kernel:
-    """One kernel: `outputs` is a list of (array name, list of expressions) of `program`."""
+def lower_kernel(name, program, inputs, outputs, symbols, aliases=None, lookups=None) -> ir.Kernel:
+    """One kernel: `outputs` is a list of (array name, list of expressions) of `program`; the
+    tabulated functions it reads are added to `lookups`."""
     roots = [sp.sympify(e) for _, exprs in outputs for e in exprs]
     keep = _needed(program.assignments, roots, aliases)
     symbols = dict(symbols)
@@ -215,7 +225,7 @@ def lower_kernel(name, program, inputs, outputs, symbols, aliases=None) -> ir.Ke
     for src, dst in (aliases or {}).items():
         if dst in symbols:                # unused aliases need nothing
             symbols[src] = symbols[dst]
-    conv = ToIR(symbols)
+    conv = ToIR(symbols, lookups)
     body = [ir.Assign(sym.name, conv(e)) for sym, e in keep]
     for arr, exprs in outputs:
         body += [ir.Store(arr, k, conv(sp.sympify(e))) for k, e in enumerate(exprs)]
@@ -226,9 +236,11 @@ def lower_kernel(name, program, inputs, outputs, symbols, aliases=None) -> ir.Ke
 
 
 def parameter_layout(spec):
-    """((name, size), ...), flattened defaults and symbol -> Arg("p", k) of a model's parameters,
-    then the loops' references `<loop>.reference` (set by the assembly; 0 until then)."""
+    """((name, size), ...), flattened defaults and symbol -> IR of the model's parameters, then
+    the loops' references `<loop>.reference` (set by the assembly; 0 until then), then the slots
+    of its inputs and extra states (generator/signals.py; defaults 0)."""
     from dynamica.generator.constraints import reference_parameters
+    from dynamica.generator.signals import slot_layout, slot_symbols
     params, defaults, sym = [], [], {}
     k = 0
     for p in spec.parameters:
@@ -249,6 +261,9 @@ def parameter_layout(spec):
             sym[ex.param_symbol(name, j)] = ir.Arg("p", k)
             defaults.append(0.0)
             k += 1
+    slots = slot_layout(spec, k)
+    sym.update(slot_symbols(slots))
+    defaults += [0.0] * (slots.size - k)
     return tuple(params), tuple(defaults), sym
 
 
@@ -258,7 +273,7 @@ def lower(eom, spec) -> ir.ModuleIR:
     n = len(eom.coordinates)
     params, defaults, psym = parameter_layout(spec)
     roles = {"q": eom.q, "qd": eom.qd, "pm": eom.pm}
-    kernels, tables = [], list(eom.tables)
+    kernels, tables, lookups = [], list(eom.tables), set()
     for ks in kernel_specs(eom):
         sizes = {"t": None, "p": len(defaults)}
         sym = dict(psym) if "p" in ks.inputs else {}
@@ -271,7 +286,8 @@ def lower(eom, spec) -> ir.ModuleIR:
                 sizes[role] = len(syms)
                 sym.update({s: ir.Arg(role, j) for j, s in enumerate(syms)})
         inputs = tuple(ir.Input(r, sizes.get(r, n)) for r in ks.inputs)
-        kernel = lower_kernel(ks.name, ks.program or eom.program, inputs, list(ks.outputs), sym, dict(ks.aliases))
+        kernel = lower_kernel(ks.name, ks.program or eom.program, inputs, list(ks.outputs), sym, dict(ks.aliases),
+                              lookups)
         if ks.tangent:
             kernel = tangent_kernel(kernel, ks.tangent, name=ks.name)
         if ks.tape:
@@ -286,6 +302,7 @@ def lower(eom, spec) -> ir.ModuleIR:
                       form=eom.form, kind=eom.kind, coordinates=eom.coordinates, parameters=params,
                       parameter_defaults=defaults, kernels=tuple(kernels),
                       entries=eom.entries or eom.kind, info=tuple(sorted(eom.info.items())),
-                      tables=tuple(tables), constrained=eom.constrained)
+                      tables=tuple(tables) + module_tables(lookups), constrained=eom.constrained,
+                      inputs=tuple(spec.inputs), states=tuple(s.name for s in spec.states))
     digest = hashlib.sha256(repr((__version__, mod)).encode()).hexdigest()
     return replace(mod, signature=digest)

@@ -88,12 +88,24 @@ class Force:
 
 
 @dataclass(frozen=True)
+class State:
+    """An extra first-order state (`states:`): s' = der(t, q, q', s, inputs, parameters)."""
+    name: str
+    initial: object                 # expression of the parameters
+    der: object                     # expression (forces' scope)
+    unit: str = ""
+    description: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class Outputs:
     points: tuple = ()              # ((name, body, at), ...)
     angular: tuple = ()             # body names
     reactions: bool = False
     expressions: tuple = ()         # ((name, text), ...)
     forces: bool = False            # the value of every force element
+    energy: bool = False            # kinetic, potential, total energy and non-conservative power
 
 
 @dataclass(frozen=True)
@@ -136,6 +148,9 @@ class ModelSpec:
     loops: tuple = ()               # of Loop (closed kinematic loops)
     assembly_hold: tuple = ()       # coordinates and der(coordinates) held at their initial values
     stages: tuple = ()              # of stages.Stage (the cyclogram; empty: one dynamics stage)
+    functions: tuple = ()           # of tables.TabulatedFunction
+    states: tuple = ()              # of State
+    inputs: tuple = ()              # names of the signals from outside
 
     @cached_property
     def coordinates(self) -> tuple:
@@ -143,9 +158,12 @@ class ModelSpec:
 
     @cached_property
     def _base_scope(self) -> ex.Scope:
+        from dynamica.generator.tables import scope_functions
         scalars = frozenset(p.name for p in self.parameters if p.size == 1 and not isinstance(p.value, tuple))
         vectors = {p.name: p.size for p in self.parameters if isinstance(p.value, tuple)}
-        return ex.Scope(scalars=scalars, vectors=vectors, coordinates=frozenset(self.coordinates))
+        return ex.Scope(scalars=scalars, vectors=vectors, coordinates=frozenset(self.coordinates),
+                        states=frozenset(s.name for s in self.states), inputs=frozenset(self.inputs),
+                        functions=scope_functions(self.functions))
 
     def scope(self, **kw) -> ex.Scope:
         return self._base_scope.child(**kw)
@@ -283,6 +301,9 @@ def _entries(spec: ModelSpec):
                 yield f"{tr.path}.pitch", tr.pitch
             yield from ((f"{tr.path}.axis[{k}]", c) for k, c in enumerate(tr.vector))
     yield from ((f"initial.{k}", v) for k, v in spec.initial)
+    for st in spec.states:
+        yield f"{st.path}.initial", st.initial
+        yield f"{st.path}.der", st.der
     for f in spec.forces:
         for key, v in f.fields:
             items = enumerate(v) if isinstance(v, tuple) else [(None, v)]

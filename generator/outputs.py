@@ -16,6 +16,7 @@ the integration):
                             exerts on body i at O_i, body frame (the backward pass of (3.8))
   <force>.<quantity>        the value of every force element (tension, length, generalized
                             force, force/torque vectors)
+  energy.kinetic/potential/total/power   generator/energy.py
   <expression name>         the model's named expressions
 """
 
@@ -43,7 +44,7 @@ class OutputEquations:
 
 def wanted(spec) -> bool:
     o = spec.outputs
-    return bool(o.points or o.angular or o.reactions or o.expressions or o.forces or spec.loops)
+    return bool(o.points or o.angular or o.reactions or o.expressions or o.forces or o.energy or spec.loops)
 
 
 def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
@@ -139,6 +140,10 @@ def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
                 out(f"{lp.name}.reaction_torque", reaction[lp.name][1], (3,))
             phi = [a.phi for a in atoms if a.loop == lp.name]
             out(f"{lp.name}.residual", phi, (len(phi),))
+    if o.energy:                     # generator/energy.py
+        from dynamica.generator.energy import energy_outputs
+        for key, e in energy_outputs(kin, fp, F_active, gen).items():
+            out(key, [e], ())
     scope = spec.scope(coordinates_allowed=True)
     for name, e in o.expressions:
         out(name, [ex.parse(e, scope)], ())

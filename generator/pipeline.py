@@ -6,6 +6,7 @@
     form_equations(kin, form, mode) -> EquationsOfMotion   registries of equation forms (per mode)
     attach_constraints(eom, spec, topo) -> EquationsOfMotion   closed loops: their kernels
     attach_outputs(eom, spec, topo) -> EquationsOfMotion   the model's `outputs` as one more kernel
+    attach_states(eom, spec) -> EquationsOfMotion   s' of the extra states (generator/signals.py)
     lower(eom, spec) -> ModuleIR              DCE, sympy -> IR, CSE (value numbering)
     render(mod, backend) -> SourceBundle      printer + jinja2
     compile_bundle(bundle) -> Path            build.py: the only code that runs compilers
@@ -26,6 +27,7 @@ from dynamica.generator.model import load_model, overflow_problem
 from dynamica.generator.outputs import attach_outputs, wanted
 from dynamica.generator.printers import NonFiniteConstant
 from dynamica.generator.render import render
+from dynamica.generator.signals import attach_states
 from dynamica.generator.topology import build_topology
 
 log = logging.getLogger("dynamica")
@@ -96,6 +98,8 @@ def _generate(model, form, backend, progress, mode, equations=None) -> Generated
         eom = stage("equations", equations, kin)
     if equations is None and (wanted(spec) or eom.kind == "hamiltonian"):
         eom = stage("outputs", attach_outputs, eom, spec, topo)
+    if spec.states:
+        eom = stage("states", attach_states, eom, spec)
     mod = stage("lower", lower, eom, spec)
     bundle = stage("render", render, mod, backend)
     return Generated(spec, topo, kin, eom, mod, bundle, timings)

@@ -49,7 +49,7 @@ class CPrinter:
     # operators
     def _paren(self, node) -> str:
         s = self.doprint(node)
-        return s if isinstance(node, (ir.Num, ir.Arg, ir.Var, ir.Call)) else f"({s})"
+        return s if isinstance(node, (ir.Num, ir.Arg, ir.Var, ir.Call, ir.Lookup)) else f"({s})"
 
     def _print_Add(self, e):
         out = []
@@ -112,6 +112,14 @@ class CPrinter:
             raise TypeError(f"unknown function {c.func!r}")
         return f"{fn}({', '.join(self.doprint(a) for a in c.args)})"
 
+    def _print_Lookup(self, e):
+        """A tabulated function: the helpers of dynamica_helpers.h over the module's tables."""
+        args = ", ".join(self.doprint(a) for a in e.args)
+        if len(e.shape) == 2:
+            return (f"dyn_grid2({e.data}_x, {e.shape[0]}, {e.data}_y, {e.shape[1]}, {e.data}_z, {e.ext}, "
+                    f"{e.orders[0]}, {e.orders[1]}, {args})")
+        return f"dyn_ppoly({e.data}_x, {e.data}_c{e.orders[0]}, {e.shape[0]}, {e.degree}, {e.ext}, {args})"
+
 
 class FortranPrinter(CPrinter):
     """Fortran 2008 expressions (free form) for the Fortran backend (templates/fortran_*.j2).
@@ -137,6 +145,15 @@ class FortranPrinter(CPrinter):
     def _print_Num(self, n):
         s = self.literal(n.value)
         return f"({s})" if n.value < 0 else s
+
+    #: the module's lookups -> their number in the module file's C function (render/fortran.py)
+    lookups: dict = {}
+
+    def _print_Lookup(self, e):
+        """A tabulated function: the module file's C function over its tables (render/fortran.py)."""
+        key = ir.Lookup(e.data, e.orders, e.shape, e.degree, e.ext, ())
+        args = [self.doprint(a) for a in e.args] + ([] if len(e.args) == 2 else ["0.0d0"])
+        return f"dyn_lookup({self.lookups[key]}, {', '.join(args)})"
 
     def _print_Arg(self, a):
         name = self.arrays.get(a.array, a.array)

@@ -891,6 +891,86 @@ cdef class Stepper:
         s.done = 0
         return self._f0()
 
+    def resume(self, double t, double[::1] y, double t_bound):
+        """Start again at order 1 from (t, y) towards a new t_bound, in the direction of the first
+        integration (a segment boundary where the right-hand side changes, e.g. inputs sampled
+        by a controller: runtime/signals.py); the counters go on. Returns the status of the
+        evaluation of f at (t, y)."""
+        cdef State *s = &self.s
+        cdef int l
+        if y.shape[0] != s.n:
+            raise ValueError(f"resume: y must have shape ({s.n},)")
+        for l in range(s.n):
+            s.y[l] = y[l]
+        s.x = t
+        s.t_old = t
+        s.tb = t_bound
+        s.h = copysign(min(max(fabs(t_bound - t), FOURU * fabs(t)), s.max_step), t_bound - t)
+        s.h_given = 0
+        s.start = 1
+        s.kold = 0
+        s.done = 0
+        return self._f0()
+
+    def run_segments(self, const double[::1] t_out, double[:, ::1] Y, int j, const double[::1] b,
+                     double[:, ::1] values, const double[:, ::1] rates, const unsigned char[::1] held,
+                     const unsigned char[::1] sampled, object sample, double[::1] p, int slot_u, int slot_du,
+                     int slot_t, long nmax):
+        """Integrate over the segments [b[k], b[k+1]] of a run with inputs (runtime/signals.py), from
+        the current point (t = b[0], the slots of p set for segment 0) to b[-1], filling Y[j:] at
+        t_out[j:]. At each inner boundary k: when `sampled[k]`, Python's `sample(k, y)` is called with
+        the state there (it writes row k of `values`, e.g. a controller's answers); inputs with
+        `held[i]` keep row k-1's value otherwise; then the slots of p get values[k] (u_i),
+        rates[k] (du_i) and b[k] (t_k), and the integration restarts (`resume`). Python runs only
+        at the samples. Returns (code, j, k): k the boundary reached (len(b) - 1 when done)."""
+        cdef State *s = &self.s
+        cdef int nb = b.shape[0], m = values.shape[1], k, i, l, code = ST_OK, jout = j
+        cdef int mo = t_out.shape[0]
+        cdef const double *tp = &t_out[0] if mo > 0 else NULL
+        cdef double *yp = &Y[0, 0] if mo > 0 else NULL
+        cdef double[::1] yv
+        if values.shape[0] < nb - 1 or rates.shape[0] < nb - 1 or rates.shape[1] != m or held.shape[0] != m \
+                or sampled.shape[0] < nb:
+            raise ValueError("run_segments: inconsistent segment tables")
+        for k in range(1, nb):
+            s.tb = b[k]
+            if self.capsule:
+                with nogil:
+                    code = run(s, tp, mo, yp, &jout, nmax, self.stiff_raise)
+            else:
+                code = run(s, tp, mo, yp, &jout, nmax, self.stiff_raise)
+            if code != ST_OK or k == nb - 1:
+                return code, jout, k
+            if s.x != b[k]:                     # ended by extrapolation within 4u|t|
+                intrp(s, b[k], s.ynew)
+                for l in range(s.n):
+                    s.y[l] = s.ynew[l]
+            if sampled[k]:
+                y = np.empty(s.n)
+                yv = y
+                for l in range(s.n):
+                    yv[l] = s.y[l]
+                sample(k, y)
+            for i in range(m):
+                if held[i] and not sampled[k]:
+                    values[k, i] = values[k - 1, i]
+                p[slot_u + i] = values[k, i]
+                p[slot_du + i] = rates[k, i]
+            if m > 0:
+                p[slot_t] = b[k]
+            s.x = b[k]
+            s.t_old = b[k]
+            s.tb = b[k + 1]
+            s.h = copysign(min(max(fabs(b[k + 1] - b[k]), FOURU * fabs(b[k])), s.max_step), b[k + 1] - b[k])
+            s.h_given = 0
+            s.start = 1
+            s.kold = 0
+            s.done = 0
+            code = self._f0()
+            if code != ST_OK:
+                return code, jout, k
+        return code, jout, nb - 1
+
     def force(self, int order):
         """Test hook: raise the order by one per step up to ``order`` and keep it there; every
         step is accepted (step sizes are set through ``h``)."""

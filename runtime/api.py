@@ -93,6 +93,8 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode(), mode.encode()]
     if import_options:
         parts.append(json.dumps(import_options, sort_keys=True, default=str).encode())
+    if spec.functions:                              # the tables' data files are part of the model
+        parts.append(repr(spec.functions).encode())
     return _import(spec, hashlib.sha256(b"\0".join(parts)).hexdigest(), form, backend, mode, cache, progress,
                    check_mass_matrix)
 

@@ -59,6 +59,14 @@ def cmd_compile(args):
     return 0
 
 
+def _input_file(text):
+    """`--input NAME=FILE.csv` -> (name, file)."""
+    name, sep, file = text.partition("=")
+    if not sep or not name or not file:
+        raise SystemExit(f"dynamica: error: --input expects NAME=FILE.csv, not {text!r}")
+    return name.strip(), file.strip()
+
+
 def cmd_simulate(args):
     from dynamica.runtime.api import simulate
     from dynamica.runtime.paramsets import overrides
@@ -70,18 +78,24 @@ def cmd_simulate(args):
     if args.vars:                    # fail before a long run, not after it
         outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout
                 for j in range(int(np.prod(shape)) if shape != () else 1)] if hasattr(model.module, "outputs") else []
-        parse_vars(args.vars, [*model.coordinates, *(f"der({c})" for c in model.coordinates), *outs])
+        parse_vars(args.vars, [*model.coordinates, *(f"der({c})" for c in model.coordinates), *outs,
+                               *model.states, *model.inputs])
     t0 = time.perf_counter()
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
     bar = SimulationProgress(0.0, t_end, show)
     keep = bool(args.plot or args.table or args.report) or not args.out     # --out alone: rows streamed, not kept
+    inputs = dict(_input_file(x) for x in args.input or [])
+    driven = bool(model.inputs or inputs)                     # in segments: not streamed, no progress bar
     try:
         res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,
-                       output_step=args.output_step, step=args.step, out=args.out, keep=keep, params=params,
-                       progress=(lambda res, new: bar.update(res.t[-1])) if show else None)
+                       output_step=args.output_step, step=args.step, out=None if driven else args.out,
+                       keep=True if driven else keep, params=params, inputs=inputs or None,
+                       progress=(lambda res, new: bar.update(res.t[-1])) if show and not driven else None)
     finally:
         bar.close()
+    if driven and args.out:
+        res.to_csv(args.out)
     dt = time.perf_counter() - t0
     print(f"simulated {model.name} to t = {res.t[-1]:g} with {res.method} "
           f"({res.nfev} RHS calls, {dt:.3f} s, {res.info.get('rows', len(res.t))} output points)")
@@ -286,6 +300,9 @@ def main(argv=None) -> int:
     p.add_argument("--report", metavar="HTML", help="write one self-contained HTML page: interactive plots, "
                    "tables, parameters and a 3-D animation (docs/report.md)")
     paramsets.add_options(p)
+    p.add_argument("--input", action="append", metavar="NAME=FILE.csv",
+                   help="an input of the model from a CSV file of two columns t, value (linear between the "
+                        "points); repeat for each input")
     p.set_defaults(fn=cmd_simulate)
 
     p = sub.add_parser("select", help="predicted flops, generated operations and (--measure) time per RHS "

@@ -58,16 +58,18 @@ def _resolve(model_or_capsule, y0, params_array, use_capsule):
         p = obj.param_vector() if params_array is None else np.ascontiguousarray(params_array, dtype=float)
         if p.shape != (int(module.NP),):
             raise ValueError(f"params_array has shape {p.shape}, the model expects ({int(module.NP)},)")
+        size = getattr(obj, "state_size", 2 * obj.n)
         if y0 is None:
-            y0 = np.concatenate(obj.initial_state())
+            y0 = obj.to_state(*obj.initial_state())
         elif isinstance(y0, tuple) and len(y0) == 2:
             y0 = np.concatenate([np.asarray(y0[0], dtype=float), np.asarray(y0[1], dtype=float)])
         y0 = np.asarray(y0, dtype=float).reshape(-1)
-        if y0.shape[0] != 2 * obj.n:
-            raise ValueError(f"y0 has length {y0.shape[0]}, expected {2 * obj.n} (q then qd)")
+        if y0.shape[0] != size:
+            raise ValueError(f"y0 has length {y0.shape[0]}, expected {size} (q then qd"
+                             + (", then the extra states)" if size > 2 * obj.n else ")"))
         if use_capsule:
             return module.rhs_capsule, y0, p
-        return _bound_rhs(module, p, 2 * obj.n), y0, p        # the module's Python-level rhs
+        return _bound_rhs(module, p, size), y0, p        # the module's Python-level rhs
     if y0 is None:
         raise ValueError("y0 is required unless a compiled model is given")
     y0 = np.asarray(y0, dtype=float).reshape(-1)

@@ -19,6 +19,7 @@ All arguments take `t=0.0, params=None` as the model's entries do.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -128,12 +129,15 @@ def _load_module(model, variant, progress):
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
     from dynamica.runtime.api import _index_path, _indexed, _write_index
     backend = getattr(model.module, "BACKEND", "c")
-    source = Path(model.spec.file)
-    key = None
-    if source.is_file():
-        parts = [tool_fingerprint().encode(), source.read_bytes(), b"derivatives", backend.encode(), variant.encode()]
-        key = hashlib.sha256(b"\0".join(parts)).hexdigest()
-    cache = cache_root()
+    if model.spec.functions:
+        from dynamica.errors import DynamicaError
+        raise DynamicaError(f"{model.spec.file}: the derivatives module (statics, linearize, analytic "
+                            "Jacobians) does not take tabulated functions (`functions:`) yet")
+    # keyed by the model's content, not its file: a stage's structure shares its model's file
+    parts = [tool_fingerprint().encode(), repr(dataclasses.replace(model.spec, file="")).encode(), b"derivatives",
+             backend.encode(), variant.encode()]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()
+    cache = Path(model.cache) if getattr(model, "cache", None) else cache_root()
     idx = _index_path(cache, key) if key else None
     so = _indexed(idx) if idx else None
     if so is not None:

@@ -33,17 +33,36 @@ class CompiledModel:
             k += size
         self._references = None              # closed loops: set by `assemble` (runtime/loops.py)
         self.backend, self.mode, self.cache = "c", "symbolic", None     # set by api.load
+        #: where the loops' references start in p: right after the declared parameters
+        self._reference_slot = sum(size for name, size in self._layout if name in declared)
+        #: extra first-order states and inputs (generator/signals.py): y = [q, qd, s]; their slots in p
+        self.states = tuple(getattr(module, "STATES", ()))
+        self.inputs = tuple(getattr(module, "INPUTS", ()))
+        self.slots = dict(getattr(module, "SLOTS", {"states": len(self._defaults), "size": len(self._defaults)}))
+        self.state_size = int(getattr(module, "STATE_SIZE", 2 * self.n))
 
     def __repr__(self):
         return f"<dynamica model {self.name!r} form={self.form!r} n={self.n}>"
 
     # -- parameters
-    def param_vector(self, params=None) -> np.ndarray:
-        """The flat parameter array of the module, defaults overridden by `params` (and the loops'
-        references by those of the last assembly)."""
+    def param_vector(self, params=None, inputs=None, s=None) -> np.ndarray:
+        """The flat array p of the module: the parameters (defaults overridden by `params`), then
+        the loops' references of the last assembly, the inputs' slots (`inputs`: name -> value, held constant; missing ones 0) and the extra
+        states' (`s`, default 0; the module's `rhs` takes them from y)."""
+        p = self._params(params)
+        if inputs:
+            from dynamica.runtime.signals import set_inputs
+            set_inputs(self, p, inputs, 0.0)
+        if s is not None and self.states:
+            k = self.slots["states"]
+            p[k:k + len(self.states)] = self._vec(s, "s", len(self.states))
+        return p
+
+    def _params(self, params=None) -> np.ndarray:
         p = self._defaults.copy()
         if self._references is not None:
-            p[len(p) - len(self._references):] = self._references
+            k = self._reference_slot
+            p[k:k + len(self._references)] = self._references
         if not params:
             return p
         offsets, k = {}, 0
@@ -76,7 +95,13 @@ class CompiledModel:
         """True when the state is [q, pm] with Poisson momenta pm (the Hamiltonian forms)."""
         return self.kind == "hamiltonian"
 
-    def qdd(self, q, qd, t=0.0, params=None) -> np.ndarray:
+    def _p(self, params, inputs, s=None):
+        """p for an evaluation at a state: inputs not given are 0 (a simulation needs every one)."""
+        return self.param_vector(params, inputs, s)
+
+    def qdd(self, q, qd, t=0.0, params=None, inputs=None, s=None) -> np.ndarray:
+        """Generalized accelerations; `inputs` the values of the model's inputs (name -> value;
+        missing ones are 0), `s` the extra states (default: their initial values)."""
         if self.hamiltonian:
             raise TypeError(f"form {self.form!r} is Hamiltonian (state [q, pm]): use rhs(t, y) with "
                             "y = to_state(q, qd), or a Lagrangian form for qdd")
@@ -84,7 +109,38 @@ class CompiledModel:
             from dynamica.runtime import loops
             return loops.solve(self, q, qd, t, params)[0]
         out = np.empty(self.n)
-        self.module.qdd(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self.param_vector(params), out)
+        self.module.qdd(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._p(params, inputs, self._s(s, params)),
+                        out)
+        return out
+
+    def _s(self, s, params=None):
+        if not self.states:
+            return None
+        return self.initial_states(params) if s is None else self._vec(s, "s", len(self.states))
+
+    def state_rates(self, q, qd, s=None, t=0.0, params=None, inputs=None) -> np.ndarray:
+        """s' of the extra states at (t, q, qd, s)."""
+        out = np.empty(len(self.states))
+        if self.states:
+            self.module.states(float(t), self._vec(q, "q"), self._vec(qd, "qd"),
+                               self._p(params, inputs, self._s(s, params)), out)
+        return out
+
+    def inverse_dynamics(self, q, qd, qdd, t=0.0, params=None, inputs=None, s=None) -> np.ndarray:
+        """The generalized forces tau with M qdd = Q(t, q, qd) + tau: what must act besides the model's
+        own forces for the motion (q, qd, qdd) (recursive Newton-Euler, generator/inverse.py; the
+        module is generated on first use)."""
+        from dynamica.runtime.inverse import companion
+        out = np.empty(self.n)
+        companion(self).inverse_dynamics(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
+                                         self._p(params, inputs, self._s(s, params)), out)
+        return out
+
+    def gravity_forces(self, q, t=0.0, params=None) -> np.ndarray:
+        """The generalized gravity forces g(q): those that hold the system still against gravity."""
+        from dynamica.runtime.inverse import companion
+        out = np.empty(self.n)
+        companion(self).gravity_forces(float(t), self._vec(q, "q"), self.param_vector(params), out)
         return out
 
     def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
@@ -92,10 +148,17 @@ class CompiledModel:
         self.module.mass_matrix(float(t), self._vec(q, "q"), self.param_vector(params), out)
         return out.reshape(self.n, self.n)
 
-    def rhs(self, t, y, params=None) -> np.ndarray:
-        out = np.empty(2 * self.n)
-        self.module.rhs(float(t), self._vec(y, "y", 2 * self.n), self.param_vector(params), out)
+    def rhs(self, t, y, params=None, inputs=None) -> np.ndarray:
+        """The state derivative of y = [q, qd, s] ([q, pm, s] for the Hamiltonian forms)."""
+        out = np.empty(self.state_size)
+        self.module.rhs(float(t), self._vec(y, "y", self.state_size), self._p(params, inputs), out)
         return out
+
+    def split_state(self, y):
+        """(q, qd or pm, s) of an integrator state y."""
+        y = self._vec(y, "y", self.state_size)
+        n = self.n
+        return y[:n].copy(), y[n:2 * n].copy(), y[2 * n:].copy()
 
     def solver_stats(self) -> dict:
         """Counters of a form with an inner solver (the iterative one: iterations per call, fallbacks);
@@ -107,29 +170,32 @@ class CompiledModel:
         if hasattr(self.module, "itr_reset"):
             self.module.itr_reset()
 
-    def to_state(self, q, qd, t=0.0, params=None) -> np.ndarray:
-        """The integrator state of (q, qd): [q, qd] (Lagrangian) or [q, pm] (Hamiltonian, (1.49))."""
+    def to_state(self, q, qd, t=0.0, params=None, s=None) -> np.ndarray:
+        """The integrator state of (q, qd, s): [q, qd, s] (Lagrangian) or [q, pm, s] (Hamiltonian,
+        (1.49)); s the extra states (default: their initial values; none for most models)."""
         q, qd = self._vec(q, "q"), self._vec(qd, "qd")
+        s = self._s(s, params)
+        tail = [] if s is None else [s]
         if not self.hamiltonian:
-            return np.concatenate([q, qd])
+            return np.concatenate([q, qd] + tail)
         pm = np.empty(self.n)
         self.module.momenta(float(t), q, qd, self.param_vector(params), pm)
-        return np.concatenate([q, pm])
+        return np.concatenate([q, pm] + tail)
 
     def from_state(self, y, t=0.0, params=None):
-        """(q, qd) of an integrator state y (inverse of `to_state`)."""
-        y = self._vec(y, "y", 2 * self.n)
+        """(q, qd) of an integrator state y (inverse of `to_state`; `split_state` gives s too)."""
+        y = self._vec(y, "y", self.state_size)
         q = y[:self.n].copy()
         if not self.hamiltonian:
-            return q, y[self.n:].copy()
+            return q, y[self.n:2 * self.n].copy()
         qd = np.empty(self.n)
-        self.module.velocities(float(t), q, np.ascontiguousarray(y[self.n:]), self.param_vector(params), qd)
+        self.module.velocities(float(t), q, np.ascontiguousarray(y[self.n:2 * self.n]), self.param_vector(params), qd)
         return q, qd
 
-    def rhs_function(self, params=None):
-        """A fast `f(t, y)` closure for scipy's integrators (parameters bound once)."""
-        p = self.param_vector(params)
-        rhs, n2 = self.module.rhs, 2 * self.n
+    def rhs_function(self, params=None, inputs=None):
+        """A fast `f(t, y)` closure for scipy's integrators (parameters and inputs bound once)."""
+        p = self._p(params, inputs)
+        rhs, n2 = self.module.rhs, self.state_size
 
         def f(t, y):
             out = np.empty(n2)
@@ -143,24 +209,31 @@ class CompiledModel:
         info = getattr(self.module, "INFO", {})
         return tuple(info.get("output_layout", (("qdd", (self.n,)),)))
 
-    def outputs(self, t, q, qd, params=None) -> dict:
-        """What the model's `outputs` section asks for (docs/model_format.md), plus "qdd": name -> ndarray."""
-        q, qd = self._vec(q, "q"), self._vec(qd, "qd")
+    def outputs(self, t, q, qd, params=None, inputs=None, s=None) -> dict:
+        """What the model's `outputs` section asks for (docs/model_format.md), plus "qdd", the extra
+        states and the inputs by their names: name -> ndarray."""
+        q, qd, s = self._vec(q, "q"), self._vec(qd, "qd"), self._s(s, params)
+        p = self._p(params, inputs, s)
         if not hasattr(self.module, "outputs"):            # no outputs section: qdd only
-            return {"qdd": self.qdd(q, qd, t, params)}
-        layout = self.output_layout
-        flat = np.empty(sum(int(np.prod(s)) for _, s in layout))
-        self.module.outputs(float(t), q, qd, self.param_vector(params), flat)
-        out, k = {}, 0
-        for key, shape in layout:
-            size = int(np.prod(shape))
-            out[key] = flat[k] if shape == () else flat[k:k + size].reshape(shape).copy()
-            k += size
+            out = {"qdd": self.qdd(q, qd, t, params, inputs, s) if not self.hamiltonian else np.full(self.n, np.nan)}
+        else:
+            layout = self.output_layout
+            flat = np.empty(sum(int(np.prod(sh)) for _, sh in layout))
+            self.module.outputs(float(t), q, qd, p, flat)
+            out, k = {}, 0
+            for key, shape in layout:
+                size = int(np.prod(shape))
+                out[key] = flat[k] if shape == () else flat[k:k + size].reshape(shape).copy()
+                k += size
+        from dynamica.runtime.signals import signal_values
+        out.update(signal_values(self, p, t))
         return out
 
-    def output_series(self, t, Q, QD, params=None) -> dict:
-        """`outputs` along a trajectory: name -> array with a leading time axis."""
-        rows = [self.outputs(tk, q, qd, params) for tk, q, qd in zip(t, Q, QD)]
+    def output_series(self, t, Q, QD, params=None, S=None, U=None) -> dict:
+        """`outputs` along a trajectory: name -> array with a leading time axis. `S` the extra
+        states per row, `U` the inputs (name -> values per row)."""
+        rows = [self.outputs(tk, q, qd, params, None if U is None else {k: v[j] for k, v in U.items()},
+                             None if S is None else S[j]) for j, (tk, q, qd) in enumerate(zip(t, Q, QD))]
         if not rows:
             return {}
         return {k: np.array([r[k] for r in rows]) for k in rows[0]}
@@ -192,11 +265,7 @@ class CompiledModel:
         self._references = None
 
     # -- initial state
-    def initial_state(self, params=None):
-        """(q0, qd0) from the model's `initial` section (default 0), at the given parameters."""
-        q0, qd0 = np.zeros(self.n), np.zeros(self.n)
-        if not self.spec.initial:
-            return q0, qd0
+    def _initial_subs(self, params):
         from dynamica.generator import expr as ex
         p = self.param_vector(params)
         subs, k = {}, 0
@@ -207,6 +276,21 @@ class CompiledModel:
                 for j in range(size):
                     subs[ex.param_symbol(name, j)] = p[k + j]
             k += size
+        return subs
+
+    def initial_states(self, params=None) -> np.ndarray:
+        """The extra states' initial values (`states: {name: {initial: ...}}`), at the given parameters."""
+        if not self.states:
+            return np.zeros(0)
+        subs = self._initial_subs(params)
+        return np.array([evaluate(self.spec, [st.initial], extra=subs)[0] for st in self.spec.states])
+
+    def initial_state(self, params=None):
+        """(q0, qd0) from the model's `initial` section (default 0), at the given parameters."""
+        q0, qd0 = np.zeros(self.n), np.zeros(self.n)
+        if not self.spec.initial:
+            return q0, qd0
+        subs = self._initial_subs(params)
         for key, text in self.spec.initial:
             val = evaluate(self.spec, [text], extra=subs)[0]
             if key.startswith("der("):

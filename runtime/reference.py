@@ -25,6 +25,8 @@ import numpy as np
 import sympy as sp
 import yaml
 
+from dynamica.runtime.reference_signals import signal_slots, table_function
+
 #: the functions of the expression grammar (docs/model_format.md, "Expressions"); sign(0) = 0,
 #: heaviside(0) = 1/2 (sympy's conventions, the documented ones)
 FUNCTIONS = {
@@ -114,11 +116,16 @@ class Names:
                 self.scalars[p.name] = sp.Symbol(f"p{len(self.slots)}", real=True)
                 self.slots.append((p.name, None))
         self.params = [self.scalars[n] if k is None else self.vectors[n][k] for n, k in self.slots]
+        # inputs and extra states: slots after the parameters, laid out as docs/api.md (SLOTS) says
+        signals, self.signal_slots = signal_slots(spec, len(self.params), self.t)
+        self.params += [s for s in self.signal_slots]
+        self.slots += [("", None)] * len(self.signal_slots)
         coords = [tr.q for b in spec.bodies for tr in b.joint if tr.q is not None]
         self.q = {c: sp.Symbol(f"q{k}", real=True) for k, c in enumerate(coords)}
         self.qd = {c: sp.Symbol(f"qd{k}", real=True) for k, c in enumerate(coords)}
         self.local = {n: sp.Symbol(f"loc{k}", real=True) for k, n in enumerate(LAW_LOCALS)}
-        self._named = {"pi": sp.pi, "t": self.t} | self.scalars | self.q
+        self._named = {"pi": sp.pi, "t": self.t} | self.scalars | self.q | signals
+        self.tables = {tf.name: tf for tf in getattr(spec, "functions", ())}
 
     def expr(self, text, law=False) -> sp.Expr:
         """The sympy expression of a model text; `law`: the names a spring law binds shadow the rest."""
@@ -139,6 +146,8 @@ class Names:
             return self.vectors[n.value.id][n.slice.value]
         if isinstance(n, ast.Call) and n.func.id == "der":
             return self.qd[n.args[0].id]
+        if isinstance(n, ast.Call) and n.func.id in self.tables:       # evaluated by scipy
+            return table_function(self.tables[n.func.id])(*[self._node(a) for a in n.args])
         if isinstance(n, ast.Call):
             return FUNCTIONS[n.func.id](*[self._node(a) for a in n.args])
         if isinstance(n, ast.BinOp):
@@ -198,7 +207,8 @@ class NumericReference:
         self.psyms = names.params
         self.slots = names.slots
         values = {p.name: p.value for p in spec.parameters}
-        self.defaults = np.array([values[n] if k is None else values[n][k] for n, k in names.slots], dtype=float)
+        self.defaults = np.array([0.0 if not n else values[n] if k is None else values[n][k] for n, k in names.slots],
+                                 dtype=float)
         by_name = {b.name: b for b in spec.bodies}
         joints = joint_transforms(spec)
         self.coordinates = []

@@ -18,17 +18,20 @@ def _output_times(t0, t_end, output_step):
     return t_eval
 
 
-def _result(model, t, Y, method, nfev, info, message="", params=None):
-    """SimulationResult from states Y of shape (len(t), 2n) (Hamiltonian states converted to (q, qd))."""
+def _result(model, t, Y, method, nfev, info, message="", params=None, inputs=None):
+    """SimulationResult from states Y of shape (len(t), STATE_SIZE) (Hamiltonian states converted
+    to (q, qd)); the extra states and the inputs (name -> values per row) join the outputs."""
     n = model.n
-    Y, t = np.asarray(Y), np.asarray(t)
-    q, qd = Y[:, :n].copy(), Y[:, n:].copy()
+    Y, t = np.asarray(Y).reshape(len(t), model.state_size), np.asarray(t)
+    q, qd, S = Y[:, :n].copy(), Y[:, n:2 * n].copy(), Y[:, 2 * n:]
     if model.hamiltonian:
         info = {**info, "momenta": qd}
         qd = np.array([model.from_state(y, tk, params)[1] for tk, y in zip(t, Y)]).reshape(len(t), n)
+    signals = model.states or model.inputs
     return SimulationResult(t=t, q=q, qd=qd, coordinates=model.coordinates, method=method, nfev=int(nfev),
                             message=message, info=info,
-                            outputs=model.output_series(t, q, qd, params) if hasattr(model.module, "outputs") else {})
+                            outputs=model.output_series(t, q, qd, params, S, inputs)
+                            if hasattr(model.module, "outputs") or signals else {})
 
 
 def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
@@ -54,6 +57,9 @@ def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, event
     if model.hamiltonian:
         raise ValueError("stoermer6 integrates q'' = f(q, q'): it needs a Lagrangian form, not "
                          f"{model.form!r}")
+    if model.states:
+        raise ValueError("stoermer6 integrates q'' = f(q, q'): not the extra states of this model (`states:`); "
+                         "use adams or a scipy method")
     t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
     return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
 
@@ -66,8 +72,9 @@ IMPLICIT = ("Radau", "BDF", "LSODA")
 def _jacobian(model, scipy_method, params, jacobian):
     if jacobian not in (None, "analytic", "numeric"):
         raise ValueError(f"jacobian must be 'analytic' or 'numeric', not {jacobian!r}")
-    if scipy_method not in IMPLICIT or jacobian == "numeric" or model.hamiltonian or model.loops:
-        return None           # (the derivatives module is Lagrangian: state [q, qd])
+    if scipy_method not in IMPLICIT or jacobian == "numeric" or model.hamiltonian or model.loops or model.states \
+            or model.spec.functions:
+        return None           # (the derivatives module: state [q, qd], no loops, no tables)
     from dynamica.runtime.derivatives import derivatives
     return derivatives(model).jacobian_function(params)
 
@@ -94,8 +101,10 @@ def _scipy_runner(scipy_method):
 #: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
 #: jacobian=None) -> SimulationResult
 INTEGRATORS = {"adams": _run_adams, "stoermer6": _run_stoermer6}
-for _name, _scipy in (("radau", "Radau"), ("RK45", "RK45"), ("DOP853", "DOP853"), ("LSODA", "LSODA"),
-                      ("BDF", "BDF"), ("Radau", "Radau")):
+#: integrator name -> scipy's solve_ivp method
+SCIPY_METHODS = {"radau": "Radau", "RK45": "RK45", "DOP853": "DOP853", "LSODA": "LSODA", "BDF": "BDF",
+                 "Radau": "Radau"}
+for _name, _scipy in SCIPY_METHODS.items():
     INTEGRATORS[_name] = _scipy_runner(_scipy)
     INTEGRATORS[_name].name = _name
 
@@ -106,7 +115,7 @@ STREAM_ROWS = 10000
 
 def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
              params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
-             keep=None, jacobian=None) -> SimulationResult:
+             keep=None, jacobian=None, inputs=None, controller=None, sample_time=None, s0=None) -> SimulationResult:
     """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
 
     `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
@@ -134,6 +143,13 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     `info["rows"]` counts them, and memory stays bounded however long the run. `keep=False`
     without `out` does the same for a `progress` callback that consumes the rows itself, which
     then gets each piece as `result_so_far`.
+
+    Models with extra states (`states:`) integrate y = [q, qd, s] (`s0`: their initial values,
+    default the model's); the states join `result.outputs` under their names. Models with
+    inputs (`inputs:`) need them at run time (runtime/signals.py): `inputs={name: u(t) |
+    (t_array, values) | "file.csv"}` and/or `controller=f(t, q, qd, s) -> {name: value}` called
+    every `sample_time` from t0 on, its values held until the next sample; the inputs join
+    `result.outputs` too (adams and the scipy methods; not with progress, out or events).
     """
     if not isinstance(model, CompiledModel):
         from dynamica.runtime.api import load
@@ -142,12 +158,13 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
         return _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out,
                            progress)
     return simulate_stage(model, t_end, method, rtol, atol, output_step, q0, qd0, params, t0, step, progress,
-                          segments, events, out, keep, jacobian)
+                          segments, events, out, keep, jacobian, inputs, controller, sample_time, s0)
 
 
 def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
                    params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
-                   keep=None, jacobian=None) -> SimulationResult:
+                   keep=None, jacobian=None, inputs=None, controller=None, sample_time=None,
+                   s0=None) -> SimulationResult:
     """`simulate` of one kinematic structure (a model without stages, or one stage of a cyclogram)."""
     sim = model.spec.simulate
     t_end = sim.t_end if t_end is None else float(t_end)
@@ -165,10 +182,17 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
     qd0 = iqd0 if qd0 is None else model._vec(qd0, "qd0")
     if model.loops:               # closed loops: a consistent state (and the loops' references)
         q0, qd0 = model.assemble(q0, qd0, t0, params)
-    y0 = model.to_state(q0, qd0, t0, params)
+    y0 = model.to_state(q0, qd0, t0, params, s0)
     t_eval = _output_times(t0, t_end, output_step)
     run = INTEGRATORS[method]
     model.reset_solver()          # the iterative form starts from a direct solve: runs are reproducible
+    if model.inputs or inputs or controller is not None:
+        if progress is not None or out is not None or events or keep is False:
+            raise ValueError("a run with inputs or a controller does not take progress, out, keep or events")
+        from dynamica.runtime.signals import run_driven
+        t, Y, nfev, info, U = run_driven(model, t0, t_end, y0, t_eval, rtol, atol, params, method, inputs,
+                                         controller, sample_time)
+        return _result(model, t, Y, method, nfev, info, params=params, inputs=U)
     if progress is None and out is None and keep:
         return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events, jacobian=jacobian)
     if events:
@@ -186,7 +210,8 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
         for a, b in zip(cuts[:-1], cuts[1:]):
             te = t_eval[a:b + 1]
             piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step, jacobian=jacobian)
-            y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params)
+            y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params,
+                                [piece.outputs[s][-1] for s in model.states] if model.states else None)
             start = 0 if rows.count == 0 else 1          # the first row repeats the previous piece's last
             if writer is not None:
                 writer.write(piece.t[start:], piece.q[start:], piece.qd[start:],
@@ -222,9 +247,10 @@ def _open_writer(model, out, t0, y0, params):
     """The CSV writer of `simulate(out=...)`: its output columns from the outputs at the start."""
     from dynamica.runtime.results import CsvWriter, output_columns
     probe = {}
-    if hasattr(model.module, "outputs"):
+    if hasattr(model.module, "outputs") or model.states:
         q, qd = model.from_state(y0, t0, params)
-        probe = {k: np.asarray(v)[None] for k, v in model.outputs(t0, q, qd, params).items()}
+        s = model.split_state(y0)[2] if model.states else None
+        probe = {k: np.asarray(v)[None] for k, v in model.outputs(t0, q, qd, params, s=s).items()}
     return CsvWriter(out, model.coordinates, output_columns(probe))
 
 

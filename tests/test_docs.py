@@ -151,6 +151,9 @@ def test_model_format_names_every_key():
     keys |= {"t_end", "output_step", "integrator", "rtol", "atol", "form"}
     from dynamica.generator.forms import EQUATION_FORMS
     keys |= set(EQUATION_FORMS)
+    from dynamica.generator import actuator_sections, tables
+    keys |= actuator_sections.FUNCTION_KEYS | actuator_sections.STATE_KEYS | {"energy"}
+    keys |= set(tables.INTERPOLATIONS) | set(tables.EXTRAPOLATIONS)
     assert not _unnamed(doc, sorted(keys))
 
 

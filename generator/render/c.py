@@ -219,14 +219,39 @@ PREAMBLES = {"iterative": iterative_preamble, "numeric": numeric_preamble}
 
 
 def tables(mod: ir.ModuleIR, per_line=24) -> list:
-    """The module's constant integer tables as C arrays."""
+    """The module's constant tables as C arrays: of int (numeric mode's topology) or, for a table
+    of floats, double (tabulated functions), every value written exactly (repr)."""
     out = []
     for name, values in mod.tables:
-        vals = [str(int(v)) for v in values]
-        out.append(f"static const int {name}[{len(vals)}] = {{")
+        real = any(isinstance(v, float) for v in values)
+        vals = [repr(float(v)) if real else str(int(v)) for v in values]
+        per_line = 6 if real else per_line
+        out.append(f"static const {'double' if real else 'int'} {name}[{len(vals)}] = {{")
         out += ["    " + ", ".join(vals[k:k + per_line]) + ("," if k + per_line < len(vals) else "")
                 for k in range(0, len(vals), per_line)]
         out.append("};")
+    return out
+
+
+def with_states(mod: ir.ModuleIR, entries: list) -> list:
+    """A module with extra states (generator/signals.py): the kind's rhs becomes `rhs_mech` on
+    [q, qd] (or [q, pm]); `rhs` on y = [.., s] copies s into its slots of p, calls it and appends
+    s' = states(t, q, qd, p), qd being the first n entries of ydot in every kind."""
+    if "states" not in kernel_names(mod):
+        return entries
+    n, k = len(mod.coordinates), len(mod.states)
+    at = len(mod.parameter_defaults) - k                # the states' slots: the end of p
+    sig = f"void {ENTRY}rhs(double t, const double *y, const double *p, double *ydot)"
+    out = [dict(e, signature=e["signature"].replace(f"{ENTRY}rhs(", f"{ENTRY}rhs_mech(")) if e["signature"] == sig
+           else e for e in entries]
+    decl, free = scratch("px", at + k, [("ydot", 2 * n + k)])
+    out += [{"signature": f"void {ENTRY}states(double t, const double *q, const double *qd, const double *p, "
+                          "double *sd)", "lines": [f"{PREFIX}states(t, q, qd, p, sd);"]},
+            {"signature": sig,
+             "lines": decl + ([f"memcpy(px, p, {at} * sizeof(double));"] if at else []) + [
+                              f"memcpy(px + {at}, y + {2 * n}, {k} * sizeof(double));",
+                              f"{ENTRY}rhs_mech(t, y, px, ydot);",
+                              f"{PREFIX}states(t, y, ydot, px, ydot + {2 * n});"] + free}]
     return out
 
 
@@ -263,7 +288,7 @@ def header_context(mod: ir.ModuleIR) -> dict:
     return {
         "version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
         "kernels": [kernel_context(k) for k in mod.kernels],
-        "entries": ENTRY_POINTS[mod.entries](mod) + output_entry(mod) + exported_entries(mod),
+        "entries": with_states(mod, ENTRY_POINTS[mod.entries](mod)) + output_entry(mod) + exported_entries(mod),
         "preamble": PREAMBLES[mod.entries](mod) if mod.entries in PREAMBLES else [],
         "tables": tables(mod),
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
@@ -276,5 +301,5 @@ C = register(Backend(
     declarations=lambda mod: (f'#include "{mod.module_name}_kernels.h"',),
     entry_symbol=lambda mod, name: f"{ENTRY}{name}",
     helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h", "dynamica_linalg.h"),
-    kinds=("lagrangian", "hamiltonian", "iterative", "numeric", "derivatives"),
+    kinds=("lagrangian", "hamiltonian", "iterative", "numeric", "derivatives", "inverse"),
     description="C99 kernels in a header the module file includes"))

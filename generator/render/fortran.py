@@ -69,12 +69,14 @@ def _decls(names, per_line=12):
     return [f"real(c_double) :: {', '.join(names[k:k + per_line])}" for k in range(0, len(names), per_line)]
 
 
-def kernel_context(kernel: ir.Kernel, printer_cls=FortranPrinter) -> dict:
-    """A kernel as Fortran procedures: parts (`split_kernel`, the C path's cut) and a driver."""
+def kernel_context(kernel: ir.Kernel, printer_cls=FortranPrinter, lookups=None) -> dict:
+    """A kernel as Fortran procedures: parts (`split_kernel`, the C path's cut) and a driver;
+    `lookups`: the module's tabulated-function lookups and their numbers (`lookup_ids`)."""
     ck = common.cut(kernel)
     kernel, shared = ck.kernel, ck.shared
     local = {t: f"v{k}" for k, t in enumerate(kernel.temps) if t not in shared}
     pr = printer_cls(ck.arrays, local | {v: f"dyn_w({k})" for v, k in shared.items()})
+    pr.lookups = lookups or {}
     names, decls = _dummies(kernel)
     fname = f"k_{kernel.name}"
     printed = common.print_parts(ck, pr, lambda lhs, value: _statement(lhs, value, pr, ""),
@@ -168,10 +170,64 @@ def entry_symbol(mod: ir.ModuleIR, name: str) -> str:
     return f"dyn_{mod.module_name}_{name}"
 
 
+def _with_states(mod: ir.ModuleIR, ents: list) -> list:
+    """Extra states (generator/signals.py, as render/c.py with_states): the kind's rhs becomes
+    rhs_mech; rhs on [.., s] copies s into its slots of p and appends s' = states(t, q, qd, p)."""
+    if "states" not in kernel_names(mod):
+        return ents
+    n, np_, k = len(mod.coordinates), len(mod.parameter_defaults), len(mod.states)
+    at = np_ - k
+    out = [dict(e, name="rhs_mech")
+           if e["name"] == "rhs" else e for e in ents]
+    d, a = _scratch("px", np_)
+    copy = [f"px(0:{at - 1}) = p(0:{at - 1})"] if at else []
+    out += [_entry("states", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", k, 1)],
+                   ["call k_states(t, q, qd, p, out)"]),
+            _entry("rhs", [("y", 2 * n + k, 0), ("p", np_, 0), ("ydot", 2 * n + k, 1)],
+                   a + copy + [f"px({at}:{np_ - 1}) = y({2 * n}:{2 * n + k - 1})", "call e_rhs_mech(t, y, px, ydot)",
+                               f"call k_states(t, y(0:{n - 1}), ydot(0:{n - 1}), px, ydot({2 * n}:{2 * n + k - 1}))"],
+                   d)]
+    return out
+
+
+def lookup_ids(mod: ir.ModuleIR) -> dict:
+    """Every distinct tabulated-function lookup of the module's kernels -> its number in the C function
+    `<module>_lookup` of the module file (the tables are C data: `declarations`)."""
+    found = set()
+
+    def walk(node):
+        if isinstance(node, ir.Lookup):
+            found.add(ir.Lookup(node.data, node.orders, node.shape, node.degree, node.ext, ()))
+        for k in ir.children(node):
+            walk(k)
+    for kernel in mod.kernels:
+        for st in kernel.body:
+            walk(st.value)
+    return {lk: k for k, lk in enumerate(sorted(found, key=repr))}
+
+
+def lookup_declarations(mod: ir.ModuleIR) -> list:
+    """C lines of the module file: `double <module>_lookup(int id, double a, double b)` (the tables
+    it reads are among the module's tables, declared before it)."""
+    ids = lookup_ids(mod)
+    if not ids:
+        return []
+    from dynamica.generator.printers import CPrinter
+    pr = CPrinter({}, {"a": "a", "b": "b"})
+    lines = ['#include "dynamica_helpers.h"']
+    lines += [f"double {entry_symbol(mod, 'lookup')}(int id, double a, double b)", "{", "    switch (id) {"]
+    for lk, k in ids.items():
+        args = (ir.Var("a"),) if len(lk.shape) == 1 else (ir.Var("a"), ir.Var("b"))
+        call = pr.doprint(ir.Lookup(lk.data, lk.orders, lk.shape, lk.degree, lk.ext, args))
+        lines.append(f"    case {k}: return {call};")
+    lines += ["    }", "    (void)b;", "    return NAN;", "}"]
+    return lines
+
+
 def entries(mod: ir.ModuleIR) -> list:
     """The bind(C) entry points, t passed by value: {"name", "args": [(name, size, writable)], ...}."""
     n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
-    ents = ENTRY_POINTS[mod.entries](mod)
+    ents = _with_states(mod, ENTRY_POINTS[mod.entries](mod))
     if "outputs" in kernel_names(mod):
         size = kernel_output_size(mod, "outputs", "out")
         ents.append(_entry("outputs", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)],
@@ -194,15 +250,17 @@ def entries(mod: ir.ModuleIR) -> list:
 
 def kernels_context(mod: ir.ModuleIR) -> dict:
     """What templates/fortran_kernels.f90.j2 shows."""
+    ids = lookup_ids(mod)
     return {"version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
-            "fortran_module": FORTRAN_MODULE, "kernels": [kernel_context(k) for k in mod.kernels],
-            "entries": entries(mod)}
+            "fortran_module": FORTRAN_MODULE, "kernels": [kernel_context(k, lookups=ids) for k in mod.kernels],
+            "entries": entries(mod), "lookup": entry_symbol(mod, "lookup") if ids else ""}
 
 
 FORTRAN = register(Backend(
     name="fortran", printer=FortranPrinter,
     templates=(("fortran_kernels.f90.j2", "{module}_f.f90", kernels_context, "fortran"),),
-    declarations=lambda mod: tuple(f"extern {e['c_signature']};" for e in entries(mod)) + tuple(c_tables(mod)),
+    declarations=lambda mod: tuple(f"extern {e['c_signature']};" for e in entries(mod)) + tuple(c_tables(mod))
+    + tuple(lookup_declarations(mod)),
     entry_symbol=entry_symbol, kinds=("lagrangian", "hamiltonian", "derivatives"),
-    helpers=("dynamica_linalg.h",),
+    helpers=("dynamica_linalg.h", "dynamica_helpers.h"),
     description="Fortran 2008 kernels with bind(C) entry points, compiled by gfortran"))

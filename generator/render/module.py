@@ -17,6 +17,7 @@ has an outputs kernel):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from importlib import resources
 
@@ -171,8 +172,24 @@ def exported(mod: ir.ModuleIR) -> list:
     return out
 
 
+def _with_states(mod: ir.ModuleIR, ents: list) -> list:
+    """rhs over y = [q, qd, s] (generator/signals.py) and the extra states' rates."""
+    if "states" not in kernel_names(mod):
+        return ents
+    n, np_, k = len(mod.coordinates), len(mod.parameter_defaults), len(mod.states)
+    size = 2 * n + k
+    out = [dataclasses.replace(e, arrays=(("y", size, 0), ("p", np_, 0), ("ydot", size, 1)),
+                               doc=e.doc.replace("2N)", "STATE_SIZE)") + " The extra states (STATES) follow, "
+                               "their rates in ydot; their slots in p are ignored.") if e.name == "rhs" else e
+           for e in ents]
+    out.append(Entry("states", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", k, 1)),
+                     "The rates s' of the extra states (STATES) into `out`; the states are read from their "
+                     "slots in p (SLOTS)."))
+    return out
+
+
 def entries(mod: ir.ModuleIR) -> list:
-    out = ENTRIES[mod.entries](mod)
+    out = _with_states(mod, ENTRIES[mod.entries](mod))
     if "outputs" in kernel_names(mod):
         n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
         size = kernel_output_size(mod, "outputs", "out")
@@ -214,9 +231,16 @@ def metadata(mod: ir.ModuleIR, backend: str) -> dict:
         "MODEL_NAME": mod.model_name, "FORM": mod.form, "KIND": mod.kind, "SIGNATURE": mod.signature,
         "DYNAMICA_VERSION": __version__, "BACKEND": backend, "COORDINATES": tuple(mod.coordinates),
         "PARAMETERS": tuple(mod.parameters), "PARAMETER_DEFAULTS": tuple(float(x) for x in mod.parameter_defaults),
-        "N": n, "NP": len(mod.parameter_defaults), "STATE_SIZE": 2 * n,
+        "N": n, "NP": len(mod.parameter_defaults), "STATE_SIZE": 2 * n + len(mod.states),
         "OPERATION_COUNTS": {k.name: k.op_count() for k in mod.kernels}, "INFO": dict(mod.info),
+        "STATES": tuple(mod.states), "INPUTS": tuple(mod.inputs), "SLOTS": _slots(mod),
     }
+
+
+def _slots(mod: ir.ModuleIR) -> dict:
+    from dynamica.generator.signals import SlotLayout
+    n0 = sum(size for _, size in mod.parameters)
+    return SlotLayout(n0, tuple(mod.inputs), tuple(mod.states)).metadata()
 
 
 def c_string(text: str, width: int = 100) -> str:
