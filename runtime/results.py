@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dynamica.runtime.staged import plot_view
 
 # ------------------------------------------------------------------ the result of a simulation and its files
 @dataclass
@@ -261,9 +262,11 @@ class PlotReport:
     panels: int
 
 
-def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, title=None) -> PlotReport:
+def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, title=None,
+               stages=None) -> PlotReport:
     """Pages of time plots. PDF: one multi-page file; other formats (PNG, SVG): one file per
-    page, `name.png`, `name_2.png`, ... `deviation=True` plots x(t) - x(t0)."""
+    page, `name.png`, `name_2.png`, ... `deviation=True` plots x(t) - x(t0). A result with stages
+    has its stage boundaries marked; `stages` (as `staged.select_stages`) plots only those."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -271,6 +274,7 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
 
     data = series(result)
     panels = parse_vars(vars, data) if not isinstance(vars, list) else vars
+    view = plot_view(result, stages)
     path = Path(path)
     pages = [panels[k:k + panels_per_page] for k in range(0, len(panels), panels_per_page)] or [[]]
     files = []
@@ -285,8 +289,8 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
                                      sharex=True, squeeze=False)
             for ax, panel in zip(axes[:, 0], page):
                 for name in panel:
-                    y = data[name]
-                    ax.plot(result.t, y - y[0] if deviation else y, label=name)
+                    ax.plot(result.t, view.curve(data[name], deviation), label=name)
+                view.decorate(ax, top=ax is axes[0, 0])
                 ax.grid(True)
                 ax.legend(fontsize="small", ncol=min(len(panel), 4))
                 ax.set_ylabel("deviation" if deviation else "value")
