@@ -75,8 +75,12 @@ class StageSpec:
         return names.index(end)
 
     def _error(self, what, names) -> ValueError:
-        listed = ", ".join(f"{k + 1} {n}" for k, n in enumerate(names))
-        return ValueError(f"stages {self.text!r}: {what}; the stages are {listed}")
+        return ValueError(f"stages {self.text!r}: {what}; {listing(names)}")
+
+
+def listing(names) -> str:
+    """`stages: 1 'settle', 2 'burn'`: the positions and names an error message offers."""
+    return "stages: " + ", ".join(f"{k + 1} {n!r}" for k, n in enumerate(names))
 
 
 def _show(end) -> str:
@@ -100,7 +104,7 @@ def _endpoint(token: str, text: str):
 
 def parse_stages(text: str) -> StageSpec:
     """`"3:5"` (positions 3 to 5, from 1, inclusive), `"2"`, `"launch_1:launch_4"` (by name),
-    `"3:"`, `":2"`, `"launch_*"` (a shell pattern), and lists of these separated by commas.
+    `"3:"`, `":2"`, `":"` (all), `"launch_*"` (a shell pattern), and lists of these separated by commas.
     Syntax errors are one ValueError naming the text; names are checked by `resolve`."""
     text = str(text)
     items = []
@@ -112,8 +116,6 @@ def parse_stages(text: str) -> StageSpec:
         ends = [_endpoint(p, text) for p in parts]
         if len(ends) == 2 and any(isinstance(e, str) and _is_pattern(e) for e in ends):
             raise ValueError(f"stages {text!r}: a pattern cannot be the end of a range ({chunk.strip()!r})")
-        if len(ends) == 1 and ends[0] is None:
-            raise ValueError(f"stages {text!r}: an empty item")
         items.append((ends[0], ends[-1]))
     return StageSpec(text, tuple(items))
 
@@ -135,8 +137,7 @@ def select_stages(result, stages=None, *, default="all") -> list:
         keep = spec.resolve(names)
     chosen = [records[k] for k in keep]
     if not chosen:
-        raise ValueError(f"stages {stages!r}: no stage chosen; the stages are "
-                         f"{', '.join(f'{k + 1} {n}' for k, n in enumerate(names))}")
+        raise ValueError(f"stages {stages!r}: no stage chosen; {listing(names)}")
     return chosen
 
 

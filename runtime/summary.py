@@ -136,20 +136,21 @@ class StageSummary:
     def markdown(self) -> str:
         parts = []
         for tab in self.tables:
-            head = ["", *tab.variables]
+            rule = ["---"] + ["---:"] * len(tab.variables)
             rows = [[label, *(fmt7(x) for x in vals)] for label, vals in zip(tab.labels, tab.values)]
-            parts.append("\n".join([f"**{tab.title}**", "", _md_row(head), _md_row(["---"] + ["---:"] * len(tab.variables)),
-                                    *(_md_row(r) for r in rows)]))
+            parts.append("\n".join([f"**{tab.title}**", "", *(_md_row(r) for r in (["", *tab.variables], rule, *rows))]))
         return "\n\n".join(parts) + "\n"
 
     def text(self) -> str:
+        """Aligned plain tables (labels left, numbers right; "-" where a variable has no value)."""
         parts = []
         for tab in self.tables:
-            head = ["", *tab.variables]
-            rows = [[label, *(fmt7(x) or "-" for x in vals)] for label, vals in zip(tab.labels, tab.values)]
-            widths = [max(len(c) for c in col) for col in zip(head, *rows)]
-            line = lambda r: "  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:]))])  # noqa: E731
-            parts.append("\n".join([tab.title, line(head), line(["-" * w for w in widths]), *(line(r) for r in rows)]))
+            rows = [["", *tab.variables]]
+            rows += [[label, *(fmt7(x) or "-" for x in vals)] for label, vals in zip(tab.labels, tab.values)]
+            widths = [max(len(c) for c in col) for col in zip(*rows)]
+            rows.insert(1, ["-" * w for w in widths])
+            lines = ["  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:]))]) for r in rows]
+            parts.append("\n".join([tab.title, *lines]))
         return "\n\n".join(parts)
 
     def write(self, path):
