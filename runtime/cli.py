@@ -71,20 +71,23 @@ def cmd_simulate(args):
     from dynamica.runtime.api import simulate
     from dynamica.runtime.paramsets import overrides
     from dynamica.runtime.results import parse_vars, plot_pages, summary_table
+    from dynamica.runtime.staged import parse_stages
     from dynamica.runtime.terminal import SimulationProgress
     from dynamica.runtime.units import variable_units
+    stages = parse_stages(args.stages) if args.stages else None        # syntax checked before the run
     model = _load(args)
     params = overrides(args, model, report=None if args.quiet else lambda line: print(line, file=sys.stderr)) or None
-    if args.vars:                    # fail before a long run, not after it
-        outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout
-                for j in range(int(np.prod(shape)) if shape != () else 1)] if hasattr(model.module, "outputs") else []
-        parse_vars(args.vars, [*model.coordinates, *(f"der({c})" for c in model.coordinates), *outs,
-                               *model.states, *model.inputs])
+    for text in (args.vars, args.summary_vars):                         # fail before a long run, not after it
+        if text:
+            outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout
+                    for j in range(int(np.prod(shape)) if shape != () else 1)] if hasattr(model.module, "outputs") else []
+            parse_vars(text, [*model.coordinates, *(f"der({c})" for c in model.coordinates), *outs,
+                              *model.states, *model.inputs])
     t0 = time.perf_counter()
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
     bar = SimulationProgress(0.0, t_end, show)
-    keep = bool(args.plot or args.table or args.report) or not args.out     # --out alone: rows streamed, not kept
+    keep = bool(args.plot or args.table or args.report or args.summary) or not args.out   # --out alone: streamed
     inputs = dict(_input_file(x) for x in args.input or [])
     driven = bool(model.inputs or inputs)                     # in segments: not streamed, no progress bar
     try:
@@ -103,7 +106,7 @@ def cmd_simulate(args):
         print(f"results written to {args.out}")
     if args.plot:
         rep = plot_pages(res, args.plot, args.vars, deviation=args.deviation, title=f"{model.name} ({model.form})",
-                         panels_per_page=args.panels, units=variable_units(model))
+                         panels_per_page=args.panels, units=variable_units(model), stages=stages)
         print(f"plot: {rep.pages} page(s), {rep.panels} panel(s) in {', '.join(map(str, rep.files))}")
     if args.table:
         names = [v for p in args.vars.replace(";", " ").split() for v in p.split(",") if v] if args.vars else None
@@ -116,11 +119,24 @@ def cmd_simulate(args):
         from dynamica.runtime.report import write_report
         rep = write_report(model, res, args.report, params=params, variables=args.vars)
         print(f"report written to {rep}")
-    if not args.out and not args.plot and not args.table and not args.report:
+    if args.summary:
+        _write_summary(res, args, stages)
+    if not args.out and not args.plot and not args.table and not args.report and not args.summary:
         k = len(res.t) - 1
         for name, qv, qdv in zip(res.coordinates, res.q[k], res.qd[k]):
             print(f"  {name:>12s} = {qv: .10g}   der = {qdv: .10g}")
     return 0
+
+
+def _write_summary(res, args, stages):
+    """The D90 summary tables (runtime/summary.py): printed, and written as CSV or markdown (.md)."""
+    from dynamica.runtime.summary import stage_summary
+    text = args.summary_vars or args.vars
+    names = [v for p in text.replace(";", " ").split() for v in p.split(",") if v] if text else None
+    summ = stage_summary(res, names, at=args.summary_at, stages=stages)
+    summ.write(args.summary)
+    print(summ.text())
+    print(f"summary tables ({args.summary_at}) written to {args.summary}")
 
 
 def cmd_check(args):
@@ -294,6 +310,15 @@ def main(argv=None) -> int:
     p.add_argument("--table", help="write a summary table (initial value, values at --table-times, maximum "
                    "deviation, mean, std) to this CSV file and print it")
     p.add_argument("--table-times", help="comma-separated times for the summary table")
+    p.add_argument("--summary", metavar="FILE", help="write the D90 summary tables of the stages (values at their "
+                   "start and end, maximum deviation, mean, std, RMS from the initial value, range) to this CSV "
+                   "(or .md) file and print them")
+    p.add_argument("--summary-vars", metavar="VARS", help="variables of the summary tables, e.g. 'q1,q2,der(q1)' "
+                   "(default: the names in --vars, else the coordinates)")
+    p.add_argument("--summary-at", default="all", choices=("start", "end", "max", "all"),
+                   help="which summary table: at the stages' start, end, maximum deviation, or all (default)")
+    p.add_argument("--stages", metavar="STAGES", help="plot and summarize only these stages: positions from 1 "
+                   "(3:5, 2), names (launch_1:launch_4), patterns (launch_*), separated by commas")
     p.add_argument("--progress", dest="progress", action="store_true", default=None,
                    help="show a progress bar (default: when stderr is a terminal)")
     p.add_argument("--no-progress", dest="progress", action="store_false")

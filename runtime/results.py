@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dynamica.runtime.staged import plot_view
 
 # ------------------------------------------------------------------ the result of a simulation and its files
 @dataclass
@@ -262,23 +263,26 @@ class PlotReport:
 
 
 def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, title=None, units=None,
-               boundaries=None) -> PlotReport:
+               boundaries=None, stages=None) -> PlotReport:
     """Pages of time plots. PDF: one multi-page file; other formats (PNG, SVG): one file per
     page, `name.png`, `name_2.png`, ... `deviation=True` plots x(t) - x(t0). `units` (variable ->
     unit, runtime/units.py): axis labels with units and one panel per unit (a panel of --vars
-    mixing units is split); `boundaries`: (time, label) pairs marked as dashed lines (stages;
-    default: `result.stages`). Legends stand beside the panels, outside the data."""
+    mixing units is split). A result with stages has its stage boundaries marked (`boundaries`:
+    other (time, label) pairs instead); `stages` (as `staged.select_stages`) plots only those.
+    Legends stand beside the panels, outside the data."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.backends.backend_pdf import PdfPages
-    from dynamica.runtime.report import boundaries_of, group_by_unit, label
+    from dynamica.runtime.report import group_by_unit, label
 
     data = series(result)
     panels = parse_vars(vars, data) if not isinstance(vars, list) else vars
     units = units or {}
     panels = group_by_unit(panels, units) if units else panels
-    bounds = list(boundaries) if boundaries is not None else boundaries_of(result)
+    view = plot_view(result, stages)
+    if boundaries is not None:
+        view.marks = list(boundaries)
     path = Path(path)
     pages = [panels[k:k + panels_per_page] for k in range(0, len(panels), panels_per_page)] or [[]]
     files = []
@@ -293,13 +297,8 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
                                      sharex=True, squeeze=False)
             for ax, panel in zip(axes[:, 0], page):
                 for name in panel:
-                    y = data[name]
-                    ax.plot(result.t, y - y[0] if deviation else y, label=name)
-                for tb, name in bounds:
-                    ax.axvline(tb, color="0.5", linestyle="--", linewidth=0.8)
-                    if ax is axes[0, 0] and name:
-                        ax.annotate(name, (tb, 1.0), xycoords=("data", "axes fraction"), fontsize="small",
-                                    ha="left", va="bottom", color="0.35")
+                    ax.plot(result.t, view.curve(data[name], deviation), label=name)
+                view.decorate(ax, top=ax is axes[0, 0])
                 ax.grid(True)
                 ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
                 what = "deviation" if deviation else (panel[0] if len(panel) == 1 else "value")
