@@ -134,27 +134,43 @@ class CompiledModel:
         info = getattr(self.module, "INFO", {})
         return tuple(info.get("output_layout", (("qdd", (self.n,)),)))
 
+    def _output_slices(self) -> tuple:
+        """((key, shape, start, size), ...) of the flat array of the module's `outputs`, and its size."""
+        if getattr(self, "_slices", None) is None:
+            slices, k = [], 0
+            for key, shape in self.output_layout:
+                size = int(np.prod(shape))
+                slices.append((key, tuple(shape), k, size))
+                k += size
+            self._slices = (tuple(slices), k)
+        return self._slices
+
     def outputs(self, t, q, qd, params=None) -> dict:
         """What the model's `outputs` section asks for (docs/model_format.md), plus "qdd": name -> ndarray."""
         q, qd = self._vec(q, "q"), self._vec(qd, "qd")
         if not hasattr(self.module, "outputs"):            # no outputs section: qdd only
             return {"qdd": self.qdd(q, qd, t, params)}
-        layout = self.output_layout
-        flat = np.empty(sum(int(np.prod(s)) for _, s in layout))
+        slices, total = self._output_slices()
+        flat = np.empty(total)
         self.module.outputs(float(t), q, qd, self.param_vector(params), flat)
-        out, k = {}, 0
-        for key, shape in layout:
-            size = int(np.prod(shape))
-            out[key] = flat[k] if shape == () else flat[k:k + size].reshape(shape).copy()
-            k += size
-        return out
+        return {key: flat[k] if shape == () else flat[k:k + size].reshape(shape).copy()
+                for key, shape, k, size in slices}
 
     def output_series(self, t, Q, QD, params=None) -> dict:
         """`outputs` along a trajectory: name -> array with a leading time axis."""
-        rows = [self.outputs(tk, q, qd, params) for tk, q, qd in zip(t, Q, QD)]
-        if not rows:
+        if len(t) == 0:
             return {}
-        return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+        if not hasattr(self.module, "outputs"):
+            rows = [self.outputs(tk, q, qd, params) for tk, q, qd in zip(t, Q, QD)]
+            return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+        Q = np.ascontiguousarray(Q, dtype=float).reshape(len(t), self.n)
+        QD = np.ascontiguousarray(QD, dtype=float).reshape(len(t), self.n)
+        slices, total = self._output_slices()
+        flat, p, kernel = np.empty((len(t), total)), self.param_vector(params), self.module.outputs
+        for j in range(len(t)):                     # one C call per row, parameters packed once
+            kernel(float(t[j]), Q[j], QD[j], p, flat[j])
+        return {key: flat[:, k].copy() if shape == () else flat[:, k:k + size].reshape((len(t), *shape)).copy()
+                for key, shape, k, size in slices}
 
     # -- initial state
     def initial_state(self, params=None):
