@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelError  # noqa: E402
 
-__all__ = ["load", "simulate", "generate", "DynamicaError", "ModelError", "BuildError",
+__all__ = ["load", "simulate", "generate", "sweep", "sobol", "local_derivatives", "DynamicaError", "ModelError", "BuildError",
            "IntegrationError", "__version__"]
 
 
@@ -19,6 +19,12 @@ def __getattr__(name):
     if name in ("load", "simulate"):
         from dynamica.runtime import api
         return getattr(api, name)
+    if name == "sweep":
+        from dynamica.runtime.sweep import sweep
+        return sweep
+    if name in ("sobol", "local_derivatives"):
+        from dynamica.runtime import sensitivity
+        return getattr(sensitivity, name)
     if name == "generate":
         from dynamica.generator.pipeline import generate
         return generate

@@ -309,6 +309,8 @@ def main(argv=None) -> int:
     p.add_argument("--rtol", type=float, default=1e-10)
     p.set_defaults(fn=cmd_check)
 
+    from dynamica.runtime import sweep_cli
+    sweep_cli.add_parser(sub, common)
     _cache_parser(sub)
 
     args = ap.parse_args(argv)
