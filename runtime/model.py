@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamica.generator.model import ModelSpec, evaluate
+from dynamica.generator.model import ModelSpec
 
 
 class CompiledModel:
@@ -173,23 +173,37 @@ class CompiledModel:
                 for key, shape, k, size in slices}
 
     # -- initial state
+    def _initial_terms(self) -> tuple:
+        """((key, expression, its free symbols), ...) of the `initial` section, parsed once."""
+        if getattr(self, "_initial", None) is None:
+            from dynamica.generator import expr as ex
+            scope = self.spec.scope(time_allowed=True)
+            terms = []
+            for key, text in self.spec.initial:
+                e = ex.parse(text, scope)
+                terms.append((key, e, tuple(e.free_symbols)))
+            self._initial = tuple(terms)
+        return self._initial
+
     def initial_state(self, params=None):
-        """(q0, qd0) from the model's `initial` section (default 0), at the given parameters."""
+        """(q0, qd0) from the model's `initial` section (default 0), at the given parameters
+        (each expression evaluated as `generator.model.evaluate` does: sympy Floats substituted)."""
         q0, qd0 = np.zeros(self.n), np.zeros(self.n)
         if not self.spec.initial:
             return q0, qd0
+        import sympy as sp
         from dynamica.generator import expr as ex
         p = self.param_vector(params)
-        subs, k = {}, 0
+        values, k = {ex.T: 0.0}, 0
         for name, size in self._layout:
             if size == 1 and isinstance(self.parameters[name], float):
-                subs[ex.param_symbol(name)] = p[k]
+                values[ex.param_symbol(name)] = float(p[k])
             else:
                 for j in range(size):
-                    subs[ex.param_symbol(name, j)] = p[k + j]
+                    values[ex.param_symbol(name, j)] = float(p[k + j])
             k += size
-        for key, text in self.spec.initial:
-            val = evaluate(self.spec, [text], extra=subs)[0]
+        for key, e, free in self._initial_terms():
+            val = float(e.xreplace({s: sp.Float(values[s]) if s in values else s for s in free}))
             if key.startswith("der("):
                 qd0[self.coordinates.index(key[4:-1])] = val
             else:
