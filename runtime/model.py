@@ -173,8 +173,9 @@ class CompiledModel:
                 for key, shape, k, size in slices}
 
     # -- initial state
-    def _initial_terms(self) -> tuple:
-        """((key, expression, its free symbols), ...) of the `initial` section, parsed once."""
+    def _initial_terms(self):
+        """((key, expression, its free symbols), ...) of the `initial` section, parsed once, and
+        ((parameter symbol, index in the parameter vector), ...)."""
         if getattr(self, "_initial", None) is None:
             from dynamica.generator import expr as ex
             scope = self.spec.scope(time_allowed=True)
@@ -182,7 +183,14 @@ class CompiledModel:
             for key, text in self.spec.initial:
                 e = ex.parse(text, scope)
                 terms.append((key, e, tuple(e.free_symbols)))
-            self._initial = tuple(terms)
+            slots, k = [], 0
+            for name, size in self._layout:
+                if size == 1 and isinstance(self.parameters[name], float):
+                    slots.append((ex.param_symbol(name), k))
+                else:
+                    slots += [(ex.param_symbol(name, j), k + j) for j in range(size)]
+                k += size
+            self._initial = (tuple(terms), tuple(slots))
         return self._initial
 
     def initial_state(self, params=None):
@@ -193,17 +201,11 @@ class CompiledModel:
             return q0, qd0
         import sympy as sp
         from dynamica.generator import expr as ex
+        terms, slots = self._initial_terms()
         p = self.param_vector(params)
-        values, k = {ex.T: 0.0}, 0
-        for name, size in self._layout:
-            if size == 1 and isinstance(self.parameters[name], float):
-                values[ex.param_symbol(name)] = float(p[k])
-            else:
-                for j in range(size):
-                    values[ex.param_symbol(name, j)] = float(p[k + j])
-            k += size
-        for key, e, free in self._initial_terms():
-            val = float(e.xreplace({s: sp.Float(values[s]) if s in values else s for s in free}))
+        values = {ex.T: 0.0, **{sym: float(p[k]) for sym, k in slots}}
+        for key, e, free in terms:
+            val = float(e.xreplace({s: sp.Float(values[s]) if s in values else s for s in free}) if free else e)
             if key.startswith("der("):
                 qd0[self.coordinates.index(key[4:-1])] = val
             else:

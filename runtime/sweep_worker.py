@@ -210,7 +210,7 @@ def reduced_column(reduction: str, name: str) -> str:
 
 def _inputs(model, case: dict, roles: dict):
     """(params, q0, qd0) of a case: the model's initial values at the case's parameters,
-    overridden by the case's initial values."""
+    overridden by the case's initial values (None, None: the case sets none)."""
     params = {}
     for col, value in case.items():
         role = roles[col]
@@ -220,6 +220,8 @@ def _inputs(model, case: dict, roles: dict):
             vec = list(params.get(role.name, model.parameters[role.name]))
             vec[role.index] = float(value)
             params[role.name] = tuple(vec)
+    if all(roles[col].kind == "param" for col in case):
+        return params, None, None                  # simulate takes the model's initial values
     q0, qd0 = model.initial_state(params)
     for col, value in case.items():
         role = roles[col]
