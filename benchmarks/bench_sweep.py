@@ -51,7 +51,7 @@ def distributed(model, values, workers, batch_size=None):
     from distributed import Client, LocalCluster
     from dynamica.runtime.sweep import sweep
     t0 = time.perf_counter()
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     client = Client(cluster)
     start = time.perf_counter() - t0
     try:

@@ -77,7 +77,7 @@ class DaskExecutor:
         if scheduler is None:
             try:
                 self.cluster = LocalCluster(n_workers=workers or _cores(), threads_per_worker=1, processes=True,
-                                            dashboard_address=None, silence_logs=logging.ERROR)
+                                            dashboard_address=":0", silence_logs=logging.ERROR)
             except Exception as exc:
                 raise DynamicaError(f"cannot start a local Dask cluster ({type(exc).__name__}: {exc}); a script that "
                                     "calls dynamica.sweep must run it under `if __name__ == \"__main__\":` "

@@ -244,7 +244,7 @@ def run_case(model, case: dict, roles: dict, settings: RunSettings):
                           atol=settings.atol, output_step=settings.output_step, q0=q0, qd0=qd0, params=params)
         row = {c: float(v) for c, v in zip(model.coordinates, result.q[-1])}
         row.update({f"der({c})": float(v) for c, v in zip(model.coordinates, result.qd[-1])})
-        data = series(result)
+        data = series(result) if settings.series or settings.trajectories else {}
         for name in settings.series:
             for red in settings.reductions:
                 row.setdefault(reduced_column(red, name), REDUCTIONS[red](result.t, data[name]))
