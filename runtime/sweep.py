@@ -131,7 +131,8 @@ class DaskExecutor:
 
 
 def _is_client(scheduler) -> bool:
-    return type(scheduler).__name__ == "Client" and hasattr(scheduler, "submit")
+    from distributed import Client
+    return isinstance(scheduler, Client)
 
 
 def _cores() -> int:
@@ -141,6 +142,9 @@ def _cores() -> int:
 def _executor(scheduler, model, workers, timeout):
     if isinstance(scheduler, str) and scheduler == "serial":
         return SerialExecutor(model)
+    if not (scheduler is None or isinstance(scheduler, str) or _is_client(scheduler)):
+        raise TypeError(f"scheduler must be None (a local cluster), an address such as 'tcp://host:8786', "
+                        f"a distributed.Client or 'serial', not {type(scheduler).__name__}")
     return DaskExecutor(scheduler, workers, timeout)
 
 

@@ -165,6 +165,7 @@ def test_a_killed_worker_loses_no_finished_row(tmp_path, pendulum):
                     c.kill_worker(1)
         table = sweep(PENDULUM, cases, T_END, scheduler=c.client, out=out, batch_size=1, extra_columns=slow,
                       progress=kill_when_both_ran)
+    assert snapshot, "the second worker ran no case before the study ended: nothing was killed"
     before = snapshot["rows"]
     assert len(before) >= 4 and (table["status"] == "ok").all()
     for k in before.index:
