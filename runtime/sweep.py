@@ -21,7 +21,7 @@ from dynamica.errors import DynamicaError
 from dynamica.runtime import sweep_cases
 from dynamica.runtime.sweep_cases import grid, sample  # noqa: F401  (re-exported)
 from dynamica.runtime.sweep_store import FileStore, MemoryStore, TrajectoryWriter, read_table  # noqa: F401
-from dynamica.runtime.sweep_worker import (LOST, OK, REDUCTIONS, RunSettings, SweepSetupError, package,
+from dynamica.runtime.sweep_worker import (LOST, OK, REDUCTIONS, RunSettings, SweepSetupError, keep, package,
                                            reduced_column, run_batch)
 
 __all__ = ["sweep", "grid", "sample", "read_table", "SweepSetupError", "REDUCTIONS"]
@@ -92,7 +92,9 @@ class DaskExecutor:
     def run(self, pkg, batches, roles, settings, on_batch):
         from distributed import as_completed
         from distributed.scheduler import KilledWorker
-        shipped = self.client.scatter(pkg, broadcast=True)
+        # the package as a task's result, not scattered data: when every worker holding it dies,
+        # the scheduler computes it again (scattered data would be lost, and the study with it)
+        shipped = self.client.submit(keep, pkg, pure=False, key=f"dynamica-model-{pkg.key[:16]}-{os.urandom(6).hex()}")
         pending = {}
 
         def submit(batch):
@@ -122,6 +124,7 @@ class DaskExecutor:
         finally:
             for f in pending:
                 f.cancel()
+            shipped.release()
 
     def close(self):
         if self.own:

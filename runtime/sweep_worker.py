@@ -59,6 +59,11 @@ class ModelPackage:
     extension: bytes = field(default=b"", repr=False)
 
 
+def keep(pkg: ModelPackage) -> ModelPackage:
+    """The task that holds the package on the cluster (recomputed if its workers are lost)."""
+    return pkg
+
+
 def _abi() -> str:
     return f"{importlib.machinery.EXTENSION_SUFFIXES[0]} {platform.system()} {platform.machine()}"
 

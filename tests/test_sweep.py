@@ -179,6 +179,27 @@ def test_a_killed_worker_loses_no_finished_row(tmp_path, pendulum):
     np.testing.assert_allclose(table["tip_x"], ref, rtol=1e-12, atol=1e-12)
 
 
+def _crash_at_07(result, case):
+    import os
+    if case["l2"] == 0.7:
+        os._exit(3)                               # as a crash in compiled code would: the process dies
+    return {}
+
+
+@pytest.mark.slow
+def test_a_case_that_kills_its_workers_is_found_and_reported():
+    """Workers under nannies (a LocalCluster) restart; the batch with the crashing case is run
+    again one case a task, and only that case's row says it was lost."""
+    import dask
+    from distributed import Client, LocalCluster
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as lc, Client(lc) as client:
+            cases = pd.DataFrame({"l2": [0.5, 0.6, 0.7, 0.8]})
+            table = sweep(PENDULUM, cases, T_END, scheduler=client, batch_size=2, extra_columns=_crash_at_07)
+    assert table.loc[2, "status"].startswith("lost:")
+    assert (table.drop(index=2)["status"] == "ok").all()
+
+
 def test_local_cluster_by_default(pendulum):
     cases = {"l1": [0.9, 1.1], "m1": [1.0, 2.0]}
     table = sweep(PENDULUM, cases, T_END, workers=2)
