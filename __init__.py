@@ -11,11 +11,12 @@ __version__ = "0.1.0"
 from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelError  # noqa: E402
 
 __all__ = ["load", "simulate", "generate", "equilibrium", "statics", "linearize", "prony", "identify",
-           "DynamicaError", "ModelError", "BuildError", "IntegrationError", "__version__"]
+           "sweep", "sobol", "local_derivatives", "DynamicaError", "ModelError", "BuildError", "IntegrationError",
+           "__version__"]
 
-#: analysis functions (issue 16) -> the runtime module that defines them
+#: analysis functions (issues 16, 19) -> the runtime module that defines them
 _ANALYSIS = {"equilibrium": "statics", "statics": "statics", "linearize": "linear", "prony": "identify",
-             "identify": "identify"}
+             "identify": "identify", "sweep": "sweep", "sobol": "sensitivity", "local_derivatives": "sensitivity"}
 
 
 def __getattr__(name):

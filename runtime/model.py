@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamica.generator.model import ModelSpec, evaluate
+from dynamica.generator.model import ModelSpec
 
 
 class CompiledModel:
@@ -209,6 +209,17 @@ class CompiledModel:
         info = getattr(self.module, "INFO", {})
         return tuple(info.get("output_layout", (("qdd", (self.n,)),)))
 
+    def _output_slices(self) -> tuple:
+        """((key, shape, start, size), ...) of the flat array of the module's `outputs`, and its size."""
+        if getattr(self, "_slices", None) is None:
+            slices, k = [], 0
+            for key, shape in self.output_layout:
+                size = int(np.prod(shape))
+                slices.append((key, tuple(shape), k, size))
+                k += size
+            self._slices = (tuple(slices), k)
+        return self._slices
+
     def outputs(self, t, q, qd, params=None, inputs=None, s=None) -> dict:
         """What the model's `outputs` section asks for (docs/model_format.md), plus "qdd", the extra
         states and the inputs by their names: name -> ndarray."""
@@ -232,11 +243,24 @@ class CompiledModel:
     def output_series(self, t, Q, QD, params=None, S=None, U=None) -> dict:
         """`outputs` along a trajectory: name -> array with a leading time axis. `S` the extra
         states per row, `U` the inputs (name -> values per row)."""
-        rows = [self.outputs(tk, q, qd, params, None if U is None else {k: v[j] for k, v in U.items()},
-                             None if S is None else S[j]) for j, (tk, q, qd) in enumerate(zip(t, Q, QD))]
-        if not rows:
+        if len(t) == 0:
             return {}
-        return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+        if S is not None or U is not None or self.states or self.inputs:
+            rows = [self.outputs(tk, q, qd, params, None if U is None else {k: v[j] for k, v in U.items()},
+                                 None if S is None else S[j]) for j, (tk, q, qd) in enumerate(zip(t, Q, QD))]
+            return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+            return {}
+        if not hasattr(self.module, "outputs"):
+            rows = [self.outputs(tk, q, qd, params) for tk, q, qd in zip(t, Q, QD)]
+            return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+        Q = np.ascontiguousarray(Q, dtype=float).reshape(len(t), self.n)
+        QD = np.ascontiguousarray(QD, dtype=float).reshape(len(t), self.n)
+        slices, total = self._output_slices()
+        flat, p, kernel = np.empty((len(t), total)), self.param_vector(params), self.module.outputs
+        for j in range(len(t)):                     # one C call per row, parameters packed once
+            kernel(float(t[j]), Q[j], QD[j], p, flat[j])
+        return {key: flat[:, k].copy() if shape == () else flat[:, k:k + size].reshape((len(t), *shape)).copy()
+                for key, shape, k, size in slices}
 
     # -- closed loops (runtime/loops.py, docs/loops.md)
     @property
@@ -285,14 +309,39 @@ class CompiledModel:
         subs = self._initial_subs(params)
         return np.array([evaluate(self.spec, [st.initial], extra=subs)[0] for st in self.spec.states])
 
+    def _initial_terms(self):
+        """((key, expression, its free symbols), ...) of the `initial` section, parsed once, and
+        ((parameter symbol, index in the parameter vector), ...)."""
+        if getattr(self, "_initial", None) is None:
+            from dynamica.generator import expr as ex
+            scope = self.spec.scope(time_allowed=True)
+            terms = []
+            for key, text in self.spec.initial:
+                e = ex.parse(text, scope)
+                terms.append((key, e, tuple(e.free_symbols)))
+            slots, k = [], 0
+            for name, size in self._layout:
+                if size == 1 and isinstance(self.parameters[name], float):
+                    slots.append((ex.param_symbol(name), k))
+                else:
+                    slots += [(ex.param_symbol(name, j), k + j) for j in range(size)]
+                k += size
+            self._initial = (tuple(terms), tuple(slots))
+        return self._initial
+
     def initial_state(self, params=None):
-        """(q0, qd0) from the model's `initial` section (default 0), at the given parameters."""
+        """(q0, qd0) from the model's `initial` section (default 0), at the given parameters
+        (each expression evaluated as `generator.model.evaluate` does: sympy Floats substituted)."""
         q0, qd0 = np.zeros(self.n), np.zeros(self.n)
         if not self.spec.initial:
             return q0, qd0
-        subs = self._initial_subs(params)
-        for key, text in self.spec.initial:
-            val = evaluate(self.spec, [text], extra=subs)[0]
+        import sympy as sp
+        from dynamica.generator import expr as ex
+        terms, slots = self._initial_terms()
+        p = self.param_vector(params)
+        values = {ex.T: 0.0, **{sym: float(p[k]) for sym, k in slots}}
+        for key, e, free in terms:
+            val = float(e.xreplace({s: sp.Float(values[s]) if s in values else s for s in free}) if free else e)
             if key.startswith("der("):
                 qd0[self.coordinates.index(key[4:-1])] = val
             else:
