@@ -15,7 +15,7 @@ import dynamica
 from dynamica.errors import ModelError
 from dynamica.runtime import loops
 
-from conftest import MODELS, write_model
+from conftest import LOOP_MODELS, MODELS, write_model
 from oracles.pin_trees import random_tree, yaml_body_placements
 
 L1, L2, L3, L0, MASS, G = 0.2, 0.6, 0.5, 0.55, 1.0, 9.81
@@ -298,3 +298,36 @@ def test_against_pinocchio_constraint_dynamics(name):
                                hold=[model.coordinates[0], f"der({model.coordinates[0]})"])
         ref = pc.qdd(q, qd)
         assert np.linalg.norm(model.qdd(q, qd) - ref) <= 1e-9 * max(1.0, np.linalg.norm(ref))
+
+
+@pytest.mark.parametrize("form", ["composite", "articulated"])
+@pytest.mark.parametrize("name", LOOP_MODELS)
+def test_bundled_loops_against_the_tree_reference(name, form):
+    """Every bundled model with loops, at assembled random states: the constraint accelerations
+    vanish (second central difference of phi along the motion, h = 1e-4: O(h^2)) and M q'' - Q of
+    the numeric reference (the tree, runtime/reference.py) lies in the range of J^T (J by central
+    differences of phi): the loops' forces are constraint forces only."""
+    from dynamica.runtime.reference import NumericReference
+    model = dynamica.load(str(MODELS / f"{name}.yaml"), form=form)
+    ref = NumericReference(model.spec)
+    perm = [ref.coordinates.index(c) for c in model.coordinates]
+    declared = len(ref.defaults)
+    rng = np.random.default_rng(11)
+    t = 0.3
+    q, qd = model.assemble(t=t)
+    n = model.n
+    for _ in range(3):
+        q, qd = model.assemble(q + rng.normal(scale=0.05, size=n), rng.normal(scale=0.5, size=n), t, hold=[])
+        qdd = model.qdd(q, qd, t)
+        h = 1e-4
+        phi = [model.constraints(q + s * h * qd + 0.5 * (s * h) ** 2 * qdd, t + s * h) for s in (-1, 0, 1)]
+        acc = (phi[0] - 2 * phi[1] + phi[2]) / h ** 2
+        assert np.max(np.abs(acc)) <= 1e-5 * max(1.0, np.max(np.abs(qdd))), acc
+        J = np.column_stack([(model.constraints(q + e * 1e-6, t) - model.constraints(q - e * 1e-6, t)) / 2e-6
+                             for e in np.eye(n)])
+        qr, qdr, qddr = (np.empty(n) for _ in range(3))
+        qr[perm], qdr[perm], qddr[perm] = q, qd, qdd
+        M, Q = ref.equations(qr, qdr, t, model.param_vector()[:declared])
+        r = (M @ qddr - Q)[perm]
+        lam, *_ = np.linalg.lstsq(J.T, r, rcond=None)
+        assert np.linalg.norm(J.T @ lam - r) <= 1e-6 * max(1.0, np.linalg.norm(r)), (name, r, J.T @ lam)

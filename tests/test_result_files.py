@@ -88,7 +88,7 @@ def test_whole_file_writes_replace_only_when_complete(tmp_path, monkeypatch):
     for name, write in (("r.csv", res.to_csv), ("r.npz", res.to_npz)):
         (tmp_path / name).write_text("previous")
         with monkeypatch.context() as mp:
-            mp.setattr(CsvWriter, "write", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+            mp.setattr(CsvWriter, "write", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left on device")))
             mp.setattr(np, "savez", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left on device")))
             with pytest.raises(OSError):
                 write(tmp_path / name)
