@@ -2,7 +2,7 @@
 between pairs of bodies, in joints; seed 003: limits).
 
 An entry (`ForceType`) holds what the loader checks, the schema {key: (kind, default)} (kinds:
-generator/loader.py FIELD_KINDS) and `check` for what the schema cannot say, and `build`: the
+generator/force_sections.py FIELD_KINDS) and `check` for what the schema cannot say, and `build`: the
 element's contribution to the equations, through a `ForceContext`:
 
     ctx.P(text)                          the sympy expression of a field

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from dynamica.generator import expr as ex
 from dynamica.generator.expr import found
-from dynamica.generator.model import AXES, Body, Parameter, Transform
+from dynamica.generator.model import AXES, Parameter, Transform
 
 STAGE_TYPES = ("statics", "dynamics")
 DIRECTIONS = {"rising": 1, "falling": -1, "both": 0}

@@ -84,10 +84,45 @@ def _draw(ref, p0, rng, spread):
     return p
 
 
+def _check_loops(model, ref, samples, seed, params) -> CheckReport:
+    """A model with closed loops: q'' is the constrained solution, which the reference (a tree)
+    does not compute. At assembled random states about the initial one (default parameters), the
+    reference's M q'' - Q must lie in the range of J^T (the loops act by constraint forces only;
+    `max_rel_qdd`: the residual of that least-squares fit) and J q'' must equal the module's
+    gamma; with J and gamma right (tests/test_loops.py: against differences of phi), these two
+    fix q''. The mass matrix is the tree's, compared as for any model."""
+    from dynamica.runtime import loops
+    rng = np.random.default_rng(seed)
+    perm = [ref.coordinates.index(c) for c in model.coordinates]
+    n, declared = model.n, len(ref.defaults)
+    t = float(rng.uniform(0, 2))
+    q, qd = model.assemble(t=t, params=params)
+    p = model.param_vector(params)
+    e_qdd = e_M = e_sym = 0.0
+    for _ in range(samples):
+        q, qd = model.assemble(q + rng.normal(scale=0.05, size=n), rng.normal(scale=0.5, size=n), t, params, hold=[])
+        qdd = model.qdd(q, qd, t, params)
+        J, _ = loops.jacobian(model, q, t, params)
+        gamma = np.empty(J.shape[0])
+        model.module.con_bias(t, q, qd, model.param_vector(params), gamma)
+        qr, qdr, qddr = (np.empty(n) for _ in range(3))
+        qr[perm], qdr[perm], qddr[perm] = q, qd, qdd
+        M, Q = ref.equations(qr, qdr, t, p[:declared])
+        r = (M @ qddr - Q)[perm]
+        lam = np.linalg.lstsq(J.T, r, rcond=None)[0]
+        e_qdd = max(e_qdd, _rel(J.T @ lam, r), _rel(J @ qdd, gamma))
+        Mm = model.mass_matrix(q, t, params)
+        e_M = max(e_M, _rel(Mm, M[np.ix_(perm, perm)]))
+        e_sym = max(e_sym, _rel(Mm, Mm.T))
+    return CheckReport(model.name, model.form, samples, e_qdd, e_M, e_sym)
+
+
 def check_against_reference(model, samples=20, seed=0, spread=0.2, params=None) -> CheckReport:
     """Random q, qd in [-1, 1], t in [0, 2], parameters drawn by `_draw` around the defaults
     overridden by `params` (a dict name -> value)."""
     ref = NumericReference(model.spec)
+    if getattr(model, "loops", False):
+        return _check_loops(model, ref, samples, seed, params)
     perm = [ref.coordinates.index(c) for c in model.coordinates]
     rng = np.random.default_rng(seed)
     p0 = model.param_vector(params)

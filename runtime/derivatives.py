@@ -129,10 +129,13 @@ def _load_module(model, variant, progress):
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
     from dynamica.runtime.api import _index_path, _indexed, _write_index
     backend = getattr(model.module, "BACKEND", "c")
-    if model.spec.functions:
+    if model.spec.functions or model.spec.states or model.loops:
         from dynamica.errors import DynamicaError
-        raise DynamicaError(f"{model.spec.file}: the derivatives module (statics, linearize, analytic "
-                            "Jacobians) does not take tabulated functions (`functions:`) yet")
+        what = ", ".join(w for w, v in (("tabulated functions (`functions:`)", model.spec.functions),
+                                        ("extra states (`states:`)", model.spec.states),
+                                        ("closed loops (`loops:`)", model.loops)) if v)
+        raise DynamicaError(f"{model.spec.file}: the derivatives module (statics, linearize, modes, analytic "
+                            f"Jacobians) does not take {what} yet")
     # keyed by the model's content, not its file: a stage's structure shares its model's file
     parts = [tool_fingerprint().encode(), repr(dataclasses.replace(model.spec, file="")).encode(), b"derivatives",
              backend.encode(), variant.encode()]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamica.generator.model import ModelSpec
+from dynamica.generator.model import ModelSpec, evaluate
 
 
 class CompiledModel:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +108,18 @@ def summary_rows(result, names, units) -> list:
             for n, i, dv, tt, m, s in zip(tab.names, tab.initial, tab.max_dev, tab.t_max_dev, tab.mean, tab.std)]
 
 
+def stage_tables(result, names) -> str:
+    """D90's summary tables across the stages (runtime/summary.py, figs. 5.5-5.7) as HTML, or ""
+    for a run without stages."""
+    if getattr(result, "stage", None) is None or not result.stages:
+        return ""
+    from dynamica.runtime.summary import fmt7, stage_summary
+    summ = stage_summary(result, names, at="all")
+    return "".join(f"<h3>{html.escape(tab.title)}</h3>" + _table(["", *tab.variables], [
+        [label, *(fmt7(x) or "-" for x in vals)] for label, vals in zip(tab.labels, tab.values)])
+        for tab in summ.tables)
+
+
 def scene_json(scene) -> str:
     b64 = lambda a: base64.b64encode(np.ascontiguousarray(a, dtype="<f4").tobytes()).decode()   # noqa: E731
     centre, radius = scene.extent
@@ -132,7 +143,8 @@ def write_report(model, result, path, params=None, variables=None, boundaries=No
     fig = figure(result, panels, units, bounds, title)
     plots = fig.to_html(full_html=False, include_plotlyjs=True, div_id="plots", config={"displaylogo": False})
     scene = build_scene(model, result, params)
-    names = [*model.coordinates, *(f"der({c})" for c in model.coordinates)]
+    coords = getattr(result, "columns", None) or model.coordinates       # a cyclogram: every stage's columns
+    names = [*coords, *(f"der({c})" for c in coords)]
     run = [("model", f"{model.name} ({model.spec.file})"), ("form", model.form), ("coordinates", ", ".join(model.coordinates)),
            ("integrator", result.method), ("time span", f"{result.t[0]:g} .. {result.t[-1]:g} s"),
            ("output points", len(result.t)), ("RHS calls", result.nfev)]
@@ -142,6 +154,7 @@ def write_report(model, result, path, params=None, variables=None, boundaries=No
         title=html.escape(title), run=_table(("", ""), run),
         summary=_table(("variable", "unit", "initial", "max deviation", "at t", "mean", "std"),
                        summary_rows(result, names, units)),
+        stages=stage_tables(result, list(coords)),
         parameters=_table(("parameter", "value", "default (if changed)", "unit", "description"),
                           parameter_rows(model, params)),
         notes=[html.escape(n) for n in scene.notes], plots=plots, scene=scene_json(scene),

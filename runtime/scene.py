@@ -97,10 +97,19 @@ def placements(model, result, rows, params=None):
             else:
                 e = ex.parse(tr.by, scope).xreplace({k: sp.Float(v) for k, v in subs.items()})
                 amount = np.broadcast_to(np.asarray(sp.lambdify(ex.T, e, "numpy")(t), dtype=float), (F,))
+            if tr.kind in ("translate", "screw"):
+                p = p + np.einsum("fij,j,f->fi", R, u, amount)
             if tr.kind == "rotate":
                 R = R @ _rodrigues(u, amount)
-            else:
-                p = p + np.einsum("fij,j,f->fi", R, u, amount)
+            elif tr.kind == "screw":                     # 2 pi s / pitch about the axis
+                R = R @ _rodrigues(u, 2 * np.pi * amount / float(value([tr.pitch])[0]))
+        free = [col.get(body.name + s) for s in ("_x", "_y", "_z", "_rx", "_ry", "_rz")]
+        if None not in free:                             # released at a stage boundary: a free body from then on
+            x = q[:, free]
+            on = np.all(np.isfinite(x), axis=1)
+            Rf = _rodrigues(np.array([1.0, 0, 0]), x[:, 3]) @ _rodrigues(np.array([0, 1.0, 0]), x[:, 4]) \
+                @ _rodrigues(np.array([0, 0, 1.0]), x[:, 5])
+            R, p = np.where(on[:, None, None], Rf, R), np.where(on[:, None], x[:, :3], p)
         R_of[body.name], p_of[body.name] = R, p
     names = [b.name for b in spec.bodies]
     return np.stack([R_of[n] for n in names], 1), np.stack([p_of[n] for n in names], 1)

@@ -10,7 +10,6 @@ from dynamica.runtime import sweep_cases
 
 def _cases(args):
     """The case table of the options: the grid, the samples and the file, crossed."""
-    import pandas as pd
     parts = []
     if args.grid:
         parts.append(sweep_cases.grid(dict(sweep_cases.parse_grid(g) for g in args.grid)))

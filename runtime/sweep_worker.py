@@ -247,8 +247,10 @@ def run_case(model, case: dict, roles: dict, settings: RunSettings):
         params, q0, qd0 = _inputs(model, case, roles)
         result = simulate(model, t_end=settings.t_end, method=settings.method, rtol=settings.rtol,
                           atol=settings.atol, output_step=settings.output_step, q0=q0, qd0=qd0, params=params)
-        row = {c: float(v) for c, v in zip(model.coordinates, result.q[-1])}
-        row.update({f"der({c})": float(v) for c, v in zip(model.coordinates, result.qd[-1])})
+        row = {c: float(v) for c, v in zip(result.coordinates, result.q[-1])}
+        row.update({f"der({c})": float(v) for c, v in zip(result.coordinates, result.qd[-1])})
+        for record in result.stages or ():          # a cyclogram: when each stage ended
+            row[f"t_end({record['name']})"] = float(record["t_end"])
         data = series(result) if settings.series or settings.trajectories else {}
         for name in settings.series:
             for red in settings.reductions:

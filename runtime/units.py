@@ -58,8 +58,9 @@ def shown(u) -> str:
 
 
 def coordinate_kinds(spec) -> dict:
-    """coordinate -> "rotate" | "translate"."""
-    return {tr.q: tr.kind for b in spec.bodies for tr in b.joint if tr.q is not None}
+    """coordinate -> "rotate" | "translate" (a screw's coordinate is its travel)."""
+    return {tr.q: "translate" if tr.kind == "screw" else tr.kind for b in spec.bodies for tr in b.joint
+            if tr.q is not None}
 
 
 def variable_units(model) -> dict:

@@ -77,9 +77,10 @@ def compare(path, form, samples=8, seed=0):
         num.module.mass_matrix(t, q, p, Ma)
         sym.module.mass_matrix(t, q, p, Mb)
         e_M = max(e_M, rel(Ma, Mb))
-        y, yd = np.concatenate([q, qd]), np.empty(2 * num.n)
+        k0, ks = num.slots["states"], len(num.states)          # extra states: y = [q, qd, s], s in p's slots
+        y, yd = np.concatenate([q, qd, p[k0:k0 + ks]]), np.empty(num.state_size)
         num.module.rhs(t, y, p, yd)
-        assert np.array_equal(yd[:num.n], qd) and np.array_equal(yd[num.n:], a)
+        assert np.array_equal(yd[:num.n], qd) and np.array_equal(yd[num.n:2 * num.n], a)
         # the outputs section (points, reactions, forces, expressions): numeric mode takes q'' from
         # its recursion and evaluates the rest linearly; the symbolic module solves for q'' itself
         assert num.output_layout == sym.output_layout

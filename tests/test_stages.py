@@ -27,7 +27,7 @@ from dynamica.errors import ModelError
 from dynamica.generator.model import DynamicaWarning, load_model
 from dynamica.runtime.reference import NumericReference
 from dynamica.runtime.results import SimulationResult
-from conftest import write_model
+from conftest import MODELS, write_model
 
 G = 9.81
 TOL = dict(rtol=1e-11, atol=1e-12)
@@ -292,3 +292,58 @@ def test_event_on_an_output_the_stage_lacks(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_model(write_model(tmp_path, _pendulum2([{"name": "s", "until": 1, "event": "p_up.position[2] + 0.5"}])))
+
+
+def test_a_sweep_of_a_staged_model_has_its_stage_times(tmp_path):
+    """dynamica.sweep over the event's height: each row's t_end(fall) is the closed-form time."""
+    from dynamica.runtime.sweep import sweep
+    data = {"name": "drop_sweep", "parameters": {"h": 0.5}, "gravity": [0, 0, -G],
+            "bodies": [{"name": "ball", "parent": "ground", "joint": {"type": "prismatic", "axis": "z", "q": "z"},
+                        "mass": 1.0, "com": [0, 0, 0], "inertia": [1, 1, 1]}],
+            "initial": {"z": 2.0}, "simulate": {"rtol": 1e-10, "atol": 1e-12},
+            "stages": [{"name": "fall", "until": 5.0, "event": {"expr": "z - h", "direction": "falling"}},
+                       {"name": "after", "until": 5.5}]}
+    table = sweep(write_model(tmp_path, data), {"h": [0.0, 0.5, 1.5]}, 5.5, scheduler="serial")
+    assert list(table["status"]) == ["ok"] * 3
+    for h, t_fall, t_after in zip(table["h"], table["t_end(fall)"], table["t_end(after)"]):
+        assert abs(t_fall - math.sqrt(2 * (2.0 - h) / G)) < 1e-9 and t_after == 5.5
+
+
+def test_report_of_a_cyclogram(tmp_path):
+    """The HTML report of a staged run: D90's tables across the stages, and the 3-D scene moving
+    the released body by its free coordinates (p_low, an output point of the lower link, is where
+    the scene puts that point)."""
+    from dynamica.runtime.report import write_report
+    from dynamica.runtime.scene import placements
+    path = write_model(tmp_path, _pendulum2([{"name": "swing", "until": 0.5},
+                                             {"name": "fly", "until": 0.8, "release": ["lower"]}]))
+    model = dynamica.load(path)
+    res = dynamica.simulate(model)
+    page = write_report(model, res, tmp_path / "r.html").read_text()
+    assert "<h2>Stages</h2>" in page and "values at the end (or event) of each stage (fig. 5.6)" in page
+    rows = np.arange(len(res.t))
+    R, p = placements(model, res, rows)
+    k = [b.name for b in model.spec.bodies].index("lower")
+    point = next(pt for pt in model.spec.outputs.points if pt[0] == "p_low")
+    local = np.array([float(x) for x in point[2]])
+    scene_point = p[:, k] + np.einsum("fij,j->fi", R[:, k], local)
+    assert np.max(np.abs(scene_point - res.outputs["p_low.position"])) < 1e-9
+
+
+@pytest.mark.parametrize("N", [1, 2, 5, 12])
+def test_launcher_flops_equal_table_5_2(N):
+    """The launcher (models/launcher.py: 3 + N bodies, n = 5 + 3N, the tree of section 5.2.3):
+    the flop formulas (4.2), (4.3), (4.7) of generator/cost.py on its structure equal the
+    dissertation's table 5.2 for CBM, LGR and DEC. (Its ITR column, 1943 + 1004N + 45N^2 with
+    K = 2, is not what (4.5) gives here: 3827 at N = 1 for ITR-G, 3918 for ITR-M.)"""
+    import importlib.util
+    from fractions import Fraction
+    from dynamica.generator import cost
+    from dynamica.generator.loader import load
+    spec_ = importlib.util.spec_from_file_location("launcher", MODELS / "launcher.py")
+    launcher = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(launcher)
+    tree = cost.from_spec(load(launcher.model(N), file=f"launcher_{N}.yaml"))
+    assert cost.count(tree, form="CBM") == 1757 + 1446 * N
+    assert cost.count(tree, form="LGR") == 4538 + Fraction(2329, 2) * N + Fraction(243, 2) * N ** 2 + 9 * N ** 3
+    assert cost.count(tree, form="DEC") == 2825 + 1601 * N
