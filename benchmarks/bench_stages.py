@@ -176,7 +176,8 @@ def main(argv=None):
     res, total, integ, stat = timed_run(path)
     switching = total - integ - stat
     say(f"\n2. the cyclogram ({len(res.stages)} stages, t = 0 .. {res.t[-1]:g} s, {len(res.t)} rows), seconds")
-    say(f"   total {total:.2f}: integration {integ:.2f}, statics {stat:.2f}, switching and tables {switching:.2f} "
+    say(f"   total {total:.2f}: integration {integ:.2f}, statics {stat:.2f} (the first builds the derivatives module), "
+        f"switching and tables {switching:.2f} "
         f"({switching / max(1, len(res.stages) - 1) * 1e3:.1f} ms per boundary)")
     say("   " + ", ".join(f"{r['name']} {r['t_end']:.4f} ({r['reason']})" for r in res.stages if r["type"] != "statics"))
 
@@ -192,8 +193,9 @@ def main(argv=None):
         flops = {f: float(cost.count(cost.from_spec(spec), form=f, K=2)) for f in ("CBM", "LGR", "ITR-G", "DEC")}
         dyn = seconds_per_call(b.model)
         pin_s = pinocchio_seconds(spec)
+        removed, released = sorted(struct.removed), list(struct.released)
         label = "base" if struct.is_base else ", ".join(
-            [*(f"-{x}" for x in sorted(struct.removed))[:2], *(f"free {x}" for x in sorted(struct.released))[:1]])
+            ([f"removed {len(removed)}"] if removed else []) + ([f"free {released[-1]}"] if released else []))
         label = (label[:31] + "...") if len(label) > 34 else label
         say(f"   {label:34s} {b.model.n:3d} {flops['CBM']:7.0f} {flops['LGR']:7.0f} {flops['ITR-G']:7.0f} "
             f"{flops['DEC']:7.0f} {dyn * 1e6:12.2f} {dyn * 1e9 / flops['CBM']:8.2f} {pin_s * 1e6:11.2f} "

@@ -20,6 +20,7 @@ import math
 import warnings
 
 import numpy as np
+import yaml
 import pytest
 
 import dynamica
@@ -347,3 +348,27 @@ def test_launcher_flops_equal_table_5_2(N):
     assert cost.count(tree, form="CBM") == 1757 + 1446 * N
     assert cost.count(tree, form="LGR") == 4538 + Fraction(2329, 2) * N + Fraction(243, 2) * N ** 2 + 9 * N ** 3
     assert cost.count(tree, form="DEC") == 2825 + 1601 * N
+
+
+def test_launcher_mass_matrix_equals_pinocchio(tmp_path):
+    """The launcher's tree (N = 2) against Pinocchio's crba on the same tree built independently
+    by benchmarks/bench_stages.py (one Pinocchio joint per elementary motion, the screw as
+    HelicalUnaligned, whose coordinate is the angle 2 pi s / pitch)."""
+    pin = pytest.importorskip("pinocchio")
+    import importlib.util
+    spec_ = importlib.util.spec_from_file_location("bench_stages", MODELS.parent / "benchmarks" / "bench_stages.py")
+    bench = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(bench)
+    path = tmp_path / "launcher_2.yaml"
+    path.write_text(yaml.safe_dump(bench.launcher_module().model(2), sort_keys=False))
+    model = dynamica.load(str(path))
+    pm = bench.pinocchio_of(model.spec)
+    pd = pm.createData()
+    scale = np.array([2 * np.pi / model.parameters["pitch"] if c.startswith("s_") else 1.0 for c in model.coordinates])
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        q = rng.uniform(-0.5, 0.5, model.n)
+        Mp = pin.crba(pm, pd, q * scale)
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        M = model.mass_matrix(q)
+        assert np.max(np.abs(scale[:, None] * Mp * scale[None, :] - M)) < 1e-12 * np.max(np.abs(M))
