@@ -12,7 +12,7 @@ from dynamica.generator.printers import FortranPrinter
 from dynamica.generator.render.fortran import fortran_wrap
 from dynamica.runtime.check import check_against_reference
 
-from conftest import MODELS
+from conftest import MODELS, SIGNAL_MODELS
 from helpers import TREES, tree_path
 
 
@@ -70,7 +70,7 @@ SLOW = [("double_pendulum", "articulated"), ("double_pendulum", "hamilton-compos
         ("governor", "hamilton-composite"), ("driven", "composite"), ("driven", "articulated")]
 # every bundled model and the random trees (issue 6: differential tests on all of them)
 _COVERED = {name for name, _ in FAST + SLOW}
-EVERY = [(m.stem, "composite") for m in sorted(MODELS.glob("*.yaml")) if m.stem not in _COVERED] \
+EVERY = [(m.stem, "composite") for m in sorted(MODELS.glob("*.yaml")) if m.stem not in _COVERED | set(SIGNAL_MODELS)] \
     + [(t, "composite") for t in TREES] + [(t, "articulated") for t in TREES]
 FAST.append(("mixed8_custom_welded", "ltdl"))
 CASES = FAST + [pytest.param(*c, marks=pytest.mark.slow) for c in SLOW + EVERY]

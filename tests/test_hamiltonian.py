@@ -34,7 +34,7 @@ import dynamica
 from dynamica.errors import ModelError
 from dynamica.runtime.check import check_against_reference
 
-from conftest import BUNDLED, MODELS, write_model
+from conftest import MODELS, PLAIN_MODELS, write_model
 
 from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
 
@@ -67,7 +67,7 @@ def rel(a, b):
     return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / max(1.0, np.linalg.norm(b)))
 
 
-def cases(models=BUNDLED, fast=FAST):
+def cases(models=PLAIN_MODELS, fast=FAST):
     out = []
     for name in models:
         for form in FORMS:

@@ -286,12 +286,14 @@ def stateful_path(tmp_path_factory):
     return write_model(tmp_path_factory.mktemp("stateful"), STATE_MODEL)
 
 
-@pytest.mark.parametrize("form,mode", [("articulated", "symbolic"), ("lagrange1", "symbolic"),
-                                       ("hamilton-composite", "symbolic"), ("hamilton-ltdl", "symbolic"),
-                                       ("iterative-m", "symbolic"), ("composite", "numeric")])
-def test_every_form_integrates_the_same_states(stateful_path, form, mode):
+@pytest.mark.parametrize("form,mode,backend", [("articulated", "symbolic", "c"), ("lagrange1", "symbolic", "c"),
+                                               ("hamilton-composite", "symbolic", "c"),
+                                               ("hamilton-ltdl", "symbolic", "c"), ("iterative-m", "symbolic", "c"),
+                                               ("composite", "numeric", "c"), ("composite", "symbolic", "fortran"),
+                                               ("hamilton-composite", "symbolic", "fortran")])
+def test_every_form_integrates_the_same_states(stateful_path, form, mode, backend):
     ref = dynamica.load(stateful_path)
-    model = dynamica.load(stateful_path, form=form, mode=mode)
+    model = dynamica.load(stateful_path, form=form, mode=mode, backend=backend)
     assert model.states == ("i_m", "z") and model.state_size == 2 * 2 + 2
     signal = {"u": ([0.0, 0.2, 0.6], [0.0, 1.0, -1.0])}
     a = dynamica.simulate(ref, t_end=0.6, output_step=0.05, rtol=1e-11, atol=1e-11, inputs=signal)
