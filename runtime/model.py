@@ -289,7 +289,8 @@ class CompiledModel:
         self._references = None
 
     # -- initial state
-    def _initial_subs(self, params):
+    def parameter_values(self, params=None) -> dict:
+        """Parameter symbol (generator.expr.param_symbol) -> value at `params` (defaults overridden)."""
         from dynamica.generator import expr as ex
         p = self.param_vector(params)
         subs, k = {}, 0
@@ -306,7 +307,7 @@ class CompiledModel:
         """The extra states' initial values (`states: {name: {initial: ...}}`), at the given parameters."""
         if not self.states:
             return np.zeros(0)
-        subs = self._initial_subs(params)
+        subs = self.parameter_values(params)
         return np.array([evaluate(self.spec, [st.initial], extra=subs)[0] for st in self.spec.states])
 
     def _initial_terms(self):

@@ -48,16 +48,7 @@ class Scene:
 
 def _subs(model, params):
     """Parameter symbol -> value for the run's parameters."""
-    p = model.param_vector(params)
-    subs, k = {}, 0
-    for name, size in model._layout:
-        if size == 1 and isinstance(model.parameters[name], float):
-            subs[ex.param_symbol(name)] = p[k]
-        else:
-            for j in range(size):
-                subs[ex.param_symbol(name, j)] = p[k + j]
-        k += size
-    return subs
+    return model.parameter_values(params)
 
 
 def _rodrigues(u, theta):
