@@ -114,6 +114,8 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
     """The equilibrium reached from q0 (default: the model's initial values); see the module docstring."""
     from scipy.optimize import least_squares
     from dynamica.runtime.derivatives import derivatives
+    if getattr(model, "states", ()):
+        return _statics_with_states(model, q0, free, t, params, tol, max_iter)
     d = derivatives(model)
     start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
     idx = _free_indices(model, free)
@@ -150,6 +152,67 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
                      held=tuple(c for k, c in enumerate(model.coordinates) if k not in idx), q0=start,
                      residual=g, stiffness=K, eigenvalues=lam, eigenvectors=vec, iterations=iterations,
                      tolerance=tolerance, info={"message": message, "t": t,
+                                                "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
+    for lam_k, names in eq.unstable_directions():
+        from dynamica.generator.model import _warn
+        _warn(model.spec, f"the equilibrium found is unstable: the stiffness has the negative eigenvalue {lam_k:.4g} "
+                          f"along {', '.join(f'`{c}`' for c in names)}")
+    return eq
+
+
+def _statics_with_states(model, q0, free, t, params, tol, max_iter) -> Equilibrium:
+    """A model with extra states (`states:`): the free coordinates and the states together, with
+    g = -Q(q, 0, s) = 0 and s' = 0 (inputs at 0), by least squares on the compiled model with
+    central-difference Jacobians (the derivatives module is over [q, q'] only). `info["states"]`
+    holds the states; the stiffness is dg/dq_f at those states."""
+    from scipy.optimize import least_squares
+    start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
+    s0 = model.initial_states(params)
+    idx = _free_indices(model, free)
+    zero = np.zeros(model.n)
+
+    def split(x):
+        q = start.copy()
+        q[idx] = x[:len(idx)]
+        return q, x[len(idx):]
+
+    def g_of(q, s):                                   # -Q at rest: -M q''(q, 0, s)
+        return -(model.mass_matrix(q, t, params) @ model.qdd(q, zero, t, params, s=s))
+
+    def residual(x):
+        q, s = split(x)
+        return np.concatenate([g_of(q, s)[idx], model.state_rates(q, zero, s, t, params)])
+
+    x0 = np.concatenate([start[idx], s0])
+    r0 = residual(x0)
+    scale = max(float(np.max(np.abs(r0), initial=0.0)), 1.0)
+    tolerance = tol * scale
+    x, iterations, message = x0, 0, "already in equilibrium"
+    if np.max(np.abs(r0), initial=0.0) > tolerance:
+        sol = least_squares(residual, x0, jac="3-point", method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                            max_nfev=max_iter)
+        x, iterations, message = sol.x, int(sol.nfev), f"least squares, central differences: {sol.message}"
+    r = residual(x)
+    q, s = split(x)
+    if not (np.all(np.isfinite(r)) and np.max(np.abs(r), initial=0.0) <= tolerance):
+        names = [model.coordinates[j] for j in idx] + [f"der({n}) = 0" for n in model.states]
+        worst = ", ".join(f"`{names[j]}` {r[j]:.3e}" for j in np.argsort(-np.abs(np.nan_to_num(r, nan=np.inf)))[:5])
+        raise StaticsError(f"{model.name}: no equilibrium found ({message}); the residuals that remain, largest "
+                           f"first: {worst} (tolerance {tolerance:.3e}); try another start q0 or hold coordinates "
+                           "with `free`")
+    g = g_of(q, s)[idx]
+    h = 1e-6 * np.maximum(1.0, np.abs(q[idx]))
+    K = np.zeros((len(idx), len(idx)))
+    for c, j in enumerate(idx):
+        qp, qm = q.copy(), q.copy()
+        qp[j] += h[c]
+        qm[j] -= h[c]
+        K[:, c] = (g_of(qp, s)[idx] - g_of(qm, s)[idx]) / (2 * h[c])
+    lam, vec = np.linalg.eigh((K + K.T) / 2) if idx else (np.zeros(0), np.zeros((0, 0)))
+    eq = Equilibrium(q=q, coordinates=model.coordinates, free=tuple(model.coordinates[j] for j in idx),
+                     held=tuple(c for j, c in enumerate(model.coordinates) if j not in idx), q0=start,
+                     residual=g, stiffness=K, eigenvalues=lam, eigenvectors=vec, iterations=iterations,
+                     tolerance=tolerance, info={"message": message, "t": t, "states": dict(zip(model.states, map(float, s))),
                                                 "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
     for lam_k, names in eq.unstable_directions():
         from dynamica.generator.model import _warn

@@ -144,3 +144,30 @@ def test_already_in_equilibrium_takes_no_iteration(tmp_path):
         warnings.simplefilter("error")
         eq = dynamica.statics(model)
     assert eq.iterations == 0 and eq.q[0] == 0.0
+
+
+def _lagged_spring(tmp_path):
+    """A mass on a spring k under gravity, pushed by an actuator force F that lags behind
+    k2 (x0 - x) with time constant tau (an extra state): at equilibrium F = k2 (x0 - x) and
+    -k x + F - m g = 0, so x = (k2 x0 - m g) / (k + k2)."""
+    return write_model(tmp_path, {
+        "name": "lagged", "parameters": {"m": 2.0, "k": 300.0, "k2": 500.0, "x0": 0.2, "tau": 0.05, "g": 9.81},
+        "gravity": [0, 0, "-g"],
+        "bodies": [{"name": "mass", "parent": "ground", "joint": {"type": "prismatic", "axis": "z", "q": "x"},
+                    "mass": "m", "com": [0, 0, 0], "inertia": [1, 1, 1]}],
+        "states": {"F": {"initial": 0.0, "der": "(k2*(x0 - x) - F)/tau"}},
+        "forces": [{"type": "joint_spring_damper", "coordinate": "x", "stiffness": "k", "damping": 20.0},
+                   {"type": "generalized_force", "coordinate": "x", "value": "F"}],
+        "initial": {"x": 0.05}})
+
+
+def test_extra_states_are_solved_with_the_coordinates(tmp_path):
+    """statics of a model with an extra state: its closed form, and a long damped run settles there."""
+    m, k, k2, x0, g = 2.0, 300.0, 500.0, 0.2, 9.81
+    model = dynamica.load(_lagged_spring(tmp_path))
+    eq = dynamica.statics(model)
+    x = (k2 * x0 - m * g) / (k + k2)
+    assert abs(eq.q[0] - x) < 1e-9 and abs(eq.info["states"]["F"] - k2 * (x0 - x)) < 1e-6
+    assert eq.stable and abs(eq.stiffness[0, 0] - k) < 1e-4 * k
+    run = dynamica.simulate(model, t_end=20.0, rtol=1e-10, atol=1e-12)
+    assert abs(run.q[-1, 0] - x) < 1e-7 and abs(run.outputs["F"][-1] - k2 * (x0 - x)) < 1e-5
