@@ -17,7 +17,6 @@ has an outputs kernel):
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, replace
 from importlib import resources
 
@@ -178,9 +177,9 @@ def _with_states(mod: ir.ModuleIR, ents: list) -> list:
         return ents
     n, np_, k = len(mod.coordinates), len(mod.parameter_defaults), len(mod.states)
     size = 2 * n + k
-    out = [dataclasses.replace(e, arrays=(("y", size, 0), ("p", np_, 0), ("ydot", size, 1)),
-                               doc=e.doc.replace("2N)", "STATE_SIZE)") + " The extra states (STATES) follow, "
-                               "their rates in ydot; their slots in p are ignored.") if e.name == "rhs" else e
+    out = [replace(e, arrays=(("y", size, 0), ("p", np_, 0), ("ydot", size, 1)),
+                   doc=e.doc.replace("2N)", "STATE_SIZE)") + " The extra states (STATES) follow, "
+                   "their rates in ydot; their slots in p are ignored.") if e.name == "rhs" else e
            for e in ents]
     out.append(Entry("states", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", k, 1)),
                      "The rates s' of the extra states (STATES) into `out`; the states are read from their "
