@@ -27,7 +27,7 @@ AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1),
         "-x": (-1, 0, 0), "-y": (0, -1, 0), "-z": (0, 0, -1)}
 INERTIA_KEYS = ("Ixx", "Iyy", "Izz", "Ixy", "Iyz", "Ixz")
 #: integrators `simulate` accepts
-INTEGRATORS = ("adams", "stoermer6", "radau", "RK45", "DOP853", "LSODA", "BDF", "Radau")
+INTEGRATORS = ("adams", "stoermer6", "radau", "RK45", "DOP853", "LSODA", "BDF", "Radau", "ida")
 
 
 class DynamicaWarning(UserWarning):

@@ -295,7 +295,7 @@ def main(argv=None) -> int:
     common(p)
     p.add_argument("--t-end", type=float, default=None, help="final time (default: the model's simulate.t_end)")
     p.add_argument("--method", default=None, help="integrator: adams (default, compiled), stoermer6 (fixed step, "
-                   "see --step), radau, RK45, DOP853, LSODA, BDF")
+                   "see --step), radau, RK45, DOP853, LSODA, BDF; ida (models with loops: the DAE)")
     p.add_argument("--step", type=float, default=None, help="step of stoermer6 (default: the output step)")
     p.add_argument("--rtol", type=float, default=None)
     p.add_argument("--atol", type=float, default=None)

@@ -109,6 +109,15 @@ for _name, _scipy in SCIPY_METHODS.items():
     INTEGRATORS[_name].name = _name
 
 
+def _run_ida(*args, **kw):
+    """SUNDIALS IDA on the constrained equations of a model with loops (runtime/loops_dae.py)."""
+    from dynamica.runtime.loops_dae import run_ida
+    return run_ida(*args, **kw)
+
+
+INTEGRATORS["ida"] = _run_ida
+
+
 #: output rows per piece when results stream to a file: bounds the memory of a long run
 STREAM_ROWS = 10000
 
