@@ -20,7 +20,7 @@ from __future__ import annotations
 import sympy as sp
 
 from dynamica.generator import expr as ex
-from dynamica.generator.forces import ForceContext
+from dynamica.generator.forces import ForceContext, bushing_frames
 from dynamica.generator.forms.spatial import inertia_times
 from dynamica.generator.program import add, cross, dot, matTvec, matvec, sub
 
@@ -101,12 +101,7 @@ def _bushing(ctx, f):
     Kr = _constant(ctx, rot[0]) if rot[0] == rot[1] == rot[2] else None
     if K is None and Kr is None:
         return None
-    pa = [ctx.P(x) for x in f["point_a"]]
-    pb = [ctx.P(x) for x in f["point_b"]]
-    xa, va = ctx.point_state(f["body_a"], pa)
-    xb, vb = ctx.point_state(f["body_b"], pb)
-    Ga, wa, _ = ctx.frame_of(f["body_a"])
-    Gb, wb, _ = ctx.frame_of(f["body_b"])
+    pa, pb, xa, va, xb, vb, Ga, wa, Gb, wb = bushing_frames(ctx, f)
     V = Vd = sp.Integer(0)
     if K is not None:
         d = ctx.let_vector("d", matvec(Ga, sub(xb, xa)))

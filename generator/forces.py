@@ -210,6 +210,20 @@ def _limit(ctx, f):
     return {"generalized_force": [Q]}
 
 
+
+def bushing_frames(ctx, f):
+    """(p_a, p_b, x_a, v_a, x_b, v_b, G_a, w_a, G_b, w_b): the bushing's two points in their bodies'
+    frames and in the ground's, their velocities, and
+    its bodies' rotations and angular velocities (the bushing's wrench and its potential,
+    generator/energy.py)."""
+    pa = [ctx.P(x) for x in f["point_a"]]
+    pb = [ctx.P(x) for x in f["point_b"]]
+    xa, va = ctx.point_state(f["body_a"], pa)
+    xb, vb = ctx.point_state(f["body_b"], pb)
+    Ga, wa, _ = ctx.frame_of(f["body_a"])
+    Gb, wb, _ = ctx.frame_of(f["body_b"])
+    return pa, pb, xa, va, xb, vb, Ga, wa, Gb, wb
+
 @register("bushing", {"body_a": ("body_or_ground", REQUIRED), "point_a": ("point", [0, 0, 0]),
                       "body_b": ("body_or_ground", REQUIRED), "point_b": ("point", [0, 0, 0]),
                       "stiffness": ("vector", [0, 0, 0]), "damping": ("vector", [0, 0, 0]),
@@ -222,12 +236,7 @@ def _bushing(ctx, f):
     # isotropic rotational stiffness the torque k sin(phi) has potential k (1 - cos phi)),
     # relative angular velocity w = G_a G_b^T w_b - w_a. Force on b -(K d + C d'),
     # torque on b -(K_r theta + C_r w); the opposite on a at the same spatial point.
-    pa = [ctx.P(x) for x in f["point_a"]]
-    pb = [ctx.P(x) for x in f["point_b"]]
-    xa, va = ctx.point_state(f["body_a"], pa)
-    xb, vb = ctx.point_state(f["body_b"], pb)
-    Ga, wa, _ = ctx.frame_of(f["body_a"])
-    Gb, wb, _ = ctx.frame_of(f["body_b"])
+    pa, pb, xa, va, xb, vb, Ga, wa, Gb, wb = bushing_frames(ctx, f)
     d = ctx.let_vector("d", matvec(Ga, sub(xb, xa)))
     dd = ctx.let_vector("dd", sub(matvec(Ga, sub(vb, va)), cross(wa, d)))
     R = ctx.let_matrix("R", Ga * Gb.T)

@@ -154,15 +154,19 @@ def test_momentum_is_conserved_across_a_release(tmp_path):
 
 
 # ------------------------------------------------------------------ events
-def test_event_on_a_coordinate_ends_at_the_closed_form_time(tmp_path):
-    """A body falls from z0 = 2: the event z - h (falling) at sqrt(2 (z0 - h) / g)."""
-    data = {"name": "drop", "parameters": {"h": 0.5}, "gravity": [0, 0, -G],
+def _drop() -> dict:
+    """A body falling from z0 = 2; its first stage ends when z - h crosses zero (falling)."""
+    return {"name": "drop", "parameters": {"h": 0.5}, "gravity": [0, 0, -G],
             "bodies": [{"name": "ball", "parent": "ground", "joint": {"type": "prismatic", "axis": "z", "q": "z"},
                         "mass": 1.0, "com": [0, 0, 0], "inertia": [1, 1, 1]}],
             "initial": {"z": 2.0}, "simulate": {"rtol": 1e-10, "atol": 1e-12},
             "stages": [{"name": "fall", "until": 5.0, "event": {"expr": "z - h", "direction": "falling"}},
                        {"name": "after", "until": 5.5}]}
-    res = dynamica.simulate(write_model(tmp_path, data))
+
+
+def test_event_on_a_coordinate_ends_at_the_closed_form_time(tmp_path):
+    """A body falls from z0 = 2: the event z - h (falling) at sqrt(2 (z0 - h) / g)."""
+    res = dynamica.simulate(write_model(tmp_path, _drop()))
     assert res.stages[0]["reason"] == "event"
     assert abs(res.stages[0]["t_end"] - math.sqrt(2 * 1.5 / G)) < 1e-9
     assert res.stages[1]["t_start"] == res.stages[0]["t_end"] and res.stages[1]["t_end"] == 5.5
@@ -298,13 +302,7 @@ def test_event_on_an_output_the_stage_lacks(tmp_path):
 def test_a_sweep_of_a_staged_model_has_its_stage_times(tmp_path):
     """dynamica.sweep over the event's height: each row's t_end(fall) is the closed-form time."""
     from dynamica.runtime.sweep import sweep
-    data = {"name": "drop_sweep", "parameters": {"h": 0.5}, "gravity": [0, 0, -G],
-            "bodies": [{"name": "ball", "parent": "ground", "joint": {"type": "prismatic", "axis": "z", "q": "z"},
-                        "mass": 1.0, "com": [0, 0, 0], "inertia": [1, 1, 1]}],
-            "initial": {"z": 2.0}, "simulate": {"rtol": 1e-10, "atol": 1e-12},
-            "stages": [{"name": "fall", "until": 5.0, "event": {"expr": "z - h", "direction": "falling"}},
-                       {"name": "after", "until": 5.5}]}
-    table = sweep(write_model(tmp_path, data), {"h": [0.0, 0.5, 1.5]}, 5.5, scheduler="serial")
+    table = sweep(write_model(tmp_path, _drop()), {"h": [0.0, 0.5, 1.5]}, 5.5, scheduler="serial")
     assert list(table["status"]) == ["ok"] * 3
     for h, t_fall, t_after in zip(table["h"], table["t_end(fall)"], table["t_end(after)"]):
         assert abs(t_fall - math.sqrt(2 * (2.0 - h) / G)) < 1e-9 and t_after == 5.5
