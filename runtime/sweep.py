@@ -95,23 +95,32 @@ class DaskExecutor:
         # the package as a task's result, not scattered data: when every worker holding it dies,
         # the scheduler computes it again (scattered data would be lost, and the study with it)
         shipped = self.client.submit(keep, pkg, pure=False, key=f"dynamica-model-{pkg.key[:16]}-{os.urandom(6).hex()}")
-        pending = {}
+        pending, suspects, suspect_running = {}, [], [False]
 
-        def submit(batch):
+        def submit(batch, suspect=False):
             f = self.client.submit(run_batch, shipped, batch, roles, settings, pure=False,
                                    key=f"dynamica-sweep-{batch[0][0]}-{os.urandom(6).hex()}")
-            pending[f] = batch
+            pending[f] = (batch, suspect)
             return f
+
+        def next_suspect():
+            # the cases of a batch whose workers died run one task at a time, so that a case that
+            # kills workers never shares a death with another suspect (which would lose it too)
+            if suspects and not suspect_running[0]:
+                suspect_running[0] = True
+                done.add(submit([suspects.pop(0)], suspect=True))
         done = as_completed([submit(b) for b in batches])
         try:
             for f in done:
-                batch = pending.pop(f)
+                batch, suspect = pending.pop(f)
+                if suspect:
+                    suspect_running[0] = False
                 try:
                     rows = f.result()
                 except KilledWorker as exc:
                     if len(batch) > 1:               # find the case that kills workers: one task each
-                        for case in batch:
-                            done.add(submit([case]))
+                        suspects.extend(batch)
+                        next_suspect()
                         continue
                     rows = [(batch[0][0], {"status": f"{LOST} every worker that ran it died ({exc})"}, None)]
                 except SweepSetupError:
@@ -121,6 +130,7 @@ class DaskExecutor:
                                         f"{exc}") from exc
                 f.release()
                 on_batch(rows)
+                next_suspect()
         finally:
             for f in pending:
                 f.cancel()
