@@ -146,13 +146,17 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
     g, K = g_and_K(x)
     if not (np.all(np.isfinite(g)) and np.max(np.abs(g), initial=0.0) <= tolerance):
         raise StaticsError(_failure(model, idx, g, tolerance, message))
-    Ks = (K + K.T) / 2
-    lam, vec = np.linalg.eigh(Ks) if idx else (np.zeros(0), np.zeros((0, 0)))
-    eq = Equilibrium(q=full(x), coordinates=model.coordinates, free=tuple(model.coordinates[k] for k in idx),
+    return _equilibrium(model, full(x), idx, start, g, K, iterations, tolerance, {"message": message, "t": t})
+
+
+def _equilibrium(model, q, idx, start, g, K, iterations, tolerance, info) -> Equilibrium:
+    """The Equilibrium at q (free coordinates idx; residual g and stiffness K over them), with the
+    eigen-decomposition of K's symmetric part; an unstable one is a warning naming its directions."""
+    lam, vec = np.linalg.eigh((K + K.T) / 2) if idx else (np.zeros(0), np.zeros((0, 0)))
+    eq = Equilibrium(q=q, coordinates=model.coordinates, free=tuple(model.coordinates[k] for k in idx),
                      held=tuple(c for k, c in enumerate(model.coordinates) if k not in idx), q0=start,
                      residual=g, stiffness=K, eigenvalues=lam, eigenvectors=vec, iterations=iterations,
-                     tolerance=tolerance, info={"message": message, "t": t,
-                                                "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
+                     tolerance=tolerance, info={**info, "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
     for lam_k, names in eq.unstable_directions():
         from dynamica.generator.model import _warn
         _warn(model.spec, f"the equilibrium found is unstable: the stiffness has the negative eigenvalue {lam_k:.4g} "
@@ -208,17 +212,8 @@ def _statics_with_states(model, q0, free, t, params, tol, max_iter) -> Equilibri
         qp[j] += h[c]
         qm[j] -= h[c]
         K[:, c] = (g_of(qp, s)[idx] - g_of(qm, s)[idx]) / (2 * h[c])
-    lam, vec = np.linalg.eigh((K + K.T) / 2) if idx else (np.zeros(0), np.zeros((0, 0)))
-    eq = Equilibrium(q=q, coordinates=model.coordinates, free=tuple(model.coordinates[j] for j in idx),
-                     held=tuple(c for j, c in enumerate(model.coordinates) if j not in idx), q0=start,
-                     residual=g, stiffness=K, eigenvalues=lam, eigenvectors=vec, iterations=iterations,
-                     tolerance=tolerance, info={"message": message, "t": t, "states": dict(zip(model.states, map(float, s))),
-                                                "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
-    for lam_k, names in eq.unstable_directions():
-        from dynamica.generator.model import _warn
-        _warn(model.spec, f"the equilibrium found is unstable: the stiffness has the negative eigenvalue {lam_k:.4g} "
-                          f"along {', '.join(f'`{c}`' for c in names)}")
-    return eq
+    return _equilibrium(model, q, idx, start, g, K, iterations, tolerance,
+                        {"message": message, "t": t, "states": dict(zip(model.states, map(float, s)))})
 
 
 def _damped_newton(g_and_K, x, tolerance, max_iter):
