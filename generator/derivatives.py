@@ -83,6 +83,49 @@ def residual(kin, x):
     return out, fp
 
 
+def signal_kernels(kin, r, x) -> tuple:
+    """The kernels of a model with extra states s or inputs u (issue 17), which the other
+    kernels read from their slots of p: r and s' with their Jacobians by [q, qd, s, u], s and u
+    given as arrays of their own (always the unrolled tangent: generator/tangent.py)."""
+    from dynamica.generator import expr as ex
+    from dynamica.generator.program import Program
+    from dynamica.generator.signals import state_rates
+    spec = kin.spec
+    if not (spec.states or spec.inputs):
+        return ()
+    extra = (("s", tuple(ex.state_symbol(s.name) for s in spec.states)),) if spec.states else ()
+    extra += (("u", tuple(ex.input_symbol(u) for u in spec.inputs)),) if spec.inputs else ()
+    roles = tuple(role for role, _ in extra)
+    out = (KernelSpec("residual_jacobian_full", ("t", "q", "qd", "x") + roles + ("p",), (("r", r),),
+                      symbols=(("x", x),) + extra, tangent=("q", "qd") + roles, export=True),)
+    if spec.states:
+        qs = tuple(ex.coord_symbol(c) for c in kin.coordinates)
+        qds = tuple(ex.rate_symbol(c) for c in kin.coordinates)
+        out += (KernelSpec("state_rates_jacobian", ("t", "q", "qd") + roles + ("p",),
+                           (("sd", [sp.sympify(e) for e in state_rates(spec)]),), program=Program(),
+                           symbols=(("q", qs), ("qd", qds)) + extra, tangent=("q", "qd") + roles, export=True),)
+    return out
+
+
+def loop_kernels(kin) -> tuple:
+    """For closed loops: g = Phi_q^T lam, the generalized forces of multipliers lam on the tree,
+    and c = Phi_q x, with their Jacobians by q at fixed lam and x (the constraints' curvature
+    sum_i lam_i Hess(phi_i), and that along x, of the linearisation on the constraint manifold,
+    runtime/linear.py)."""
+    spec = kin.spec
+    if not spec.loops:
+        return ()
+    from dynamica.generator.constraints import constraint_equations
+    ce = constraint_equations(spec, kin.topo)
+    lam = tuple(sp.Symbol(f"lam:{k}", real=True) for k in range(len(ce.atoms)))   # (a role prefix, as qdd:)
+    x = trial_accelerations(ce.coordinates)
+    n = len(ce.coordinates)
+    g = [total([mul(lm, a.jac[k]) for lm, a in zip(lam, ce.atoms) if k in a.jac]) for k in range(n)]
+    c = [total([mul(a.jac[k], x[k]) for k in range(n) if k in a.jac]) for a in ce.atoms]
+    return (KernelSpec("con_force_jacobian", ("t", "q", "lam", "x", "p"), (("g", g), ("c", c)), program=ce.program,
+                       symbols=(("lam", lam), ("x", x)), tangent=("q",), export=True),)
+
+
 #: how the Jacobian is formed: "unrolled" (the tangent program, generator/tangent.py) or "tape"
 #: (the statements' local partials generated, the tangents carried by a loop in the module file,
 #: runtime/dynamica_linalg.h: for models whose unrolled tangent would be too long to compile)
@@ -107,6 +150,7 @@ def derivative_equations(kin, variant="unrolled") -> EquationsOfMotion:
         mx = recursive_mx(kin, fp, lambda e: e, x)
         mass = KernelSpec("mass_times", ("t", "q", "x", "p"), (("Mx", mx),), symbols=(("x", x),))
     kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),)), jac, mass)
+    kernels += signal_kernels(kin, r, x) + loop_kernels(kin)
     return EquationsOfMotion(form="derivatives", kind="derivatives", program=kin.program,
                              coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels,
                              mode="symbolic" if variant == "unrolled" else variant,

@@ -18,7 +18,7 @@ from dynamica import __version__
 from dynamica.generator import expr as ex
 from dynamica.generator import ir
 from dynamica.generator.tangent import tangent_kernel, tape_kernel
-from dynamica.generator.tables import module_tables
+from dynamica.generator.tables import data_name, module_tables
 
 #: sympy function class -> IR function name
 _FUNCS = {sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "asin", sp.acos: "acos",
@@ -267,6 +267,22 @@ def parameter_layout(spec):
     return tuple(params), tuple(defaults), sym
 
 
+def derived_lookups(kernel: ir.Kernel, lookups: set) -> set:
+    """(table, orders) of the Lookups in `kernel` (a tangent's: derivative orders the lowering
+    did not see), for the tables in `lookups`."""
+    by_data = {data_name(tf): tf for tf, _ in lookups}
+    found = set()
+
+    def walk(node):
+        if isinstance(node, ir.Lookup):
+            found.add((by_data[node.data], node.orders))
+        for c in ir.children(node):
+            walk(c)
+    for st in kernel.body:
+        walk(st.value)
+    return found
+
+
 def lower(eom, spec) -> ir.ModuleIR:
     """The kernels of the form's kind (forms.kernel_specs), each DCE'd and CSE'd on its own."""
     from dynamica.generator.forms import kernel_specs
@@ -293,6 +309,8 @@ def lower(eom, spec) -> ir.ModuleIR:
         if ks.tape:
             kernel, more = tape_kernel(kernel, ks.tape, name=ks.name)
             tables += more
+        if (ks.tangent or ks.tape) and lookups:      # the derivative tables the tangent looks up
+            lookups |= derived_lookups(kernel, lookups)
         if ks.skip_zero_stores:
             kernel = replace(kernel, body=tuple(st for st in kernel.body if not (
                 isinstance(st, ir.Store) and isinstance(st.value, ir.Num) and st.value.value == 0.0)))

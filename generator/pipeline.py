@@ -98,7 +98,7 @@ def _generate(model, form, backend, progress, mode, equations=None) -> Generated
         eom = stage("equations", equations, kin)
     if equations is None and (wanted(spec) or eom.kind == "hamiltonian"):
         eom = stage("outputs", attach_outputs, eom, spec, topo)
-    if spec.states:
+    if spec.states and eom.kind != "derivatives":        # (which has its own kernels of the states)
         eom = stage("states", attach_states, eom, spec)
     mod = stage("lower", lower, eom, spec)
     bundle = stage("render", render, mod, backend)

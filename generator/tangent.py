@@ -15,12 +15,15 @@ on: a quantity of body i has tangents for the coordinates of its path P_i only, 
 program grows with the sum over values of their dependency sets, not with D times the program
 (and never exponentially: every tangent is one statement over named values). Derivatives of
 the functions are those of their C semantics away from the kinks (sign, heaviside: 0;
-fabs: sign; fmin/fmax: the branch taken, half of each at a tie).
+fabs: sign; fmin/fmax: the branch taken, half of each at a tie); of a tabulated function, the
+Lookup of its derivative table (of the piece the argument is in; at a knot of a linear table,
+one of its two slopes).
 """
 
 from __future__ import annotations
 
 from dynamica.generator import ir
+from dynamica.generator.tables import ZERO_OUTSIDE
 
 ZERO, ONE, MINUS_ONE = ir.Num(0.0), ir.Num(1.0), ir.Num(-1.0)
 _LEAVES = (ir.Num, ir.Arg, ir.Var)
@@ -83,7 +86,27 @@ def _arg_partials(node, named=None):
         return [(b, mul(e, ir.Pow(b, add(e, MINUS_ONE)))), (e, mul(named or node, call("log", b)))]
     if isinstance(node, ir.Call):
         return _CALL_RULES[node.func](named or node, *node.args)
+    if isinstance(node, ir.Lookup):
+        return [(a, d) for k, a in enumerate(node.args) if (d := lookup_derivative(node, k)) is not None]
     return []
+
+
+def lookup_derivative(node: ir.Lookup, k: int):
+    """The Lookup of d node / d args[k] (generator/tables.py lookup_parts with the order of
+    argument k raised), or None where it vanishes (beyond the degree of the pieces). One
+    variable: the pieces' degree drops by one and a derivative is zero outside the knots unless
+    the function continues its end pieces; two variables: the grid helper takes the orders."""
+    orders = list(node.orders)
+    orders[k] += 1
+    if len(node.args) == 1:
+        degree, ext = node.degree - 1, (ZERO_OUTSIDE if node.ext else node.ext)
+        if degree < 0:
+            return None
+    else:
+        degree, ext = node.degree, node.ext
+        if orders[k] > degree:
+            return None
+    return ir.Lookup(node.data, tuple(orders), node.shape, degree, ext, node.args)
 
 
 def _h(x):

@@ -67,6 +67,46 @@ class Derivatives:
         r, K, C = self.residual_jacobian(q, qd, np.zeros(self.n), t, params)
         return -r, -K, -C
 
+    def signal_jacobian(self, q, qd, qdd, s=None, u=None, t=0.0, params=None) -> dict:
+        """A model with extra states or inputs (issue 17): the residual r(q, q', q'', s, u) and the
+        states' rates s'(q, q', s, u) with their Jacobians, as {"r", "r_q", "r_qd", "r_s", "r_u",
+        "sd", "sd_q", "sd_qd", "sd_s", "sd_u"} (s, u default 0)."""
+        m, n = self.model, self.n
+        k, nu = len(m.states), len(m.spec.inputs)
+        q, qd = self._state(q, qd)
+        args = [float(t), q, qd, m._vec(qdd, "qdd")]
+        sig = ([m._vec(np.zeros(k) if s is None else s, "s", k)] if k else []) + \
+              ([m._vec(np.zeros(nu) if u is None else u, "u", nu)] if nu else [])
+        p = m.param_vector(params)
+        D = 2 * n + k + nu
+        cuts = np.cumsum([n, n, k])
+
+        def split(prefix, J, rows):
+            return dict(zip((f"{prefix}_q", f"{prefix}_qd", f"{prefix}_s", f"{prefix}_u"),
+                            np.split(J.reshape(rows, D), cuts, axis=1)))
+        r, J = np.empty(n), np.empty(n * D)
+        self.module.residual_jacobian_full(*args, *sig, p, r, J)
+        out = {"r": r, **split("r", J, n)}
+        if k:
+            sd, G = np.empty(k), np.empty(k * D)
+            self.module.state_rates_jacobian(*args[:3], *sig, p, sd, G)
+            out.update({"sd": sd, **split("sd", G, k)})
+        return out
+
+    def constraint_force_jacobian(self, q, lam, x=None, t=0.0, params=None):
+        """A model with closed loops: (g, dg/dq, c, dc/dq) of g = Phi_q^T lam (the generalized forces
+        of the multipliers) and c = Phi_q x at fixed lam and x (default 0): the curvature of the
+        constraints weighted by the multipliers, and along x."""
+        n = self.n
+        q = self.model._vec(q, "q")
+        lam = np.ascontiguousarray(lam, dtype=float)
+        m = len(lam)
+        x = np.zeros(n) if x is None else self.model._vec(x, "x")
+        g, c, J = np.empty(n), np.empty(m), np.empty((n + m) * n)
+        self.module.con_force_jacobian(float(t), q, lam, x, self.model.param_vector(params), g, c, J)
+        J = J.reshape(n + m, n)
+        return g, J[:n].copy(), c, J[n:].copy()
+
     def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
         out = np.empty(self.n * self.n)
         self.module.mass_matrix(float(t), self.model._vec(q, "q"), self.model.param_vector(params), out)
@@ -129,13 +169,6 @@ def _load_module(model, variant, progress):
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
     from dynamica.runtime.api import _index_path, _indexed, _write_index
     backend = getattr(model.module, "BACKEND", "c")
-    if model.spec.functions or model.spec.states or model.loops:
-        from dynamica.errors import DynamicaError
-        what = ", ".join(w for w, v in (("tabulated functions (`functions:`)", model.spec.functions),
-                                        ("extra states (`states:`)", model.spec.states),
-                                        ("closed loops (`loops:`)", model.loops)) if v)
-        raise DynamicaError(f"{model.spec.file}: the derivatives module (statics, linearize, modes, analytic "
-                            f"Jacobians) does not take {what} yet")
     # keyed by the model's content, not its file: a stage's structure shares its model's file
     parts = [tool_fingerprint().encode(), repr(dataclasses.replace(model.spec, file="")).encode(), b"derivatives",
              backend.encode(), variant.encode()]

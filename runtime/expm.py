@@ -324,9 +324,38 @@ def integrate(M, C, K, x0, t_end, output_step, forcing=None, inputs=None, order=
         back = None
         G = sla.lu_solve(sla.lu_factor(M), B)
     P = np.vstack([np.zeros_like(G), G])
+    ts, X, info = _run(algebra, P, omega, r, to_y(x0), x0, forcing, order, h, stride, steps, t0)
+    if back is not None:
+        X[1:] = np.hstack([X[1:, :n] @ back.T, X[1:, n:] @ back.T])
+    return ts, X, info
+
+
+def integrate_state(A, x0, t_end, output_step, forcing=None, inputs=None, order=3, tol=1e-13, step=None, t0=0.0):
+    """integrate() for a first-order linear model x' = A x + B u (issue 17: the linearisation of a
+    model with extra states, x = [q, q', s]): forcing u(t) -> (c,) with `inputs` B (N x c), or
+    f(t) -> (N,) added to x' without it. The series and the doublings as integrate's, the
+    spectral bound the largest |eigenvalue| of A."""
+    A = np.asarray(A, dtype=float)
+    N = len(A)
+    x0 = np.asarray(x0, dtype=float).reshape(-1)
+    if x0.shape != (N,):
+        raise ValueError(f"x0 has {x0.shape[0]} entries, expected {N} (the deviations of the state)")
+    if order not in (1, 2, 3):
+        raise ValueError(f"order (the forcing polynomial's coefficients) must be 1, 2 or 3, not {order!r}")
+    h = float(step or output_step)
+    stride = int(round(output_step / h))
+    if stride < 1 or abs(stride * h - output_step) > 1e-9 * output_step:
+        raise ValueError(f"step {h} must divide output_step {output_step}")
+    steps = int(math.floor((t_end - t0) / h + 1e-9))
+    P = np.eye(N) if inputs is None else np.asarray(inputs, dtype=float).reshape(N, -1)
+    omega = float(np.max(np.abs(np.linalg.eigvals(A)), initial=0.0))
+    return _run(_Dense(A), P, omega, order_for(tol), x0.copy(), x0, forcing, order, h, stride, steps, t0)
+
+
+def _run(algebra, P, omega, r, y, x0, forcing, order, h, stride, steps, t0):
+    """The steps of the propagator from y (x0 in the user's variables), outputs every `stride`."""
     p = order if forcing is not None else 0
     prop = propagator(h, omega, r, algebra, P, p)
-    y = to_y(x0)
     ts, X = [t0], [x0.copy()]
     u = (lambda t: np.asarray(forcing(t), dtype=float).reshape(-1)) if forcing is not None else None
     for j in range(steps):
@@ -336,8 +365,6 @@ def integrate(M, C, K, x0, t_end, output_step, forcing=None, inputs=None, order=
             ts.append(t0 + (j + 1) * h)
             X.append(y)
     X = np.array(X)
-    if back is not None:
-        X[1:] = np.hstack([X[1:, :n] @ back.T, X[1:, n:] @ back.T])
     info = {"integrator": "matrix exponential with step doubling (seed 004)", "step": h, "series_order": r,
             "doublings": prop.m, "omega_max": omega, "predicted_step_error": prop.predicted_error,
             "table_error": step_error(r), "structured": prop.structured, "sparse_doublings": prop.sparse_doublings,

@@ -11,11 +11,33 @@ the state is the equilibrium reached from the model's initial values (runtime/st
 rest. About a state that is not an equilibrium, x' = A x is the variational equation of the
 motion through it (q''* is not zero there).
 
+Extra states and inputs (issue 17): a model with `states:` is linearised to the first-order
+model x' = A x + B u over x = [q, q', s] from the Jacobians of its residual and of its states'
+rates s'(q, q', s, u) (generator/derivatives.py signal_kernels):
+
+    A = [[0, E, 0], [-M^-1 K, -M^-1 C, -M^-1 R_s], [G_q, G_q', G_s]],   B = [[0], [-M^-1 R_u], [G_u]]
+
+(R_s, R_u = dr/ds, dr/du; G = ds'/d.); M, C, K are the mechanical part at fixed states. Without
+states, the inputs' B is [[0], [-M^-1 R_u]] over [q, q'] and `input_forces` = -R_u the
+generalized forces per unit input. The modes of a first-order model are the eigenvalues of A
+(runtime/modes.py compute_state_modes), its frequency response C (i w E - A)^-1 B.
+
+Closed loops (issue 16): with the constraint Jacobian Phi_q and a basis T of its null space,
+the multipliers of the operating point lam = (Phi_q^T)^+ r(q*, q'*, q''*), and the curvature of
+the constraints H = d(Phi_q^T lam)/dq at fixed lam (generator/derivatives.py loop_kernels):
+
+    M_z = T^T M T,   C_z = T^T C T,   K_z = T^T (K - H) T
+
+(T^T r = 0 on the manifold; differentiating T(q)^T r along q = q* + T z leaves
+dT^T r = dT^T Phi_q^T lam = -T^T H T z, as Phi_q T = 0); about states at rest (q' = 0). Away
+from an equilibrium (q''* != 0) K also gets M E, E dq the change of the dependent coordinates'
+accelerations with the configuration (Phi_q E dq = -d(Phi_q q''*)/dq dq).
+
 Independent coordinates: `basis` (an n x m matrix T, or a pair (T, names)) restricts the
-linearisation to q = q* + T z: M_z = T^T M T, C_z = T^T C T, K_z = T^T K T. Without it, a model
-that can say which motions its constraints admit (closed loops: a method
-`constraint_basis(q, t, params) -> (T, names)`, a basis of the null space of the constraint
-Jacobian) is linearised in that basis; every other model in its own coordinates.
+linearisation to q = q* + T z: M_z = T^T M T, C_z = T^T C T, K_z = T^T K T. Without it, a model with
+closed loops is linearised in independent coordinates (runtime/loops.py independent_basis), a
+model with a method `constraint_basis(q, t, params) -> (T, names)` in that basis, every other
+model in its own coordinates.
 """
 
 from __future__ import annotations
@@ -23,9 +45,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg as sla
 
 from dynamica.runtime.expm import state_matrix
-from dynamica.runtime.modes import compute_modes, frequency_response, input_matrix
+from dynamica.runtime.modes import (compute_modes, compute_state_modes, frequency_response, input_matrix,
+                                    state_frequency_response)
 
 
 @dataclass
@@ -43,10 +67,25 @@ class LinearModel:
     model: object = None
     params: dict | None = None
     info: dict = field(default_factory=dict)
+    states: tuple = ()                 # names of the extra states s (a first-order model)
+    s: np.ndarray | None = None        # their values at the operating point
+    inputs: tuple = ()                 # names of the model's inputs u (columns of B)
+    B: np.ndarray | None = None        # dx'/du over x = [q, q', s]
+    input_forces: np.ndarray | None = None   # -dr/du: generalized forces per unit input
+
+    @property
+    def first_order(self) -> bool:
+        """True for a model with extra states: x' = A x + B u over x = [q, q', s]."""
+        return bool(self.states)
+
+    @property
+    def state_names(self) -> tuple:
+        """Names of the entries of x: the coordinates, der(<coordinate>) and the states."""
+        return tuple(self.coordinates) + tuple(f"der({c})" for c in self.coordinates) + tuple(self.states)
 
     @property
     def A(self) -> np.ndarray:
-        """d[q', q'']/d[q, q'] = [[0, E], [-M^-1 K, -M^-1 C]]."""
+        """d[q', q'']/d[q, q'] = [[0, E], [-M^-1 K, -M^-1 C]] (with states: the module docstring's)."""
         if "A" not in self.info:
             self.info["A"] = state_matrix(self.M, self.C, self.K)
         return self.info["A"]
@@ -58,14 +97,32 @@ class LinearModel:
     def modes(self):
         """Undamped and damped frequencies, damping, decrements, shapes (runtime/modes.py)."""
         if "modes" not in self.info:
-            self.info["modes"] = compute_modes(self.M, self.C, self.K, self.coordinates)
+            self.info["modes"] = (compute_state_modes(self.A, self.coordinates, self.states) if self.first_order
+                                  else compute_modes(self.M, self.C, self.K, self.coordinates))
         return self.info["modes"]
 
     def frequency_response(self, inputs, outputs=None, frequencies=None):
-        """H(i w) from named inputs (coordinates: unit generalized forces; or name -> n forces)
-        to outputs (coordinates, der(<coordinate>)), frequencies in Hz (default: around the modes)."""
+        """H(i w) from named inputs (coordinates: unit generalized forces; or name -> n forces; or the
+        model's inputs) to outputs (coordinates, der(<coordinate>), states), frequencies in Hz
+        (default: around the modes)."""
+        names = (inputs,) if isinstance(inputs, str) else inputs
+        if self.first_order or (self.inputs and not isinstance(names, dict)
+                                and all(u in self.inputs for u in names)):
+            return state_frequency_response(self.A, self._input_columns(), (self.state_names, self._input_names()),
+                                            inputs, outputs, frequencies, self.modes() if frequencies is None else None)
         return frequency_response(self.M, self.C, self.K, self.coordinates, inputs, outputs, frequencies,
                                   self.modes() if frequencies is None else None)
+
+    def _input_names(self) -> tuple:
+        return tuple(self.inputs) + (tuple(self.coordinates) if self.first_order else ())
+
+    def _input_columns(self) -> np.ndarray:
+        """B of the model's inputs, then (with states) a unit generalized force on each coordinate."""
+        cols = [np.zeros((len(self.A), 0)) if self.B is None else self.B]
+        if self.first_order:
+            n = self.n
+            cols.append(np.vstack([np.zeros((n, n)), np.linalg.inv(self.M), np.zeros((len(self.states), n))]))
+        return np.hstack(cols)
 
     def simulate(self, t_end, x0, output_step, method="expm", forcing=None, inputs=None, order=3, tol=1e-13,
                  step=None, t0=0.0):
@@ -77,11 +134,18 @@ class LinearModel:
         from dynamica.runtime.results import SimulationResult
         if method not in LINEAR_METHODS:
             raise ValueError(f"unknown method {method!r} for a linear model; available: {', '.join(LINEAR_METHODS)}")
-        B = None if inputs is None else input_matrix(self.coordinates, inputs)[1]
-        t, X, info = expm.integrate(self.M, self.C, self.K, x0, t_end, output_step, forcing=forcing, inputs=B,
-                                    order=order, tol=tol, step=step, t0=t0)
         n = self.n
-        return SimulationResult(t=t, q=X[:, :n].copy(), qd=X[:, n:].copy(), coordinates=self.coordinates,
+        if self.first_order:              # x = [dq, dq', ds]; inputs: names of the model's inputs or coordinates
+            names = (inputs,) if isinstance(inputs, str) else inputs
+            B = None if inputs is None else self._input_columns()[:, [self._input_names().index(u) for u in names]]
+            t, X, info = expm.integrate_state(self.A, x0, t_end, output_step, forcing=forcing, inputs=B, order=order,
+                                              tol=tol, step=step, t0=t0)
+            info["states"] = X[:, 2 * n:].copy()
+        else:
+            B = None if inputs is None else input_matrix(self.coordinates, inputs)[1]
+            t, X, info = expm.integrate(self.M, self.C, self.K, x0, t_end, output_step, forcing=forcing, inputs=B,
+                                        order=order, tol=tol, step=step, t0=t0)
+        return SimulationResult(t=t, q=X[:, :n].copy(), qd=X[:, n:2 * n].copy(), coordinates=self.coordinates,
                                 method=method, nfev=0, info={**info, "deviations": True,
                                                              "operating_point": (self.q.copy(), self.qd.copy())})
 
@@ -91,7 +155,10 @@ LINEAR_METHODS = ("expm",)
 
 def _basis(model, q, t, params, basis):
     """(T, names) of the independent coordinates (module docstring), or (None, coordinates)."""
-    if basis is None and hasattr(model, "constraint_basis"):
+    if basis is None and getattr(model, "loops", False):
+        from dynamica.runtime.loops import independent_basis
+        basis = independent_basis(model, q, t, params)
+    elif basis is None and hasattr(model, "constraint_basis"):
         basis = model.constraint_basis(q, t=t, params=params)
     if basis is None:
         return None, tuple(model.coordinates)
@@ -106,9 +173,11 @@ def _basis(model, q, t, params, basis):
     return T, names
 
 
-def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None) -> LinearModel:
+def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=None) -> LinearModel:
     """M, C, K and A of `model` about (q, qd) (module docstring); q=None: the equilibrium found
-    from the model's initial values (qd then defaults to rest)."""
+    from the model's initial values (qd then defaults to rest; the states to the equilibrium's).
+    s, u: the extra states (default: the equilibrium's, or the initial values when q is given)
+    and the inputs (default 0) of the operating point."""
     from dynamica.runtime.derivatives import derivatives
     from dynamica.runtime.statics import statics
     d = derivatives(model)
@@ -116,13 +185,71 @@ def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None) -> LinearM
     if q is None:
         eq = statics(model, t=t, params=params)
         q, info["equilibrium"] = eq.q, eq
+        if s is None and model.states:
+            s = [eq.info["states"][name] for name in model.states]
     q = model._vec(q, "q").copy()
     qd = np.zeros(model.n) if qd is None else model._vec(qd, "qd").copy()
+    if model.states or model.spec.inputs:
+        return _linearize_signals(model, d, q, qd, t, params, s, u, info)
+    M = d.mass_matrix(q, t, params)
+    if model.loops:
+        return _linearize_loops(model, d, q, qd, t, params, basis, M, info)
     qdd = d.qdd(q, qd, t, params)
     _, K, C = d.residual_jacobian(q, qd, qdd, t, params)
-    M = d.mass_matrix(q, t, params)
     T, names = _basis(model, q, t, params, basis)
     if T is not None:
         M, C, K = (T.T @ X @ T for X in (M, C, K))
     return LinearModel(M=M, C=C, K=K, coordinates=names, q=q, qd=qd, qdd=qdd, t=float(t), basis=T, model=model,
                        params=params, info=info)
+
+
+def _linearize_signals(model, d, q, qd, t, params, s, u, info) -> LinearModel:
+    """A model with extra states or inputs (module docstring): the first-order A, B."""
+    n, k, m = model.n, len(model.states), len(model.spec.inputs)
+    s = model.initial_states(params) if s is None else model._vec(s, "s", k)
+    u = np.zeros(m) if u is None else model._vec(u, "u", m)
+    M = d.mass_matrix(q, t, params)
+    lu = sla.lu_factor(M)
+    qdd = -sla.lu_solve(lu, d.signal_jacobian(q, qd, np.zeros(n), s, u, t, params)["r"])
+    J = d.signal_jacobian(q, qd, qdd, s, u, t, params)
+    K, C = J["r_q"], J["r_qd"]
+    Z = np.zeros
+    rows = [np.hstack([Z((n, n)), np.eye(n), Z((n, k))]),
+            -sla.lu_solve(lu, np.hstack([K, C, J["r_s"]]))]
+    B = [Z((n, m)), -sla.lu_solve(lu, J["r_u"])]
+    if k:
+        rows.append(np.hstack([J["sd_q"], J["sd_qd"], J["sd_s"]]))
+        B.append(J["sd_u"])
+        info["state_rates"] = J["sd"]
+    info["A"] = np.vstack(rows)
+    return LinearModel(M=M, C=C, K=K, coordinates=tuple(model.coordinates), q=q, qd=qd, qdd=qdd, t=float(t),
+                       model=model, params=params, info=info, states=tuple(model.states), s=np.array(s, dtype=float),
+                       inputs=tuple(model.spec.inputs), B=np.vstack(B) if m else None,
+                       input_forces=-J["r_u"] if m else None)
+
+
+def _linearize_loops(model, d, q, qd, t, params, basis, M, info) -> LinearModel:
+    """A model with closed loops (module docstring): in a basis of the constraint null space,
+    with the constraints' curvature weighted by the multipliers of the operating point."""
+    if np.any(qd):
+        raise ValueError(f"{model.name}: a model with closed loops is linearised about states at rest (qd = 0); "
+                         "about a motion, the basis of the constraint null space moves with it")
+    from dynamica.runtime import loops
+    qdd = loops.solve(model, q, qd, t, params)[0]
+    r, K, C = d.residual_jacobian(q, qd, qdd, t, params)
+    Phi = loops.jacobian(model, q, t, params)[0]
+    lam = np.linalg.lstsq(Phi.T, r, rcond=None)[0]
+    _, H, _, Hx = d.constraint_force_jacobian(q, lam, qdd, t, params)
+    T, names = _basis(model, q, t, params, basis)
+    # away from equilibrium (q''* != 0) the dependent coordinates' accelerations also move with
+    # z: Phi_q dq'' = -d(Phi_q q''*)/dq dq, the independent ones' rows of dq'' being z''
+    ind = [model.coordinates.index(c) for c in loops.independent_basis(model, q, t, params)[1]]
+    dep = [k for k in range(model.n) if k not in ind]
+    E = np.zeros((model.n, model.n))
+    if dep and np.any(qdd):
+        E[dep] = -np.linalg.lstsq(Phi[:, dep], Hx, rcond=None)[0]
+    info.update({"multipliers": lam, "constraint_curvature": H,
+                 "loop_residual": float(np.max(np.abs(r - Phi.T @ lam), initial=0.0))})
+    Kc = K - H + M @ E
+    return LinearModel(M=T.T @ M @ T, C=T.T @ C @ T, K=T.T @ Kc @ T, coordinates=names, q=q, qd=qd, qdd=qdd,
+                       t=float(t), basis=T, model=model, params=params, info=info)

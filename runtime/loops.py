@@ -138,3 +138,34 @@ def solve(model, q, qd, t=0.0, params=None):
     if status:
         raise ConstraintError(f"{model.spec.file}: the constrained solve failed: {STATUS.get(status, status)}")
     return qdd, lam
+
+
+def null_basis(J, rtol=1e-10) -> np.ndarray:
+    """An orthonormal basis (columns) of the null space of J (by its SVD)."""
+    if J.size == 0:
+        return np.eye(J.shape[1])
+    _, sv, Vt = np.linalg.svd(J)
+    rank = int(np.sum(sv > rtol * max(sv.max(initial=0.0), 1.0)))
+    return Vt[rank:].T.copy()
+
+
+def independent_basis(model, q, t=0.0, params=None, rtol=1e-10):
+    """(T, names): a basis of the motions the loops admit at q (the null space of J, J T = 0) in
+    independent coordinates: QR with column pivoting picks the dependent coordinates (the best
+    conditioned columns of J, as many as its rank), the others are independent and name the
+    columns of T (q = q* + T z moves each independent coordinate by its z, the dependent ones
+    as the loops require, to first order)."""
+    import scipy.linalg as sla
+    J = jacobian(model, q, t, params)[0]
+    n = model.n
+    if J.size == 0:
+        return np.eye(n), tuple(model.coordinates)
+    _, R, piv = sla.qr(J, pivoting=True, mode="economic")
+    d = np.abs(np.diag(R))
+    rank = int(np.sum(d > rtol * max(d.max(initial=0.0), 1.0)))
+    dep, ind = sorted(piv[:rank]), sorted(piv[rank:])
+    T = np.zeros((n, len(ind)))
+    T[ind, range(len(ind))] = 1.0
+    if rank:
+        T[dep] = -np.linalg.lstsq(J[:, dep], J[:, ind], rcond=None)[0]
+    return T, tuple(model.coordinates[j] for j in ind)

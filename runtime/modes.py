@@ -307,3 +307,53 @@ def frequency_response(M, C, K, coordinates, inputs, outputs=None, frequencies=N
         X = np.linalg.solve(K - w * w * M + 1j * w * C, B)
         H[k] = Cq @ X + 1j * w * (Cv @ X)
     return FrequencyResponse(f, in_names, out_names, H)
+
+
+# ------------------------------------------------------------------ first-order models (issue 17)
+def compute_state_modes(A, coordinates, states) -> Modes:
+    """The modes of x' = A x, x = [q, q', s] (the linearisation of a model with extra states):
+    one per complex pair (Im lambda > 0) and one per real eigenvalue, sorted by |lambda|;
+    `angular_frequencies` |lambda| (the undamped frequency of a pair; of a real root, its rate),
+    shapes over the coordinates and the states (the q and s parts of the eigenvector)."""
+    A = np.asarray(A, dtype=float)
+    n, k = len(coordinates), len(states)
+    lam, vec = sla.eig(A)
+    scale = max(float(np.max(np.abs(lam), initial=0.0)), 1e-300)
+    real = np.abs(lam.imag) <= 1e-10 * scale
+    keep = real | (lam.imag > 0)
+    lam, vec = np.where(real, lam.real + 0j, lam)[keep], vec[:, keep]
+    order = np.lexsort((lam.real, np.abs(lam)))
+    lam, vec = lam[order], vec[:, order]
+    parts = np.vstack([vec[:n], vec[2 * n:2 * n + k]])
+    cshapes = np.array([_normalize(parts[:, j]) for j in range(len(lam))]).T.reshape(n + k, len(lam))
+    shapes = np.array([_normalize(parts[:, j].real if np.any(parts[:, j].real) else parts[:, j].imag)
+                       for j in range(len(lam))]).T.reshape(n + k, len(lam))
+    mag = np.abs(lam)
+    w2 = np.where((lam.imag == 0) & (lam.real > 0), -mag ** 2, mag ** 2)      # < 0: a growing real root
+    return Modes(tuple(coordinates) + tuple(states), mag, w2, lam, shapes, cshapes,
+                 info={"first_order": True, "state_size": len(A)})
+
+
+def state_frequency_response(A, B, names, inputs, outputs=None, frequencies=None, modes=None) -> FrequencyResponse:
+    """H(i w) = C (i w E - A)^-1 B of x' = A x + B u: `inputs` names of the columns of B (given as
+    `names`: (state names, input names)), outputs state names ([q, der(q), s])."""
+    state_names, input_names = names
+    ins = (inputs,) if isinstance(inputs, str) else tuple(inputs)
+    unknown = [u for u in ins if u not in input_names]
+    if unknown:
+        raise ValueError(f"unknown input(s) {', '.join(map(repr, unknown))}: the inputs of this model are "
+                         f"{', '.join(input_names) or '(none)'}")
+    outs = tuple(state_names) if outputs is None else ((outputs,) if isinstance(outputs, str) else tuple(outputs))
+    bad = [o for o in outs if o not in state_names]
+    if bad:
+        raise ValueError(f"unknown output(s) {', '.join(map(repr, bad))}: an output is one of {', '.join(state_names)}")
+    Bu = np.asarray(B, dtype=float)[:, [input_names.index(u) for u in ins]]
+    rows = [state_names.index(o) for o in outs]
+    if frequencies is None:
+        frequencies = default_frequencies(modes)
+    f = np.asarray(frequencies, dtype=float).reshape(-1)
+    E = np.eye(len(A))
+    H = np.empty((len(f), len(outs), len(ins)), dtype=complex)
+    for j, fk in enumerate(f):
+        H[j] = np.linalg.solve(2j * math.pi * fk * E - A, Bu)[rows]
+    return FrequencyResponse(f, ins, outs, H)

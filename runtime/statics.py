@@ -116,6 +116,8 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
     from dynamica.runtime.derivatives import derivatives
     if getattr(model, "states", ()):
         return _statics_with_states(model, q0, free, t, params, tol, max_iter)
+    if getattr(model, "loops", False):
+        return _statics_with_loops(model, q0, free, t, params, tol, max_iter)
     d = derivatives(model)
     start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
     idx = _free_indices(model, free)
@@ -166,54 +168,116 @@ def _equilibrium(model, q, idx, start, g, K, iterations, tolerance, info) -> Equ
 
 def _statics_with_states(model, q0, free, t, params, tol, max_iter) -> Equilibrium:
     """A model with extra states (`states:`): the free coordinates and the states together, with
-    g = -Q(q, 0, s) = 0 and s' = 0 (inputs at 0), by least squares on the compiled model with
-    central-difference Jacobians (the derivatives module is over [q, q'] only). `info["states"]`
-    holds the states; the stiffness is dg/dq_f at those states."""
+    g = -Q(q, 0, s) = 0 and s' = 0 (inputs at 0), by the damped Newton of the others (then the
+    trust region) on the generated Jacobians of r and s' (generator/derivatives.py
+    signal_kernels). `info["states"]` holds the states; the stiffness is dg/dq_f at those states."""
     from scipy.optimize import least_squares
+    from dynamica.runtime.derivatives import derivatives
+    d = derivatives(model)
     start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
     s0 = model.initial_states(params)
     idx = _free_indices(model, free)
-    zero = np.zeros(model.n)
+    nf, zero = len(idx), np.zeros(model.n)
 
     def split(x):
         q = start.copy()
-        q[idx] = x[:len(idx)]
-        return q, x[len(idx):]
+        q[idx] = x[:nf]
+        return q, x[nf:]
 
-    def g_of(q, s):                                   # -Q at rest: -M q''(q, 0, s)
-        return -(model.mass_matrix(q, t, params) @ model.qdd(q, zero, t, params, s=s))
-
-    def residual(x):
+    def g_and_K(x):
         q, s = split(x)
-        return np.concatenate([g_of(q, s)[idx], model.state_rates(q, zero, s, t, params)])
+        J = d.signal_jacobian(q, zero, zero, s, None, t, params)
+        g = np.concatenate([J["r"][idx], J["sd"]])
+        top = np.hstack([J["r_q"][np.ix_(idx, idx)], J["r_s"][idx]])
+        return g, np.vstack([top, np.hstack([J["sd_q"][:, idx], J["sd_s"]])])
 
     x0 = np.concatenate([start[idx], s0])
-    r0 = residual(x0)
-    scale = max(float(np.max(np.abs(r0), initial=0.0)), 1.0)
-    tolerance = tol * scale
+    g0, K0 = g_and_K(x0)
+    tolerance = tol * max(float(np.max(np.abs(g0), initial=0.0)), float(np.max(np.abs(K0), initial=0.0)), 1.0)
     x, iterations, message = x0, 0, "already in equilibrium"
-    if np.max(np.abs(r0), initial=0.0) > tolerance:
-        sol = least_squares(residual, x0, jac="3-point", method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15,
-                            max_nfev=max_iter)
-        x, iterations, message = sol.x, int(sol.nfev), f"least squares, central differences: {sol.message}"
-    r = residual(x)
+    if np.max(np.abs(g0), initial=0.0) > tolerance:
+        x, iterations, done = _damped_newton(g_and_K, x0, tolerance, max_iter)
+        message = "damped Newton"
+        if not done:
+            sol = least_squares(lambda x: g_and_K(x)[0], x, jac=lambda x: g_and_K(x)[1], method="trf",
+                                x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iter)
+            x, iterations, message = sol.x, iterations + int(sol.nfev), f"trust region: {sol.message}"
+    g, K = g_and_K(x)
     q, s = split(x)
-    if not (np.all(np.isfinite(r)) and np.max(np.abs(r), initial=0.0) <= tolerance):
+    if not (np.all(np.isfinite(g)) and np.max(np.abs(g), initial=0.0) <= tolerance):
         names = [model.coordinates[j] for j in idx] + [f"der({n}) = 0" for n in model.states]
-        worst = ", ".join(f"`{names[j]}` {r[j]:.3e}" for j in np.argsort(-np.abs(np.nan_to_num(r, nan=np.inf)))[:5])
+        worst = ", ".join(f"`{names[j]}` {g[j]:.3e}" for j in np.argsort(-np.abs(np.nan_to_num(g, nan=np.inf)))[:5])
         raise StaticsError(f"{model.name}: no equilibrium found ({message}); the residuals that remain, largest "
                            f"first: {worst} (tolerance {tolerance:.3e}); try another start q0 or hold coordinates "
                            "with `free`")
-    g = g_of(q, s)[idx]
-    h = 1e-6 * np.maximum(1.0, np.abs(q[idx]))
-    K = np.zeros((len(idx), len(idx)))
-    for c, j in enumerate(idx):
-        qp, qm = q.copy(), q.copy()
-        qp[j] += h[c]
-        qm[j] -= h[c]
-        K[:, c] = (g_of(qp, s)[idx] - g_of(qm, s)[idx]) / (2 * h[c])
-    return _equilibrium(model, q, idx, start, g, K, iterations, tolerance,
+    return _equilibrium(model, q, idx, start, g[:nf], K[:nf, :nf], iterations, tolerance,
                         {"message": message, "t": t, "states": dict(zip(model.states, map(float, s)))})
+
+
+def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibrium:
+    """A model with closed loops: the free coordinates q_f and the multipliers lam together, with
+
+        g = (r(q, 0, 0) - Phi_q^T lam)_f = 0,   phi(q) = 0,
+
+    by the damped Newton of the others on the Jacobian [[K - H, -Phi_q^T]_f, [Phi_q]_f, 0]] (H =
+    d(Phi_q^T lam)/dq: generator/derivatives.py loop_kernels; least-squares steps, as redundant
+    loop equations make it singular). The stiffness reported is that on the constraint manifold,
+    T^T (K - H) T in independent coordinates (runtime/linear.py); the eigenvectors are given over
+    the free coordinates (T times those of the reduced stiffness)."""
+    from dynamica.runtime import loops
+    from dynamica.runtime.derivatives import derivatives
+    d = derivatives(model)
+    start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
+    idx = _free_indices(model, free)
+    m, nf, zero = len(loops.layout(model)), len(idx), np.zeros(model.n)
+
+    def full(x):
+        q = start.copy()
+        q[idx] = x[:nf]
+        return q
+
+    def g_and_K(x):
+        q, lam = full(x), x[nf:]
+        r, K, _ = d.residual_jacobian(q, zero, zero, t, params)
+        J = loops.jacobian(model, q, t, params)[0]
+        H = d.constraint_force_jacobian(q, lam, t=t, params=params)[1]
+        g = np.concatenate([(r - J.T @ lam)[idx], loops.residual(model, q, t, params)])
+        top = np.hstack([(K - H)[np.ix_(idx, idx)], -J.T[idx]])
+        return g, np.vstack([top, np.hstack([J[:, idx], np.zeros((m, m))])])
+
+    r0 = d.residual_jacobian(start, zero, zero, t, params)[0]
+    J0 = loops.jacobian(model, start, t, params)[0]
+    x0 = np.concatenate([start[idx], np.linalg.lstsq(J0.T[idx], r0[idx], rcond=None)[0] if nf else np.zeros(m)])
+    g0, K0 = g_and_K(x0)
+    tolerance = tol * max(float(np.max(np.abs(g0), initial=0.0)), float(np.max(np.abs(K0), initial=0.0)))
+    x, iterations, message = x0, 0, "already in equilibrium"
+    if np.max(np.abs(g0), initial=0.0) > tolerance:
+        x, iterations, done = _damped_newton(g_and_K, x0, tolerance, max_iter)
+        message = "damped Newton on the constraint manifold"
+    g, _ = g_and_K(x)
+    if not (np.all(np.isfinite(g)) and np.max(np.abs(g), initial=0.0) <= tolerance):
+        names = [model.coordinates[k] for k in idx] + [f"loop {lp} ({w})" for lp, w in loops.layout(model)]
+        worst = ", ".join(f"`{names[j]}` {g[j]:.3e}" for j in np.argsort(-np.abs(np.nan_to_num(g, nan=np.inf)))[:5])
+        raise StaticsError(f"{model.name}: no equilibrium found ({message}); the residuals that remain, largest "
+                           f"first: {worst} (tolerance {tolerance:.3e}); try another start q0 or hold coordinates "
+                           "with `free`")
+    q, lam = full(x), x[nf:]
+    r, K, _ = d.residual_jacobian(q, zero, zero, t, params)
+    H = d.constraint_force_jacobian(q, lam, t=t, params=params)[1]
+    J = loops.jacobian(model, q, t, params)[0][:, idx]
+    T = loops.null_basis(J)
+    Kz = T.T @ (K - H)[np.ix_(idx, idx)] @ T
+    eq = _equilibrium(model, q, [], start, g[:nf], Kz, iterations, tolerance,
+                      {"message": message, "t": t, "multipliers": lam, "basis": T})
+    lam_z, vec = np.linalg.eigh((Kz + Kz.T) / 2)
+    eq.free = tuple(model.coordinates[k] for k in idx)
+    eq.held = tuple(c for k, c in enumerate(model.coordinates) if k not in idx)
+    eq.eigenvalues, eq.eigenvectors = lam_z, T @ vec
+    for lam_k, names in eq.unstable_directions():
+        from dynamica.generator.model import _warn
+        _warn(model.spec, f"the equilibrium found is unstable: the stiffness on the loops' constraint manifold has the "
+                          f"negative eigenvalue {lam_k:.4g} along {', '.join(f'`{c}`' for c in names)}")
+    return eq
 
 
 def _damped_newton(g_and_K, x, tolerance, max_iter):

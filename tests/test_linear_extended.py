@@ -1,0 +1,204 @@
+"""Linearisation beyond the tree over [q, q']: tabulated functions, extra states and inputs
+(issue 17), closed loops (issue 16).
+
+Oracles:
+- tables: a mass on a spring whose force is a table of the elongation and a damper whose force
+  is a table of (elongation, rate): K and C equal the derivatives of scipy's interpolators
+  (`CubicSpline`, `PchipInterpolator`, the linear slope, `RegularGridInterpolator`), 1e-9;
+- states and inputs: the DC-motor joint (models/dc_motor_joint.yaml) against its equations
+  linearised by hand (the closed form in the model file's comment), 1e-10; a model with a
+  hydraulic lag against central differences of its compiled right-hand side, 1e-6;
+- loops: the reduced stiffness and damping of the four-bar against central differences of the
+  compiled constrained accelerations on the constraint manifold (the independent coordinates
+  held, the others assembled), 1e-6; its equilibrium against the constrained solve (q'' = 0 at
+  rest).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.interpolate import CubicSpline, PchipInterpolator, RegularGridInterpolator
+
+import dynamica
+from dynamica.runtime import loops
+from dynamica.runtime.derivatives import derivatives
+
+from conftest import MODELS, write_model
+
+RNG = np.random.default_rng(23)
+XS = np.linspace(-0.45, 0.55, 9) + RNG.uniform(-0.03, 0.03, 9)   # uneven knots about 0
+YS = np.cumsum(RNG.uniform(50.0, 400.0, 9)) - 800.0          # increasing: a stiffening spring
+GX, GV = np.array([-0.5, -0.1, 0.2, 0.6]), np.array([-2.0, 0.0, 1.5])
+GZ = RNG.uniform(1.0, 30.0, (4, 3))
+
+
+def tabulated_spring(folder, interpolation):
+    fns = {"spring": {"x": XS.tolist(), "y": YS.tolist(), "interpolation": interpolation, "extrapolation": "hold"},
+           "damper": {"x": GX.tolist(), "y": GV.tolist(), "z": GZ.tolist(), "extrapolation": "hold"}}
+    return write_model(folder, {
+        "name": f"tabspring_{interpolation}", "parameters": {"m": 2.5}, "gravity": [0, 0, 0], "functions": fns,
+        "bodies": [{"name": "mass", "parent": "ground", "joint": [{"translate": "x", "q": "x"}], "mass": "m",
+                    "com": [0, 0, 0], "inertia": [1, 1, 1]}],
+        "forces": [{"type": "generalized_force", "name": "law", "coordinate": "x",
+                    "value": "-spring(x) - damper(x, der(x))*der(x)"}]}, f"tab_{interpolation}.yaml")
+
+
+def _slope(interpolation, x):
+    if interpolation == "cubic":
+        return CubicSpline(XS, YS).derivative()(x)
+    if interpolation == "pchip":
+        return PchipInterpolator(XS, YS).derivative()(x)
+    i = np.searchsorted(XS, x) - 1
+    return (YS[i + 1] - YS[i]) / (XS[i + 1] - XS[i])
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "cubic", "pchip"])
+def test_tabulated_forces_have_the_interpolators_derivatives(tmp_path, interpolation):
+    model = dynamica.load(tabulated_spring(tmp_path, interpolation))
+    grid = RegularGridInterpolator((GX, GV), GZ)
+    d = derivatives(model)
+    for x, v in [(0.6 * XS[1] + 0.4 * XS[2], 0.4), (0.5 * (XS[4] + XS[5]), -1.1), (0.3 * XS[6] + 0.7 * XS[7], 1.2)]:
+        assert GX[0] < x < GX[-1] and not np.any(np.isclose(x, GX))   # inside cells of both tables
+        r, K, C = d.residual_jacobian([x], [v], [0.0])
+        h = 1e-6                                                  # the bilinear table is linear in v in a cell
+        dz_dv = (grid([x, v + h])[0] - grid([x, v - h])[0]) / (2 * h)
+        dz_dx = (grid([x + h, v])[0] - grid([x - h, v])[0]) / (2 * h)
+        assert abs(K[0, 0] - (_slope(interpolation, x) + dz_dx * v)) < 1e-9 * abs(K[0, 0]), (x, K)
+        assert abs(C[0, 0] - (grid([x, v])[0] + dz_dv * v)) < 1e-9 * abs(C[0, 0]), (x, C)
+    x0 = 0.5 * (XS[3] + XS[4])
+    lin = dynamica.linearize(model, q=[x0])
+    k = _slope(interpolation, x0)
+    assert abs(lin.modes().angular_frequencies[0] - math.sqrt(k / 2.5)) < 1e-9 * math.sqrt(k / 2.5)
+
+
+def test_tabulated_jacobian_outside_the_table_holds(tmp_path):
+    # extrapolation "hold": the spring force is constant beyond the last knot, its stiffness zero
+    model = dynamica.load(tabulated_spring(tmp_path, "cubic"))
+    _, K, _ = derivatives(model).residual_jacobian([XS[-1] + 0.3], [0.0], [0.0])
+    assert K[0, 0] == 0.0
+
+
+def test_dc_motor_joint_against_its_equations_linearised_by_hand():
+    model = dynamica.load(MODELS / "dc_motor_joint.yaml")
+    P = model.parameters
+    m, l, g, N, R, L, kt, ke, Jm, b = (P[k] for k in ("m", "l", "g", "N", "R", "L_m", "k_t", "k_e", "J_m", "b"))
+    J = m * l ** 2 / 3 + N ** 2 * Jm                  # the link about its joint and the reflected rotor
+    phi, w, i, u = 0.3, 0.7, 1.5, 3.0                 # a state in motion, not an equilibrium
+    lin = dynamica.linearize(model, q=[phi], qd=[w], s=[i], u=[u])
+    A = np.array([[0, 1, 0],
+                  [m * g * l / 2 * math.sin(phi) / J, -b / J, N * kt / J],
+                  [0, -ke * N / L, -R / L]])
+    B = np.array([[0], [0], [1 / L]])
+    assert lin.first_order and lin.states == ("i_m",) and lin.inputs == ("u",)
+    assert np.max(np.abs(lin.A - A)) < 1e-10 * np.max(np.abs(A))
+    assert np.max(np.abs(lin.B - B)) < 1e-10 * np.max(np.abs(B))
+    # phi'' and i' of the operating point, from the same equations
+    assert abs(lin.qdd[0] - (-m * g * l / 2 * math.cos(phi) + N * kt * i - b * w) / J) < 1e-10
+    assert abs(lin.info["state_rates"][0] - (u - R * i - ke * N * w) / L) < 1e-9 * abs((u - R * i - ke * N * w) / L)
+    modes = lin.modes()
+    assert np.allclose(np.sort_complex(modes.eigenvalues), np.sort_complex(
+        [e for e in np.linalg.eigvals(A) if e.imag >= 0]), rtol=1e-9)
+    assert modes.coordinates == ("phi", "i_m")
+
+
+def test_dc_motor_frequency_response_and_expm_agree_with_the_first_order_model():
+    model = dynamica.load(MODELS / "dc_motor_joint.yaml")
+    lin = dynamica.linearize(model, q=[0.0], s=[0.0])
+    A, B = lin.A, lin.B
+    f = np.array([0.3, 2.0, 15.0])
+    H = lin.frequency_response("u", outputs=["phi", "i_m"], frequencies=f).response
+    for k, fk in enumerate(f):
+        X = np.linalg.solve(2j * math.pi * fk * np.eye(3) - A, B[:, 0])
+        assert np.allclose(H[k, :, 0], X[[0, 2]], rtol=1e-12)
+    from scipy.linalg import expm
+    x0 = np.array([0.01, 0.0, 0.5])
+    res = lin.simulate(0.2, x0, 0.01)
+    ref = np.array([expm(A * t) @ x0 for t in res.t])
+    assert np.max(np.abs(res.q[:, 0] - ref[:, 0])) < 1e-10
+    assert np.max(np.abs(res.info["states"][:, 0] - ref[:, 2])) < 1e-9 * np.max(np.abs(ref[:, 2]))
+
+
+LAG = {"name": "lagged_spring", "parameters": {"m": 1.5, "k": 300.0, "c": 2.0, "tau": 0.05, "G": 40.0},
+       "gravity": [0, 0, 0], "inputs": ["u"],
+       "states": {"F": {"initial": 0, "der": "(G*u - F - c*der(x)*x**2)/tau"}},
+       "bodies": [{"name": "mass", "parent": "ground", "joint": [{"rotate": "y", "q": "a"}, {"translate": "x", "q": "x"}],
+                   "mass": "m", "com": [0.2, 0, 0.1], "inertia": [0.01, 0.02, 0.03]}],
+       "forces": [{"type": "generalized_force", "name": "act", "coordinate": "x", "value": "F*cos(a) - k*x"},
+                  {"type": "generalized_force", "name": "hinge", "coordinate": "a", "value": "-50*a - F*x"}]}
+
+
+def test_states_and_inputs_against_central_differences_of_the_compiled_rhs(tmp_path):
+    model = dynamica.load(write_model(tmp_path, LAG))
+    q, qd, s, u = np.array([0.2, 0.05]), np.array([0.3, -0.4]), np.array([7.0]), np.array([0.6])
+    lin = dynamica.linearize(model, q=q, qd=qd, s=s, u=u)
+
+    def f(y, uu):
+        return model.rhs(0.0, y, inputs={"u": uu[0]})
+    y0 = np.concatenate([q, qd, s])
+    A = np.array([(f(y0 + h, u) - f(y0 - h, u)) / (2 * 1e-6) for h in 1e-6 * np.eye(5)]).T
+    B = ((f(y0, u + 1e-6) - f(y0, u - 1e-6)) / 2e-6)[:, None]
+    assert np.max(np.abs(lin.A - A)) < 1e-6 * np.max(np.abs(A))
+    assert np.max(np.abs(lin.B - B)) < 1e-6 * np.max(np.abs(B))
+
+
+def test_statics_and_linearisation_of_states_at_the_equilibrium(tmp_path):
+    # at rest with u = 0: F = 0 (its rate), x = 0, a = 0 (the springs); A's eigenvalues then
+    # contain the lag's pole -1/tau exactly (F enters the others, nothing enters F at x = 0)
+    model = dynamica.load(write_model(tmp_path, LAG))
+    lin = dynamica.linearize(model)
+    assert np.max(np.abs(lin.q)) < 1e-8 and abs(lin.s[0]) < 1e-8
+    lam = lin.modes().eigenvalues
+    assert np.min(np.abs(lam + 1 / 0.05)) < 1e-8
+
+
+# ------------------------------------------------------------------ closed loops
+def _manifold_fd(model, lin, h=1e-6):
+    """-M_z^-1 K_z and -M_z^-1 C_z by central differences of the compiled constrained q'' of the
+    independent coordinates, the others assembled on the loops."""
+    ind = [model.coordinates.index(c) for c in lin.coordinates]
+    hold = [model.coordinates[i] for i in ind]
+
+    def acc(dz, dv):
+        q = lin.q.copy()
+        q[ind] += dz
+        qd = np.zeros(model.n)
+        qd[ind] = dv
+        q, qd = model.assemble(q, qd, hold=hold + [f"der({c})" for c in hold])
+        return loops.solve(model, q, qd)[0][ind]
+    E, Z = np.eye(len(ind)), np.zeros(len(ind))
+    Aq = np.array([(acc(h * e, Z) - acc(-h * e, Z)) / (2 * h) for e in E]).T
+    Av = np.array([(acc(Z, h * e) - acc(Z, -h * e)) / (2 * h) for e in E]).T
+    return Aq, Av
+
+
+@pytest.mark.parametrize("name", ["fourbar", "rssr"])
+def test_loops_linearised_on_the_constraint_manifold(name):
+    model = dynamica.load(MODELS / f"{name}.yaml")
+    eq = dynamica.statics(model)
+    assert np.max(np.abs(model.constraints(eq.q))) < 1e-10
+    qdd = loops.solve(model, eq.q, np.zeros(model.n))[0]
+    assert np.max(np.abs(qdd)) < 1e-7                              # at rest, at rest it stays
+    lin = dynamica.linearize(model)
+    assert 0 < len(lin.coordinates) < model.n
+    Aq, Av = _manifold_fd(model, lin)
+    scale = max(1.0, np.max(np.abs(Aq)))
+    assert np.max(np.abs(-np.linalg.solve(lin.M, lin.K) - Aq)) < 1e-6 * scale
+    assert np.max(np.abs(-np.linalg.solve(lin.M, lin.C) - Av)) < 1e-6 * max(1.0, np.max(np.abs(Av)))
+    # the curvature of the constraints matters: without it the stiffness is not the manifold's
+    if np.max(np.abs(lin.info["multipliers"])) > 1e-6:
+        T = lin.basis
+        K_tree = T.T @ (lin.info["constraint_curvature"] + 0) @ T
+        assert np.max(np.abs(K_tree)) > 1e-6 * np.max(np.abs(lin.K))
+
+
+def test_loops_away_from_equilibrium_and_unstable_equilibria_are_reported():
+    model = dynamica.load(MODELS / "fourbar.yaml")
+    q0 = model.initial_state()[0]
+    lin = dynamica.linearize(model, q=model.assemble(q0, np.zeros(model.n))[0])   # at rest, not in equilibrium
+    Aq, _ = _manifold_fd(model, lin)
+    assert np.max(np.abs(-np.linalg.solve(lin.M, lin.K) - Aq)) < 1e-6 * max(1.0, np.max(np.abs(Aq)))
+    with pytest.raises(ValueError, match="at rest"):
+        dynamica.linearize(model, q=lin.q, qd=np.ones(model.n))
