@@ -93,6 +93,24 @@ class Derivatives:
             out.update({"sd": sd, **split("sd", G, k)})
         return out
 
+    def first_order(self, q, qd, s=None, u=None, t=0.0, params=None) -> dict:
+        """A model with extra states or inputs: x' = f(x, u) over x = [q, q', s] linearised,
+        {"A": df/dx, "B": df/du (None without inputs), "M", "qdd", "J": signal_jacobian at q''}
+        (runtime/linear.py's module docstring has the blocks)."""
+        import scipy.linalg as sla
+        n, k, m = self.n, len(self.model.states), len(self.model.spec.inputs)
+        M = self.mass_matrix(q, t, params)
+        lu = sla.lu_factor(M)
+        qdd = -sla.lu_solve(lu, self.signal_jacobian(q, qd, np.zeros(n), s, u, t, params)["r"])
+        J = self.signal_jacobian(q, qd, qdd, s, u, t, params)
+        rows = [np.hstack([np.zeros((n, n)), np.eye(n), np.zeros((n, k))]),
+                -sla.lu_solve(lu, np.hstack([J["r_q"], J["r_qd"], J["r_s"]]))]
+        B = [np.zeros((n, m)), -sla.lu_solve(lu, J["r_u"])]
+        if k:
+            rows.append(np.hstack([J["sd_q"], J["sd_qd"], J["sd_s"]]))
+            B.append(J["sd_u"])
+        return {"A": np.vstack(rows), "B": np.vstack(B) if m else None, "M": M, "qdd": qdd, "J": J}
+
     def constraint_force_jacobian(self, q, lam, x=None, t=0.0, params=None):
         """A model with closed loops: (g, dg/dq, c, dc/dq) of g = Phi_q^T lam (the generalized forces
         of the multipliers) and c = Phi_q x at fixed lam and x (default 0): the curvature of the
@@ -132,7 +150,11 @@ class Derivatives:
         return out.reshape(2 * self.n, 2 * self.n)
 
     def jacobian_function(self, params=None):
-        """A fast `jac(t, y)` for scipy's implicit integrators (parameters bound once)."""
+        """A fast `jac(t, y)` for scipy's implicit integrators (parameters bound once); with extra
+        states (and no inputs), over y = [q, q', s] from the signal kernels."""
+        if self.model.states:
+            n = self.n
+            return lambda t, y: self.first_order(y[:n], y[n:2 * n], y[2 * n:], None, t, params)["A"]
         p = self.model.param_vector(params)
         jac, n2 = self.module.jacobian, 2 * self.n
 

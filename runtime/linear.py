@@ -45,7 +45,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg as sla
 
 from dynamica.runtime.expm import state_matrix
 from dynamica.runtime.modes import (compute_modes, compute_state_modes, frequency_response, input_matrix,
@@ -208,23 +207,15 @@ def _linearize_signals(model, d, q, qd, t, params, s, u, info) -> LinearModel:
     n, k, m = model.n, len(model.states), len(model.spec.inputs)
     s = model.initial_states(params) if s is None else model._vec(s, "s", k)
     u = np.zeros(m) if u is None else model._vec(u, "u", m)
-    M = d.mass_matrix(q, t, params)
-    lu = sla.lu_factor(M)
-    qdd = -sla.lu_solve(lu, d.signal_jacobian(q, qd, np.zeros(n), s, u, t, params)["r"])
-    J = d.signal_jacobian(q, qd, qdd, s, u, t, params)
+    fo = d.first_order(q, qd, s, u, t, params)
+    M, qdd, J = fo["M"], fo["qdd"], fo["J"]
     K, C = J["r_q"], J["r_qd"]
-    Z = np.zeros
-    rows = [np.hstack([Z((n, n)), np.eye(n), Z((n, k))]),
-            -sla.lu_solve(lu, np.hstack([K, C, J["r_s"]]))]
-    B = [Z((n, m)), -sla.lu_solve(lu, J["r_u"])]
+    info["A"] = fo["A"]
     if k:
-        rows.append(np.hstack([J["sd_q"], J["sd_qd"], J["sd_s"]]))
-        B.append(J["sd_u"])
         info["state_rates"] = J["sd"]
-    info["A"] = np.vstack(rows)
     return LinearModel(M=M, C=C, K=K, coordinates=tuple(model.coordinates), q=q, qd=qd, qdd=qdd, t=float(t),
                        model=model, params=params, info=info, states=tuple(model.states), s=np.array(s, dtype=float),
-                       inputs=tuple(model.spec.inputs), B=np.vstack(B) if m else None,
+                       inputs=tuple(model.spec.inputs), B=fo["B"],
                        input_forces=-J["r_u"] if m else None)
 
 

@@ -72,8 +72,8 @@ IMPLICIT = ("Radau", "BDF", "LSODA")
 def _jacobian(model, scipy_method, params, jacobian):
     if jacobian not in (None, "analytic", "numeric"):
         raise ValueError(f"jacobian must be 'analytic' or 'numeric', not {jacobian!r}")
-    if scipy_method not in IMPLICIT or jacobian == "numeric" or model.hamiltonian or model.loops or model.states:
-        return None           # (the derivatives module's Jacobian: state [q, qd], no loops)
+    if scipy_method not in IMPLICIT or jacobian == "numeric" or model.hamiltonian or model.loops or model.spec.inputs:
+        return None           # (the derivatives module's Jacobian: state [q, qd, s], no loops, no inputs)
     from dynamica.runtime.derivatives import derivatives
     return derivatives(model).jacobian_function(params)
 

@@ -202,3 +202,27 @@ def test_loops_away_from_equilibrium_and_unstable_equilibria_are_reported():
     assert np.max(np.abs(-np.linalg.solve(lin.M, lin.K) - Aq)) < 1e-6 * max(1.0, np.max(np.abs(Aq)))
     with pytest.raises(ValueError, match="at rest"):
         dynamica.linearize(model, q=lin.q, qd=np.ones(model.n))
+
+
+def test_radau_on_a_model_with_states_uses_the_generated_jacobian(tmp_path):
+    """Without inputs, jac(t, y) over [q, q', s] equals central differences of the compiled rhs,
+    and radau with it follows DOP853."""
+    data = {**LAG, "inputs": [], "states": {"F": {"initial": 3.0, "der": "(40*sin(6*t) - F - c*der(x)*x**2)/tau"}}}
+    data = {k: v for k, v in data.items() if k != "inputs"}
+    model = dynamica.load(write_model(tmp_path, {**data, "initial": {"x": 0.05, "a": 0.1}}))
+    jac = derivatives(model).jacobian_function()
+    y = np.array([0.2, 0.05, 0.3, -0.4, 7.0])
+    fd = np.array([(model.rhs(0.3, y + h) - model.rhs(0.3, y - h)) / 2e-6 for h in 1e-6 * np.eye(5)]).T
+    assert np.max(np.abs(jac(0.3, y) - fd)) < 1e-6 * np.max(np.abs(fd))
+    kw = dict(t_end=1.0, output_step=0.05, rtol=1e-10, atol=1e-12)
+    ana = dynamica.simulate(model, method="radau", **kw)
+    ref = dynamica.simulate(model, method="DOP853", **kw)
+    assert ana.info["jacobian"] == "analytic" and ana.info["njev"] > 0
+    assert np.max(np.abs(ana.q - ref.q)) < 1e-7
+
+
+@pytest.mark.parametrize("name, kw", [("dc_motor_joint", dict(q=[0.3], qd=[0.7], s=[1.5], u=[3.0])),
+                                      ("fourbar", {})])
+def test_fortran_backend_linearises_states_and_loops_as_c(name, kw):
+    a, b = (dynamica.linearize(dynamica.load(MODELS / f"{name}.yaml", backend=be), **kw).A for be in ("c", "fortran"))
+    assert np.max(np.abs(a - b)) <= 1e-13 * np.max(np.abs(a))

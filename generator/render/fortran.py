@@ -241,6 +241,8 @@ def entries(mod: ir.ModuleIR) -> list:
     for e in ents:
         e["cname"] = entry_symbol(mod, e["name"])
         e["dummies"] = ", ".join(["t"] + [a for a, _, _ in e["args"]])
+        head = f'    subroutine e_{e["name"]}({e["dummies"]}) bind(C, name="{e["cname"]}")'
+        e["sep"] = " " if len(head) <= 132 else " &\n        "     # free form: 132 characters a line
         e["decls"] = ["real(c_double), value, intent(in) :: t"] + [
             f"real(c_double), intent({'inout' if w else 'in'}) :: {a}(0:*)" for a, _, w in e["args"]]
         e["c_signature"] = (f"void {e['cname']}(double t, " + ", ".join(
