@@ -183,9 +183,9 @@ def add_commands(sub, common, epilog):
     p.add_argument("--table", help="write the modal table to this CSV file")
     p.add_argument("--plot", help="plot the mode shapes to this file (PNG, PDF, SVG)")
     p.add_argument("--response", help="comma-separated inputs of the frequency response: unit generalized forces "
-                   "on these coordinates")
-    p.add_argument("--outputs", help="comma-separated outputs of the response: coordinates or der(<coordinate>) "
-                   "(default: all coordinates)")
+                   "on these coordinates, or the model's inputs (`inputs:`)")
+    p.add_argument("--outputs", help="comma-separated outputs of the response: coordinates, der(<coordinate>) or "
+                   "extra states (default: all coordinates)")
     p.add_argument("--response-plot", help="plot the amplitude-frequency characteristic to this file")
     p.add_argument("--response-table", help="write amplitudes and phases against frequency to this CSV file")
     p.set_defaults(fn=cmd_modes)
