@@ -62,6 +62,8 @@ def cmd_modes(args):
         where = "the equilibrium found from the initial values"
     else:
         q0, qd0 = model.initial_state(params)
+        if model.loops:                       # onto the loops' constraint manifold
+            q0, qd0 = model.assemble(q0, qd0, t=args.time, params=params)
         lin = linearize(model, q=q0, qd=qd0, t=args.time, params=params)
         where = "the initial state"
     md = lin.modes()

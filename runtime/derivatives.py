@@ -47,24 +47,29 @@ class Derivatives:
         qd = np.zeros(self.n) if qd is None else m._vec(qd, "qd")
         return q, qd
 
-    def residual(self, q, qd, qdd, t=0.0, params=None) -> np.ndarray:
+    def _p(self, params=None, s=None, u=None) -> np.ndarray:
+        """p with the extra states s and the inputs u (held) in their slots (default 0)."""
+        m = self.model
+        inputs = None if u is None or not m.inputs else dict(zip(m.inputs, m._vec(u, "u", len(m.inputs))))
+        return m.param_vector(params, inputs=inputs, s=s)
+
+    def residual(self, q, qd, qdd, t=0.0, params=None, s=None, u=None) -> np.ndarray:
         q, qd = self._state(q, qd)
         out = np.empty(self.n)
-        self.module.residual(float(t), q, qd, self.model._vec(qdd, "qdd"), self.model.param_vector(params), out)
+        self.module.residual(float(t), q, qd, self.model._vec(qdd, "qdd"), self._p(params, s, u), out)
         return out
 
-    def residual_jacobian(self, q, qd, qdd, t=0.0, params=None):
-        """(r, dr/dq, dr/dqd) at fixed q''."""
+    def residual_jacobian(self, q, qd, qdd, t=0.0, params=None, s=None, u=None):
+        """(r, dr/dq, dr/dqd) at fixed q'' (and fixed extra states s and inputs u, default 0)."""
         q, qd = self._state(q, qd)
         r, J = np.empty(self.n), np.empty(2 * self.n * self.n)
-        self.module.residual_jacobian(float(t), q, qd, self.model._vec(qdd, "qdd"), self.model.param_vector(params),
-                                      r, J)
+        self.module.residual_jacobian(float(t), q, qd, self.model._vec(qdd, "qdd"), self._p(params, s, u), r, J)
         J = J.reshape(self.n, 2 * self.n)
         return r, J[:, :self.n].copy(), J[:, self.n:].copy()
 
-    def force_jacobian(self, q, qd=None, t=0.0, params=None):
+    def force_jacobian(self, q, qd=None, t=0.0, params=None, s=None, u=None):
         """(Q, dQ/dq, dQ/dqd) of the generalized forces Q = -r(q, q', 0) (active, gravity, velocity terms)."""
-        r, K, C = self.residual_jacobian(q, qd, np.zeros(self.n), t, params)
+        r, K, C = self.residual_jacobian(q, qd, np.zeros(self.n), t, params, s, u)
         return -r, -K, -C
 
     def signal_jacobian(self, q, qd, qdd, s=None, u=None, t=0.0, params=None) -> dict:
@@ -77,7 +82,7 @@ class Derivatives:
         args = [float(t), q, qd, m._vec(qdd, "qdd")]
         sig = ([m._vec(np.zeros(k) if s is None else s, "s", k)] if k else []) + \
               ([m._vec(np.zeros(nu) if u is None else u, "u", nu)] if nu else [])
-        p = m.param_vector(params)
+        p = self._p(params)
         D = 2 * n + k + nu
         cuts = np.cumsum([n, n, k])
 
@@ -101,7 +106,7 @@ class Derivatives:
         n, k, m = self.n, len(self.model.states), len(self.model.spec.inputs)
         M = self.mass_matrix(q, t, params)
         lu = sla.lu_factor(M)
-        qdd = -sla.lu_solve(lu, self.signal_jacobian(q, qd, np.zeros(n), s, u, t, params)["r"])
+        qdd = -sla.lu_solve(lu, self.residual(q, qd, np.zeros(n), t, params, s, u))
         J = self.signal_jacobian(q, qd, qdd, s, u, t, params)
         rows = [np.hstack([np.zeros((n, n)), np.eye(n), np.zeros((n, k))]),
                 -sla.lu_solve(lu, np.hstack([J["r_q"], J["r_qd"], J["r_s"]]))]
@@ -130,21 +135,24 @@ class Derivatives:
         self.module.mass_matrix(float(t), self.model._vec(q, "q"), self.model.param_vector(params), out)
         return out.reshape(self.n, self.n)
 
-    def qdd(self, q, qd, t=0.0, params=None) -> np.ndarray:
+    def qdd(self, q, qd, t=0.0, params=None, s=None, u=None) -> np.ndarray:
         q, qd = self._state(q, qd)
         out = np.empty(self.n)
-        self.module.qdd(float(t), q, qd, self.model.param_vector(params), out)
+        self.module.qdd(float(t), q, qd, self._p(params, s, u), out)
         return out
 
-    def qdd_jacobian(self, q, qd, t=0.0, params=None):
-        """(q'', dq''/dq, dq''/dqd)."""
+    def qdd_jacobian(self, q, qd, t=0.0, params=None, s=None, u=None):
+        """(q'', dq''/dq, dq''/dqd) (at fixed extra states s and inputs u, default 0)."""
         q, qd = self._state(q, qd)
         qdd, J = np.empty(self.n), np.empty(2 * self.n * self.n)
-        self.module.qdd_jacobian(float(t), q, qd, self.model.param_vector(params), qdd, J)
+        self.module.qdd_jacobian(float(t), q, qd, self._p(params, s, u), qdd, J)
         J = J.reshape(self.n, 2 * self.n)
         return qdd, J[:, :self.n].copy(), J[:, self.n:].copy()
 
     def state_jacobian(self, t, y, params=None) -> np.ndarray:
+        """d y'/d y of the integrators' state (with extra states: over [q, q', s], inputs 0)."""
+        if self.model.states:
+            return self.jacobian_function(params)(t, self.model._vec(y, "y", self.model.state_size))
         out = np.empty(4 * self.n * self.n)
         self.module.jacobian(float(t), self.model._vec(y, "y", 2 * self.n), self.model.param_vector(params), out)
         return out.reshape(2 * self.n, 2 * self.n)

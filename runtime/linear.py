@@ -30,8 +30,9 @@ the constraints H = d(Phi_q^T lam)/dq at fixed lam (generator/derivatives.py loo
 
 (T^T r = 0 on the manifold; differentiating T(q)^T r along q = q* + T z leaves
 dT^T r = dT^T Phi_q^T lam = -T^T H T z, as Phi_q T = 0); about states at rest (q' = 0). Away
-from an equilibrium (q''* != 0) K also gets M E, E dq the change of the dependent coordinates'
-accelerations with the configuration (Phi_q E dq = -d(Phi_q q''*)/dq dq).
+from an equilibrium (q''* != 0) K also gets M W, W dq the change of the dependent coordinates'
+accelerations with the configuration (Phi_q W dq = -d(Phi_q q''*)/dq dq; in the default
+independent coordinates only: `basis` is refused there).
 
 Independent coordinates: `basis` (an n x m matrix T, or a pair (T, names)) restricts the
 linearisation to q = q* + T z: M_z = T^T M T, C_z = T^T C T, K_z = T^T K T. Without it, a model with
@@ -102,31 +103,50 @@ class LinearModel:
 
     def frequency_response(self, inputs, outputs=None, frequencies=None):
         """H(i w) from named inputs (coordinates: unit generalized forces; or name -> n forces; or the
-        model's inputs) to outputs (coordinates, der(<coordinate>), states), frequencies in Hz
-        (default: around the modes)."""
-        names = (inputs,) if isinstance(inputs, str) else inputs
-        if self.first_order or (self.inputs and not isinstance(names, dict)
-                                and all(u in self.inputs for u in names)):
-            return state_frequency_response(self.A, self._input_columns(), (self.state_names, self._input_names()),
-                                            inputs, outputs, frequencies, self.modes() if frequencies is None else None)
+        model's inputs) to outputs (coordinates, der(<coordinate>); with states also the states),
+        frequencies in Hz (default: around the modes)."""
+        if self._state_space(inputs):
+            names, B = self._state_inputs(inputs)
+            return state_frequency_response(self.A, B, (self.state_names, names), names,
+                                            outputs if outputs is not None else self.coordinates, frequencies,
+                                            self.modes() if frequencies is None else None)
         return frequency_response(self.M, self.C, self.K, self.coordinates, inputs, outputs, frequencies,
                                   self.modes() if frequencies is None else None)
 
-    def _input_names(self) -> tuple:
-        return tuple(self.inputs) + (tuple(self.coordinates) if self.first_order else ())
+    def _state_space(self, inputs) -> bool:
+        """Whether the first-order model x' = A x + B u serves: with states, or for the model's inputs."""
+        names = () if inputs is None or isinstance(inputs, dict) else \
+            ((inputs,) if isinstance(inputs, str) else tuple(inputs))
+        return self.first_order or any(u in self.inputs for u in names)
 
-    def _input_columns(self) -> np.ndarray:
-        """B of the model's inputs, then (with states) a unit generalized force on each coordinate."""
-        cols = [np.zeros((len(self.A), 0)) if self.B is None else self.B]
-        if self.first_order:
-            n = self.n
-            cols.append(np.vstack([np.zeros((n, n)), np.linalg.inv(self.M), np.zeros((len(self.states), n))]))
-        return np.hstack(cols)
+    def _state_inputs(self, inputs) -> tuple:
+        """(names, columns of dx'/d(input)) of inputs over x = [q, q', s]: the model's inputs (columns
+        of B), coordinates (a unit generalized force each) or a mapping name -> n generalized forces."""
+        n, k = self.n, len(self.states)
+        if isinstance(inputs, dict):
+            names, forces = input_matrix(self.coordinates, inputs)
+        else:
+            names = (inputs,) if isinstance(inputs, str) else tuple(inputs)
+            unknown = [u for u in names if u not in self.inputs and u not in self.coordinates]
+            if unknown:
+                raise ValueError(f"unknown input(s) {', '.join(map(repr, unknown))}: an input is one of the model's "
+                                 f"inputs ({', '.join(self.inputs) or 'none'}), a coordinate (a unit generalized force "
+                                 f"on it: {', '.join(self.coordinates)}) or a mapping name -> forces")
+            forces = np.zeros((n, len(names)))
+            for j, c in enumerate(names):
+                if c not in self.inputs:
+                    forces[self.coordinates.index(c), j] = 1.0
+        B = np.vstack([np.zeros_like(forces), np.linalg.solve(self.M, forces), np.zeros((k, forces.shape[1]))])
+        for j, u in enumerate(names):
+            if not isinstance(inputs, dict) and u in self.inputs:
+                B[:, j] = self.B[:, self.inputs.index(u)]
+        return names, B
 
     def simulate(self, t_end, x0, output_step, method="expm", forcing=None, inputs=None, order=3, tol=1e-13,
                  step=None, t0=0.0):
-        """The linear model's motion from the deviation x0 = [dq, dq'] (result.q, result.qd are the
-        deviations from the operating point). method "expm": the seed-004 integrator (runtime/expm.py);
+        """The linear model's motion from the deviation x0 = [dq, dq'] ([dq, dq', ds] with states;
+        result.q, result.qd are the deviations from the operating point, with states
+        result.info["states"] theirs). method "expm": the seed-004 integrator (runtime/expm.py);
         forcing f(t) -> generalized forces (n,), or with `inputs` (names as in frequency_response)
         u(t) -> one value per input."""
         from dynamica.runtime import expm
@@ -134,12 +154,12 @@ class LinearModel:
         if method not in LINEAR_METHODS:
             raise ValueError(f"unknown method {method!r} for a linear model; available: {', '.join(LINEAR_METHODS)}")
         n = self.n
-        if self.first_order:              # x = [dq, dq', ds]; inputs: names of the model's inputs or coordinates
-            names = (inputs,) if isinstance(inputs, str) else inputs
-            B = None if inputs is None else self._input_columns()[:, [self._input_names().index(u) for u in names]]
+        if self._state_space(inputs):     # x = [dq, dq', ds]
+            B = self._state_inputs(self.coordinates if inputs is None else inputs)[1]
             t, X, info = expm.integrate_state(self.A, x0, t_end, output_step, forcing=forcing, inputs=B, order=order,
                                               tol=tol, step=step, t0=t0)
-            info["states"] = X[:, 2 * n:].copy()
+            if self.first_order:
+                info["states"] = X[:, 2 * n:].copy()
         else:
             B = None if inputs is None else input_matrix(self.coordinates, inputs)[1]
             t, X, info = expm.integrate(self.M, self.C, self.K, x0, t_end, output_step, forcing=forcing, inputs=B,
@@ -181,8 +201,11 @@ def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=
     from dynamica.runtime.statics import statics
     d = derivatives(model)
     info = {}
+    if basis is not None and (model.states or model.spec.inputs):
+        raise ValueError(f"{model.name}: `basis` is for second-order models; a model with extra states or inputs is "
+                         "linearised over all of [q, q', s]")
     if q is None:
-        eq = statics(model, t=t, params=params)
+        eq = statics(model, t=t, params=params, u=u)
         q, info["equilibrium"] = eq.q, eq
         if s is None and model.states:
             s = [eq.info["states"][name] for name in model.states]
@@ -226,21 +249,30 @@ def _linearize_loops(model, d, q, qd, t, params, basis, M, info) -> LinearModel:
         raise ValueError(f"{model.name}: a model with closed loops is linearised about states at rest (qd = 0); "
                          "about a motion, the basis of the constraint null space moves with it")
     from dynamica.runtime import loops
+    phi = loops.residual(model, q, t, params)
+    if phi.size and np.max(np.abs(phi)) > 1e-8 * max(1.0, float(np.max(np.abs(q), initial=0.0))):
+        raise ValueError(f"{model.name}: q is not on the loops' constraint manifold (largest |phi| "
+                         f"{np.max(np.abs(phi)):.3g}); assemble it first: q = model.assemble(q)[0]")
     qdd = loops.solve(model, q, qd, t, params)[0]
     r, K, C = d.residual_jacobian(q, qd, qdd, t, params)
     Phi = loops.jacobian(model, q, t, params)[0]
     lam = np.linalg.lstsq(Phi.T, r, rcond=None)[0]
     _, H, _, Hx = d.constraint_force_jacobian(q, lam, qdd, t, params)
-    T, names = _basis(model, q, t, params, basis)
     # away from equilibrium (q''* != 0) the dependent coordinates' accelerations also move with
     # z: Phi_q dq'' = -d(Phi_q q''*)/dq dq, the independent ones' rows of dq'' being z''
-    ind = [model.coordinates.index(c) for c in loops.independent_basis(model, q, t, params)[1]]
-    dep = [k for k in range(model.n) if k not in ind]
-    E = np.zeros((model.n, model.n))
-    if dep and np.any(qdd):
-        E[dep] = -np.linalg.lstsq(Phi[:, dep], Hx, rcond=None)[0]
+    moving = bool(np.max(np.abs(qdd), initial=0.0) > 1e-9 * max(1.0, float(np.max(np.abs(M @ qdd - r), initial=0.0))))
+    if moving and basis is not None:
+        raise ValueError(f"{model.name}: `basis` is taken at an equilibrium only for a model with closed loops (here "
+                         f"q'' = {np.round(qdd, 6).tolist()}); away from it, the default independent coordinates")
+    T, names = _basis(model, q, t, params, basis)
+    W = np.zeros((model.n, model.n))
+    if moving:
+        ind = [model.coordinates.index(c) for c in names]
+        dep = [k for k in range(model.n) if k not in ind]
+        if dep:
+            W[dep] = -np.linalg.lstsq(Phi[:, dep], Hx, rcond=None)[0]
     info.update({"multipliers": lam, "constraint_curvature": H,
                  "loop_residual": float(np.max(np.abs(r - Phi.T @ lam), initial=0.0))})
-    Kc = K - H + M @ E
+    Kc = K - H + M @ W
     return LinearModel(M=T.T @ M @ T, C=T.T @ C @ T, K=T.T @ Kc @ T, coordinates=names, q=q, qd=qd, qdd=qdd,
                        t=float(t), basis=T, model=model, params=params, info=info)

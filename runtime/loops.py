@@ -140,26 +140,15 @@ def solve(model, q, qd, t=0.0, params=None):
     return qdd, lam
 
 
-def null_basis(J, rtol=1e-10) -> np.ndarray:
-    """An orthonormal basis (columns) of the null space of J (by its SVD)."""
-    if J.size == 0:
-        return np.eye(J.shape[1])
-    _, sv, Vt = np.linalg.svd(J)
-    rank = int(np.sum(sv > rtol * max(sv.max(initial=0.0), 1.0)))
-    return Vt[rank:].T.copy()
-
-
-def independent_basis(model, q, t=0.0, params=None, rtol=1e-10):
-    """(T, names): a basis of the motions the loops admit at q (the null space of J, J T = 0) in
-    independent coordinates: QR with column pivoting picks the dependent coordinates (the best
-    conditioned columns of J, as many as its rank), the others are independent and name the
-    columns of T (q = q* + T z moves each independent coordinate by its z, the dependent ones
-    as the loops require, to first order)."""
+def independent_columns(J, rtol=1e-10):
+    """(T, ind): a basis of the null space of J (J T = 0) in independent coordinates: QR with
+    column pivoting picks the dependent columns (the best conditioned of J, as many as its rank),
+    the others `ind` are independent, with unit rows in T (q = q* + T z moves each independent
+    coordinate by its z, the dependent ones as J requires)."""
     import scipy.linalg as sla
-    J = jacobian(model, q, t, params)[0]
-    n = model.n
+    n = J.shape[1]
     if J.size == 0:
-        return np.eye(n), tuple(model.coordinates)
+        return np.eye(n), list(range(n))
     _, R, piv = sla.qr(J, pivoting=True, mode="economic")
     d = np.abs(np.diag(R))
     rank = int(np.sum(d > rtol * max(d.max(initial=0.0), 1.0)))
@@ -168,4 +157,11 @@ def independent_basis(model, q, t=0.0, params=None, rtol=1e-10):
     T[ind, range(len(ind))] = 1.0
     if rank:
         T[dep] = -np.linalg.lstsq(J[:, dep], J[:, ind], rcond=None)[0]
+    return T, ind
+
+
+def independent_basis(model, q, t=0.0, params=None):
+    """(T, names) of `independent_columns` for the loops' Jacobian at q, the independent
+    coordinates naming the columns of T."""
+    T, ind = independent_columns(jacobian(model, q, t, params)[0])
     return T, tuple(model.coordinates[j] for j in ind)

@@ -313,7 +313,8 @@ def frequency_response(M, C, K, coordinates, inputs, outputs=None, frequencies=N
 def compute_state_modes(A, coordinates, states) -> Modes:
     """The modes of x' = A x, x = [q, q', s] (the linearisation of a model with extra states):
     one per complex pair (Im lambda > 0) and one per real eigenvalue, sorted by |lambda|;
-    `angular_frequencies` |lambda| (the undamped frequency of a pair; of a real root, its rate),
+    `angular_frequencies` |lambda| (the undamped frequency of a pair; of a real root, its rate;
+    nan for a growing one, as for an unstable second-order mode),
     shapes over the coordinates and the states (the q and s parts of the eigenvector)."""
     A = np.asarray(A, dtype=float)
     n, k = len(coordinates), len(states)
@@ -329,8 +330,9 @@ def compute_state_modes(A, coordinates, states) -> Modes:
     shapes = np.array([_normalize(parts[:, j].real if np.any(parts[:, j].real) else parts[:, j].imag)
                        for j in range(len(lam))]).T.reshape(n + k, len(lam))
     mag = np.abs(lam)
-    w2 = np.where((lam.imag == 0) & (lam.real > 0), -mag ** 2, mag ** 2)      # < 0: a growing real root
-    return Modes(tuple(coordinates) + tuple(states), mag, w2, lam, shapes, cshapes,
+    growing = lam.real > 1e-12 * scale
+    w2 = np.where(growing, -mag ** 2, mag ** 2)                 # < 0 and omega nan: an unstable mode
+    return Modes(tuple(coordinates) + tuple(states), np.where(growing, np.nan, mag), w2, lam, shapes, cshapes,
                  info={"first_order": True, "state_size": len(A)})
 
 

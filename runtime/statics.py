@@ -81,7 +81,9 @@ class Equilibrium:
             lines.append(f"{name:>16s} {a: 14.8g} {b: 16.10g}  {force:>17s}")
         lines.append(f"iterations: {self.iterations}; |Q| of the free coordinates {np.max(np.abs(self.residual), initial=0):.3e} "
                      f"(tolerance {self.tolerance:.3e})")
-        lines.append("stiffness eigenvalues (symmetric part of dr/dq, free coordinates): "
+        lines.append(("stiffness eigenvalues on the loops' constraint manifold (independent coordinates "
+                      + ", ".join(self.info["independent"]) + "): ") if self.info.get("manifold") else
+                     "stiffness eigenvalues (symmetric part of dr/dq, free coordinates): "
                      + ", ".join(f"{x:.6g}" for x in self.eigenvalues))
         unstable = self.unstable_directions()
         if unstable:
@@ -110,12 +112,13 @@ def _free_indices(model, free) -> list:
     return sorted({model.coordinates.index(c) for c in names})
 
 
-def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200) -> Equilibrium:
-    """The equilibrium reached from q0 (default: the model's initial values); see the module docstring."""
+def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200, u=None) -> Equilibrium:
+    """The equilibrium reached from q0 (default: the model's initial values); see the module
+    docstring. u: the model's inputs (`inputs:`), held at these values (default 0)."""
     from scipy.optimize import least_squares
     from dynamica.runtime.derivatives import derivatives
     if getattr(model, "states", ()):
-        return _statics_with_states(model, q0, free, t, params, tol, max_iter)
+        return _statics_with_states(model, q0, free, t, params, tol, max_iter, u)
     if getattr(model, "loops", False):
         return _statics_with_loops(model, q0, free, t, params, tol, max_iter)
     d = derivatives(model)
@@ -129,7 +132,7 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
         return q
 
     def g_and_K(x):
-        r, K, _ = d.residual_jacobian(full(x), zero, zero, t, params)
+        r, K, _ = d.residual_jacobian(full(x), zero, zero, t, params, u=u)
         return r[idx], K[np.ix_(idx, idx)]
 
     g0, K0 = g_and_K(start[idx])
@@ -166,12 +169,11 @@ def _equilibrium(model, q, idx, start, g, K, iterations, tolerance, info) -> Equ
     return eq
 
 
-def _statics_with_states(model, q0, free, t, params, tol, max_iter) -> Equilibrium:
+def _statics_with_states(model, q0, free, t, params, tol, max_iter, u) -> Equilibrium:
     """A model with extra states (`states:`): the free coordinates and the states together, with
-    g = -Q(q, 0, s) = 0 and s' = 0 (inputs at 0), by the damped Newton of the others (then the
-    trust region) on the generated Jacobians of r and s' (generator/derivatives.py
-    signal_kernels). `info["states"]` holds the states; the stiffness is dg/dq_f at those states."""
-    from scipy.optimize import least_squares
+    g = -Q(q, 0, s) = 0 and s' = 0 (the inputs held at u, default 0), on the generated Jacobians
+    of r and s' (generator/derivatives.py signal_kernels), by `_solve`. `info["states"]` holds the
+    states; the stiffness is dg/dq_f at those states."""
     from dynamica.runtime.derivatives import derivatives
     d = derivatives(model)
     start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
@@ -186,32 +188,48 @@ def _statics_with_states(model, q0, free, t, params, tol, max_iter) -> Equilibri
 
     def g_and_K(x):
         q, s = split(x)
-        J = d.signal_jacobian(q, zero, zero, s, None, t, params)
+        J = d.signal_jacobian(q, zero, zero, s, u, t, params)
         g = np.concatenate([J["r"][idx], J["sd"]])
         top = np.hstack([J["r_q"][np.ix_(idx, idx)], J["r_s"][idx]])
         return g, np.vstack([top, np.hstack([J["sd_q"][:, idx], J["sd_s"]])])
 
-    x0 = np.concatenate([start[idx], s0])
+    names = [model.coordinates[j] for j in idx] + [f"der({n}) = 0" for n in model.states]
+    x, g, K, iterations, message, tolerance = _solve(model, g_and_K, np.concatenate([start[idx], s0]),
+                                                     (nf, len(s0)), tol, max_iter, names)
+    q, s = split(x)
+    return _equilibrium(model, q, idx, start, g[:nf], K[:nf, :nf], iterations, float(tolerance[0]) if nf else 0.0,
+                        {"message": message, "t": t, "states": dict(zip(model.states, map(float, s)))})
+
+
+def _solve(model, g_and_K, x0, blocks, tol, max_iter, names):
+    """g(x) = 0 by the damped Newton, then the trust region, each block of rows (sizes `blocks`:
+    forces, then rates or constraints, in their own units) to its own tolerance TOL x the larger
+    of its residual and its rows of the Jacobian at the start. (x, g, K, iterations, message,
+    tolerances per row); a StaticsError naming the largest residuals if none is found."""
+    from scipy.optimize import least_squares
     g0, K0 = g_and_K(x0)
-    tolerance = tol * max(float(np.max(np.abs(g0), initial=0.0)), float(np.max(np.abs(K0), initial=0.0)), 1.0)
+    tolerance, k = np.empty(len(g0)), 0
+    for size in blocks:
+        rows = slice(k, k + size)
+        tolerance[rows] = tol * max(float(np.max(np.abs(g0[rows]), initial=0.0)),
+                                    float(np.max(np.abs(K0[rows]), initial=0.0)), np.finfo(float).tiny)
+        k += size
     x, iterations, message = x0, 0, "already in equilibrium"
-    if np.max(np.abs(g0), initial=0.0) > tolerance:
+    if not np.all(np.abs(g0) <= tolerance):
         x, iterations, done = _damped_newton(g_and_K, x0, tolerance, max_iter)
         message = "damped Newton"
         if not done:
-            sol = least_squares(lambda x: g_and_K(x)[0], x, jac=lambda x: g_and_K(x)[1], method="trf",
-                                x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iter)
+            w = 1.0 / tolerance
+            sol = least_squares(lambda x: w * g_and_K(x)[0], x, jac=lambda x: w[:, None] * g_and_K(x)[1],
+                                method="trf", x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iter)
             x, iterations, message = sol.x, iterations + int(sol.nfev), f"trust region: {sol.message}"
     g, K = g_and_K(x)
-    q, s = split(x)
-    if not (np.all(np.isfinite(g)) and np.max(np.abs(g), initial=0.0) <= tolerance):
-        names = [model.coordinates[j] for j in idx] + [f"der({n}) = 0" for n in model.states]
-        worst = ", ".join(f"`{names[j]}` {g[j]:.3e}" for j in np.argsort(-np.abs(np.nan_to_num(g, nan=np.inf)))[:5])
+    if not (np.all(np.isfinite(g)) and np.all(np.abs(g) <= tolerance)):
+        ratio = np.nan_to_num(np.abs(g) / tolerance, nan=np.inf)
+        worst = ", ".join(f"`{names[j]}` {g[j]:.3e} (tolerance {tolerance[j]:.1e})" for j in np.argsort(-ratio)[:5])
         raise StaticsError(f"{model.name}: no equilibrium found ({message}); the residuals that remain, largest "
-                           f"first: {worst} (tolerance {tolerance:.3e}); try another start q0 or hold coordinates "
-                           "with `free`")
-    return _equilibrium(model, q, idx, start, g[:nf], K[:nf, :nf], iterations, tolerance,
-                        {"message": message, "t": t, "states": dict(zip(model.states, map(float, s)))})
+                           f"first: {worst}; try another start q0 or hold coordinates with `free`")
+    return x, g, K, iterations, message, tolerance
 
 
 def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibrium:
@@ -219,17 +237,19 @@ def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibriu
 
         g = (r(q, 0, 0) - Phi_q^T lam)_f = 0,   phi(q) = 0,
 
-    by the damped Newton of the others on the Jacobian [[K - H, -Phi_q^T]_f, [Phi_q]_f, 0]] (H =
-    d(Phi_q^T lam)/dq: generator/derivatives.py loop_kernels; least-squares steps, as redundant
-    loop equations make it singular). The stiffness reported is that on the constraint manifold,
-    T^T (K - H) T in independent coordinates (runtime/linear.py); the eigenvectors are given over
-    the free coordinates (T times those of the reduced stiffness)."""
+    by `_solve` on the Jacobian [[K - H, -Phi_q^T]_f, [Phi_q]_f, 0]] (H = d(Phi_q^T lam)/dq:
+    generator/derivatives.py loop_kernels; least-squares steps, as redundant loop equations make
+    it singular). The stiffness reported is that on the constraint manifold, T^T (K - H) T in
+    independent coordinates of the free ones (runtime/loops.py; `info["independent"]` names them,
+    as `linearize` does); the eigenvectors are given over the free coordinates (T times those of
+    the reduced stiffness)."""
     from dynamica.runtime import loops
     from dynamica.runtime.derivatives import derivatives
     d = derivatives(model)
     start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
     idx = _free_indices(model, free)
-    m, nf, zero = len(loops.layout(model)), len(idx), np.zeros(model.n)
+    layout = loops.layout(model)
+    m, nf, zero = len(layout), len(idx), np.zeros(model.n)
 
     def full(x):
         q = start.copy()
@@ -248,35 +268,25 @@ def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibriu
     r0 = d.residual_jacobian(start, zero, zero, t, params)[0]
     J0 = loops.jacobian(model, start, t, params)[0]
     x0 = np.concatenate([start[idx], np.linalg.lstsq(J0.T[idx], r0[idx], rcond=None)[0] if nf else np.zeros(m)])
-    g0, K0 = g_and_K(x0)
-    tolerance = tol * max(float(np.max(np.abs(g0), initial=0.0)), float(np.max(np.abs(K0), initial=0.0)))
-    x, iterations, message = x0, 0, "already in equilibrium"
-    if np.max(np.abs(g0), initial=0.0) > tolerance:
-        x, iterations, done = _damped_newton(g_and_K, x0, tolerance, max_iter)
-        message = "damped Newton on the constraint manifold"
-    g, _ = g_and_K(x)
-    if not (np.all(np.isfinite(g)) and np.max(np.abs(g), initial=0.0) <= tolerance):
-        names = [model.coordinates[k] for k in idx] + [f"loop {lp} ({w})" for lp, w in loops.layout(model)]
-        worst = ", ".join(f"`{names[j]}` {g[j]:.3e}" for j in np.argsort(-np.abs(np.nan_to_num(g, nan=np.inf)))[:5])
-        raise StaticsError(f"{model.name}: no equilibrium found ({message}); the residuals that remain, largest "
-                           f"first: {worst} (tolerance {tolerance:.3e}); try another start q0 or hold coordinates "
-                           "with `free`")
+    names = [model.coordinates[k] for k in idx] + [f"loop {lp} ({w})" for lp, w in layout]
+    x, g, _, iterations, message, tolerance = _solve(model, g_and_K, x0, (nf, m), tol, max_iter, names)
     q, lam = full(x), x[nf:]
     r, K, _ = d.residual_jacobian(q, zero, zero, t, params)
     H = d.constraint_force_jacobian(q, lam, t=t, params=params)[1]
     J = loops.jacobian(model, q, t, params)[0][:, idx]
-    T = loops.null_basis(J)
+    T, ind = loops.independent_columns(J)
     Kz = T.T @ (K - H)[np.ix_(idx, idx)] @ T
-    eq = _equilibrium(model, q, [], start, g[:nf], Kz, iterations, tolerance,
-                      {"message": message, "t": t, "multipliers": lam, "basis": T})
+    eq = _equilibrium(model, q, [], start, g[:nf], Kz, iterations, float(tolerance[0]) if nf else 0.0,
+                      {"message": message, "t": t, "multipliers": lam, "basis": T, "manifold": True,
+                       "independent": tuple(model.coordinates[idx[k]] for k in ind)})
     lam_z, vec = np.linalg.eigh((Kz + Kz.T) / 2)
     eq.free = tuple(model.coordinates[k] for k in idx)
     eq.held = tuple(c for k, c in enumerate(model.coordinates) if k not in idx)
     eq.eigenvalues, eq.eigenvectors = lam_z, T @ vec
-    for lam_k, names in eq.unstable_directions():
+    for lam_k, moved in eq.unstable_directions():
         from dynamica.generator.model import _warn
         _warn(model.spec, f"the equilibrium found is unstable: the stiffness on the loops' constraint manifold has the "
-                          f"negative eigenvalue {lam_k:.4g} along {', '.join(f'`{c}`' for c in names)}")
+                          f"negative eigenvalue {lam_k:.4g} along {', '.join(f'`{c}`' for c in moved)}")
     return eq
 
 
@@ -287,7 +297,7 @@ def _damped_newton(g_and_K, x, tolerance, max_iter):
     norm = float(np.linalg.norm(g))
     evaluations = 1
     while evaluations < max_iter:
-        if np.max(np.abs(g)) <= tolerance:
+        if np.all(np.abs(g) <= tolerance):
             return x, evaluations, True
         step = np.linalg.lstsq(K, -g, rcond=None)[0]
         for _ in range(30):
@@ -300,7 +310,7 @@ def _damped_newton(g_and_K, x, tolerance, max_iter):
         else:
             return x, evaluations, False
         x, g, K, norm = trial, g_t, K_t, float(np.linalg.norm(g_t))
-    return x, evaluations, bool(np.max(np.abs(g)) <= tolerance)
+    return x, evaluations, bool(np.all(np.abs(g) <= tolerance))
 
 
 def _failure(model, idx, g, tolerance, message) -> str:

@@ -9,6 +9,7 @@ hypothesis part is derandomized too, and a bigger run of both is marked slow.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 import time
@@ -153,8 +154,7 @@ SPECIAL = {
 
 
 # ---------------------------------------------------------------- the property
-def check(path, label: str = "") -> object:
-    """Load `path` (and build its topology): a ModelSpec or a ModelError naming the file, in time."""
+def _load(path):
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():
@@ -164,7 +164,18 @@ def check(path, label: str = "") -> object:
         result = spec
     except ModelError as exc:
         result = exc
-    elapsed = time.perf_counter() - t0
+    return result, time.perf_counter() - t0
+
+
+def check(path, label: str = "") -> object:
+    """Load `path` (and build its topology): a ModelSpec or a ModelError naming the file, in time.
+    A case over BOUND runs once more and keeps its shorter time: a hang is slow both times, a
+    stall of the process (a full garbage collection, the scheduler of a loaded 2-core machine:
+    a 4 ms case measured 1.08 s once in CI while other jobs ran) is not."""
+    result, elapsed = _load(path)
+    if elapsed >= BOUND:
+        result, again = _load(path)
+        elapsed = min(elapsed, again)
     TIMES.append((elapsed, label or str(path)))
     assert elapsed < BOUND, f"{label or path}: {elapsed:.2f} s"
     if isinstance(result, ModelError):
@@ -353,7 +364,13 @@ def _parse_property(text):
         # whatever folded to a constant is a finite real number
         for n in e.atoms(__import__("sympy").Number):
             assert n.is_finite and n.is_real and abs(float(n)) < float("inf"), (text, n)
-    assert time.perf_counter() - t0 < BOUND, text
+    elapsed = time.perf_counter() - t0
+    if elapsed >= BOUND:                 # once more, as check() does: a hang is slow both times
+        t0 = time.perf_counter()
+        with contextlib.suppress(ex.ExpressionError):
+            ex.parse(text, SCOPE)
+        elapsed = min(elapsed, time.perf_counter() - t0)
+    assert elapsed < BOUND, text
 
 
 @FAST

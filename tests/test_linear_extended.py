@@ -23,6 +23,7 @@ import pytest
 from scipy.interpolate import CubicSpline, PchipInterpolator, RegularGridInterpolator
 
 import dynamica
+from dynamica.generator.model import DynamicaWarning
 from dynamica.runtime import loops
 from dynamica.runtime.derivatives import derivatives
 
@@ -74,6 +75,23 @@ def test_tabulated_forces_have_the_interpolators_derivatives(tmp_path, interpola
     assert abs(lin.modes().angular_frequencies[0] - math.sqrt(k / 2.5)) < 1e-9 * math.sqrt(k / 2.5)
 
 
+@pytest.mark.parametrize("interpolation", ["linear", "cubic"])
+def test_tabulated_jacobian_of_the_tape_and_outside_a_continued_table(tmp_path, interpolation):
+    path = tabulated_spring(tmp_path, interpolation)
+    text = path.read_text().replace("extrapolation: hold", "extrapolation: extrapolate")
+    path.write_text(text)
+    model = dynamica.load(path)
+    unrolled, tape = derivatives(model, "unrolled"), derivatives(model, "tape")
+    x = XS[-1] + 0.2                                   # beyond the knots: the end piece continued
+    _, K, _ = unrolled.residual_jacobian([x], [0.0], [0.0])
+    ref = CubicSpline(XS, YS).derivative()(x) if interpolation == "cubic" else \
+        (YS[-1] - YS[-2]) / (XS[-1] - XS[-2])
+    assert abs(K[0, 0] - ref) < 1e-9 * abs(ref)
+    for q, v in [(x, 0.3), (0.5 * (XS[2] + XS[3]), -0.7)]:
+        a, b = (np.concatenate([m.ravel() for m in d.residual_jacobian([q], [v], [0.0])]) for d in (unrolled, tape))
+        assert np.max(np.abs(a - b)) <= 1e-12 * np.max(np.abs(a))
+
+
 def test_tabulated_jacobian_outside_the_table_holds(tmp_path):
     # extrapolation "hold": the spring force is constant beyond the last knot, its stiffness zero
     model = dynamica.load(tabulated_spring(tmp_path, "cubic"))
@@ -81,17 +99,25 @@ def test_tabulated_jacobian_outside_the_table_holds(tmp_path):
     assert K[0, 0] == 0.0
 
 
-def test_dc_motor_joint_against_its_equations_linearised_by_hand():
-    model = dynamica.load(MODELS / "dc_motor_joint.yaml")
+def motor_by_hand(model, phi):
+    """A, B of the DC-motor joint at the link angle phi (the equations in the model file's comment):
+    J phi'' = -m g (l/2) cos(phi) + N k_t i - b phi',  L_m i' = u - R i - k_e N phi'."""
     P = model.parameters
     m, l, g, N, R, L, kt, ke, Jm, b = (P[k] for k in ("m", "l", "g", "N", "R", "L_m", "k_t", "k_e", "J_m", "b"))
     J = m * l ** 2 / 3 + N ** 2 * Jm                  # the link about its joint and the reflected rotor
-    phi, w, i, u = 0.3, 0.7, 1.5, 3.0                 # a state in motion, not an equilibrium
-    lin = dynamica.linearize(model, q=[phi], qd=[w], s=[i], u=[u])
     A = np.array([[0, 1, 0],
                   [m * g * l / 2 * math.sin(phi) / J, -b / J, N * kt / J],
                   [0, -ke * N / L, -R / L]])
-    B = np.array([[0], [0], [1 / L]])
+    return A, np.array([[0], [0], [1 / L]]), J
+
+
+def test_dc_motor_joint_against_its_equations_linearised_by_hand():
+    model = dynamica.load(MODELS / "dc_motor_joint.yaml")
+    P = model.parameters
+    m, l, g, N, R, L, kt, ke, b = (P[k] for k in ("m", "l", "g", "N", "R", "L_m", "k_t", "k_e", "b"))
+    phi, w, i, u = 0.3, 0.7, 1.5, 3.0                 # a state in motion, not an equilibrium
+    lin = dynamica.linearize(model, q=[phi], qd=[w], s=[i], u=[u])
+    A, B, J = motor_by_hand(model, phi)
     assert lin.first_order and lin.states == ("i_m",) and lin.inputs == ("u",)
     assert np.max(np.abs(lin.A - A)) < 1e-10 * np.max(np.abs(A))
     assert np.max(np.abs(lin.B - B)) < 1e-10 * np.max(np.abs(B))
@@ -104,10 +130,10 @@ def test_dc_motor_joint_against_its_equations_linearised_by_hand():
     assert modes.coordinates == ("phi", "i_m")
 
 
-def test_dc_motor_frequency_response_and_expm_agree_with_the_first_order_model():
+def test_dc_motor_frequency_response_and_expm_against_the_equations_by_hand():
     model = dynamica.load(MODELS / "dc_motor_joint.yaml")
     lin = dynamica.linearize(model, q=[0.0], s=[0.0])
-    A, B = lin.A, lin.B
+    A, B, _ = motor_by_hand(model, 0.0)
     f = np.array([0.3, 2.0, 15.0])
     H = lin.frequency_response("u", outputs=["phi", "i_m"], frequencies=f).response
     for k, fk in enumerate(f):
@@ -147,11 +173,44 @@ def test_states_and_inputs_against_central_differences_of_the_compiled_rhs(tmp_p
 def test_statics_and_linearisation_of_states_at_the_equilibrium(tmp_path):
     # at rest with u = 0: F = 0 (its rate), x = 0, a = 0 (the springs); A's eigenvalues then
     # contain the lag's pole -1/tau exactly (F enters the others, nothing enters F at x = 0)
-    model = dynamica.load(write_model(tmp_path, LAG))
+    model = dynamica.load(write_model(tmp_path, {**LAG, "initial": {"x": 0.3, "a": 0.1}}))
+    eq = dynamica.statics(model)
+    assert eq.iterations > 0 and np.max(np.abs(eq.q)) < 1e-9 and abs(eq.info["states"]["F"]) < 1e-9
     lin = dynamica.linearize(model)
-    assert np.max(np.abs(lin.q)) < 1e-8 and abs(lin.s[0]) < 1e-8
+    assert np.max(np.abs(lin.q)) < 1e-9 and abs(lin.s[0]) < 1e-9
     lam = lin.modes().eigenvalues
     assert np.min(np.abs(lam + 1 / 0.05)) < 1e-8
+    # with the input held at u = 0.5: F = G u = 20, x = F cos(a) / k, a = -F x / 50 (solved here
+    # by fixed-point iteration, an independent route), and s' = 0 there
+    lin = dynamica.linearize(model, u=[0.5])
+    F, x, a = 20.0, 0.0, 0.0
+    for _ in range(200):
+        x, a = F * math.cos(a) / 300.0, -F * x / 50.0
+    assert abs(lin.s[0] - F) < 1e-8 and abs(lin.q[1] - x) < 1e-10 and abs(lin.q[0] - a) < 1e-10
+    assert abs(lin.info["state_rates"][0]) < 1e-8
+
+
+INPUT_ONLY = {"name": "pushed", "parameters": {"m": 2.0, "k": 50.0}, "gravity": [0, 0, 0], "inputs": ["u"],
+              "bodies": [{"name": "cart", "parent": "ground", "joint": [{"translate": "x", "q": "x"}], "mass": "m",
+                          "com": [0, 0, 0], "inertia": [1, 1, 1]}],
+              "forces": [{"type": "generalized_force", "name": "push", "coordinate": "x",
+                          "value": "-k*x + 3*u*(1 + x**2)"}]}
+
+
+def test_a_model_with_inputs_only_keeps_m_c_k_and_gets_b(tmp_path):
+    model = dynamica.load(write_model(tmp_path, INPUT_ONLY))
+    lin = dynamica.linearize(model, q=[0.2], u=[0.4])
+    assert not lin.first_order
+    k_eff = 50.0 - 3 * 0.4 * 2 * 0.2                  # -dQ/dx at u = 0.4
+    assert abs(lin.K[0, 0] - k_eff) < 1e-12 and abs(lin.M[0, 0] - 2.0) < 1e-12
+    assert abs(lin.input_forces[0, 0] - 3 * (1 + 0.2 ** 2)) < 1e-12
+    assert np.allclose(lin.B[:, 0], [0.0, 3 * (1 + 0.2 ** 2) / 2.0], rtol=1e-12)
+    H = lin.frequency_response("u", frequencies=[0.5]).response[0, 0, 0]
+    w = 2 * math.pi * 0.5
+    assert abs(H - 3 * (1 + 0.2 ** 2) / (k_eff - w * w * 2.0)) < 1e-12 * abs(H)
+    res = lin.simulate(1.0, [0.0, 0.0], 0.1, inputs=["u"], forcing=lambda t: [1.0])
+    wn = math.sqrt(k_eff / 2.0)                       # a step of the input: x = b/k (1 - cos wn t)
+    assert np.max(np.abs(res.q[:, 0] - 3 * (1 + 0.2 ** 2) / k_eff * (1 - np.cos(wn * res.t)))) < 1e-9
 
 
 # ------------------------------------------------------------------ closed loops
@@ -187,21 +246,54 @@ def test_loops_linearised_on_the_constraint_manifold(name):
     scale = max(1.0, np.max(np.abs(Aq)))
     assert np.max(np.abs(-np.linalg.solve(lin.M, lin.K) - Aq)) < 1e-6 * scale
     assert np.max(np.abs(-np.linalg.solve(lin.M, lin.C) - Av)) < 1e-6 * max(1.0, np.max(np.abs(Av)))
-    # the curvature of the constraints matters: without it the stiffness is not the manifold's
-    if np.max(np.abs(lin.info["multipliers"])) > 1e-6:
-        T = lin.basis
-        K_tree = T.T @ (lin.info["constraint_curvature"] + 0) @ T
-        assert np.max(np.abs(K_tree)) > 1e-6 * np.max(np.abs(lin.K))
+    # the curvature of the constraints matters: without it the stiffness misses the differences
+    T = lin.basis
+    without = -np.linalg.solve(lin.M, lin.K + T.T @ lin.info["constraint_curvature"] @ T)
+    assert np.max(np.abs(without - Aq)) > 1e-3 * scale
 
 
-def test_loops_away_from_equilibrium_and_unstable_equilibria_are_reported():
+def test_fourbar_away_from_equilibrium_and_its_unstable_equilibrium():
     model = dynamica.load(MODELS / "fourbar.yaml")
+    with pytest.warns(DynamicaWarning, match="unstable.*negative eigenvalue"):
+        eq = dynamica.statics(model)
+    assert not eq.stable and eq.info["independent"] and "constraint manifold" in eq.text()
     q0 = model.initial_state()[0]
-    lin = dynamica.linearize(model, q=model.assemble(q0, np.zeros(model.n))[0])   # at rest, not in equilibrium
+    with pytest.raises(ValueError, match="not on the loops' constraint manifold"):
+        dynamica.linearize(model, q=q0)
+    q = model.assemble(q0, np.zeros(model.n))[0]
+    lin = dynamica.linearize(model, q=q)                                  # at rest, not in equilibrium
+    assert np.max(np.abs(lin.qdd)) > 1.0
     Aq, _ = _manifold_fd(model, lin)
     assert np.max(np.abs(-np.linalg.solve(lin.M, lin.K) - Aq)) < 1e-6 * max(1.0, np.max(np.abs(Aq)))
     with pytest.raises(ValueError, match="at rest"):
         dynamica.linearize(model, q=lin.q, qd=np.ones(model.n))
+    with pytest.raises(ValueError, match="equilibrium only"):
+        dynamica.linearize(model, q=q, basis=(lin.basis, lin.coordinates))
+    # a basis of one's own at the equilibrium: the same frequencies as the default one
+    with pytest.warns(DynamicaWarning):
+        lin_eq = dynamica.linearize(model)
+    T, _ = lin_eq.basis, lin_eq.coordinates
+    other = dynamica.linearize(model, q=lin_eq.q, basis=2.5 * T)
+    assert np.allclose(np.linalg.eigvals(np.linalg.solve(other.M, other.K)),
+                       np.linalg.eigvals(np.linalg.solve(lin_eq.M, lin_eq.K)), rtol=1e-10)
+
+
+def test_loop_statics_with_held_coordinates_and_a_mechanism_without_freedom():
+    model = dynamica.load(MODELS / "double_wishbone.yaml")
+    free = model.coordinates[1:]
+    eq = dynamica.statics(model, free=free)
+    assert eq.held == model.coordinates[:1] and eq.q[0] == model.initial_state()[0][0]
+    assert np.max(np.abs(model.constraints(eq.q))) < 1e-10
+    # at rest the forces Q are balanced by the loops (J^T lam) and a force on the held coordinate
+    Q = -derivatives(model).residual(eq.q, np.zeros(model.n), np.zeros(model.n))
+    J = loops.jacobian(model, eq.q)[0]
+    basis = np.hstack([J.T, np.eye(model.n)[:, :1]])
+    coef = np.linalg.lstsq(basis, -Q, rcond=None)[0]
+    assert np.max(np.abs(basis @ coef + Q)) < 1e-8 * max(1.0, np.max(np.abs(Q)))
+    assert np.max(np.abs(loops.solve(model, eq.q, np.zeros(model.n))[0])) > 1e-3     # free, it would move
+    crank = dynamica.load(MODELS / "slider_crank.yaml")                       # driven: no freedom left
+    lin = dynamica.linearize(crank, q=crank.assemble()[0])
+    assert lin.coordinates == () and lin.M.shape == (0, 0) and len(lin.modes()) == 0
 
 
 def test_radau_on_a_model_with_states_uses_the_generated_jacobian(tmp_path):
@@ -226,3 +318,13 @@ def test_radau_on_a_model_with_states_uses_the_generated_jacobian(tmp_path):
 def test_fortran_backend_linearises_states_and_loops_as_c(name, kw):
     a, b = (dynamica.linearize(dynamica.load(MODELS / f"{name}.yaml", backend=be), **kw).A for be in ("c", "fortran"))
     assert np.max(np.abs(a - b)) <= 1e-13 * np.max(np.abs(a))
+
+
+def test_fortran_entries_of_a_long_model_name_fit_free_form_lines(tmp_path):
+    # free-form Fortran takes 132 characters a line: entry headers and binding names are continued
+    text = (MODELS / "dc_motor_joint.yaml").read_text().replace("name: dc_motor_joint", "name: " + "m" * 110)
+    path = tmp_path / "long.yaml"
+    path.write_text(text)
+    a = dynamica.linearize(dynamica.load(path, backend="fortran"), q=[0.3], s=[0.0]).A
+    A, _, _ = motor_by_hand(dynamica.load(MODELS / "dc_motor_joint.yaml"), 0.3)
+    assert np.max(np.abs(a - A)) < 1e-10 * np.max(np.abs(A))

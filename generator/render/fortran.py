@@ -241,13 +241,26 @@ def entries(mod: ir.ModuleIR) -> list:
     for e in ents:
         e["cname"] = entry_symbol(mod, e["name"])
         e["dummies"] = ", ".join(["t"] + [a for a, _, _ in e["args"]])
-        head = f'    subroutine e_{e["name"]}({e["dummies"]}) bind(C, name="{e["cname"]}")'
-        e["sep"] = " " if len(head) <= 132 else " &\n        "     # free form: 132 characters a line
+        e["bind"] = _bind_clause(f'    subroutine e_{e["name"]}({e["dummies"]})', e["cname"])
         e["decls"] = ["real(c_double), value, intent(in) :: t"] + [
             f"real(c_double), intent({'inout' if w else 'in'}) :: {a}(0:*)" for a, _, w in e["args"]]
         e["c_signature"] = (f"void {e['cname']}(double t, " + ", ".join(
             f"{'' if w else 'const '}double *{a}" for a, _, w in e["args"]) + ")")
     return ents
+
+
+def _bind_clause(head: str, cname: str, width: int = 132) -> str:
+    """` bind(C, name="...")` after `head`, continued onto further lines where free form's 132
+    characters a line would be exceeded (the name itself split by character-context continuation)."""
+    clause = f' bind(C, name="{cname}")'
+    if len(head) + len(clause) <= width:
+        return clause
+    lines, rest = [' &\n        bind(C, name="'], cname + '")'
+    room = width - 25
+    while len(rest) > room:
+        lines.append(rest[:room] + "&\n        &")
+        rest = rest[room:]
+    return "".join(lines) + rest
 
 
 def kernels_context(mod: ir.ModuleIR) -> dict:
