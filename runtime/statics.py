@@ -81,10 +81,10 @@ class Equilibrium:
             lines.append(f"{name:>16s} {a: 14.8g} {b: 16.10g}  {force:>17s}")
         lines.append(f"iterations: {self.iterations}; |Q| of the free coordinates {np.max(np.abs(self.residual), initial=0):.3e} "
                      f"(tolerance {self.tolerance:.3e})")
-        lines.append(("stiffness eigenvalues on the loops' constraint manifold (independent coordinates "
-                      + ", ".join(self.info["independent"]) + "): ") if self.info.get("manifold") else
-                     "stiffness eigenvalues (symmetric part of dr/dq, free coordinates): "
-                     + ", ".join(f"{x:.6g}" for x in self.eigenvalues))
+        head = (f"stiffness eigenvalues on the loops' constraint manifold (independent coordinates "
+                f"{', '.join(self.info['independent'])}): " if self.info.get("manifold") else
+                "stiffness eigenvalues (symmetric part of dr/dq, free coordinates): ")
+        lines.append(head + ", ".join(f"{x:.6g}" for x in self.eigenvalues))
         unstable = self.unstable_directions()
         if unstable:
             lines += [f"UNSTABLE: eigenvalue {lam:.6g} along {', '.join(names)}" for lam, names in unstable]
