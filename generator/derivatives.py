@@ -86,7 +86,9 @@ def residual(kin, x):
 #: how the Jacobian is formed: "unrolled" (the tangent program, generator/tangent.py) or "tape"
 #: (the statements' local partials generated, the tangents carried by a loop in the module file,
 #: runtime/dynamica_linalg.h: for models whose unrolled tangent would be too long to compile)
-VARIANTS = ("unrolled", "tape")
+#: "recursive": the inertial part of J by the analytical recursive derivatives of inverse dynamics,
+#: the tangent for the active forces only (generator/derivatives_recursive.py)
+VARIANTS = ("unrolled", "tape", "recursive")
 
 
 def derivative_equations(kin, variant="unrolled") -> EquationsOfMotion:
@@ -94,6 +96,8 @@ def derivative_equations(kin, variant="unrolled") -> EquationsOfMotion:
     if variant not in VARIANTS:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
     x = trial_accelerations(kin.coordinates)
+    if variant == "recursive":
+        return _recursive_equations(kin, x)
     r, fp = residual(kin, x)
     qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
     qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
@@ -113,3 +117,29 @@ def derivative_equations(kin, variant="unrolled") -> EquationsOfMotion:
                              info={"residual": "r = M(q) x - Q(t, q, qd), inverse dynamics (2.54)-(2.55)",
                                    "jacobian": "[dr/dq | dr/dqd], row-major n x 2n, forward-mode tangent",
                                    "variant": variant})
+
+
+def _recursive_equations(kin, x) -> EquationsOfMotion:
+    """The variant "recursive": residual and mass as "unrolled", the Jacobian kernel from
+    generator/derivatives_recursive.py (same outputs r, J)."""
+    from dynamica.generator.derivatives_recursive import recursive_jacobian
+    inputs = ("t", "q", "qd", "x", "p")
+    base = kin.program
+    kin.program = base.fork()
+    r, _ = residual(kin, x)
+    mass = mass_matrix(kin)
+    res_prog, kin.program = kin.program, base.fork()
+    rr, J, r_act = recursive_jacobian(kin, x)
+    jac_prog, kin.program = kin.program, base
+    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
+    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
+    kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),), program=res_prog),
+               KernelSpec("residual_jacobian", inputs, (("r", rr), ("J", J), ("A", r_act)), symbols=(("x", x),),
+                          program=jac_prog, tangent=("q", "qd"), tangent_add=("A", "J")),
+               KernelSpec("mass", ("t", "q", "p"), (("M", mass),), program=res_prog))
+    return EquationsOfMotion(form="derivatives", kind="derivatives", program=res_prog,
+                             coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels, mode="recursive",
+                             info={"residual": "r = M(q) x - Q(t, q, qd), inverse dynamics (2.54)-(2.55)",
+                                   "jacobian": "[dr/dq | dr/dqd], row-major n x 2n, analytical recursive "
+                                               "derivatives (inertial part) + forward-mode tangent (active forces)",
+                                   "variant": "recursive"})
