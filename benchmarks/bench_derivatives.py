@@ -64,7 +64,7 @@ def build(path, variant):
     return import_extension(so), t1 - t0, t2 - t1, {k.name: k.op_count()["total"] for k in gen.module_ir.kernels}
 
 
-def run(n, rounds, folder, unrolled_max):
+def run(n, rounds, folder, unrolled_max, only=("unrolled", "tape", "recursive")):
     import pinocchio as pin
 
     import dynamica
@@ -72,7 +72,7 @@ def run(n, rounds, folder, unrolled_max):
     from dynamica.runtime.timing import seconds_per_call
     path = write_model("chain", n, 1, folder)
     row = {"n": n}
-    variants = ("unrolled", "tape") if n <= unrolled_max else ("tape",)
+    variants = tuple(v for v in only if v != "unrolled" or n <= unrolled_max)
     mods = {}
     for v in variants:
         mods[v], row[f"gen_{v}"], row[f"cc_{v}"], row[f"ops_{v}"] = build(path, v)
@@ -109,16 +109,16 @@ def run(n, rounds, folder, unrolled_max):
 
 
 def report(rows) -> list:
-    lines = [f"{'N':>3s} {'variant':>8s} {'gen s':>6s} {'cc s':>6s} {'ops res':>8s} {'ops jac':>8s} {'RHS C':>7s} "
+    lines = [f"{'N':>3s} {'variant':>9s} {'gen s':>6s} {'cc s':>6s} {'ops res':>8s} {'ops jac':>8s} {'RHS C':>7s} "
              f"{'ABM C':>7s} {'RHS py':>7s} {'jac py':>8s} {'kernel':>8s} {'jac/RHS':>8s} {'jac/ABM':>8s} "
              f"{'pin aba':>8s} {'pin der':>8s} {'jac/pin':>8s} {'err pin':>8s}"]
     for r in rows:
-        for v in ("unrolled", "tape"):
+        for v in ("unrolled", "tape", "recursive"):
             if f"jac_{v}" not in r:
                 continue
             ops = r[f"ops_{v}"]
             jac_ops = ops.get("residual_jacobian", ops.get("residual_partials"))
-            lines.append(f"{r['n']:3d} {v:>8s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
+            lines.append(f"{r['n']:3d} {v:>9s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
                          f"{jac_ops:8d} {r['rhs_c']:7.2f} {r['rhs_abm_c']:7.2f} {r['rhs_py']:7.2f} "
                          f"{r['jac_' + v]:8.2f} {r['kernel_' + v]:8.2f} {r['jac_' + v] / r['rhs_py']:8.2f} "
                          f"{r['jac_' + v] / r['rhs_abm_py']:8.2f} {r['pin_aba']:8.2f} {r['pin_deriv']:8.2f} "
@@ -131,6 +131,7 @@ def main(argv=None):
     ap.add_argument("--sizes", type=int, nargs="+", default=[5, 10, 20, 40])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--unrolled-max", type=int, default=24, help="build the unrolled variant up to this N")
+    ap.add_argument("--variants", nargs="+", default=["unrolled", "tape", "recursive"])
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     import pinocchio
@@ -139,7 +140,7 @@ def main(argv=None):
     rows = []
     for n in args.sizes:
         print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
-        rows.append(run(n, args.rounds, folder, args.unrolled_max))
+        rows.append(run(n, args.rounds, folder, args.unrolled_max, tuple(args.variants)))
     head = [f"Derivative kernels (issue 16): full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
             f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "
             f"dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}",
