@@ -2,8 +2,9 @@
 
 `derivatives(model)` generates (generator/derivatives.py), compiles and caches the model's
 derivatives module on first use, with the backend of the model's module, whatever its form
-and mode, and keeps it on the model: the unrolled tangent program for models of up to
-UNROLLED_MAX_COORDINATES coordinates, else the tape (generator/tangent.py tape_kernel). What it computes (r = M(q) q'' - Q(t, q, q') is the
+and mode, and keeps it on the model: by default (`default_variant`) the analytical recursive derivatives
+(generator/derivatives_recursive.py) up to RECURSIVE_MAX_COORDINATES coordinates, the unrolled
+tangent program for small shallow trees, else the tape (generator/tangent.py tape_kernel). What it computes (r = M(q) q'' - Q(t, q, q') is the
 residual of the equations of motion, J = [dr/dq | dr/dq'] at fixed q''):
 
     d.residual(q, qd, qdd)          r
@@ -109,13 +110,59 @@ class Derivatives:
 #: one evaluates about 3 times faster (benchmarks/results/derivatives.txt)
 UNROLLED_MAX_COORDINATES = 12
 
+#: the recursive variant (analytical derivatives, generator/derivatives_recursive.py) up to this
+#: many coordinates, where its path is deep enough (PATH_DEPTH_MIN): measured on the 1-DOF
+#: chains of benchmarks/bench_derivatives.py (qdd_jacobian, us, 2 shared cores, load ~2.5):
+#:   N   unrolled  recursive  tape       recursive: gen + cc s   tape: gen + cc s
+#:   3     0.81      0.79     2.23
+#:   5     2.09      1.57     4.72
+#:  20    36.7      12.6     48.2              2.2 + 3.0
+#:  40      -       76.3    187.1              6.8 + 8.7            1.9 + 2.4
+#:  60      -      142.9    411.3             14.9 + 17.0           3.3 + 3.3
+#: above 40 the first build takes longer than the unrolled tangent's at 12 (the tape: O(n) code)
+RECURSIVE_MAX_COORDINATES = 40
+#: the recursive kernel's cost is a few inner products per pair (e, c) of coordinates with e on
+#: the path of c, the tangent's a body's program per such pair plus less per body: on shallow trees
+#: (fewer than this many such e per coordinate on average) the tangent is smaller (operations of
+#: the Jacobian kernels, recursive / unrolled: star (7 coordinates, 1.3 per coordinate) 1.37,
+#: governor (4, 1.5) 1.87, chain of 5 (2.0) 0.68, chain7 (3.0) 0.83, chain of 20 (9.5) 0.28)
+PATH_DEPTH_MIN = 2.0
+
+
+def path_pairs(model) -> int:
+    """The number of pairs of coordinates (e, c) with e before c on c's path (e's body an ancestor
+    of c's, or the same joint before it): the size of the recursive variant's pair loop."""
+    spec = model.spec
+    from dynamica.generator.topology import build_topology
+    topo = build_topology(spec)
+    sizes = [0] * (topo.n_bodies + 1)
+    by_name = {b.name: b for b in spec.bodies}
+    for i in range(1, topo.n_bodies + 1):
+        sizes[i] = sum(1 for tr in by_name[topo.names[i]].joint if tr.q is not None)
+    total = 0
+    for i in range(1, topo.n_bodies + 1):
+        above, k = 0, topo.kappa[i]
+        while k > 0:
+            above, k = above + sizes[k], topo.kappa[k]
+        total += sizes[i] * above + sizes[i] * (sizes[i] - 1) // 2
+    return total
+
+
+def default_variant(model) -> str:
+    """recursive where it wins (RECURSIVE_MAX_COORDINATES, PATH_DEPTH_MIN), else unrolled up to
+    UNROLLED_MAX_COORDINATES coordinates, else the tape."""
+    n = model.n
+    if n <= UNROLLED_MAX_COORDINATES and path_pairs(model) < PATH_DEPTH_MIN * n:
+        return "unrolled"
+    return "recursive" if n <= RECURSIVE_MAX_COORDINATES else "tape"
+
 
 def derivatives(model, variant=None, progress=None) -> Derivatives:
     """The derivatives module of a compiled model, built (or fetched from the cache) on first use.
     variant: "unrolled" (the tangent program), "tape" (partials generated, tangents carried by a
-    loop), None: unrolled up to UNROLLED_MAX_COORDINATES coordinates, else the tape."""
+    loop), "recursive" (analytical recursive derivatives), None: `default_variant(model)`."""
     from dynamica.generator.derivatives import VARIANTS
-    variant = variant or ("unrolled" if model.n <= UNROLLED_MAX_COORDINATES else "tape")
+    variant = variant or default_variant(model)
     if variant not in VARIANTS:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
     cached = getattr(model, "_derivatives", None) or {}

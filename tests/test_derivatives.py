@@ -301,6 +301,19 @@ def test_recursive_kernel_is_smaller_than_the_tangent_along_a_chain(tmp_path):
     assert ops["recursive"]["residual_jacobian"] < 0.5 * ops["unrolled"]["residual_jacobian"], ops    # 0.46 (0.28 at n = 20)
 
 
+def test_default_variant_follows_size_and_path_depth(bundled):
+    """recursive on deep paths (chain7: 21 pairs on 7 coordinates), the unrolled tangent on small
+    shallow trees (star: 9 on 7), the tape above RECURSIVE_MAX_COORDINATES (runtime/derivatives.py)."""
+    from dynamica.runtime import derivatives as rd
+    chain, star = bundled("chain7"), bundled("star")
+    assert (rd.path_pairs(chain), rd.path_pairs(star)) == (21, 9)
+    assert (rd.default_variant(chain), rd.default_variant(star)) == ("recursive", "unrolled")
+
+    class Big:
+        n, spec = rd.RECURSIVE_MAX_COORDINATES + 1, star.spec
+    assert rd.default_variant(Big()) == "tape"
+
+
 def test_numeric_mode_model_gets_the_same_derivatives(bundled):
     sym = bundled("chain7")
     num = dynamica.load(sym.spec.file, mode="numeric")
