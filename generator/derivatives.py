@@ -123,8 +123,9 @@ def derivative_equations(kin, variant="unrolled") -> EquationsOfMotion:
 
 def _recursive_equations(kin, x) -> EquationsOfMotion:
     """The variant "recursive": residual and mass as "unrolled", the Jacobian kernel from
-    generator/derivatives_recursive.py (same outputs r, J)."""
-    from dynamica.generator.derivatives_recursive import recursive_jacobian
+    generator/derivatives_recursive.py (same outputs r, J), and `solve_jacobian` (t, q, qd, p) ->
+    q'', the L^T D L factors F of M and J at q'' (the module file's qdd_jacobian solves with F)."""
+    from dynamica.generator.derivatives_recursive import recursive_jacobian, recursive_solve_jacobian
     inputs = ("t", "q", "qd", "x", "p")
     base = kin.program
     kin.program = base.fork()
@@ -132,13 +133,21 @@ def _recursive_equations(kin, x) -> EquationsOfMotion:
     mass = mass_matrix(kin)
     res_prog, kin.program = kin.program, base.fork()
     rr, J, r_act = recursive_jacobian(kin, x)
-    jac_prog, kin.program = kin.program, base
+    jac_prog, kin.program = kin.program, base.fork()
+    from dynamica.generator.forms.cholesky import StructurallySingular
+    try:                # q'', the factors of M and J at q'' in one kernel (the module's qdd_jacobian)
+        qdd, F, J1, r_act1 = recursive_solve_jacobian(kin)
+        solve = (KernelSpec("solve_jacobian", ("t", "q", "qd", "p"), (("qdd", qdd), ("F", F), ("J", J1), ("A", r_act1)),
+                            program=kin.program, tangent=("q", "qd"), tangent_add=("A", "J")),)
+    except StructurallySingular:        # M singular at every state: the LU of the module file says so
+        solve = ()
+    kin.program = base
     qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
     qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
     kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),), program=res_prog),
                KernelSpec("residual_jacobian", inputs, (("r", rr), ("J", J), ("A", r_act)), symbols=(("x", x),),
                           program=jac_prog, tangent=("q", "qd"), tangent_add=("A", "J")),
-               KernelSpec("mass", ("t", "q", "p"), (("M", mass),), program=res_prog))
+               KernelSpec("mass", ("t", "q", "p"), (("M", mass),), program=res_prog)) + solve
     return EquationsOfMotion(form="derivatives", kind="derivatives", program=res_prog,
                              coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels, mode="recursive",
                              info={"residual": "r = M(q) x - Q(t, q, qd), inverse dynamics (2.54)-(2.55)",

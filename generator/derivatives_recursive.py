@@ -102,80 +102,118 @@ def active_part(kin, fp):
     return out
 
 
-def recursive_jacobian(kin, x):
-    """(r, J_inertial, r_active): r (n), the inertial part of [dr/dq | dr/dq'] (row-major n x 2n)
-    by the recursions of the module docstring, and the active part of r (n) whose tangent the
-    kernel adds to J."""
+def _motions(kin, fp):
+    """The x-free forward pass: per body its motions in order, (S, Sd, v^-, rate, coordinate or
+    acceleration of a driven motion), and its velocity v; S, Sd per coordinate."""
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies
     n = len(kin.coordinates)
-    fp = forward_pass(kin)
-    r_act = active_part(kin, fp)
-    owner, _, first = coordinate_layout(kin)
-    S, Sd, Sdd = [None] * n, [None] * n, [None] * n
+    _, _, first = coordinate_layout(kin)
+    S, Sd = [None] * n, [None] * n
     v = [Z6] + [None] * N
-    a = [[neg(e) for e in kin.gravity] + [sp.Integer(0)] * 3] + [None] * N
-    inert, irate, mom, f = [None] * (N + 1), [None] * (N + 1), [None] * (N + 1), [None] * (N + 1)
-    for i in range(1, N + 1):            # forward: the elementary motions of each joint in order
+    motions = [None] * (N + 1)
+    for i in range(1, N + 1):            # the elementary motions of each joint in order
         jk, k = kin.joints[i], topo.kappa[i]
         R, r0 = fp.R0[i], fp.r0[i]
-        motions = [(p, ("d", col, rate, acc)) for col, rate, acc, p in jk.driven]
-        motions += [(c, ("q", first[i] + c)) for c in range(len(jk.A))]
-        motions.sort(key=lambda m: (m[0], m[1][0] == "q"))      # a driven motion before the coordinate at its place
-        vc, ac = v[k], a[k]
-        for _, m in motions:
+        order = [(p, ("d", col, rate, acc)) for col, rate, acc, p in jk.driven]
+        order += [(c, ("q", first[i] + c)) for c in range(len(jk.A))]
+        order.sort(key=lambda m: (m[0], m[1][0] == "q"))      # a driven motion before the coordinate at its place
+        vc, motions[i] = v[k], []
+        for _, m in order:
             if m[0] == "q":
                 e = m[1]
                 s = S[e] = prog.let_vector(f"RS{e}", to_world(R, r0, jk.A[e - first[i]]))
                 sd = Sd[e] = prog.let_vector(f"RSd{e}", crossm(vc, s))
-                Sdd[e] = prog.let_vector(f"RSdd{e}", add(crossm(ac, s), crossm(vc, sd)))
-                rate, sdd = kin.joints[i].qd[e - first[i]], x[e]
+                motions[i].append((s, sd, vc, jk.qd[e - first[i]], e))
             else:
-                _, col, rate, sdd = m
+                _, col, rate, acc = m
                 s = to_world(R, r0, col)
-                sd = crossm(vc, s)
-            ac = axpy(axpy(ac, sdd, s), rate, sd)
-            vc = axpy(vc, rate, s)
+                motions[i].append((s, crossm(vc, s), vc, rate, ("accel", acc)))
+            vc = axpy(vc, motions[i][-1][3], s)
         v[i] = prog.let_vector(f"Rv{i}", vc)
-        a[i] = prog.let_vector(f"Ra{i}", ac)
+    return motions, S, Sd, v
+
+
+def _accelerations(kin, motions, x, tag):
+    """Sdd per coordinate and a per body with the accelerations x of the coordinates."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    Sdd = [None] * len(kin.coordinates)
+    a = [[neg(e) for e in kin.gravity] + [sp.Integer(0)] * 3] + [None] * N
+    for i in range(1, N + 1):
+        ac = a[topo.kappa[i]]
+        for s, sd, vm, rate, which in motions[i]:
+            if isinstance(which, tuple):
+                sdd = which[1]
+            else:
+                Sdd[which] = prog.let_vector(f"{tag}Sdd{which}", add(crossm(ac, s), crossm(vm, sd)))
+                sdd = x[which]
+            ac = axpy(axpy(ac, sdd, s), rate, sd)
+        a[i] = prog.let_vector(f"{tag}a{i}", ac)
+    return Sdd, a
+
+
+def _inertias(kin, fp, v):
+    """Per body (I, momentum I v) and per subtree (IC, IdC, HC) at the ground origin."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    acc, body = [None] * (N + 1), [None] * (N + 1)
+    for i in range(1, N + 1):
         bi = kin.inertia[i]
-        m_, h, th = transfer_inertia(prog, f"RX{i}", R, r0, (bi.mass, bi.h, bi.theta))
-        inert[i] = (m_, prog.let_vector(f"RIh{i}", h), prog.let_symmetric(f"RIt{i}", th))
-        hd, thd = inertia_rate(inert[i], v[i])
-        irate[i] = (prog.let_vector(f"RJh{i}", hd), prog.let_symmetric(f"RJt{i}", thd))
-        mom[i] = prog.let_vector(f"Rp{i}", inertia_times(inert[i], v[i]))
-        f[i] = add(inertia_times(inert[i], a[i]), crossf(v[i], mom[i]))
-    # backward: subtree sums of I, Id, momentum and force
-    acc = [None] + [[[inert[i][0]], [inert[i][1]], [inert[i][2]], [irate[i][0]], [irate[i][1]], [mom[i]], [f[i]]]
-                    for i in range(1, N + 1)]
+        m_, h, th = transfer_inertia(prog, f"RX{i}", fp.R0[i], fp.r0[i], (bi.mass, bi.h, bi.theta))
+        inert = (m_, prog.let_vector(f"RIh{i}", h), prog.let_symmetric(f"RIt{i}", th))
+        hd, thd = inertia_rate(inert, v[i])
+        mom = prog.let_vector(f"Rp{i}", inertia_times(inert, v[i]))
+        body[i] = (inert, mom)
+        acc[i] = [[inert[0]], [inert[1]], [inert[2]], [prog.let_vector(f"RJh{i}", hd)],
+                  [prog.let_symmetric(f"RJt{i}", thd)], [mom]]
     comp = [None] * (N + 1)
     for i in range(N, 0, -1):
-        ms, hs, ts, hds, tds, ps, fs = acc[i]
+        ms, hs, ts, hds, tds, ps = acc[i]
         m_ = prog.let(f"RCm{i}", sp.Add(*ms))
         h = prog.let_vector(f"RCh{i}", fold_vectors(hs))
         th = prog.let_symmetric(f"RCt{i}", sp.Matrix(3, 3, lambda r, c: sp.Add(*[t[r, c] for t in ts])))
         hd = prog.let_vector(f"RCdh{i}", fold_vectors(hds))
         thd = prog.let_symmetric(f"RCdt{i}", sp.Matrix(3, 3, lambda r, c: sp.Add(*[t[r, c] for t in tds])))
         pc = prog.let_vector(f"RCp{i}", fold_vectors(ps))
-        fc = prog.let_vector(f"RCf{i}", fold_vectors(fs))
-        comp[i] = ((m_, h, th), (sp.Integer(0), hd, thd), pc, fc)
+        comp[i] = ((m_, h, th), (sp.Integer(0), hd, thd), pc)
         k = topo.kappa[i]
         if k > 0:
-            for part, val in zip(acc[k], (m_, h, th, hd, thd, pc, fc)):
+            for part, val in zip(acc[k], (m_, h, th, hd, thd, pc)):
                 part.append(val)
-    r = [None] * n
+    return body, comp
+
+
+def _forces(kin, body, v, a, tag):
+    """FC per body: the subtree sum of f = I a + v x* I v."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    acc = [None] + [[add(inertia_times(body[i][0], a[i]), crossf(v[i], body[i][1]))] for i in range(1, N + 1)]
+    FC = [None] * (N + 1)
+    for i in range(N, 0, -1):
+        FC[i] = prog.let_vector(f"{tag}Cf{i}", fold_vectors(acc[i]))
+        if topo.kappa[i] > 0:
+            acc[topo.kappa[i]].append(FC[i])
+    return FC
+
+
+def _jacobian(kin, S, Sd, Sdd, comp, FC, tag, al=None):
+    """The inertial part of [dr/dq | dr/dq'] (n x 2n, nested lists); al: the a_c if bound."""
+    prog, topo = kin.program, kin.topo
+    n = len(kin.coordinates)
+    owner, _, first = coordinate_layout(kin)
     J = [[sp.Integer(0)] * (2 * n) for _ in range(n)]
-    al, be = [None] * n, [None] * n
+    al, be = list(al or [None] * n), [None] * n
     for c in range(n):                   # per coordinate: a_c, b_c and the columns of c
-        IC, IdC, HC, FC = comp[owner[c]]
+        (IC, IdC, HC), F = comp[owner[c]], FC[owner[c]]
         s = S[c]
-        r[c] = prog.let(f"RDr{c}", total([dot(s, FC), r_act[c]]))
-        al[c] = prog.let_vector(f"RDal{c}", inertia_times(IC, s))
+        if al[c] is None:
+            al[c] = prog.let_vector(f"RDal{c}", inertia_times(IC, s))
         ids = prog.let_vector(f"RDis{c}", inertia_times(IdC, s))
         sh = crossf(s, HC)
         be[c] = prog.let_vector(f"RDbe{c}", sub(ids, sh))
-        g = prog.let_vector(f"RDg{c}", fold_vectors([crossf(s, FC), inertia_times(IC, Sdd[c]),
-                                                     inertia_times(IdC, Sd[c]), crossf(Sd[c], HC)]))
+        g = prog.let_vector(f"{tag}Dg{c}", fold_vectors([crossf(s, F), inertia_times(IC, Sdd[c]),
+                                                         inertia_times(IdC, Sd[c]), crossf(Sd[c], HC)]))
         kk = prog.let_vector(f"RDk{c}", fold_vectors([ids, sh, scale(2, inertia_times(IC, Sd[c]))]))
         for e in _before(kin, topo, owner, first, c) + [c]:
             J[e][c] = dot(S[e], g)
@@ -184,7 +222,57 @@ def recursive_jacobian(kin, x):
         for e in _before(kin, topo, owner, first, c):
             J[c][e] = total([dot(Sdd[e], al[c]), dot(Sd[e], be[c])])
             J[c][n + e] = total([dot(S[e], be[c]), mul(2, dot(Sd[e], al[c]))])
+    return J, al
+
+
+def recursive_jacobian(kin, x):
+    """(r, J_inertial, r_active): r (n), the inertial part of [dr/dq | dr/dq'] (row-major n x 2n)
+    by the recursions of the module docstring, and the active part of r (n) whose tangent the
+    kernel adds to J."""
+    prog = kin.program
+    fp = forward_pass(kin)
+    r_act = active_part(kin, fp)
+    owner, _, _ = coordinate_layout(kin)
+    motions, S, Sd, v = _motions(kin, fp)
+    Sdd, a = _accelerations(kin, motions, x, "R")
+    body, comp = _inertias(kin, fp, v)
+    FC = _forces(kin, body, v, a, "R")
+    r = [prog.let(f"RDr{c}", total([dot(S[c], FC[owner[c]]), r_act[c]])) for c in range(len(S))]
+    J, _ = _jacobian(kin, S, Sd, Sdd, comp, FC, "R")
     return r, [x for row in J for x in row], r_act
+
+
+def recursive_solve_jacobian(kin):
+    """(q'', F, J_inertial, r_active) in one kernel: the passes at x = 0 give r(0) = -Q and M
+    (M_ce = S_e . IC S_c), M = L^T D L (forms/cholesky.py reverse_ldl, tree-sparse, unrolled)
+    gives q'' = -M^-1 r(0), and the accelerations and forces again at x = q'' give J as
+    `recursive_jacobian` (the kinematics and inertias are shared). F (n x n, row-major): L below
+    the diagonal, 1/d_i on it, for the 2n solves of the module file (runtime/dynamica_linalg.h
+    dyn_ldl_solve). Raises cholesky.StructurallySingular when a pivot folds to zero."""
+    from dynamica.generator.forms.cholesky import reverse_ldl
+    prog = kin.program
+    n = len(kin.coordinates)
+    fp = forward_pass(kin)
+    r_act = active_part(kin, fp)
+    owner, _, first = coordinate_layout(kin)
+    motions, S, Sd, v = _motions(kin, fp)
+    body, comp = _inertias(kin, fp, v)
+    _, a0 = _accelerations(kin, motions, [sp.Integer(0)] * n, "R0")
+    FC0 = _forces(kin, body, v, a0, "R0")
+    r0 = [total([dot(S[c], FC0[owner[c]]), r_act[c]]) for c in range(n)]
+    Mrows = [dict() for _ in range(n)]
+    al = [prog.let_vector(f"RDal{c}", inertia_times(comp[owner[c]][0], S[c])) for c in range(n)]
+    for c in range(n):
+        for e in _before(kin, kin.topo, owner, first, c) + [c]:
+            Mrows[c][e] = prog.let(f"RM{c}_{e}", dot(S[e], al[c]))
+    ldl = reverse_ldl(prog, Mrows, "RL")
+    qdd = ldl.solve(prog, [neg(e) for e in r0], "RQ")
+    F = [ldl.dinv[r] if r == c else ldl.L[r].get(c, sp.Integer(0)) if c < r else sp.Integer(0)
+         for r in range(n) for c in range(n)]
+    Sdd, a = _accelerations(kin, motions, qdd, "R")
+    FC = _forces(kin, body, v, a, "R")
+    J, _ = _jacobian(kin, S, Sd, Sdd, comp, FC, "R", al)
+    return qdd, F, [x for row in J for x in row], r_act
 
 
 def _before(kin, topo, owner, first, c):
@@ -196,3 +284,37 @@ def _before(kin, topo, owner, first, c):
         out = list(range(first[k], first[k] + len(kin.joints[k].A))) + out if kin.joints[k].A else out
         k = topo.kappa[k]
     return out
+
+
+def world_mass_matrix(kin):
+    """M row-major by the same ground-frame quantities: M_ce = S_e . IC_i S_c for e <= c on the
+    path of c (i the body of c), IC_i the subtree's inertia at the ground origin."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    n = len(kin.coordinates)
+    fp = forward_pass(kin)
+    owner, _, first = coordinate_layout(kin)
+    S = [None] * n
+    acc = [None] + [None] * N
+    for i in range(1, N + 1):
+        jk = kin.joints[i]
+        for c in range(len(jk.A)):
+            S[first[i] + c] = prog.let_vector(f"WS{first[i] + c}", to_world(fp.R0[i], fp.r0[i], jk.A[c]))
+        bi = kin.inertia[i]
+        m_, h, th = transfer_inertia(prog, f"WX{i}", fp.R0[i], fp.r0[i], (bi.mass, bi.h, bi.theta))
+        acc[i] = [[m_], [h], [th]]
+    IC = [None] * (N + 1)
+    for i in range(N, 0, -1):
+        ms, hs, ts = acc[i]
+        IC[i] = (prog.let(f"WCm{i}", sp.Add(*ms)), prog.let_vector(f"WCh{i}", fold_vectors(hs)),
+                 prog.let_symmetric(f"WCt{i}", sp.Matrix(3, 3, lambda r, c: sp.Add(*[t[r, c] for t in ts]))))
+        k = topo.kappa[i]
+        if k > 0:
+            for part, val in zip(acc[k], IC[i]):
+                part.append(val)
+    M = [[sp.Integer(0)] * n for _ in range(n)]
+    for c in range(n):
+        al = prog.let_vector(f"WAl{c}", inertia_times(IC[owner[c]], S[c]))
+        for e in _before(kin, topo, owner, first, c) + [c]:
+            M[c][e] = M[e][c] = prog.let(f"WM{c}_{e}", dot(S[e], al))
+    return [x for row in M for x in row]

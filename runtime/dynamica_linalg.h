@@ -202,6 +202,102 @@ static void dyn_dv_qdd_jacobian(int n, dyn_residual_fn residual, dyn_residual_ja
     free(piv);
 }
 
+/* B := M^-1 B for B row-major n x nrhs, M = L^T D L given as F (row-major n x n: L below the
+   diagonal, 1/d_i on it; the variant recursive's solve_jacobian kernel): L^T y = B from the
+   last row up, then L x = D^-1 y; columns in blocks as dyn_lu_solve, zeros of L skipped */
+static DYN_LA_FAST void dyn_ldl_solve(int n, const double *F, int nrhs, double *B)
+{
+    int j0 = 0;
+    for (; j0 + DYN_LA_BLOCK <= nrhs; j0 += DYN_LA_BLOCK) {
+        for (int i = n - 1; i >= 0; --i) {
+            double acc[DYN_LA_BLOCK], *bi = B + (size_t)i * nrhs + j0;
+            for (int j = 0; j < DYN_LA_BLOCK; ++j)
+                acc[j] = bi[j];
+            for (int k = i + 1; k < n; ++k) {
+                double l = F[(size_t)k * n + i];
+                const double *bk = B + (size_t)k * nrhs + j0;
+                if (l != 0.0)
+                    for (int j = 0; j < DYN_LA_BLOCK; ++j)
+                        acc[j] -= l * bk[j];
+            }
+            for (int j = 0; j < DYN_LA_BLOCK; ++j)
+                bi[j] = acc[j];
+        }
+        for (int i = 0; i < n; ++i) {
+            double acc[DYN_LA_BLOCK], *bi = B + (size_t)i * nrhs + j0, di = F[(size_t)i * n + i];
+            for (int j = 0; j < DYN_LA_BLOCK; ++j)
+                acc[j] = di * bi[j];
+            for (int k = 0; k < i; ++k) {
+                double l = F[(size_t)i * n + k];
+                const double *bk = B + (size_t)k * nrhs + j0;
+                if (l != 0.0)
+                    for (int j = 0; j < DYN_LA_BLOCK; ++j)
+                        acc[j] -= l * bk[j];
+            }
+            for (int j = 0; j < DYN_LA_BLOCK; ++j)
+                bi[j] = acc[j];
+        }
+    }
+    for (; j0 < nrhs; ++j0) {                /* the remaining columns one by one */
+        for (int i = n - 1; i >= 0; --i) {
+            double acc = B[(size_t)i * nrhs + j0];
+            for (int k = i + 1; k < n; ++k)
+                acc -= F[(size_t)k * n + i] * B[(size_t)k * nrhs + j0];
+            B[(size_t)i * nrhs + j0] = acc;
+        }
+        for (int i = 0; i < n; ++i) {
+            double acc = F[(size_t)i * n + i] * B[(size_t)i * nrhs + j0];
+            for (int k = 0; k < i; ++k)
+                acc -= F[(size_t)i * n + k] * B[(size_t)k * nrhs + j0];
+            B[(size_t)i * nrhs + j0] = acc;
+        }
+    }
+}
+
+typedef void (*dyn_solve_jacobian_fn)(double t, const double *q, const double *qd, const double *p, double *qdd,
+                                      double *F, double *J);
+
+/* dq''/d[q, q'] = -M^-1 J into out (and q'' into qdd_out unless NULL) from the kernel that gives
+   q'', the factors F of M and J at q'' in one call; a zero pivot (1/d_i not finite) gives NaN */
+static void dyn_dv_ldl_qdd_jacobian(int n, dyn_solve_jacobian_fn solve, double t, const double *q, const double *qd,
+                                    const double *p, double *out, double *qdd_out)
+{
+    double *F = (double *)malloc(((size_t)n * n + n) * sizeof(double));
+    if (F == NULL) {
+        dyn_fill_nan(out, 2 * n * n);
+        if (qdd_out != NULL)
+            dyn_fill_nan(qdd_out, n);
+        return;
+    }
+    double *qdd = F + (size_t)n * n;
+    solve(t, q, qd, p, qdd, F, out);
+    int ok = 1;
+    for (int i = 0; i < n; ++i)
+        if (!isfinite(F[(size_t)i * n + i]))
+            ok = 0;
+    if (!ok) {
+        dyn_fill_nan(out, 2 * n * n);
+        dyn_fill_nan(qdd, n);
+    } else {
+        for (int k = 0; k < 2 * n * n; ++k)
+            out[k] = -out[k];
+        dyn_ldl_solve(n, F, 2 * n, out);
+    }
+    if (qdd_out != NULL)
+        memcpy(qdd_out, qdd, (size_t)n * sizeof(double));
+    free(F);
+}
+
+static void dyn_dv_ldl_state_jacobian(int n, dyn_solve_jacobian_fn solve, double t, const double *y, const double *p,
+                                      double *out)
+{
+    int m = 2 * n;
+    memset(out, 0, (size_t)n * m * sizeof(double));
+    for (int k = 0; k < n; ++k)
+        out[k * m + n + k] = 1.0;
+    dyn_dv_ldl_qdd_jacobian(n, solve, t, y, y + n, p, out + (size_t)n * m, NULL);
+}
+
 /* The tape of a large derivatives module (generator/tangent.py tape_kernel): the generated kernel
    gives the local partials P of every statement; here the tangents are carried statement by
    statement, each value's row of D directions over its dependency range [lo, hi) only, and the

@@ -286,6 +286,25 @@ def test_recursive_variant_on_joints_mixing_coordinates_driven_motions_and_screw
     assert scaled_err(Jv, central(lambda x: model.qdd(q, x, t), qd)) < RTOL_FD
 
 
+@pytest.mark.parametrize("variant", EXACT)
+def test_singular_mass_matrix_gives_nan(tmp_path, variant):
+    """M singular at run time (the last body's mass and inertia set to 0): NaN, whether q'' and
+    the factors come from the module file's LU (unrolled) or from the recursive variant's kernel
+    (its L^T D L meets 1/0)."""
+    bodies = [{"name": f"b{i}", "parent": "ground" if i == 1 else f"b{i - 1}", "mass": f"m{i}",
+               "com": [0.0, 0.0, -0.3], "inertia": [f"i{i}", f"i{i}", f"i{i}"],
+               "joint": [{"translate": [0.0, 0.0, -0.5]}, {"rotate": "x", "q": f"q{i}"}]} for i in (1, 2, 3)]
+    params = {f"{k}{i}": v for i in (1, 2, 3) for k, v in (("m", 1.0), ("i", 0.02))}
+    path = tmp_path / "sing.yaml"
+    path.write_text(yaml.safe_dump({"name": "sing", "parameters": params, "gravity": [0, 0, -9.81], "bodies": bodies}))
+    model = dynamica.load(path)
+    d = derivatives(model, variant)
+    q, qd = np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, -0.3])
+    assert all(np.all(np.isfinite(a)) for a in d.qdd_jacobian(q, qd))
+    out = d.qdd_jacobian(q, qd, params={"m3": 0.0, "i3": 0.0})
+    assert all(np.all(np.isnan(a)) for a in out)
+
+
 def test_recursive_kernel_is_smaller_than_the_tangent_along_a_chain(tmp_path):
     """The recursive kernel grows as n^2 with a few inner products per pair of coordinates on a
     path; the forward tangent as n^2 with a body's whole program per pair."""
