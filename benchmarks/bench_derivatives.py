@@ -16,9 +16,11 @@ Times per call (best of --rounds interleaved rounds, at one random state):
   - RHS py: module.rhs(t, y, p, out) called from Python (so the binding cost is the same as for
     the Jacobian below);
   - jac py: the derivatives module's qdd_jacobian(t, q, qd, p, qdd, J) from Python: q'', M, its LU,
-    J = [dr/dq | dr/dqd] and the 2n solves -M^-1 J, all in C; both variants of the module: the
-    unrolled tangent program (up to --unrolled-max) and the tape (partials kernel + a loop);
-  - kernel py: residual_jacobian alone;
+    J = [dr/dq | dr/dqd] and the 2n solves -M^-1 J, all in C; the variants of the module (--variants):
+    the unrolled tangent program (up to --unrolled-max), the tape (partials kernel + a loop) and the
+    recursive one (analytical derivatives; q'', M's L^T D L factors and J from one kernel,
+    solve_jacobian, then the 2n solves);
+  - kernel py: residual_jacobian alone (at a given q'');
   - pin.aba and pin.computeABADerivatives(model, data, q, v, tau) from Python.
 Checks: dynamica's dq''/dq, dq''/dqd against Pinocchio's ddq_dq, ddq_dv (largest difference over
 the largest entry).
@@ -117,7 +119,7 @@ def report(rows) -> list:
             if f"jac_{v}" not in r:
                 continue
             ops = r[f"ops_{v}"]
-            jac_ops = ops.get("residual_jacobian", ops.get("residual_partials"))
+            jac_ops = ops.get("solve_jacobian", ops.get("residual_jacobian", ops.get("residual_partials")))
             lines.append(f"{r['n']:3d} {v:>9s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
                          f"{jac_ops:8d} {r['rhs_c']:7.2f} {r['rhs_abm_c']:7.2f} {r['rhs_py']:7.2f} "
                          f"{r['jac_' + v]:8.2f} {r['kernel_' + v]:8.2f} {r['jac_' + v] / r['rhs_py']:8.2f} "
@@ -146,9 +148,11 @@ def main(argv=None):
             f"dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}",
             "times in us per call (best of interleaved rounds); RHS/ABM C: rhs_capsule in a C loop (forms composite, "
             "articulated); RHS py, jac py, kernel, pin: called from Python (binding cost included in each);",
-            "jac = derivatives module qdd_jacobian (q'', M, LU, tangent, -M^-1 J); kernel = residual_jacobian alone "
-            "(unrolled: the tangent kernel; tape: the partials kernel and the loop of dynamica_linalg.h);",
-            "ops jac: the tangent kernel (unrolled) or the partials kernel (tape); jac/RHS, jac/ABM: over the composite / "
+            "jac = derivatives module qdd_jacobian (q'', M, LU, tangent, -M^-1 J; recursive: one kernel for q'', the "
+            "factors of M and J, then -M^-1 J); kernel = residual_jacobian alone (unrolled: the tangent kernel; tape: "
+            "the partials kernel and the loop of dynamica_linalg.h; recursive: the analytical derivatives at given q'');",
+            "ops jac: the tangent kernel (unrolled), the partials kernel (tape), the solve_jacobian kernel (recursive: "
+            "q'', M's factors and J in one); jac/RHS, jac/ABM: over the composite / "
             "articulated RHS called from Python; err pin: vs computeABADerivatives", ""]
     text = "\n".join(head + report(rows))
     print(text)

@@ -202,17 +202,17 @@ static void dyn_dv_qdd_jacobian(int n, dyn_residual_fn residual, dyn_residual_ja
     free(piv);
 }
 
-/* B := M^-1 B for B row-major n x nrhs, M = L^T D L given as F (row-major n x n: L below the
+/* B := sign M^-1 B for B row-major n x nrhs, M = L^T D L given as F (row-major n x n: L below the
    diagonal, 1/d_i on it; the variant recursive's solve_jacobian kernel): L^T y = B from the
    last row up, then L x = D^-1 y; columns in blocks as dyn_lu_solve, zeros of L skipped */
-static DYN_LA_FAST void dyn_ldl_solve(int n, const double *F, int nrhs, double *B)
+static DYN_LA_FAST void dyn_ldl_solve(int n, const double *F, int nrhs, double *B, double sign)
 {
     int j0 = 0;
     for (; j0 + DYN_LA_BLOCK <= nrhs; j0 += DYN_LA_BLOCK) {
         for (int i = n - 1; i >= 0; --i) {
             double acc[DYN_LA_BLOCK], *bi = B + (size_t)i * nrhs + j0;
             for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                acc[j] = bi[j];
+                acc[j] = sign * bi[j];
             for (int k = i + 1; k < n; ++k) {
                 double l = F[(size_t)k * n + i];
                 const double *bk = B + (size_t)k * nrhs + j0;
@@ -240,7 +240,7 @@ static DYN_LA_FAST void dyn_ldl_solve(int n, const double *F, int nrhs, double *
     }
     for (; j0 < nrhs; ++j0) {                /* the remaining columns one by one */
         for (int i = n - 1; i >= 0; --i) {
-            double acc = B[(size_t)i * nrhs + j0];
+            double acc = sign * B[(size_t)i * nrhs + j0];
             for (int k = i + 1; k < n; ++k)
                 acc -= F[(size_t)k * n + i] * B[(size_t)k * nrhs + j0];
             B[(size_t)i * nrhs + j0] = acc;
@@ -262,7 +262,8 @@ typedef void (*dyn_solve_jacobian_fn)(double t, const double *q, const double *q
 static void dyn_dv_ldl_qdd_jacobian(int n, dyn_solve_jacobian_fn solve, double t, const double *q, const double *qd,
                                     const double *p, double *out, double *qdd_out)
 {
-    double *F = (double *)malloc(((size_t)n * n + n) * sizeof(double));
+    double local[32 * 32 + 32];             /* small models: no allocation per call */
+    double *F = n <= 32 ? local : (double *)malloc(((size_t)n * n + n) * sizeof(double));
     if (F == NULL) {
         dyn_fill_nan(out, 2 * n * n);
         if (qdd_out != NULL)
@@ -279,13 +280,12 @@ static void dyn_dv_ldl_qdd_jacobian(int n, dyn_solve_jacobian_fn solve, double t
         dyn_fill_nan(out, 2 * n * n);
         dyn_fill_nan(qdd, n);
     } else {
-        for (int k = 0; k < 2 * n * n; ++k)
-            out[k] = -out[k];
-        dyn_ldl_solve(n, F, 2 * n, out);
+        dyn_ldl_solve(n, F, 2 * n, out, -1.0);
     }
     if (qdd_out != NULL)
         memcpy(qdd_out, qdd, (size_t)n * sizeof(double));
-    free(F);
+    if (F != local)
+        free(F);
 }
 
 static void dyn_dv_ldl_state_jacobian(int n, dyn_solve_jacobian_fn solve, double t, const double *y, const double *p,
