@@ -3,8 +3,8 @@
 `derivatives(model)` generates (generator/derivatives.py), compiles and caches the model's
 derivatives module on first use, with the backend of the model's module, whatever its form
 and mode, and keeps it on the model: by default (`default_variant`) the analytical recursive derivatives
-(generator/derivatives_recursive.py) up to RECURSIVE_MAX_COORDINATES coordinates, the unrolled
-tangent program for small shallow trees, else the tape (generator/tangent.py tape_kernel). What it computes (r = M(q) q'' - Q(t, q, q') is the
+(generator/derivatives_recursive.py) up to RECURSIVE_MAX_COORDINATES coordinates, else the tape
+(generator/tangent.py tape_kernel); the unrolled tangent program on request. What it computes (r = M(q) q'' - Q(t, q, q') is the
 residual of the equations of motion, J = [dr/dq | dr/dq'] at fixed q''):
 
     d.residual(q, qd, qdd)          r
@@ -104,57 +104,34 @@ class Derivatives:
         return f
 
 
-#: models with more coordinates get the tape variant by default: the unrolled tangent grows as
-#: n^2 x depth (a 20-body chain's has 115 000 operations and compiles in 15-70 s, a 40-body
-#: chain's 460 000 and takes minutes), the tape stays O(n) (a 100-body chain: 25 s); the unrolled
-#: one evaluates about 3 times faster (benchmarks/results/derivatives.txt)
+#: (before the recursive variant, the default up to this many coordinates) the unrolled tangent
+#: grows as n^2 x depth (a 20-body chain's has 115 000 operations and compiles in 15-70 s, a
+#: 40-body chain's 460 000 and takes minutes), the tape stays O(n) (a 100-body chain: 25 s)
 UNROLLED_MAX_COORDINATES = 12
 
-#: the recursive variant (analytical derivatives, generator/derivatives_recursive.py) up to this
-#: many coordinates, where its path is deep enough (PATH_DEPTH_MIN): measured on the 1-DOF
-#: chains of benchmarks/bench_derivatives.py (qdd_jacobian, us, 2 shared cores, load ~2.5):
-#:   N   unrolled  recursive  tape       recursive: gen + cc s   tape: gen + cc s
-#:   3     0.81      0.79     2.23
-#:   5     2.09      1.57     4.72
-#:  20    36.7      12.6     48.2              2.2 + 3.0
-#:  40      -       76.3    187.1              6.8 + 8.7            1.9 + 2.4
-#:  60      -      142.9    411.3             14.9 + 17.0           3.3 + 3.3
-#: above 40 the first build takes longer than the unrolled tangent's at 12 (the tape: O(n) code)
-RECURSIVE_MAX_COORDINATES = 40
-#: the recursive kernel's cost is a few inner products per pair (e, c) of coordinates with e on
-#: the path of c, the tangent's a body's program per such pair plus less per body: on shallow trees
-#: (fewer than this many such e per coordinate on average) the tangent is smaller (operations of
-#: the Jacobian kernels, recursive / unrolled: star (7 coordinates, 1.3 per coordinate) 1.37,
-#: governor (4, 1.5) 1.87, chain of 5 (2.0) 0.68, chain7 (3.0) 0.83, chain of 20 (9.5) 0.28)
-PATH_DEPTH_MIN = 2.0
-
-
-def path_pairs(model) -> int:
-    """The number of pairs of coordinates (e, c) with e before c on c's path (e's body an ancestor
-    of c's, or the same joint before it): the size of the recursive variant's pair loop."""
-    spec = model.spec
-    from dynamica.generator.topology import build_topology
-    topo = build_topology(spec)
-    sizes = [0] * (topo.n_bodies + 1)
-    by_name = {b.name: b for b in spec.bodies}
-    for i in range(1, topo.n_bodies + 1):
-        sizes[i] = sum(1 for tr in by_name[topo.names[i]].joint if tr.q is not None)
-    total = 0
-    for i in range(1, topo.n_bodies + 1):
-        above, k = 0, topo.kappa[i]
-        while k > 0:
-            above, k = above + sizes[k], topo.kappa[k]
-        total += sizes[i] * above + sizes[i] * (sizes[i] - 1) // 2
-    return total
+#: the recursive variant (analytical derivatives, generator/derivatives_recursive.py) is the
+#: default up to this many coordinates: its qdd_jacobian (q'', M's factors and J from one kernel)
+#: is the fastest of the three from 2 coordinates on (us per call from Python, 1-DOF chains of
+#: benchmarks/bench_derivatives.py, 2 cores shared with other work, load ~3.5; first build s):
+#:   N   unrolled   recursive   tape      recursive gen + cc   tape gen + cc
+#:   2     0.47       0.43
+#:   3     0.91       0.74
+#:   5     2.09       1.30       4.71
+#:  10     7.63       3.46      14.30
+#:  20    34.0       10.2       46.7        4.5 + 7.5           1.0 + 2.3
+#:  30      -        26.8      104.6       10.2 + 14.2          2.0 + 2.7
+#:  40      -        59.7      254.7       13.0 + 25.4          2.1 + 2.7
+#: and on the bundled models (qdd_jacobian, us, unrolled / recursive): star 2.63 / 2.02,
+#: chain7 2.77 / 2.04, spherical_chain 2.96 / 2.18, forces_demo 0.69 / 0.61, double_pendulum
+#: 0.37 / 0.33, governor 0.73 / 0.95 (its tangent is small: 4 coordinates on a shallow tree).
+#: Above 30 coordinates its first build (25 s at 30, 38 s at 40) outweighs the evaluation for
+#: one-off analyses, and the tape (O(n) code) is the default.
+RECURSIVE_MAX_COORDINATES = 30
 
 
 def default_variant(model) -> str:
-    """recursive where it wins (RECURSIVE_MAX_COORDINATES, PATH_DEPTH_MIN), else unrolled up to
-    UNROLLED_MAX_COORDINATES coordinates, else the tape."""
-    n = model.n
-    if n <= UNROLLED_MAX_COORDINATES and path_pairs(model) < PATH_DEPTH_MIN * n:
-        return "unrolled"
-    return "recursive" if n <= RECURSIVE_MAX_COORDINATES else "tape"
+    """"recursive" up to RECURSIVE_MAX_COORDINATES coordinates, else "tape"."""
+    return "recursive" if model.n <= RECURSIVE_MAX_COORDINATES else "tape"
 
 
 def derivatives(model, variant=None, progress=None) -> Derivatives:

@@ -320,16 +320,15 @@ def test_recursive_kernel_is_smaller_than_the_tangent_along_a_chain(tmp_path):
     assert ops["recursive"]["residual_jacobian"] < 0.5 * ops["unrolled"]["residual_jacobian"], ops    # 0.46 (0.28 at n = 20)
 
 
-def test_default_variant_follows_size_and_path_depth(bundled):
-    """recursive on deep paths (chain7: 21 pairs on 7 coordinates), the unrolled tangent on small
-    shallow trees (star: 9 on 7), the tape above RECURSIVE_MAX_COORDINATES (runtime/derivatives.py)."""
+def test_default_variant_is_recursive_up_to_its_size_limit(bundled):
+    """recursive up to RECURSIVE_MAX_COORDINATES, the tape above (runtime/derivatives.py)."""
     from dynamica.runtime import derivatives as rd
-    chain, star = bundled("chain7"), bundled("star")
-    assert (rd.path_pairs(chain), rd.path_pairs(star)) == (21, 9)
-    assert (rd.default_variant(chain), rd.default_variant(star)) == ("recursive", "unrolled")
+    chain = bundled("chain7")
+    assert rd.default_variant(chain) == "recursive"
+    assert derivatives(chain).module.INFO["variant"] == "recursive"
 
     class Big:
-        n, spec = rd.RECURSIVE_MAX_COORDINATES + 1, star.spec
+        n = rd.RECURSIVE_MAX_COORDINATES + 1
     assert rd.default_variant(Big()) == "tape"
 
 

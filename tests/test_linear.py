@@ -71,9 +71,9 @@ def test_free_free_spring_mass_chain(tmp_path):
     assert np.max(np.abs(w[1:] / exact[1:] - 1)) < 1e-10
 
 
-@pytest.mark.parametrize("n, variant", [(30, "recursive"), (42, "tape")])
+@pytest.mark.parametrize("n, variant", [(16, "recursive"), (32, "tape")])
 def test_long_chain_uses_the_recursive_or_tape_variant_and_keeps_the_closed_form(tmp_path, n, variant):
-    """Up to RECURSIVE_MAX_COORDINATES (40) coordinates a chain's derivatives module is the
+    """Up to RECURSIVE_MAX_COORDINATES (30) coordinates a chain's derivatives module is the
     recursive variant, above it the tape (O(n) generated code); both give the closed form."""
     from dynamica.runtime.derivatives import RECURSIVE_MAX_COORDINATES, derivatives
     assert (n <= RECURSIVE_MAX_COORDINATES) == (variant == "recursive")
