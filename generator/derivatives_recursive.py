@@ -28,6 +28,11 @@ and r_c = S_c . FC_i, so (a_c = IC_i S_c, b_c = B_i^T S_c = Id S_c - S_c x* HC):
 The active forces (springs, dampers, force expressions) stay in the body frames of the residual
 (generator/derivatives.py); their part of r is the kernel's output `A`, differentiated by the
 forward-mode tangent of generator/tangent.py and added into J (`KernelSpec.tangent_add`).
+
+Two kernels: `recursive_jacobian` (r and J at a given x: the module's residual_jacobian) and
+`recursive_solve_jacobian` (the module's qdd_jacobian in one call: M_ce = S_e . IC S_c and r at
+x = 0, q'' by the unrolled tree-sparse L^T D L of M, J at x = q''; the factors are an output,
+the module file solves -M^-1 J with them).
 """
 
 from __future__ import annotations
