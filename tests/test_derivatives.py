@@ -350,7 +350,6 @@ def test_tangent_size_grows_quadratically_along_a_chain(tmp_path):
                    "mass": 1.0, "com": [0.02, 0.0, -0.2], "inertia": [0.05, 0.04, 0.03, 0.001, 0.0, 0.002]}
                   for i in range(1, n + 1)]
         path = tmp_path / f"c{n}.yaml"
-        import yaml
         path.write_text(yaml.safe_dump({"name": f"c{n}", "gravity": [0, 0, -9.81], "bodies": bodies}))
         counts = {k.name: k.op_count()["total"] for k in generate_derivatives(path).module_ir.kernels}
         ops[n] = counts
