@@ -112,19 +112,20 @@ UNROLLED_MAX_COORDINATES = 12
 #: the recursive variant (analytical derivatives, generator/derivatives_recursive.py) is the
 #: default up to this many coordinates: its qdd_jacobian (q'', M's factors and J from one kernel)
 #: is the fastest of the three from 2 coordinates on (us per call from Python, 1-DOF chains of
-#: benchmarks/bench_derivatives.py, 2 cores shared with other work, load ~3.5; first build s):
+#: benchmarks/bench_derivatives.py, benchmarks/results/derivatives.txt; N = 2, 3, 30 from a run
+#: at load ~3 on the 2 cores; first build s):
 #:   N   unrolled   recursive   tape      recursive gen + cc   tape gen + cc
 #:   2     0.47       0.43
 #:   3     0.91       0.74
-#:   5     2.09       1.30       4.71
-#:  10     7.63       3.46      14.30
-#:  20    34.0       10.2       46.7        4.5 + 7.5           1.0 + 2.3
+#:   5     2.09       1.28       4.71
+#:  10     7.71       3.42      14.02
+#:  20    33.9        9.84      46.7        3.9 + 6.5           0.8 + 2.0
 #:  30      -        26.8      104.6       10.2 + 14.2          2.0 + 2.7
-#:  40      -        59.7      254.7       13.0 + 25.4          2.1 + 2.7
+#:  40      -        46.0      169.9       12.2 + 19.2          1.9 + 2.3
 #: and on the bundled models (qdd_jacobian, us, unrolled / recursive): star 2.63 / 2.02,
 #: chain7 2.77 / 2.04, spherical_chain 2.96 / 2.18, forces_demo 0.69 / 0.61, double_pendulum
 #: 0.37 / 0.33, governor 0.73 / 0.95 (its tangent is small: 4 coordinates on a shallow tree).
-#: Above 30 coordinates its first build (25 s at 30, 38 s at 40) outweighs the evaluation for
+#: Above 30 coordinates its first build (25-30 s at 30 and 40) outweighs the evaluation for
 #: one-off analyses, and the tape (O(n) code) is the default.
 RECURSIVE_MAX_COORDINATES = 30
 
