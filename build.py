@@ -152,6 +152,7 @@ _FINGERPRINT = None
 
 #: the files whose content shapes generated modules (generator, templates, kernel helpers)
 _FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "runtime/dynamica_helpers.h", "runtime/dynamica_itr.h",
+                  "runtime/dynamica_linalg.h",
                   "runtime/numeric_core.h", "runtime/dynamica_module.h", "runtime/dynamica_constraints.h", "runtime/itr_controls.py", "build.py")
 
 

@@ -16,9 +16,11 @@ Times per call (best of --rounds interleaved rounds, at one random state):
   - RHS py: module.rhs(t, y, p, out) called from Python (so the binding cost is the same as for
     the Jacobian below);
   - jac py: the derivatives module's qdd_jacobian(t, q, qd, p, qdd, J) from Python: q'', M, its LU,
-    J = [dr/dq | dr/dqd] and the 2n solves -M^-1 J, all in C; both variants of the module: the
-    unrolled tangent program (up to --unrolled-max) and the tape (partials kernel + a loop);
-  - kernel py: residual_jacobian alone;
+    J = [dr/dq | dr/dqd] and the 2n solves -M^-1 J, all in C; the variants of the module (--variants):
+    the unrolled tangent program (up to --unrolled-max), the tape (partials kernel + a loop) and the
+    recursive one (analytical derivatives; q'', M's L^T D L factors and J from one kernel,
+    solve_jacobian, then the 2n solves);
+  - kernel py: residual_jacobian alone (at a given q'');
   - pin.aba and pin.computeABADerivatives(model, data, q, v, tau) from Python.
 Checks: dynamica's dq''/dq, dq''/dqd against Pinocchio's ddq_dq, ddq_dv (largest difference over
 the largest entry).
@@ -64,7 +66,7 @@ def build(path, variant):
     return import_extension(so), t1 - t0, t2 - t1, {k.name: k.op_count()["total"] for k in gen.module_ir.kernels}
 
 
-def run(n, rounds, folder, unrolled_max):
+def run(n, rounds, folder, unrolled_max, only=("unrolled", "tape", "recursive")):
     import pinocchio as pin
 
     import dynamica
@@ -72,7 +74,7 @@ def run(n, rounds, folder, unrolled_max):
     from dynamica.runtime.timing import seconds_per_call
     path = write_model("chain", n, 1, folder)
     row = {"n": n}
-    variants = ("unrolled", "tape") if n <= unrolled_max else ("tape",)
+    variants = tuple(v for v in only if v != "unrolled" or n <= unrolled_max)
     mods = {}
     for v in variants:
         mods[v], row[f"gen_{v}"], row[f"cc_{v}"], row[f"ops_{v}"] = build(path, v)
@@ -109,16 +111,16 @@ def run(n, rounds, folder, unrolled_max):
 
 
 def report(rows) -> list:
-    lines = [f"{'N':>3s} {'variant':>8s} {'gen s':>6s} {'cc s':>6s} {'ops res':>8s} {'ops jac':>8s} {'RHS C':>7s} "
+    lines = [f"{'N':>3s} {'variant':>9s} {'gen s':>6s} {'cc s':>6s} {'ops res':>8s} {'ops jac':>8s} {'RHS C':>7s} "
              f"{'ABM C':>7s} {'RHS py':>7s} {'jac py':>8s} {'kernel':>8s} {'jac/RHS':>8s} {'jac/ABM':>8s} "
              f"{'pin aba':>8s} {'pin der':>8s} {'jac/pin':>8s} {'err pin':>8s}"]
     for r in rows:
-        for v in ("unrolled", "tape"):
+        for v in ("unrolled", "tape", "recursive"):
             if f"jac_{v}" not in r:
                 continue
             ops = r[f"ops_{v}"]
-            jac_ops = ops.get("residual_jacobian", ops.get("residual_partials"))
-            lines.append(f"{r['n']:3d} {v:>8s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
+            jac_ops = ops.get("solve_jacobian", ops.get("residual_jacobian", ops.get("residual_partials")))
+            lines.append(f"{r['n']:3d} {v:>9s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
                          f"{jac_ops:8d} {r['rhs_c']:7.2f} {r['rhs_abm_c']:7.2f} {r['rhs_py']:7.2f} "
                          f"{r['jac_' + v]:8.2f} {r['kernel_' + v]:8.2f} {r['jac_' + v] / r['rhs_py']:8.2f} "
                          f"{r['jac_' + v] / r['rhs_abm_py']:8.2f} {r['pin_aba']:8.2f} {r['pin_deriv']:8.2f} "
@@ -131,6 +133,7 @@ def main(argv=None):
     ap.add_argument("--sizes", type=int, nargs="+", default=[5, 10, 20, 40])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--unrolled-max", type=int, default=24, help="build the unrolled variant up to this N")
+    ap.add_argument("--variants", nargs="+", default=["unrolled", "tape", "recursive"])
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     import pinocchio
@@ -139,15 +142,17 @@ def main(argv=None):
     rows = []
     for n in args.sizes:
         print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
-        rows.append(run(n, args.rounds, folder, args.unrolled_max))
+        rows.append(run(n, args.rounds, folder, args.unrolled_max, tuple(args.variants)))
     head = [f"Derivative kernels (issue 16): full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
             f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "
             f"dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}",
             "times in us per call (best of interleaved rounds); RHS/ABM C: rhs_capsule in a C loop (forms composite, "
             "articulated); RHS py, jac py, kernel, pin: called from Python (binding cost included in each);",
-            "jac = derivatives module qdd_jacobian (q'', M, LU, tangent, -M^-1 J); kernel = residual_jacobian alone "
-            "(unrolled: the tangent kernel; tape: the partials kernel and the loop of dynamica_linalg.h);",
-            "ops jac: the tangent kernel (unrolled) or the partials kernel (tape); jac/RHS, jac/ABM: over the composite / "
+            "jac = derivatives module qdd_jacobian (q'', M, LU, tangent, -M^-1 J; recursive: one kernel for q'', the "
+            "factors of M and J, then -M^-1 J); kernel = residual_jacobian alone (unrolled: the tangent kernel; tape: "
+            "the partials kernel and the loop of dynamica_linalg.h; recursive: the analytical derivatives at given q'');",
+            "ops jac: the tangent kernel (unrolled), the partials kernel (tape), the solve_jacobian kernel (recursive: "
+            "q'', M's factors and J in one); jac/RHS, jac/ABM: over the composite / "
             "articulated RHS called from Python; err pin: vs computeABADerivatives", ""]
     text = "\n".join(head + report(rows))
     print(text)

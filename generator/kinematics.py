@@ -6,6 +6,9 @@ Symbol table (per joint i, all in the frame of body i unless said otherwise):
   A_i       joint basis, 6 x n_i, columns [a^v; a^w]                        (1.4)
   vr_hat_i  velocity part not proportional to q'_i (driven transforms)      (1.4)
   wr_hat_i  relative acceleration with q''_i = 0                            (1.5)
+  driven_i  the driven motions one by one: (column, rate, acceleration, place), the column
+            carried to frame i like A_i's, place = the number of coordinates before it
+            (vr_hat_i is the sum of column * rate; generator/derivatives_recursive.py)
 Spatial 6-vectors are [translational; angular].
 
 The joint's elementary transforms are composed as a chain of frames F_0 (parent) ... F_K
@@ -41,6 +44,7 @@ class JointKinematics:
     A: list                 # n_i columns, each a 6-list
     vr_hat: list            # 6
     wr_hat: list            # 6
+    driven: tuple = ()      # ((column 6, rate, acceleration, place), ...): the driven motions in order
 
 
 @dataclass
@@ -90,6 +94,7 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
     G = sp.eye(3)
     p = list(ZERO3)
     cols: list = []                       # joint basis columns so far, current frame
+    dcols: list = []                      # driven motions so far: [column, rate, acceleration, place]
     v0 = [sp.Integer(0)] * 6              # driven-velocity part, current frame
     acc = [sp.Integer(0)] * 6             # relative acceleration with q'' = 0
     names, qs, qds = [], [], []
@@ -109,6 +114,8 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
             p = prog.let_vector(f"{t}_p", add(p, matTvec(G, c)))
             cols = [prog.let_vector(f"{t}_A{j}", add(col[:3], cross(col[3:], c)) + col[3:])
                     for j, col in enumerate(cols)]
+            for j, d in enumerate(dcols):
+                d[0] = prog.let_vector(f"{t}_D{j}", add(d[0][:3], cross(d[0][3:], c)) + d[0][3:])
             v0 = prog.let_vector(f"{t}_v", add(v0[:3], cross(v0[3:], c)) + v0[3:])
             acc = prog.let_vector(f"{t}_w", add(add(acc[:3], cross(eps, c)), cross(w, cross(w, c))) + acc[3:])
             continue
@@ -126,6 +133,8 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
             p = prog.let_vector(f"{t}_p", add(p, matTvec(G, r)))
             cols = [prog.let_vector(f"{t}_A{j}", add(col[:3], cross(col[3:], r)) + col[3:])
                     for j, col in enumerate(cols)]
+            for j, d in enumerate(dcols):
+                d[0] = prog.let_vector(f"{t}_D{j}", add(d[0][:3], cross(d[0][3:], r)) + d[0][3:])
             v0 = prog.let_vector(f"{t}_v", add(v0[:3], cross(v0[3:], r)) + v0[3:])
             lin = add(add(acc[:3], cross(eps, r)), cross(w, cross(w, r)))
             lin = add(add(lin, scale(2 * rate, cross(w, u))), scale(accel, u))
@@ -145,6 +154,8 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
             G = prog.let_matrix(f"{t}_G", RT * G)
             cols = [prog.let_vector(f"{t}_A{j}", matvec(RT, col[:3]) + matvec(RT, col[3:]))
                     for j, col in enumerate(cols)]
+            for j, d in enumerate(dcols):
+                d[0] = prog.let_vector(f"{t}_D{j}", matvec(RT, d[0][:3]) + matvec(RT, d[0][3:]))
             v0 = prog.let_vector(f"{t}_v", matvec(RT, v0[:3]) + matvec(RT, v0[3:]))
             new_eps = matvec(RT, add(eps, scale(rate, cross(w, u))))
             acc = prog.let_vector(f"{t}_w", matvec(RT, acc[:3]) + add(new_eps, scale(accel, u)))
@@ -160,8 +171,11 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
             v0 = v0[:3] + add(v0[3:], scale(rate, u))
         else:                                  # a driven screw: rate is turn * d(val)/dt
             v0 = add(v0[:3], scale(rate / turn, u)) + add(v0[3:], scale(rate, u))
+        if tr.q is None and (rate != 0 or accel != 0):      # a moving driven transform, one by one
+            per = turn if tr.kind != "translate" else 1
+            dcols.append([lin_part + ang_part, rate / per, accel / per, len(cols)])
     return JointKinematics(body=i, coordinates=tuple(names), q=tuple(qs), qd=tuple(qds),
-                           rho=p, G=G, A=cols, vr_hat=v0, wr_hat=acc)
+                           rho=p, G=G, A=cols, vr_hat=v0, wr_hat=acc, driven=tuple(tuple(d) for d in dcols))
 
 
 def body_inertia(spec, body, i: int, prog: Program, scope) -> BodyInertia:

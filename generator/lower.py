@@ -17,7 +17,7 @@ import sympy as sp
 from dynamica import __version__
 from dynamica.generator import expr as ex
 from dynamica.generator import ir
-from dynamica.generator.tangent import tangent_kernel, tape_kernel
+from dynamica.generator.tangent import tangent_added, tangent_kernel, tape_kernel
 from dynamica.generator.tables import data_name, module_tables
 
 #: sympy function class -> IR function name
@@ -304,7 +304,9 @@ def lower(eom, spec) -> ir.ModuleIR:
         inputs = tuple(ir.Input(r, sizes.get(r, n)) for r in ks.inputs)
         kernel = lower_kernel(ks.name, ks.program or eom.program, inputs, list(ks.outputs), sym, dict(ks.aliases),
                               lookups)
-        if ks.tangent:
+        if ks.tangent and ks.tangent_add:
+            kernel = tangent_added(kernel, ks.tangent, *ks.tangent_add, name=ks.name)
+        elif ks.tangent:
             kernel = tangent_kernel(kernel, ks.tangent, name=ks.name)
         if ks.tape:
             kernel, more = tape_kernel(kernel, ks.tape, name=ks.name)

@@ -236,6 +236,53 @@ def tangent_kernel(kernel: ir.Kernel, wrt: tuple, output: str = "J", name: str |
                      body=tuple(tg.body) + tuple(stores), hints=kernel.hints)
 
 
+def tangent_added(kernel: ir.Kernel, wrt: tuple, of: str, into: str, name: str | None = None) -> ir.Kernel:
+    """The kernel with the Jacobian of its output `of` (by the input arrays `wrt`, row-major)
+    added into its output `into` of the same size, and `of` dropped: a Jacobian computed
+    otherwise plus the tangent of a part (generator/derivatives_recursive.py). Only the
+    statements that `of` depends on get tangents."""
+    sizes = {i.name: i.size for i in kernel.inputs}
+    missing = [w for w in wrt if w not in sizes or sizes[w] is None]
+    if missing:
+        raise ValueError(f"kernel {kernel.name!r} has no input array {missing[0]!r} to differentiate by")
+    seeds, D = {}, 0
+    for w in wrt:
+        for j in range(sizes[w]):
+            seeds[ir.Arg(w, j)] = {D: ONE}
+            D += 1
+    needed: set = set()
+
+    def reads(node):
+        if isinstance(node, ir.Var):
+            needed.add(node.name)
+        for c in ir.children(node):
+            reads(c)
+    for st in reversed(kernel.body):
+        if (isinstance(st, ir.Store) and st.array == of) or (isinstance(st, ir.Assign) and st.target in needed):
+            reads(st.value)
+    tg = _Tangents(seeds)
+    extra, held = {}, {}
+    for st in kernel.body:
+        if isinstance(st, ir.Store) and st.array == of:
+            for d, v in tg.directional(st.value).items():
+                extra[st.index * D + d] = v
+            continue
+        if isinstance(st, ir.Store) and st.array == into:
+            held[st.index] = st.value
+            continue
+        tg.body.append(st)
+        if isinstance(st, ir.Assign):
+            tg.temps.append(st.target)
+            if st.target in needed:
+                tan = tg.directional(st.value, ir.Var(st.target))
+                tg.of[ir.Var(st.target)] = {d: tg.bind("t", v) for d, v in tan.items()}
+    size = next(o.size for o in kernel.outputs if o.name == into)
+    stores = [ir.Store(into, k, add(held.get(k, ZERO), extra.get(k, ZERO))) for k in range(size)]
+    return ir.Kernel(name=name or kernel.name, inputs=kernel.inputs,
+                     outputs=tuple(o for o in kernel.outputs if o.name != of), temps=tuple(tg.temps),
+                     body=tuple(tg.body) + tuple(stores), hints=kernel.hints)
+
+
 # ------------------------------------------------------------------ the tape: partials generated, tangents in a loop
 def _liveness(body) -> dict:
     """Temporary -> index of the last statement that reads it."""

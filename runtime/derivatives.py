@@ -2,8 +2,9 @@
 
 `derivatives(model)` generates (generator/derivatives.py), compiles and caches the model's
 derivatives module on first use, with the backend of the model's module, whatever its form
-and mode, and keeps it on the model: the unrolled tangent program for models of up to
-UNROLLED_MAX_COORDINATES coordinates, else the tape (generator/tangent.py tape_kernel). What it computes (r = M(q) q'' - Q(t, q, q') is the
+and mode, and keeps it on the model: by default (`default_variant`) the analytical recursive derivatives
+(generator/derivatives_recursive.py) up to RECURSIVE_MAX_COORDINATES coordinates, else the tape
+(generator/tangent.py tape_kernel); the unrolled tangent program on request. What it computes (r = M(q) q'' - Q(t, q, q') is the
 residual of the equations of motion, J = [dr/dq | dr/dq'] at fixed q''):
 
     d.residual(q, qd, qdd)          r
@@ -173,19 +174,43 @@ class Derivatives:
         return f
 
 
-#: models with more coordinates get the tape variant by default: the unrolled tangent grows as
-#: n^2 x depth (a 20-body chain's has 115 000 operations and compiles in 15-70 s, a 40-body
-#: chain's 460 000 and takes minutes), the tape stays O(n) (a 100-body chain: 25 s); the unrolled
-#: one evaluates about 3 times faster (benchmarks/results/derivatives.txt)
+#: (before the recursive variant, the default up to this many coordinates) the unrolled tangent
+#: grows as n^2 x depth (a 20-body chain's has 115 000 operations and compiles in 15-70 s, a
+#: 40-body chain's 460 000 and takes minutes), the tape stays O(n) (a 100-body chain: 25 s)
 UNROLLED_MAX_COORDINATES = 12
+
+#: the recursive variant (analytical derivatives, generator/derivatives_recursive.py) is the
+#: default up to this many coordinates: its qdd_jacobian (q'', M's factors and J from one kernel)
+#: is the fastest of the three from 2 coordinates on (us per call from Python, 1-DOF chains of
+#: benchmarks/bench_derivatives.py, benchmarks/results/derivatives.txt; N = 2, 3, 30 from a run
+#: at load ~3 on the 2 cores; first build s):
+#:   N   unrolled   recursive   tape      recursive gen + cc   tape gen + cc
+#:   2     0.47       0.43
+#:   3     0.91       0.74
+#:   5     2.09       1.28       4.71
+#:  10     7.71       3.42      14.02
+#:  20    33.9        9.84      46.7        3.9 + 6.5           0.8 + 2.0
+#:  30      -        26.8      104.6       10.2 + 14.2          2.0 + 2.7
+#:  40      -        46.0      169.9       12.2 + 19.2          1.9 + 2.3
+#: and on the bundled models (qdd_jacobian, us, unrolled / recursive): star 2.63 / 2.02,
+#: chain7 2.77 / 2.04, spherical_chain 2.96 / 2.18, forces_demo 0.69 / 0.61, double_pendulum
+#: 0.37 / 0.33, governor 0.73 / 0.95 (its tangent is small: 4 coordinates on a shallow tree).
+#: Above 30 coordinates its first build (25-30 s at 30 and 40) outweighs the evaluation for
+#: one-off analyses, and the tape (O(n) code) is the default.
+RECURSIVE_MAX_COORDINATES = 30
+
+
+def default_variant(model) -> str:
+    """"recursive" up to RECURSIVE_MAX_COORDINATES coordinates, else "tape"."""
+    return "recursive" if model.n <= RECURSIVE_MAX_COORDINATES else "tape"
 
 
 def derivatives(model, variant=None, progress=None) -> Derivatives:
     """The derivatives module of a compiled model, built (or fetched from the cache) on first use.
     variant: "unrolled" (the tangent program), "tape" (partials generated, tangents carried by a
-    loop), None: unrolled up to UNROLLED_MAX_COORDINATES coordinates, else the tape."""
+    loop), "recursive" (analytical recursive derivatives), None: `default_variant(model)`."""
     from dynamica.generator.derivatives import VARIANTS
-    variant = variant or ("unrolled" if model.n <= UNROLLED_MAX_COORDINATES else "tape")
+    variant = variant or default_variant(model)
     if variant not in VARIANTS:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
     cached = getattr(model, "_derivatives", None) or {}

@@ -9,7 +9,10 @@
   * dQ/dq, dQ/dqd and the residual of models with every force type and a driven joint
     against central differences of Q = M q'' built from the main module;
   * the Fortran backend gives the C backend's numbers; the tangent's size grows with the
-    sum of the dependency sets (quadratically along a chain), not exponentially.
+    sum of the dependency sets (quadratically along a chain), not exponentially;
+  * the variant "recursive" (analytical recursive derivatives, generator/derivatives_recursive.py)
+    runs the same checks as "unrolled" and equals it (1e-12) on every bundled model the
+    derivatives module takes and on joints that mix coordinates, driven motions and screws.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ import shutil
 
 import numpy as np
 import pytest
+import yaml
 
 import dynamica
 from dynamica.generator import ir
 from dynamica.generator.tangent import tangent_kernel
 from dynamica.runtime.derivatives import derivatives
+from conftest import MODELS, PLAIN_MODELS
 from helpers import TREES, tree_path
 from oracles.pin_trees import random_tree, write_yaml
 
@@ -100,10 +105,15 @@ def tree_models(tmp_path_factory):
     return {name: dynamica.load(tree_path(name, folder)) for name in TREES}
 
 
+#: the variants whose Jacobian kernels are exact formulas (the tape equals the unrolled one, below)
+EXACT = ("unrolled", "recursive")
+
+
+@pytest.mark.parametrize("variant", EXACT)
 @pytest.mark.parametrize("name", list(TREES))
-def test_qdd_jacobian_of_random_trees_against_central_differences(tree_models, name):
+def test_qdd_jacobian_of_random_trees_against_central_differences(tree_models, name, variant):
     model = tree_models[name]
-    d = derivatives(model)
+    d = derivatives(model, variant)
     rng = np.random.default_rng(7)
     n = model.n
     for _ in range(3):
@@ -143,14 +153,15 @@ def _pin_jacobians(pin, pmodel, q, qd, how):
     return central(lambda x: aba(x, qd), q), central(lambda x: aba(q, x), qd)
 
 
+@pytest.mark.parametrize("variant", EXACT)
 @pytest.mark.parametrize("case", list(PIN_CASES))
-def test_qdd_jacobian_against_pinocchio(tmp_path, case):
+def test_qdd_jacobian_against_pinocchio(tmp_path, case, variant):
     pin = pytest.importorskip("pinocchio")
     kind, nb, tokens, seed, kw, how = PIN_CASES[case]
     tree = random_tree(kind, nb, tokens, np.random.default_rng(seed), name=case, **kw)
     write_yaml(tree, tmp_path / f"{case}.yaml")
     model = dynamica.load(tmp_path / f"{case}.yaml")
-    d = derivatives(model)
+    d = derivatives(model, variant)
     rng = np.random.default_rng(seed)
     tol = 1e-9 if how == "analytic" else RTOL_FD
     for k in range(3):
@@ -167,10 +178,11 @@ def test_qdd_jacobian_against_pinocchio(tmp_path, case):
 
 
 # ------------------------------------------------------------------ forces and driven joints
+@pytest.mark.parametrize("variant", EXACT)
 @pytest.mark.parametrize("name", ["forces_demo", "governor", "driven", "chain7"])
-def test_force_jacobian_against_central_differences(bundled, name):
+def test_force_jacobian_against_central_differences(bundled, name, variant):
     model = bundled(name)
-    d = derivatives(model)
+    d = derivatives(model, variant)
     rng = np.random.default_rng(3)
     n, t = model.n, 0.7
     q0, qd0 = model.initial_state()
@@ -194,7 +206,7 @@ def test_fortran_derivatives_equal_c(tmp_path):
     mc, mf = dynamica.load(path), dynamica.load(path, backend="fortran")
     rng = np.random.default_rng(5)
     q, qd = rng.uniform(-1, 1, mc.n), rng.uniform(-1, 1, mc.n)
-    for variant in ("unrolled", "tape"):
+    for variant in ("unrolled", "tape", "recursive"):
         dc, df = derivatives(mc, variant), derivatives(mf, variant)
         assert df.module.BACKEND == "fortran"
         for a, b in zip(dc.qdd_jacobian(q, qd, 0.1), df.qdd_jacobian(q, qd, 0.1)):
@@ -221,6 +233,105 @@ def test_tape_variant_equals_the_unrolled_tangent(tree_models, name):
         derivatives(model, "dense")
 
 
+#: every bundled model the derivatives module takes (no tabulated functions, extra states, loops)
+DERIVATIVE_MODELS = [n for n in PLAIN_MODELS if "functions" not in yaml.safe_load((MODELS / f"{n}.yaml").read_text())]
+
+
+def _same_jacobians(da, db, n, seed, t, tol=1e-12):
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        q, qd, x = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+        for a, b in zip(da.residual_jacobian(q, qd, x, t), db.residual_jacobian(q, qd, x, t)):
+            assert scaled_err(a, b) < tol
+        for a, b in zip(da.qdd_jacobian(q, qd, t), db.qdd_jacobian(q, qd, t)):
+            assert scaled_err(a, b) < tol
+
+
+@pytest.mark.parametrize("name", DERIVATIVE_MODELS)
+def test_recursive_variant_equals_the_unrolled_tangent_on_bundled_models(bundled, name):
+    """The analytical recursive derivatives (and the tangent of the active forces they leave to
+    it) give the tangent's r and J at random states, trial accelerations and a time t != 0
+    (driven joints, time-dependent forces)."""
+    model = bundled(name)
+    _same_jacobians(derivatives(model, "recursive"), derivatives(model, "unrolled"), model.n, 11, 0.37)
+
+
+def test_recursive_variant_on_joints_mixing_coordinates_driven_motions_and_screws(tmp_path):
+    """Joints whose elementary motions interleave coordinates, driven motions (rotations,
+    translations, a screw, by expressions of t) and offsets: each motion is an axis of its own in
+    the recursions (generator/derivatives_recursive.py), in its order within the joint."""
+    bodies = [
+        {"name": "a", "parent": "ground", "mass": 1.2, "com": [0.1, -0.05, 0.2], "inertia": [0.1, 0.08, 0.06, 0.01, 0.0, -0.02],
+         "joint": [{"rotate": "z", "by": "0.7*t"}, {"rotate": [0.3, 0.4, 0.5], "q": "a1"}, {"translate": [0.2, 0.0, -0.1]},
+                   {"translate": "x", "by": "0.3*sin(2*t)"}, {"translate": [0.0, 1.0, 1.0], "q": "a2"}]},
+        {"name": "b", "parent": "a", "mass": 0.8, "com": [0.0, 0.1, -0.1], "inertia": [0.05, 0.04, 0.03, 0.0, 0.005, 0.0],
+         "joint": [{"screw": "y", "pitch": 0.4, "q": "b1"}, {"rotate": "x", "by": "0.2*t**2"}, {"rotate": "z", "q": "b2"},
+                   {"screw": [1, 0, 1], "pitch": -0.3, "by": "0.1*cos(t)"}]},
+        {"name": "c", "parent": "b", "mass": 0.5, "com": [0.05, 0.0, 0.1], "inertia": [0.02, 0.03, 0.01, 0.001, 0.0, 0.002],
+         "joint": {"type": "helical", "axis": "z", "pitch": 0.25, "q": "c1", "offset": [0.1, 0.2, 0.0]}},
+        {"name": "d", "parent": "a", "mass": 0.6, "com": [0.0, 0.0, -0.2], "inertia": [0.02, 0.02, 0.01],
+         "joint": {"type": "spherical", "q": ["d1", "d2", "d3"], "offset": [0.0, 0.3, 0.0]}},
+    ]
+    path = tmp_path / "mixed_joints.yaml"
+    path.write_text(yaml.safe_dump({"name": "mixed_joints", "gravity": [0.3, -0.2, -9.81], "bodies": bodies,
+                                    "forces": [{"type": "joint_spring_damper", "coordinate": "b2", "stiffness": 3.0,
+                                                "damping": 0.2}]}))
+    model = dynamica.load(path)
+    dr = derivatives(model, "recursive")
+    _same_jacobians(dr, derivatives(model, "unrolled"), model.n, 12, 0.9)
+    rng = np.random.default_rng(13)
+    q, qd, t = rng.uniform(-1, 1, model.n), rng.uniform(-1, 1, model.n), 0.6
+    _, Jq, Jv = dr.qdd_jacobian(q, qd, t)
+    assert scaled_err(Jq, central(lambda x: model.qdd(x, qd, t), q)) < RTOL_FD
+    assert scaled_err(Jv, central(lambda x: model.qdd(q, x, t), qd)) < RTOL_FD
+
+
+@pytest.mark.parametrize("variant", EXACT)
+def test_singular_mass_matrix_gives_nan(tmp_path, variant):
+    """M singular at run time (the last body's mass and inertia set to 0): NaN, whether q'' and
+    the factors come from the module file's LU (unrolled) or from the recursive variant's kernel
+    (its L^T D L meets 1/0)."""
+    bodies = [{"name": f"b{i}", "parent": "ground" if i == 1 else f"b{i - 1}", "mass": f"m{i}",
+               "com": [0.0, 0.0, -0.3], "inertia": [f"i{i}", f"i{i}", f"i{i}"],
+               "joint": [{"translate": [0.0, 0.0, -0.5]}, {"rotate": "x", "q": f"q{i}"}]} for i in (1, 2, 3)]
+    params = {f"{k}{i}": v for i in (1, 2, 3) for k, v in (("m", 1.0), ("i", 0.02))}
+    path = tmp_path / "sing.yaml"
+    path.write_text(yaml.safe_dump({"name": "sing", "parameters": params, "gravity": [0, 0, -9.81], "bodies": bodies}))
+    model = dynamica.load(path)
+    d = derivatives(model, variant)
+    q, qd = np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, -0.3])
+    assert all(np.all(np.isfinite(a)) for a in d.qdd_jacobian(q, qd))
+    out = d.qdd_jacobian(q, qd, params={"m3": 0.0, "i3": 0.0})
+    assert all(np.all(np.isnan(a)) for a in out)
+
+
+def test_recursive_kernel_is_smaller_than_the_tangent_along_a_chain(tmp_path):
+    """The recursive kernel grows as n^2 with a few inner products per pair of coordinates on a
+    path; the forward tangent as n^2 with a body's whole program per pair."""
+    from dynamica.generator.pipeline import generate_derivatives
+    bodies = [{"name": f"b{i}", "parent": "ground" if i == 1 else f"b{i - 1}",
+               "joint": [{"translate": [0.1, 0.0, -0.4]}, {"rotate": "xy"[i % 2], "q": f"q{i}"}],
+               "mass": 1.0, "com": [0.02, 0.0, -0.2], "inertia": [0.05, 0.04, 0.03, 0.001, 0.0, 0.002]}
+              for i in range(1, 13)]
+    path = tmp_path / "c12.yaml"
+    path.write_text(yaml.safe_dump({"name": "c12", "gravity": [0, 0, -9.81], "bodies": bodies}))
+    ops = {v: {k.name: k.op_count()["total"] for k in generate_derivatives(path, variant=v).module_ir.kernels}
+           for v in EXACT}
+    assert ops["recursive"]["residual_jacobian"] < 0.5 * ops["unrolled"]["residual_jacobian"], ops    # 0.46 (0.28 at n = 20)
+
+
+def test_default_variant_is_recursive_up_to_its_size_limit(bundled):
+    """recursive up to RECURSIVE_MAX_COORDINATES, the tape above (runtime/derivatives.py)."""
+    from dynamica.runtime import derivatives as rd
+    chain = bundled("chain7")
+    assert rd.default_variant(chain) == "recursive"
+    assert derivatives(chain).module.INFO["variant"] == "recursive"
+
+    class Big:
+        n = rd.RECURSIVE_MAX_COORDINATES + 1
+    assert rd.default_variant(Big()) == "tape"
+
+
 def test_numeric_mode_model_gets_the_same_derivatives(bundled):
     sym = bundled("chain7")
     num = dynamica.load(sym.spec.file, mode="numeric")
@@ -239,7 +350,6 @@ def test_tangent_size_grows_quadratically_along_a_chain(tmp_path):
                    "mass": 1.0, "com": [0.02, 0.0, -0.2], "inertia": [0.05, 0.04, 0.03, 0.001, 0.0, 0.002]}
                   for i in range(1, n + 1)]
         path = tmp_path / f"c{n}.yaml"
-        import yaml
         path.write_text(yaml.safe_dump({"name": f"c{n}", "gravity": [0, 0, -9.81], "bodies": bodies}))
         counts = {k.name: k.op_count()["total"] for k in generate_derivatives(path).module_ir.kernels}
         ops[n] = counts

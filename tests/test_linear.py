@@ -71,12 +71,15 @@ def test_free_free_spring_mass_chain(tmp_path):
     assert np.max(np.abs(w[1:] / exact[1:] - 1)) < 1e-10
 
 
-def test_long_chain_uses_the_tape_and_keeps_the_closed_form(tmp_path):
-    """Above 24 coordinates the derivatives module is the tape variant (O(n) generated code)."""
-    from dynamica.runtime.derivatives import derivatives
-    n, m, c = 30, 1.5, 80.0
-    model = dynamica.load(spring_chain(tmp_path, n, m, c, name="chain30"), mode="numeric")
-    assert derivatives(model).module.INFO["variant"] == "tape"
+@pytest.mark.parametrize("n, variant", [(16, "recursive"), (32, "tape")])
+def test_long_chain_uses_the_recursive_or_tape_variant_and_keeps_the_closed_form(tmp_path, n, variant):
+    """Up to RECURSIVE_MAX_COORDINATES (30) coordinates a chain's derivatives module is the
+    recursive variant, above it the tape (O(n) generated code); both give the closed form."""
+    from dynamica.runtime.derivatives import RECURSIVE_MAX_COORDINATES, derivatives
+    assert (n <= RECURSIVE_MAX_COORDINATES) == (variant == "recursive")
+    m, c = 1.5, 80.0
+    model = dynamica.load(spring_chain(tmp_path, n, m, c, name=f"chain{n}"), mode="numeric")
+    assert derivatives(model).module.INFO["variant"] == variant
     w = dynamica.linearize(model, q=np.zeros(n)).modes().angular_frequencies
     exact = 2 * math.sqrt(c / m) * np.sin(np.arange(n) * math.pi / (2 * n))
     assert abs(w[0]) < 1e-5 and np.max(np.abs(w[1:] / exact[1:] - 1)) < 1e-9

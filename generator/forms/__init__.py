@@ -87,6 +87,8 @@ class KernelSpec:
     export: bool = False             # an entry point of the module with the kernel's own arguments
     tangent: tuple = ()              # input roles: the kernel also gets the Jacobian of its outputs
                                      # by these inputs, as output `J` (generator/tangent.py)
+    tangent_add: tuple = ()          # (output a, output J): with `tangent`, the Jacobian of a is
+                                     # added into J and a dropped (tangent.tangent_added)
     tape: tuple = ()                 # input roles: the kernel also gets its statements' local
                                      # partials `P`, and the module the tables of tangent.tape_kernel
 

@@ -206,9 +206,13 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     else:
         mass = {"signature": f"void {ENTRY}mass_times(double t, const double *q, const double *x, const double *p, "
                              "double *Mx)", "lines": [f"{PREFIX}mass_times(t, q, x, p, Mx);"]}
+    solve = [{"signature": f"void {ENTRY}solve_jacobian(double t, const double *q, const double *qd, const double *p, "
+                           "double *qdd, double *F, double *J)",
+              "lines": [f"{PREFIX}solve_jacobian(t, q, qd, p, qdd, F, J);"]}] \
+        if "solve_jacobian" in kernel_names(mod) else []
     return [{"signature": f"void {ENTRY}residual({state}, double *r)", "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"]},
             {"signature": f"void {ENTRY}{jac}({state}, double *r, double *J)",
-             "lines": [f"{PREFIX}{jac}(t, q, qd, qdd, p, r, J);"]}, mass]
+             "lines": [f"{PREFIX}{jac}(t, q, qd, qdd, p, r, J);"]}, mass] + solve
 
 
 #: ModuleIR.entries -> function(mod) -> [{"signature", "lines"}]

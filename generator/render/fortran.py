@@ -157,7 +157,10 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     else:
         mass = _entry("mass_times", [("q", n, 0), ("x", n, 0), ("p", np_, 0), ("out", n, 1)],
                       ["call k_mass_times(t, q, x, p, out)"])
-    return [_entry("residual", state + [("r", n, 1)], ["call k_residual(t, q, qd, qdd, p, r)"]), jac, mass]
+    solve = [_entry("solve_jacobian", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("qdd", n, 1), ("F", n * n, 1),
+                                       ("J", 2 * n * n, 1)], ["call k_solve_jacobian(t, q, qd, p, qdd, F, J)"])] \
+        if "solve_jacobian" in kernel_names(mod) else []
+    return [_entry("residual", state + [("r", n, 1)], ["call k_residual(t, q, qd, qdd, p, r)"]), jac, mass] + solve
 
 
 #: ModuleIR.entries -> function(mod) -> the bind(C) entry points (the iterative solver is C only)

@@ -132,16 +132,23 @@ def _derivative_solves(mod, symbol) -> tuple:
                                                                           "residual_jacobian": "dyn_m_residual_jacobian"}
     else:
         jac = f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}"
+    if "solve_jacobian" in kernel_names(mod):         # q'', M's factors and J in one kernel (variant recursive)
+        solve = f"(dyn_solve_jacobian_fn){symbol('solve_jacobian')}"
+        qdd_jac = f"dyn_dv_ldl_qdd_jacobian({n}, {solve}, t, q, qd, p, out, qdd);"
+        state_jac = f"dyn_dv_ldl_state_jacobian({n}, {solve}, t, y, p, out);"
+    else:
+        qdd_jac = f"dyn_dv_qdd_jacobian({n}, {res}, {jac}, {mass}, t, q, qd, p, out, qdd);"
+        state_jac = f"dyn_dv_state_jacobian({n}, {res}, {jac}, {mass}, t, y, p, out);"
     lines += [
         "static void dyn_m_qdd(double t, const double *q, const double *qd, const double *p, double *out)",
         f"{{ dyn_dv_qdd({n}, {res}, {mass}, t, q, qd, p, out); }}",
         "static void dyn_m_qdd_jacobian(double t, const double *q, const double *qd, const double *p, double *qdd,",
         "                               double *out)",
-        f"{{ dyn_dv_qdd_jacobian({n}, {res}, {jac}, {mass}, t, q, qd, p, out, qdd); }}",
+        f"{{ {qdd_jac} }}",
         "static void dyn_m_rhs(double t, const double *y, const double *p, double *ydot)",
         f"{{ memcpy(ydot, y + {n}, {n} * sizeof(double)); dyn_m_qdd(t, y, y + {n}, p, ydot + {n}); }}",
         "static void dyn_m_jacobian(double t, const double *y, const double *p, double *out)",
-        f"{{ dyn_dv_state_jacobian({n}, {res}, {jac}, {mass}, t, y, p, out); }}",
+        f"{{ {state_jac} }}",
     ]
     return lines, {"qdd": "dyn_m_qdd", "qdd_jacobian": "dyn_m_qdd_jacobian", "rhs": "dyn_m_rhs",
                    "jacobian": "dyn_m_jacobian", **names}
