@@ -1,7 +1,9 @@
 """The command line of statics, linear analysis and identification (issue 16):
 
-    dynamica statics MODEL [--free a,b] [--time T] [--set name=value ...] [--out eq.csv]
-    dynamica modes MODEL [--at equilibrium|initial] [--table modes.csv] [--plot shapes.png]
+    dynamica statics MODEL [--free a,b] [--time T] [--set name=value ...] [--input u=1 ...] [--start q=0.3 ...]
+                   [--out eq.csv]
+    dynamica modes MODEL [--at equilibrium|initial] [--input u=1 ...] [--start q=0.3 ...] [--table modes.csv]
+                   [--plot shapes.png]
                          [--response INPUT --outputs a,b --response-plot afc.png --response-table afc.csv]
     dynamica prony DATA.csv --columns a,b [--modes N] [--t-column t] [--start T0] [--end T1] [--offset]
                    [--table prony.csv] [--plot fit.png]
@@ -39,12 +41,30 @@ def _load(args):
     return load(args.model, form=args.form, backend=args.backend, mode=args.mode)
 
 
+def _start(model, args):
+    """q0 of `--start name=value ...` (the others at their initial values), or None."""
+    given = _assignments(args.start, "--start")
+    if not given:
+        return None
+    unknown = [c for c in given if c not in model.coordinates]
+    if unknown:
+        raise ValueError(f"--start: unknown coordinate(s) {', '.join(unknown)}; the model's are "
+                         f"{', '.join(model.coordinates)}")
+    q0 = model.initial_state()[0]
+    for c, v in given.items():
+        q0[model.coordinates.index(c)] = v
+    return q0
+
+
 def cmd_statics(args):
     from dynamica.runtime.statics import statics
     model = _load(args)
-    eq = statics(model, free=_names(args.free), t=args.time, params=_assignments(args.set) or None)
+    eq = statics(model, q0=_start(model, args), free=_names(args.free), t=args.time,
+                 params=_assignments(args.set) or None, u=_assignments(args.input, "--input") or None)
     print(f"equilibrium of {model.name} at t = {args.time:g}")
     print(eq.text())
+    if "states" in eq.info:
+        print("extra states: " + ", ".join(f"{k} = {v:.10g}" for k, v in eq.info["states"].items()))
     if args.out:
         from dynamica.runtime.modes import write_text
         write_text(args.out, "coordinate,start,equilibrium,held\n" + "".join(
@@ -57,15 +77,17 @@ def cmd_modes(args):
     from dynamica.runtime.linear import linearize
     model = _load(args)
     params = _assignments(args.set) or None
+    u = _assignments(args.input, "--input") or None
     if args.at == "equilibrium":
-        lin = linearize(model, t=args.time, params=params)
+        lin = linearize(model, t=args.time, params=params, u=u, q0=_start(model, args))
         where = "the equilibrium found from the initial values"
     else:
         q0, qd0 = model.initial_state(params)
+        where = "the initial state"
         if model.loops:                       # onto the loops' constraint manifold
             q0, qd0 = model.assemble(q0, qd0, t=args.time, params=params)
-        lin = linearize(model, q=q0, qd=qd0, t=args.time, params=params)
-        where = "the initial state"
+            where = "the initial state, assembled on the loops"
+        lin = linearize(model, q=q0, qd=qd0, t=args.time, params=params, u=u)
     md = lin.modes()
     print(f"modes of {model.name} about {where}:")
     print("  " + ", ".join(f"{c} = {v:.8g}" for c, v in zip(model.coordinates, lin.q)))
@@ -81,7 +103,8 @@ def cmd_modes(args):
         for i, name in enumerate(fr.inputs):
             for o, out in enumerate(fr.outputs):
                 peaks = ", ".join(f"{f:.5g}" for f in fr.peaks(o, i)) or "none"
-                print(f"response {out} / {name}: peaks at {peaks} Hz")
+                print(f"response {out} / {name}: " + (f"peaks at {peaks} Hz" if peaks != "none" else
+                                                         "no peak in the frequency range"))
         if args.response_plot:
             fr.plot(args.response_plot)
             print(f"amplitude-frequency characteristic plotted to {args.response_plot}")
@@ -168,10 +191,17 @@ def add_commands(sub, common, epilog):
         p.add_argument("--set", action="append", metavar="NAME=VALUE", help="a parameter value (repeatable)")
         p.add_argument("--time", type=float, default=0.0, help="the time t of driven joints and forces (default 0)")
 
+    def operating(p):
+        p.add_argument("--input", action="append", metavar="NAME=VALUE",
+                       help="an input of the model (`inputs:`) held at this value (repeatable; default 0)")
+        p.add_argument("--start", action="append", metavar="COORDINATE=VALUE",
+                       help="where the search for the equilibrium starts (repeatable; default: the initial values)")
+
     p = sub.add_parser("statics", help="the equilibrium reached from the initial values (generalized forces at rest "
                        "vanish), its stiffness eigenvalues and stability", epilog=epilog)
     common(p)
     setting(p)
+    operating(p)
     p.add_argument("--free", help="comma-separated coordinates to solve for (default: all; the others are held)")
     p.add_argument("--out", help="write coordinate, start, equilibrium to this CSV file")
     p.set_defaults(fn=cmd_statics)
@@ -180,6 +210,7 @@ def add_commands(sub, common, epilog):
                        "equilibrium; frequency response", epilog=epilog)
     common(p)
     setting(p)
+    operating(p)
     p.add_argument("--at", choices=("equilibrium", "initial"), default="equilibrium",
                    help="linearize about the equilibrium (default) or the initial state")
     p.add_argument("--table", help="write the modal table to this CSV file")

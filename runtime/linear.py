@@ -151,6 +151,9 @@ class LinearModel:
         u(t) -> one value per input."""
         from dynamica.runtime import expm
         from dynamica.runtime.results import SimulationResult
+        if callable(inputs):
+            raise TypeError("inputs names the inputs (the model's, or coordinates); their values over time come from "
+                            "forcing: simulate(..., inputs=['u'], forcing=lambda t: [u_of_t])")
         if method not in LINEAR_METHODS:
             raise ValueError(f"unknown method {method!r} for a linear model; available: {', '.join(LINEAR_METHODS)}")
         n = self.n
@@ -192,20 +195,22 @@ def _basis(model, q, t, params, basis):
     return T, names
 
 
-def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=None) -> LinearModel:
+def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=None, q0=None) -> LinearModel:
     """M, C, K and A of `model` about (q, qd) (module docstring); q=None: the equilibrium found
-    from the model's initial values (qd then defaults to rest; the states to the equilibrium's).
-    s, u: the extra states (default: the equilibrium's, or the initial values when q is given)
-    and the inputs (default 0) of the operating point."""
+    from q0 (default: the model's initial values; qd then defaults to rest; the states to the
+    equilibrium's). s, u: the extra states (default: the equilibrium's, or the initial values
+    when q is given) and the inputs (a list in the order of `inputs:` or a mapping name -> value;
+    default 0) of the operating point."""
     from dynamica.runtime.derivatives import derivatives
-    from dynamica.runtime.statics import statics
+    from dynamica.runtime.statics import input_values, statics
     d = derivatives(model)
+    u = input_values(model, u)
     info = {}
     if basis is not None and (model.states or model.spec.inputs):
         raise ValueError(f"{model.name}: `basis` is for second-order models; a model with extra states or inputs is "
                          "linearised over all of [q, q', s]")
     if q is None:
-        eq = statics(model, t=t, params=params, u=u)
+        eq = statics(model, q0=q0, t=t, params=params, u=u)
         q, info["equilibrium"] = eq.q, eq
         if s is None and model.states:
             s = [eq.info["states"][name] for name in model.states]

@@ -291,7 +291,8 @@ def default_frequencies(modes: Modes, count=2000) -> np.ndarray:
     zeta = np.nan_to_num(np.abs(modes.damping_ratios), nan=0.0)
     near = [fk * (1 + np.linspace(-5, 5, 101) * max(z, 1e-4)) for fk, z in
             zip(modes.angular_frequencies / (2 * math.pi), zeta) if np.isfinite(fk) and fk > 0]
-    return np.unique(np.concatenate([grid] + near))
+    out = np.unique(np.concatenate([grid] + near))
+    return out[(out >= grid[0]) & (out <= grid[-1])]           # heavy damping: not below the grid, not <= 0
 
 
 def frequency_response(M, C, K, coordinates, inputs, outputs=None, frequencies=None, modes=None) -> FrequencyResponse:
@@ -357,5 +358,9 @@ def state_frequency_response(A, B, names, inputs, outputs=None, frequencies=None
     E = np.eye(len(A))
     H = np.empty((len(f), len(outs), len(ins)), dtype=complex)
     for j, fk in enumerate(f):
-        H[j] = np.linalg.solve(2j * math.pi * fk * E - A, Bu)[rows]
+        try:
+            H[j] = np.linalg.solve(2j * math.pi * fk * E - A, Bu)[rows]
+        except np.linalg.LinAlgError:
+            raise ValueError(f"the response is unbounded at {fk:g} Hz: i 2 pi f is an eigenvalue of A there (a "
+                             "rigid-body or integrating mode at 0 Hz); leave that frequency out") from None
     return FrequencyResponse(f, ins, outs, H)

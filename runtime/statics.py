@@ -8,7 +8,8 @@ motion r(t, q, q', q'') = M q'' - Q (generator/derivatives.py), an equilibrium s
 the held coordinates keeping their values. g is solved by Newton's method damped by step
 halving, and when that stalls by scipy's trust-region reflective least squares
 (`least_squares(method="trf")`), both with the generated Jacobian dg/dq_f = K_ff, K = dr/dq
-the stiffness matrix. At the solution the eigenvalues of the symmetric part of K_ff are
+the stiffness matrix, and where both stall, again from starts with one coordinate moved a little
+(`_solve`). At the solution the eigenvalues of the symmetric part of K_ff are
 reported: a negative one is an unstable equilibrium (a warning names the coordinates its
 eigenvector moves), a zero one a neutral direction.
 
@@ -115,8 +116,8 @@ def _free_indices(model, free) -> list:
 def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200, u=None) -> Equilibrium:
     """The equilibrium reached from q0 (default: the model's initial values); see the module
     docstring. u: the model's inputs (`inputs:`), held at these values (default 0)."""
-    from scipy.optimize import least_squares
     from dynamica.runtime.derivatives import derivatives
+    u = input_values(model, u)
     if getattr(model, "states", ()):
         return _statics_with_states(model, q0, free, t, params, tol, max_iter, u)
     if getattr(model, "loops", False):
@@ -135,23 +136,12 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
         r, K, _ = d.residual_jacobian(full(x), zero, zero, t, params, u=u)
         return r[idx], K[np.ix_(idx, idx)]
 
-    g0, K0 = g_and_K(start[idx])
-    scale = max(float(np.max(np.abs(g0), initial=0.0)), float(np.max(np.abs(K0), initial=0.0)))
-    tolerance = tol * scale
-    x, iterations, message = start[idx], 0, "already in equilibrium"
-    if idx and np.max(np.abs(g0)) > tolerance:
-        if not np.all(np.isfinite(g0)):
-            raise StaticsError(_failure(model, idx, g0, tolerance, "the generalized forces are not finite at the start"))
-        x, iterations, done = _damped_newton(g_and_K, start[idx], tolerance, max_iter)
-        message = "damped Newton"
-        if not done:                      # stalled (a singular or indefinite K far away): trust region
-            sol = least_squares(lambda x: g_and_K(x)[0], x, jac=lambda x: g_and_K(x)[1], method="trf",
-                                x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iter)
-            x, iterations, message = sol.x, iterations + int(sol.nfev), f"trust region: {sol.message}"
-    g, K = g_and_K(x)
-    if not (np.all(np.isfinite(g)) and np.max(np.abs(g), initial=0.0) <= tolerance):
-        raise StaticsError(_failure(model, idx, g, tolerance, message))
-    return _equilibrium(model, full(x), idx, start, g, K, iterations, tolerance, {"message": message, "t": t})
+    names = [model.coordinates[k] for k in idx]
+    x, g, K, iterations, message, tolerance = _solve(
+        model, g_and_K, start[idx], (len(idx),), tol, max_iter, names,
+        failure=lambda g, tolv, msg: _failure(model, idx, g, float(tolv[0]) if tolv.size else 0.0, msg))
+    return _equilibrium(model, full(x), idx, start, g, K, iterations, float(tolerance[0]) if idx else 0.0,
+                        {"message": message, "t": t})
 
 
 def _equilibrium(model, q, idx, start, g, K, iterations, tolerance, info) -> Equilibrium:
@@ -201,35 +191,84 @@ def _statics_with_states(model, q0, free, t, params, tol, max_iter, u) -> Equili
                         {"message": message, "t": t, "states": dict(zip(model.states, map(float, s)))})
 
 
-def _solve(model, g_and_K, x0, blocks, tol, max_iter, names):
+def _solve(model, g_and_K, x0, blocks, tol, max_iter, names, failure=None):
     """g(x) = 0 by the damped Newton, then the trust region, each block of rows (sizes `blocks`:
     forces, then rates or constraints, in their own units) to its own tolerance TOL x the larger
-    of its residual and its rows of the Jacobian at the start. (x, g, K, iterations, message,
-    tolerances per row); a StaticsError naming the largest residuals if none is found."""
-    from scipy.optimize import least_squares
+    of its residual and its rows of the Jacobian at the start. Where both stall (a start where
+    the Jacobian is singular is a stationary point of |g|: a link exactly horizontal under
+    gravity), again from starts with one coordinate moved by RESTART_STEP (x max(1, |x_j|)), in
+    turn. (x, g, K, iterations, message, tolerances per row); a StaticsError (`failure(g,
+    tolerances, message)`, or one naming the largest residuals) if none is found."""
     g0, K0 = g_and_K(x0)
     tolerance, k = np.empty(len(g0)), 0
     for size in blocks:
         rows = slice(k, k + size)
-        tolerance[rows] = tol * max(float(np.max(np.abs(g0[rows]), initial=0.0)),
-                                    float(np.max(np.abs(K0[rows]), initial=0.0)), np.finfo(float).tiny)
+        tolerance[rows] = tol * max(float(np.max(np.abs(np.nan_to_num(g0[rows])), initial=0.0)),
+                                    float(np.max(np.abs(np.nan_to_num(K0[rows])), initial=0.0)), np.finfo(float).tiny)
         k += size
-    x, iterations, message = x0, 0, "already in equilibrium"
-    if not np.all(np.abs(g0) <= tolerance):
-        x, iterations, done = _damped_newton(g_and_K, x0, tolerance, max_iter)
-        message = "damped Newton"
-        if not done:
-            w = 1.0 / tolerance
+
+    def fail(g, message):
+        if failure is not None:
+            return StaticsError(failure(g, tolerance, message))
+        ratio = np.nan_to_num(np.abs(g) / tolerance, nan=np.inf)
+        worst = ", ".join(f"`{names[j]}` {g[j]:.3e} (tolerance {tolerance[j]:.1e})" for j in np.argsort(-ratio)[:5])
+        return StaticsError(f"{model.name}: no equilibrium found ({message}); the residuals that remain, largest "
+                            f"first: {worst}; try another start q0 or hold coordinates with `free`")
+
+    if not np.all(np.isfinite(g0)):
+        raise fail(g0, "the equations are not finite at the start")
+    if np.all(np.abs(g0) <= tolerance):
+        return x0, g0, K0, 0, "already in equilibrium", tolerance
+    starts = [(x0, "")]
+    for j in range(blocks[0]):
+        h = RESTART_STEP * max(1.0, abs(float(x0[j])))
+        for sign in (1.0, -1.0):
+            x1 = x0.copy()
+            x1[j] += sign * h
+            starts.append((x1, f"; from a start with `{names[j]}` {'+' if sign > 0 else '-'}{h:g}"))
+    total, message = 0, ""
+    for xs, how in starts:
+        x, iterations, message = _attempt(g_and_K, xs, tolerance, max_iter)
+        total += iterations
+        g, K = g_and_K(x)
+        if np.all(np.isfinite(g)) and np.all(np.abs(g) <= tolerance):
+            return x, g, K, total, message + how, tolerance
+    raise fail(g_and_K(x0)[0] if not np.all(np.isfinite(g)) else g, message)
+
+
+#: the move of one coordinate for a new start when the solver stalls (x max(1, |q_j|))
+RESTART_STEP = 0.1
+
+
+def _attempt(g_and_K, x0, tolerance, max_iter):
+    """(x, evaluations, message) of the damped Newton from x0, then the trust region."""
+    from scipy.optimize import least_squares
+    x, iterations, done = _damped_newton(g_and_K, x0, tolerance, max_iter)
+    message = "damped Newton"
+    if not done:
+        w = 1.0 / tolerance
+        try:
             sol = least_squares(lambda x: w * g_and_K(x)[0], x, jac=lambda x: w[:, None] * g_and_K(x)[1],
                                 method="trf", x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iter)
             x, iterations, message = sol.x, iterations + int(sol.nfev), f"trust region: {sol.message}"
-    g, K = g_and_K(x)
-    if not (np.all(np.isfinite(g)) and np.all(np.abs(g) <= tolerance)):
-        ratio = np.nan_to_num(np.abs(g) / tolerance, nan=np.inf)
-        worst = ", ".join(f"`{names[j]}` {g[j]:.3e} (tolerance {tolerance[j]:.1e})" for j in np.argsort(-ratio)[:5])
-        raise StaticsError(f"{model.name}: no equilibrium found ({message}); the residuals that remain, largest "
-                           f"first: {worst}; try another start q0 or hold coordinates with `free`")
-    return x, g, K, iterations, message, tolerance
+        except (ValueError, np.linalg.LinAlgError) as exc:      # not finite on its way
+            message = f"trust region: {exc}"
+    return x, iterations, message
+
+
+def input_values(model, u):
+    """The inputs of the model as an array: None (zeros), a list or a scalar (in the order of the
+    model's `inputs:`), or a mapping name -> value (missing ones 0)."""
+    names = tuple(getattr(model, "inputs", ()) or model.spec.inputs)
+    if u is None or not names:
+        return None
+    if isinstance(u, dict):
+        unknown = [k for k in u if k not in names]
+        if unknown:
+            raise ValueError(f"unknown input(s) {', '.join(map(repr, unknown))}; the model's inputs are "
+                             f"{', '.join(names)}")
+        return np.array([float(u.get(k, 0.0)) for k in names])
+    return model._vec(np.atleast_1d(np.asarray(u, dtype=float)), "u", len(names))
 
 
 def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibrium:
@@ -299,6 +338,8 @@ def _damped_newton(g_and_K, x, tolerance, max_iter):
     while evaluations < max_iter:
         if np.all(np.abs(g) <= tolerance):
             return x, evaluations, True
+        if not (np.all(np.isfinite(g)) and np.all(np.isfinite(K))):
+            return x, evaluations, False
         step = np.linalg.lstsq(K, -g, rcond=None)[0]
         for _ in range(30):
             trial = x + step

@@ -89,3 +89,17 @@ def test_statics_failure_is_one_error_line(tmp_path):
     assert r.returncode == 2 and "no equilibrium" in r.stderr and "`h`" in r.stderr and "Traceback" not in r.stderr
     r = run("statics", TWO_MASS, "--set", "k1")
     assert r.returncode == 2 and "--set expects name=value" in r.stderr
+
+
+def test_statics_and_modes_take_inputs_and_a_start():
+    # the DC-motor joint with the armature voltage held at 1.8 V: N k_t i = m g (l/2) cos(phi),
+    # i = u / R, so phi = acos(1.8 N k_t / (R m g l / 2)) (the closed form, from the model file)
+    model = MODELS / "dc_motor_joint.yaml"
+    phi = math.acos(1.8 * 50.0 * 0.05 / (1.2 * 2.0 * 9.81 * 0.2))
+    r = run("statics", model, "--input", "u=1.8", "--start", "phi=0.3")
+    assert r.returncode == 0, r.stderr
+    assert f"{phi:.8f}"[:9] in r.stdout and "extra states: i_m = 1.5" in r.stdout
+    r = run("modes", model, "--input", "u=1.8", "--start", "phi=0.3", "--response", "u", "--outputs", "phi,i_m")
+    assert r.returncode == 0 and "response i_m / u: peaks at" in r.stdout, r.stderr
+    r = run("statics", model, "--start", "psi=1")
+    assert r.returncode == 2 and "--start: unknown coordinate(s) psi" in r.stderr

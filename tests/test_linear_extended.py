@@ -329,3 +329,35 @@ def test_fortran_entries_of_a_long_model_name_fit_free_form_lines(tmp_path):
     a = dynamica.linearize(dynamica.load(path, backend="fortran"), q=[0.3], s=[0.0]).A
     A, _, _ = motor_by_hand(dynamica.load(MODELS / "dc_motor_joint.yaml"), 0.3)
     assert np.max(np.abs(a - A)) < 1e-10 * np.max(np.abs(A))
+
+
+def test_statics_restarts_where_the_jacobian_is_singular_and_fails_cleanly():
+    model = dynamica.load(MODELS / "dc_motor_joint.yaml")
+    # from phi = 0 (the link horizontal) K = 0: no Newton or least-squares direction there
+    eq = dynamica.statics(model)
+    assert "from a start with `phi`" in eq.info["message"]
+    assert abs(math.cos(eq.q[0])) < 1e-9 and abs(eq.info["states"]["i_m"]) < 1e-12   # hanging, no current
+    # inputs as a mapping or a list, the same equilibrium (closed form as in test_cli_linear)
+    a = dynamica.statics(model, q0=[0.3], u={"u": 1.8})
+    b = dynamica.statics(model, q0=[0.3], u=[1.8])
+    assert a.q[0] == b.q[0] and abs(a.q[0] - math.acos(1.8 * 50 * 0.05 / (1.2 * 2.0 * 9.81 * 0.2))) < 1e-9
+    with pytest.raises(ValueError, match="unknown input"):
+        dynamica.statics(model, u={"v": 1.0})
+    # the valve open: no equilibrium (the pressures keep rising), one StaticsError
+    from dynamica.runtime.statics import StaticsError
+    with pytest.raises(StaticsError, match="no equilibrium found"):
+        dynamica.statics(dynamica.load(MODELS / "hydraulic_drive.yaml"), u=[0.01])
+
+
+def test_default_frequency_grid_is_positive_and_a_zero_pole_is_named():
+    model = dynamica.load(MODELS / "dc_motor_joint.yaml")
+    lin = dynamica.linearize(model, q=[0.0], s=[0.0])          # phi = 0: a zero eigenvalue (K = 0)
+    assert np.min(np.abs(np.linalg.eigvals(lin.A))) < 1e-12
+    fr = lin.frequency_response("u", outputs=["phi", "i_m"])
+    assert np.all(fr.frequencies > 0) and np.all(np.isfinite(fr.response))
+    with pytest.raises(ValueError, match="unbounded at 0 Hz"):
+        lin.frequency_response("u", frequencies=[0.0, 1.0])
+    with pytest.raises(TypeError, match="inputs names the inputs"):
+        lin.simulate(1.0, np.zeros(3), 0.1, inputs=lambda t: [1.0])
+    dw = dynamica.load(MODELS / "double_wishbone.yaml")
+    assert np.all(dynamica.linearize(dw).frequency_response(dynamica.linearize(dw).coordinates).frequencies > 0)
