@@ -79,7 +79,8 @@ def cmd_modes(args):
     params = _assignments(args.set) or None
     u = _assignments(args.input, "--input") or None
     if args.at == "equilibrium":
-        lin = linearize(model, t=args.time, params=params, u=u, q0=_start(model, args))
+        lin = linearize(model, t=args.time, params=params, u=u, q0=_start(model, args),
+                        independent=_names(args.independent))
         where = "the equilibrium found from the initial values"
     else:
         q0, qd0 = model.initial_state(params)
@@ -87,7 +88,7 @@ def cmd_modes(args):
         if model.loops:                       # onto the loops' constraint manifold
             q0, qd0 = model.assemble(q0, qd0, t=args.time, params=params)
             where = "the initial state, assembled on the loops"
-        lin = linearize(model, q=q0, qd=qd0, t=args.time, params=params, u=u)
+        lin = linearize(model, q=q0, qd=qd0, t=args.time, params=params, u=u, independent=_names(args.independent))
     md = lin.modes()
     print(f"modes of {model.name} about {where}:")
     print("  " + ", ".join(f"{c} = {v:.8g}" for c, v in zip(model.coordinates, lin.q)))
@@ -213,6 +214,8 @@ def add_commands(sub, common, epilog):
     operating(p)
     p.add_argument("--at", choices=("equilibrium", "initial"), default="equilibrium",
                    help="linearize about the equilibrium (default) or the initial state")
+    p.add_argument("--independent", help="closed loops: comma-separated coordinates to keep independent (default: "
+                   "chosen by QR pivoting of the constraint Jacobian)")
     p.add_argument("--table", help="write the modal table to this CSV file")
     p.add_argument("--plot", help="plot the mode shapes to this file (PNG, PDF, SVG)")
     p.add_argument("--response", help="comma-separated inputs of the frequency response: unit generalized forces "

@@ -175,11 +175,14 @@ class LinearModel:
 LINEAR_METHODS = ("expm",)
 
 
-def _basis(model, q, t, params, basis):
+def _basis(model, q, t, params, basis, independent=None):
     """(T, names) of the independent coordinates (module docstring), or (None, coordinates)."""
     if basis is None and getattr(model, "loops", False):
         from dynamica.runtime.loops import independent_basis
-        basis = independent_basis(model, q, t, params)
+        basis = independent_basis(model, q, t, params, independent)
+    elif independent:
+        raise ValueError(f"{model.name}: `independent` chooses among the coordinates of closed loops; this model has "
+                         "none (its coordinates are all independent)")
     elif basis is None and hasattr(model, "constraint_basis"):
         basis = model.constraint_basis(q, t=t, params=params)
     if basis is None:
@@ -195,12 +198,14 @@ def _basis(model, q, t, params, basis):
     return T, names
 
 
-def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=None, q0=None) -> LinearModel:
+def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=None, q0=None,
+              independent=None) -> LinearModel:
     """M, C, K and A of `model` about (q, qd) (module docstring); q=None: the equilibrium found
     from q0 (default: the model's initial values; qd then defaults to rest; the states to the
     equilibrium's). s, u: the extra states (default: the equilibrium's, or the initial values
     when q is given) and the inputs (a list in the order of `inputs:` or a mapping name -> value;
-    default 0) of the operating point."""
+    default 0) of the operating point. independent: with closed loops, coordinates to keep among
+    the independent ones (default: chosen by QR pivoting)."""
     from dynamica.runtime.derivatives import derivatives
     from dynamica.runtime.statics import input_values, statics
     d = derivatives(model)
@@ -220,7 +225,9 @@ def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=
         return _linearize_signals(model, d, q, qd, t, params, s, u, info)
     M = d.mass_matrix(q, t, params)
     if model.loops:
-        return _linearize_loops(model, d, q, qd, t, params, basis, M, info)
+        return _linearize_loops(model, d, q, qd, t, params, basis, M, info, independent)
+    if independent:
+        _basis(model, q, t, params, None, independent)          # (says why not)
     qdd = d.qdd(q, qd, t, params)
     _, K, C = d.residual_jacobian(q, qd, qdd, t, params)
     T, names = _basis(model, q, t, params, basis)
@@ -247,7 +254,7 @@ def _linearize_signals(model, d, q, qd, t, params, s, u, info) -> LinearModel:
                        input_forces=-J["r_u"] if m else None)
 
 
-def _linearize_loops(model, d, q, qd, t, params, basis, M, info) -> LinearModel:
+def _linearize_loops(model, d, q, qd, t, params, basis, M, info, independent=None) -> LinearModel:
     """A model with closed loops (module docstring): in a basis of the constraint null space,
     with the constraints' curvature weighted by the multipliers of the operating point."""
     if np.any(qd):
@@ -269,7 +276,7 @@ def _linearize_loops(model, d, q, qd, t, params, basis, M, info) -> LinearModel:
     if moving and basis is not None:
         raise ValueError(f"{model.name}: `basis` is taken at an equilibrium only for a model with closed loops (here "
                          f"q'' = {np.round(qdd, 6).tolist()}); away from it, the default independent coordinates")
-    T, names = _basis(model, q, t, params, basis)
+    T, names = _basis(model, q, t, params, basis, independent)
     W = np.zeros((model.n, model.n))
     if moving:
         ind = [model.coordinates.index(c) for c in names]

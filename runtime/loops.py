@@ -140,28 +140,55 @@ def solve(model, q, qd, t=0.0, params=None):
     return qdd, lam
 
 
-def independent_columns(J, rtol=1e-10):
+def independent_columns(J, rtol=1e-10, independent=None):
     """(T, ind): a basis of the null space of J (J T = 0) in independent coordinates: QR with
     column pivoting picks the dependent columns (the best conditioned of J, as many as its rank),
     the others `ind` are independent, with unit rows in T (q = q* + T z moves each independent
-    coordinate by its z, the dependent ones as J requires)."""
+    coordinate by its z, the dependent ones as J requires). `independent`: column indices to
+    keep independent (the dependent ones are then picked among the others); a ValueError names
+    them when the others cannot take up the constraints."""
     import scipy.linalg as sla
     n = J.shape[1]
     if J.size == 0:
         return np.eye(n), list(range(n))
-    _, R, piv = sla.qr(J, pivoting=True, mode="economic")
-    d = np.abs(np.diag(R))
-    rank = int(np.sum(d > rtol * max(d.max(initial=0.0), 1.0)))
-    dep, ind = sorted(piv[:rank]), sorted(piv[rank:])
+
+    def pivoted(cols):
+        if not cols:
+            return 0, []
+        _, R, piv = sla.qr(J[:, cols], pivoting=True, mode="economic")
+        d = np.abs(np.diag(R))
+        rank = int(np.sum(d > rtol * max(d.max(initial=0.0), 1.0)))
+        return rank, [cols[k] for k in piv[:rank]]
+    rank, dep = pivoted(list(range(n)))
+    if independent:
+        kept = sorted(set(independent))
+        rank_others, dep = pivoted([k for k in range(n) if k not in kept])
+        if rank_others < rank:
+            raise ValueError("the loops leave these coordinates no freedom to be independent together: the others "
+                             "cannot take up all the loop equations")
+    dep = sorted(dep)
+    ind = [k for k in range(n) if k not in dep]
     T = np.zeros((n, len(ind)))
     T[ind, range(len(ind))] = 1.0
-    if rank:
+    if dep:
         T[dep] = -np.linalg.lstsq(J[:, dep], J[:, ind], rcond=None)[0]
     return T, ind
 
 
-def independent_basis(model, q, t=0.0, params=None):
+def independent_basis(model, q, t=0.0, params=None, independent=None):
     """(T, names) of `independent_columns` for the loops' Jacobian at q, the independent
-    coordinates naming the columns of T."""
-    T, ind = independent_columns(jacobian(model, q, t, params)[0])
+    coordinates naming the columns of T; `independent`: names to keep among them."""
+    chosen = None
+    if independent:
+        names = [independent] if isinstance(independent, str) else list(independent)
+        unknown = [c for c in names if c not in model.coordinates]
+        if unknown:
+            raise ValueError(f"unknown coordinate(s) {', '.join(map(repr, unknown))} in `independent`; the model "
+                             f"{model.name!r} has {', '.join(model.coordinates)}")
+        chosen = [model.coordinates.index(c) for c in names]
+    try:
+        T, ind = independent_columns(jacobian(model, q, t, params)[0], independent=chosen)
+    except ValueError as exc:
+        raise ValueError(f"{model.name}: {', '.join(independent if not isinstance(independent, str) else [independent])}"
+                         f": {exc}") from None
     return T, tuple(model.coordinates[j] for j in ind)

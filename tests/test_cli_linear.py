@@ -103,3 +103,8 @@ def test_statics_and_modes_take_inputs_and_a_start():
     assert r.returncode == 0 and "response i_m / u: peaks at" in r.stdout, r.stderr
     r = run("statics", model, "--start", "psi=1")
     assert r.returncode == 2 and "--start: unknown coordinate(s) psi" in r.stderr
+
+
+def test_modes_of_a_loop_model_in_independent_coordinates_of_ones_choice():
+    r = run("modes", MODELS / "double_wishbone.yaml", "--independent", "lower", "--response", "lower")
+    assert r.returncode == 0 and "response lower / lower: peaks at" in r.stdout, r.stderr

@@ -361,3 +361,19 @@ def test_default_frequency_grid_is_positive_and_a_zero_pole_is_named():
         lin.simulate(1.0, np.zeros(3), 0.1, inputs=lambda t: [1.0])
     dw = dynamica.load(MODELS / "double_wishbone.yaml")
     assert np.all(dynamica.linearize(dw).frequency_response(dynamica.linearize(dw).coordinates).frequencies > 0)
+
+
+def test_loops_independent_coordinates_of_ones_choice():
+    model = dynamica.load(MODELS / "double_wishbone.yaml")
+    auto = dynamica.linearize(model)
+    lower = dynamica.linearize(model, independent=["lower"])
+    assert auto.coordinates == ("upper",) and lower.coordinates == ("lower",)
+    # the same mechanism, the same frequencies whichever coordinate describes it
+    assert np.allclose(lower.modes().frequencies, auto.modes().frequencies, rtol=1e-10)
+    assert lower.frequency_response("lower", frequencies=[5.0]).response.shape == (1, 1, 1)
+    with pytest.raises(ValueError, match="no freedom to be independent together"):
+        dynamica.linearize(model, independent=["lower", "upper"])
+    with pytest.raises(ValueError, match="unknown coordinate"):
+        dynamica.linearize(model, independent=["wheel"])
+    with pytest.raises(ValueError, match="has none"):
+        dynamica.linearize(dynamica.load(MODELS / "double_pendulum.yaml"), independent=["phi1"])
