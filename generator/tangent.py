@@ -201,9 +201,8 @@ class _Tangents:
         return {d: add(*ts) for d, ts in terms.items() if ts}
 
 
-def tangent_kernel(kernel: ir.Kernel, wrt: tuple, output: str = "J", name: str | None = None) -> ir.Kernel:
-    """The kernel with the Jacobian of its outputs (concatenated in order) w.r.t. the input
-    arrays `wrt` (concatenated in order) as one more output `output` (row-major)."""
+def _seeds(kernel: ir.Kernel, wrt: tuple) -> tuple:
+    """({input entry: {direction: 1}}, D) of the input arrays `wrt`, concatenated in order."""
     sizes = {i.name: i.size for i in kernel.inputs}
     missing = [w for w in wrt if w not in sizes or sizes[w] is None]
     if missing:
@@ -213,6 +212,13 @@ def tangent_kernel(kernel: ir.Kernel, wrt: tuple, output: str = "J", name: str |
         for j in range(sizes[w]):
             seeds[ir.Arg(w, j)] = {D: ONE}
             D += 1
+    return seeds, D
+
+
+def tangent_kernel(kernel: ir.Kernel, wrt: tuple, output: str = "J", name: str | None = None) -> ir.Kernel:
+    """The kernel with the Jacobian of its outputs (concatenated in order) w.r.t. the input
+    arrays `wrt` (concatenated in order) as one more output `output` (row-major)."""
+    seeds, D = _seeds(kernel, wrt)
     offsets, row = {}, 0
     for o in kernel.outputs:
         offsets[o.name] = row
@@ -241,15 +247,7 @@ def tangent_added(kernel: ir.Kernel, wrt: tuple, of: str, into: str, name: str |
     added into its output `into` of the same size, and `of` dropped: a Jacobian computed
     otherwise plus the tangent of a part (generator/derivatives_recursive.py). Only the
     statements that `of` depends on get tangents."""
-    sizes = {i.name: i.size for i in kernel.inputs}
-    missing = [w for w in wrt if w not in sizes or sizes[w] is None]
-    if missing:
-        raise ValueError(f"kernel {kernel.name!r} has no input array {missing[0]!r} to differentiate by")
-    seeds, D = {}, 0
-    for w in wrt:
-        for j in range(sizes[w]):
-            seeds[ir.Arg(w, j)] = {D: ONE}
-            D += 1
+    seeds, D = _seeds(kernel, wrt)
     needed: set = set()
 
     def reads(node):

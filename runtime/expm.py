@@ -300,13 +300,7 @@ def integrate(M, C, K, x0, t_end, output_step, forcing=None, inputs=None, order=
     x0 = np.asarray(x0, dtype=float).reshape(-1)
     if x0.shape != (2 * n,):
         raise ValueError(f"x0 has {x0.shape[0]} entries, expected 2n = {2 * n} ([q, qd] deviations)")
-    if order not in (1, 2, 3):
-        raise ValueError(f"order (the forcing polynomial's coefficients) must be 1, 2 or 3, not {order!r}")
-    h = float(step or output_step)
-    stride = int(round(output_step / h))
-    if stride < 1 or abs(stride * h - output_step) > 1e-9 * output_step:
-        raise ValueError(f"step {h} must divide output_step {output_step}")
-    steps = int(math.floor((t_end - t0) / h + 1e-9))
+    h, stride, steps = _stepping(order, step, output_step, t_end, t0)
     r = order_for(tol)
     omega = spectral_bound(M, C, K)
     structured = _symmetric(M) and _symmetric(C) and _symmetric(K) and np.all(np.linalg.eigvalsh(M) > 0)
@@ -330,6 +324,17 @@ def integrate(M, C, K, x0, t_end, output_step, forcing=None, inputs=None, order=
     return ts, X, info
 
 
+def _stepping(order, step, output_step, t_end, t0) -> tuple:
+    """(h, outputs every `stride` steps, steps) of an integration, the arguments checked."""
+    if order not in (1, 2, 3):
+        raise ValueError(f"order (the forcing polynomial's coefficients) must be 1, 2 or 3, not {order!r}")
+    h = float(step or output_step)
+    stride = int(round(output_step / h))
+    if stride < 1 or abs(stride * h - output_step) > 1e-9 * output_step:
+        raise ValueError(f"step {h} must divide output_step {output_step}")
+    return h, stride, int(math.floor((t_end - t0) / h + 1e-9))
+
+
 def integrate_state(A, x0, t_end, output_step, forcing=None, inputs=None, order=3, tol=1e-13, step=None, t0=0.0):
     """integrate() for a first-order linear model x' = A x + B u (issue 17: the linearisation of a
     model with extra states, x = [q, q', s]): forcing u(t) -> (c,) with `inputs` B (N x c), or
@@ -340,13 +345,7 @@ def integrate_state(A, x0, t_end, output_step, forcing=None, inputs=None, order=
     x0 = np.asarray(x0, dtype=float).reshape(-1)
     if x0.shape != (N,):
         raise ValueError(f"x0 has {x0.shape[0]} entries, expected {N} (the deviations of the state)")
-    if order not in (1, 2, 3):
-        raise ValueError(f"order (the forcing polynomial's coefficients) must be 1, 2 or 3, not {order!r}")
-    h = float(step or output_step)
-    stride = int(round(output_step / h))
-    if stride < 1 or abs(stride * h - output_step) > 1e-9 * output_step:
-        raise ValueError(f"step {h} must divide output_step {output_step}")
-    steps = int(math.floor((t_end - t0) / h + 1e-9))
+    h, stride, steps = _stepping(order, step, output_step, t_end, t0)
     P = np.eye(N) if inputs is None else np.asarray(inputs, dtype=float).reshape(N, -1)
     omega = float(np.max(np.abs(np.linalg.eigvals(A)), initial=0.0))
     return _run(_Dense(A), P, omega, order_for(tol), x0.copy(), x0, forcing, order, h, stride, steps, t0)
