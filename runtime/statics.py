@@ -144,17 +144,21 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
                         {"message": message, "t": t})
 
 
-def _equilibrium(model, q, idx, start, g, K, iterations, tolerance, info) -> Equilibrium:
-    """The Equilibrium at q (free coordinates idx; residual g and stiffness K over them), with the
-    eigen-decomposition of K's symmetric part; an unstable one is a warning naming its directions."""
-    lam, vec = np.linalg.eigh((K + K.T) / 2) if idx else (np.zeros(0), np.zeros((0, 0)))
+def _equilibrium(model, q, idx, start, g, K, iterations, tolerance, info, basis=None) -> Equilibrium:
+    """The Equilibrium at q (free coordinates idx; residual g over them, stiffness K), with the
+    eigen-decomposition of K's symmetric part; an unstable one is a warning naming its directions.
+    basis: K is T^T K_ff T on the loops' constraint manifold, the eigenvectors are given as T v."""
+    lam, vec = np.linalg.eigh((K + K.T) / 2) if len(K) else (np.zeros(0), np.zeros((0, 0)))
+    where = "the stiffness"
+    if basis is not None:
+        vec, where = basis @ vec, "the stiffness on the loops' constraint manifold"
     eq = Equilibrium(q=q, coordinates=model.coordinates, free=tuple(model.coordinates[k] for k in idx),
                      held=tuple(c for k, c in enumerate(model.coordinates) if k not in idx), q0=start,
                      residual=g, stiffness=K, eigenvalues=lam, eigenvectors=vec, iterations=iterations,
                      tolerance=tolerance, info={**info, "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
     for lam_k, names in eq.unstable_directions():
         from dynamica.generator.model import _warn
-        _warn(model.spec, f"the equilibrium found is unstable: the stiffness has the negative eigenvalue {lam_k:.4g} "
+        _warn(model.spec, f"the equilibrium found is unstable: {where} has the negative eigenvalue {lam_k:.4g} "
                           f"along {', '.join(f'`{c}`' for c in names)}")
     return eq
 
@@ -315,18 +319,9 @@ def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibriu
     J = loops.jacobian(model, q, t, params)[0][:, idx]
     T, ind = loops.independent_columns(J)
     Kz = T.T @ (K - H)[np.ix_(idx, idx)] @ T
-    eq = _equilibrium(model, q, [], start, g[:nf], Kz, iterations, float(tolerance[0]) if nf else 0.0,
-                      {"message": message, "t": t, "multipliers": lam, "basis": T, "manifold": True,
-                       "independent": tuple(model.coordinates[idx[k]] for k in ind)})
-    lam_z, vec = np.linalg.eigh((Kz + Kz.T) / 2)
-    eq.free = tuple(model.coordinates[k] for k in idx)
-    eq.held = tuple(c for k, c in enumerate(model.coordinates) if k not in idx)
-    eq.eigenvalues, eq.eigenvectors = lam_z, T @ vec
-    for lam_k, moved in eq.unstable_directions():
-        from dynamica.generator.model import _warn
-        _warn(model.spec, f"the equilibrium found is unstable: the stiffness on the loops' constraint manifold has the "
-                          f"negative eigenvalue {lam_k:.4g} along {', '.join(f'`{c}`' for c in moved)}")
-    return eq
+    return _equilibrium(model, q, idx, start, g[:nf], Kz, iterations, float(tolerance[0]) if nf else 0.0,
+                        {"message": message, "t": t, "multipliers": lam, "basis": T, "manifold": True,
+                         "independent": tuple(model.coordinates[idx[k]] for k in ind)}, basis=T)
 
 
 def _damped_newton(g_and_K, x, tolerance, max_iter):
