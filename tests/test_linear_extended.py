@@ -2,6 +2,9 @@
 (issue 17), closed loops (issue 16).
 
 Oracles:
+- table lookups of drawn tables (hypothesis: knots, values, interpolation, extrapolation, one or
+  two variables, points inside and outside): their tangent against central differences of the
+  IR interpreter, 1e-6;
 - tables: a mass on a spring whose force is a table of the elongation and a damper whose force
   is a table of (elongation, rate): K and C equal the derivatives of scipy's interpolators
   (`CubicSpline`, `PchipInterpolator`, the linear slope, `RegularGridInterpolator`), 1e-9;
@@ -20,9 +23,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.interpolate import CubicSpline, PchipInterpolator, RegularGridInterpolator
 
 import dynamica
+from dynamica.generator import ir
 from dynamica.generator.model import DynamicaWarning
 from dynamica.runtime import loops
 from dynamica.runtime.derivatives import derivatives
@@ -377,3 +383,52 @@ def test_loops_independent_coordinates_of_ones_choice():
         dynamica.linearize(model, independent=["wheel"])
     with pytest.raises(ValueError, match="has none"):
         dynamica.linearize(dynamica.load(MODELS / "double_pendulum.yaml"), independent=["phi1"])
+
+
+# ------------------------------------------------------------------ tables we did not choose
+def central(f, x, h):
+    """Columns d f / d x_j by central differences."""
+    cols = [(np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h) for e in h * np.eye(len(x))]
+    return np.array(cols).T
+
+
+@st.composite
+def random_table(draw):
+    """A tabulated function of one or two variables with drawn knots, values and settings."""
+    from dynamica.generator.tables import TabulatedFunction
+    floats = st.floats(-10.0, 10.0, allow_nan=False)
+    ext = draw(st.sampled_from(["hold", "extrapolate"]))
+    gaps = st.lists(st.floats(0.1, 1.0), min_size=2, max_size=7)
+    x = tuple(float(v) for v in np.cumsum([-1.0] + draw(gaps)))
+    if draw(st.booleans()):
+        y = tuple(float(v) for v in np.cumsum([-0.5] + draw(gaps)))
+        z = tuple(draw(st.lists(floats, min_size=len(x) * len(y), max_size=len(x) * len(y))))
+        return TabulatedFunction("f", x, y, z, "linear", ext)
+    kind = draw(st.sampled_from(["linear", "cubic", "pchip"]))
+    return TabulatedFunction("f", x, tuple(draw(st.lists(floats, min_size=len(x), max_size=len(x)))), (), kind, ext)
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_table(), st.floats(-2.0, 6.0), st.floats(-2.0, 4.0))
+def test_tangent_of_a_lookup_against_central_differences(tf, a, b):
+    """d f(u(x), w(x)) / dx of drawn tables at drawn points (inside, outside, any interpolation and
+    extrapolation) by the Lookup's tangent rule equals central differences of the IR interpreter,
+    away from the knots (where a derivative jumps)."""
+    from dynamica.generator.lower import derived_lookups
+    from dynamica.generator.tables import lookup_parts, module_tables
+    from dynamica.generator.tangent import tangent_kernel
+    X0, X1 = ir.Arg("x", 0), ir.Arg("x", 1)
+    args = (ir.Add((X0, ir.Mul((ir.Num(0.5), X1)))),) if tf.arity == 1 else (X0, ir.Mul((X1, ir.Num(0.7))))
+    node = ir.Lookup(**lookup_parts(tf, (0,) * tf.arity), args=args)
+    kernel = ir.Kernel("k", (ir.Input("x", 2),), (ir.Output("out", 1),), (), (ir.Store("out", 0, node),))
+    tk = tangent_kernel(kernel, ("x",))
+    used = {(tf, (0,) * tf.arity)}
+    tables = module_tables(used | derived_lookups(tk, used))
+    x0 = np.array([a, b])
+    values = [a + 0.5 * b] if tf.arity == 1 else [a, 0.7 * b]
+    knots = [tf.x] if tf.arity == 1 else [tf.x, tf.y]
+    if any(np.min(np.abs(np.asarray(k) - v)) < 1e-3 for k, v in zip(knots, values)):
+        return                                              # at a knot the derivative may jump
+    J = np.array(ir.interpret(tk, {"x": x0}, tables)["J"])
+    fd = central(lambda x: ir.interpret(kernel, {"x": x}, tables)["out"], x0, 1e-6)[0]
+    assert np.max(np.abs(J - fd)) < 1e-6 * max(1.0, np.max(np.abs(fd))), (tf, x0, J, fd)
