@@ -89,6 +89,36 @@ static DYN_LA_FAST int dyn_lu(int n, double *A, int *piv)
    once per k: 2x faster for the 2n right-hand sides of a 20-coordinate Jacobian); zeros of the
    factors (tree sparsity) are skipped. */
 #define DYN_LA_BLOCK 8
+
+/* one row of a triangular sweep over the columns j0 .. j0 + w - 1 of B (w <= DYN_LA_BLOCK):
+   B[i] = post (pre B[i] - sum_{k0 <= k < k1} F[i ri + k rk] B[k]), the row accumulated in
+   registers, zeros of F skipped; inlined with a constant w, the j loops unroll */
+static inline DYN_LA_FAST void dyn_la_row(const double *F, size_t ri, size_t rk, int i, int k0, int k1, double pre,
+                                          double post, int nrhs, int j0, int w, double *B)
+{
+    double acc[DYN_LA_BLOCK], *bi = B + (size_t)i * nrhs + j0;
+    for (int j = 0; j < w; ++j)
+        acc[j] = pre * bi[j];
+    for (int k = k0; k < k1; ++k) {
+        double l = F[(size_t)i * ri + (size_t)k * rk];
+        const double *bk = B + (size_t)k * nrhs + j0;
+        if (l != 0.0)
+            for (int j = 0; j < w; ++j)
+                acc[j] -= l * bk[j];
+    }
+    for (int j = 0; j < w; ++j)
+        bi[j] = acc[j] * post;
+}
+
+/* L y = B then U x = y on the columns j0 .. j0 + w - 1 (the LU of dyn_lu, unit L) */
+static inline DYN_LA_FAST void dyn_lu_sweep(int n, const double *LU, int nrhs, double *B, int j0, int w)
+{
+    for (int i = 1; i < n; ++i)
+        dyn_la_row(LU, n, 1, i, 0, i, 1.0, 1.0, nrhs, j0, w, B);
+    for (int i = n - 1; i >= 0; --i)
+        dyn_la_row(LU, n, 1, i, i + 1, n, 1.0, 1.0 / LU[(size_t)i * n + i], nrhs, j0, w, B);
+}
+
 static DYN_LA_FAST void dyn_lu_solve(int n, const double *LU, const int *piv, int nrhs, double *B)
 {
     for (int k = 0; k < n; ++k)
@@ -99,51 +129,10 @@ static DYN_LA_FAST void dyn_lu_solve(int n, const double *LU, const int *piv, in
                 B[piv[k] * nrhs + j] = s;
             }
     int j0 = 0;
-    for (; j0 + DYN_LA_BLOCK <= nrhs; j0 += DYN_LA_BLOCK) {
-        for (int i = 1; i < n; ++i) {
-            double acc[DYN_LA_BLOCK], *bi = B + (size_t)i * nrhs + j0;
-            for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                acc[j] = bi[j];
-            for (int k = 0; k < i; ++k) {
-                double l = LU[(size_t)i * n + k];
-                const double *bk = B + (size_t)k * nrhs + j0;
-                if (l != 0.0)
-                    for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                        acc[j] -= l * bk[j];
-            }
-            for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                bi[j] = acc[j];
-        }
-        for (int i = n - 1; i >= 0; --i) {
-            double acc[DYN_LA_BLOCK], *bi = B + (size_t)i * nrhs + j0;
-            for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                acc[j] = bi[j];
-            for (int k = i + 1; k < n; ++k) {
-                double u = LU[(size_t)i * n + k];
-                const double *bk = B + (size_t)k * nrhs + j0;
-                if (u != 0.0)
-                    for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                        acc[j] -= u * bk[j];
-            }
-            double inv = 1.0 / LU[(size_t)i * n + i];
-            for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                bi[j] = acc[j] * inv;
-        }
-    }
-    for (; j0 < nrhs; ++j0) {                /* the remaining columns one by one */
-        for (int i = 1; i < n; ++i) {
-            double acc = B[(size_t)i * nrhs + j0];
-            for (int k = 0; k < i; ++k)
-                acc -= LU[(size_t)i * n + k] * B[(size_t)k * nrhs + j0];
-            B[(size_t)i * nrhs + j0] = acc;
-        }
-        for (int i = n - 1; i >= 0; --i) {
-            double acc = B[(size_t)i * nrhs + j0];
-            for (int k = i + 1; k < n; ++k)
-                acc -= LU[(size_t)i * n + k] * B[(size_t)k * nrhs + j0];
-            B[(size_t)i * nrhs + j0] = acc * (1.0 / LU[(size_t)i * n + i]);
-        }
-    }
+    for (; j0 + DYN_LA_BLOCK <= nrhs; j0 += DYN_LA_BLOCK)
+        dyn_lu_sweep(n, LU, nrhs, B, j0, DYN_LA_BLOCK);
+    for (; j0 < nrhs; ++j0)                  /* the remaining columns one by one */
+        dyn_lu_sweep(n, LU, nrhs, B, j0, 1);
 }
 
 static void dyn_fill_nan(double *out, int size)
@@ -203,55 +192,24 @@ static void dyn_dv_qdd_jacobian(int n, dyn_residual_fn residual, dyn_residual_ja
 }
 
 /* B := sign M^-1 B for B row-major n x nrhs, M = L^T D L given as F (row-major n x n: L below the
-   diagonal, 1/d_i on it; the variant recursive's solve_jacobian kernel): L^T y = B from the
-   last row up, then L x = D^-1 y; columns in blocks as dyn_lu_solve, zeros of L skipped */
+   diagonal, 1/d_i on it; the variant recursive's solve_jacobian kernel): L^T y = sign B from the
+   last row up, then L x = D^-1 y; columns in blocks as dyn_lu_solve, zeros of L skipped.
+   dyn_ldl_sweep: both passes on the columns j0 .. j0 + w - 1 */
+static inline DYN_LA_FAST void dyn_ldl_sweep(int n, const double *F, int nrhs, double *B, double sign, int j0, int w)
+{
+    for (int i = n - 1; i >= 0; --i)                 /* F[k n + i], k > i: the column i of L below it */
+        dyn_la_row(F, 1, n, i, i + 1, n, sign, 1.0, nrhs, j0, w, B);
+    for (int i = 0; i < n; ++i)
+        dyn_la_row(F, n, 1, i, 0, i, F[(size_t)i * n + i], 1.0, nrhs, j0, w, B);
+}
+
 static DYN_LA_FAST void dyn_ldl_solve(int n, const double *F, int nrhs, double *B, double sign)
 {
     int j0 = 0;
-    for (; j0 + DYN_LA_BLOCK <= nrhs; j0 += DYN_LA_BLOCK) {
-        for (int i = n - 1; i >= 0; --i) {
-            double acc[DYN_LA_BLOCK], *bi = B + (size_t)i * nrhs + j0;
-            for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                acc[j] = sign * bi[j];
-            for (int k = i + 1; k < n; ++k) {
-                double l = F[(size_t)k * n + i];
-                const double *bk = B + (size_t)k * nrhs + j0;
-                if (l != 0.0)
-                    for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                        acc[j] -= l * bk[j];
-            }
-            for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                bi[j] = acc[j];
-        }
-        for (int i = 0; i < n; ++i) {
-            double acc[DYN_LA_BLOCK], *bi = B + (size_t)i * nrhs + j0, di = F[(size_t)i * n + i];
-            for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                acc[j] = di * bi[j];
-            for (int k = 0; k < i; ++k) {
-                double l = F[(size_t)i * n + k];
-                const double *bk = B + (size_t)k * nrhs + j0;
-                if (l != 0.0)
-                    for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                        acc[j] -= l * bk[j];
-            }
-            for (int j = 0; j < DYN_LA_BLOCK; ++j)
-                bi[j] = acc[j];
-        }
-    }
-    for (; j0 < nrhs; ++j0) {                /* the remaining columns one by one */
-        for (int i = n - 1; i >= 0; --i) {
-            double acc = sign * B[(size_t)i * nrhs + j0];
-            for (int k = i + 1; k < n; ++k)
-                acc -= F[(size_t)k * n + i] * B[(size_t)k * nrhs + j0];
-            B[(size_t)i * nrhs + j0] = acc;
-        }
-        for (int i = 0; i < n; ++i) {
-            double acc = F[(size_t)i * n + i] * B[(size_t)i * nrhs + j0];
-            for (int k = 0; k < i; ++k)
-                acc -= F[(size_t)i * n + k] * B[(size_t)k * nrhs + j0];
-            B[(size_t)i * nrhs + j0] = acc;
-        }
-    }
+    for (; j0 + DYN_LA_BLOCK <= nrhs; j0 += DYN_LA_BLOCK)
+        dyn_ldl_sweep(n, F, nrhs, B, sign, j0, DYN_LA_BLOCK);
+    for (; j0 < nrhs; ++j0)                  /* the remaining columns one by one */
+        dyn_ldl_sweep(n, F, nrhs, B, sign, j0, 1);
 }
 
 typedef void (*dyn_solve_jacobian_fn)(double t, const double *q, const double *qd, const double *p, double *qdd,
