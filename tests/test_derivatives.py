@@ -17,8 +17,12 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -372,3 +376,62 @@ def test_radau_uses_the_generated_jacobian(bundled):
     assert np.max(np.abs(ana.q - ref.q)) < 1e-7 and np.max(np.abs(num.q - ref.q)) < 1e-7
     with pytest.raises(ValueError, match="jacobian must be"):
         dynamica.simulate(model, method="radau", jacobian="exact", **kw)
+
+
+# ------------------------------------------------------------------ the module file's dense solves
+#: coordinates of the chains below: 2n right-hand sides 2, 4, 6, 10, 14, 18, 24 cover every block
+#: width of runtime/dynamica_linalg.h (16, 8 and 4 columns with AVX2, 8 and 1 without) and its
+#: leftover single row (odd n)
+SOLVE_SIZES = (1, 2, 3, 5, 7, 9, 12)
+
+_GENERIC_SCRIPT = """
+import json, sys
+import numpy as np
+import dynamica
+from dynamica.runtime.derivatives import derivatives
+out = {}
+for path, variant, q, qd in json.loads(sys.argv[1]):
+    _, Jq, Jv = derivatives(dynamica.load(path), variant).qdd_jacobian(np.array(q), np.array(qd))
+    out[path + variant] = np.hstack([Jq, Jv]).tolist()
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def solve_chains(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("solve_chains")
+    paths = {}
+    for n in SOLVE_SIZES:
+        paths[n] = folder / f"solve_chain{n}.yaml"
+        write_yaml(random_tree("chain", n, (1,), np.random.default_rng(900 + n), name=f"solve_chain{n}"), paths[n])
+    paths["star"] = tree_path("star9_free", folder)
+    return paths
+
+
+def test_dense_solves_against_numpy_and_the_generic_path(solve_chains):
+    """dq''/d[q, q'] = -M^-1 J of the module file (the L^T D L solve of the variant recursive, the
+    LU of the unrolled one) against numpy's solve with M and J from the module's own kernels, on
+    chains of every block width and on a star (zeros of the factors skipped), 1e-11; and the same
+    in a process with DYNAMICA_LA_GENERIC=1 (the portable path; the vectorized one where the CPU
+    has AVX2 and FMA), 1e-12"""
+    cases = [(str(p), "recursive") for p in solve_chains.values()]
+    cases += [(str(solve_chains[k]), "unrolled") for k in (3, "star")]
+    rng = np.random.default_rng(17)
+    here, args = {}, []
+    for path, variant in cases:
+        model = dynamica.load(path)
+        d = derivatives(model, variant)
+        q, qd = rng.uniform(-1.5, 1.5, model.n), rng.uniform(-1, 1, model.n)
+        qdd, Jq, Jv = d.qdd_jacobian(q, qd)
+        _, Rq, Rv = d.residual_jacobian(q, qd, qdd)
+        expected = -np.linalg.solve(d.mass_matrix(q), np.hstack([Rq, Rv]))
+        assert scaled_err(np.hstack([Jq, Jv]), expected) < 1e-11, (path, variant)
+        here[path + variant] = np.hstack([Jq, Jv])
+        args.append((path, variant, q.tolist(), qd.tolist()))
+    env = dict(os.environ, DYNAMICA_LA_GENERIC="1")
+    run = subprocess.run([sys.executable, "-c", _GENERIC_SCRIPT, json.dumps(args)], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    generic = json.loads(run.stdout.strip().splitlines()[-1])
+    for key, J in here.items():
+        assert scaled_err(J, np.array(generic[key])) < 1e-12, key
