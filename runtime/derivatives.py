@@ -182,20 +182,20 @@ UNROLLED_MAX_COORDINATES = 12
 #: the recursive variant (analytical derivatives, generator/derivatives_recursive.py) is the
 #: default up to this many coordinates: its qdd_jacobian (q'', M's factors and J from one kernel)
 #: is the fastest of the three from 2 coordinates on (us per call from Python, 1-DOF chains of
-#: benchmarks/bench_derivatives.py, benchmarks/results/derivatives.txt; N = 2, 3, 30 from a run
-#: at load ~3 on the 2 cores; first build s):
+#: benchmarks/bench_derivatives.py, benchmarks/results/derivatives.txt, quiet machine, the
+#: AVX2 solves of dynamica_linalg.h; first build s):
 #:   N   unrolled   recursive   tape      recursive gen + cc   tape gen + cc
-#:   2     0.47       0.43
-#:   3     0.91       0.74
-#:   5     2.09       1.28       4.71
-#:  10     7.71       3.42      14.02
-#:  20    33.9        9.84      46.7        3.9 + 6.5           0.8 + 2.0
-#:  30      -        26.8      104.6       10.2 + 14.2          2.0 + 2.7
-#:  40      -        46.0      169.9       12.2 + 19.2          1.9 + 2.3
-#: and on the bundled models (qdd_jacobian, us, unrolled / recursive): star 2.63 / 2.02,
+#:   2     0.46       0.42       1.01
+#:   3     0.82       0.66       2.24
+#:   5     2.09       1.30       4.79
+#:  10     7.28       3.00      13.22
+#:  20    33.1        8.86      42.6        3.7 + 7.0           0.8 + 2.3
+#:  30      -        19.0       91.6        7.2 + 12.1          1.3 + 2.4
+#:  40      -        36.5      161.1       11.8 + 20.0          1.8 + 2.9
+#: and on the bundled models (qdd_jacobian, us, unrolled / recursive, before those solves): star 2.63 / 2.02,
 #: chain7 2.77 / 2.04, spherical_chain 2.96 / 2.18, forces_demo 0.69 / 0.61, double_pendulum
 #: 0.37 / 0.33, governor 0.73 / 0.95 (its tangent is small: 4 coordinates on a shallow tree).
-#: Above 30 coordinates its first build (25-30 s at 30 and 40) outweighs the evaluation for
+#: Above 30 coordinates its first build (20-30 s at 30 and 40) outweighs the evaluation for
 #: one-off analyses, and the tape (O(n) code) is the default.
 RECURSIVE_MAX_COORDINATES = 30
 
