@@ -33,6 +33,9 @@ Jacobian the stiffness K (runtime/statics.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import sympy as sp
 
 from dynamica.generator.forces import active_forces
@@ -130,49 +133,77 @@ def loop_kernels(kin) -> tuple:
                        symbols=(("lam", lam), ("x", x)), tangent=("q",), export=True),)
 
 
-#: how the Jacobian is formed: "unrolled" (the tangent program, generator/tangent.py) or "tape"
-#: (the statements' local partials generated, the tangents carried by a loop in the module file,
-#: runtime/dynamica_linalg.h: for models whose unrolled tangent would be too long to compile)
-#: "recursive": the inertial part of J by the analytical recursive derivatives of inverse dynamics,
-#: the tangent for the active forces only (generator/derivatives_recursive.py)
-VARIANTS = ("unrolled", "tape", "recursive")
+@dataclass(frozen=True)
+class Variant:
+    """How a derivatives module forms the Jacobian: `build(kin, x)` gives (kernels, program, r):
+    the kernels of the variant (the residual, the Jacobian's, M's), the program they read by
+    default and the residual's expressions (for the signal kernels); `mode` labels the module."""
+    name: str
+    mode: str
+    jacobian: str
+    build: Callable
+
+
+#: the registered variants by name (`register_variant`)
+VARIANTS: dict = {}
+
+
+def register_variant(name: str, mode: str, jacobian: str):
+    def deco(build):
+        VARIANTS[name] = Variant(name, mode, jacobian, build)
+        return build
+    return deco
 
 
 def derivative_equations(kin, variant="unrolled") -> EquationsOfMotion:
     """The EquationsOfMotion of a derivatives module (kind "derivatives", module docstring)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
+    v = VARIANTS[variant]
     x = trial_accelerations(kin.coordinates)
-    if variant == "recursive":
-        return _recursive_equations(kin, x)
-    r, fp = residual(kin, x)
+    kernels, program, r = v.build(kin, x)
+    kernels += signal_kernels(kin, r, x) + loop_kernels(kin)
     qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
     qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
-    inputs = ("t", "q", "qd", "x", "p")
-    if variant == "unrolled":
-        jac = KernelSpec("residual_jacobian", inputs, (("r", r),), symbols=(("x", x),), tangent=("q", "qd"))
-        mass = KernelSpec("mass", ("t", "q", "p"), (("M", mass_matrix(kin)),))
-    else:           # O(n) kernels only: M column by column from M x (2.54)-(2.55), in the module file
-        jac = KernelSpec("residual_partials", inputs, (("r", r),), symbols=(("x", x),), tape=("q", "qd"))
-        from dynamica.generator.forms.iterative import recursive_mx
-        mx = recursive_mx(kin, fp, lambda e: e, x)
-        mass = KernelSpec("mass_times", ("t", "q", "x", "p"), (("Mx", mx),), symbols=(("x", x),))
-    kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),)), jac, mass)
-    kernels += signal_kernels(kin, r, x) + loop_kernels(kin)
-    return EquationsOfMotion(form="derivatives", kind="derivatives", program=kin.program,
-                             coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels,
-                             mode="symbolic" if variant == "unrolled" else variant,
+    return EquationsOfMotion(form="derivatives", kind="derivatives", program=program,
+                             coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels, mode=v.mode,
                              info={"residual": "r = M(q) x - Q(t, q, qd), inverse dynamics (2.54)-(2.55)",
-                                   "jacobian": "[dr/dq | dr/dqd], row-major n x 2n, forward-mode tangent",
-                                   "variant": variant})
+                                   "jacobian": v.jacobian, "variant": variant})
 
 
-def _recursive_equations(kin, x) -> EquationsOfMotion:
+_INPUTS = ("t", "q", "qd", "x", "p")
+
+
+@register_variant("unrolled", "symbolic", "[dr/dq | dr/dqd], row-major n x 2n, forward-mode tangent")
+def _unrolled(kin, x):
+    """The tangent program of the residual (generator/tangent.py) and M by composite bodies."""
+    r, _ = residual(kin, x)
+    return (KernelSpec("residual", _INPUTS, (("r", r),), symbols=(("x", x),)),
+            KernelSpec("residual_jacobian", _INPUTS, (("r", r),), symbols=(("x", x),), tangent=("q", "qd")),
+            KernelSpec("mass", ("t", "q", "p"), (("M", mass_matrix(kin)),))), kin.program, r
+
+
+@register_variant("tape", "tape", "[dr/dq | dr/dqd], row-major n x 2n, the statements' partials carried by "
+                                  "a loop (forward mode)")
+def _tape(kin, x):
+    """For models whose unrolled tangent would be too long to compile: the statements' local
+    partials generated, the tangents carried by a loop in the module file
+    (runtime/dynamica_linalg.h); M column by column from M x (2.54)-(2.55): O(n) kernels only."""
+    from dynamica.generator.forms.iterative import recursive_mx
+    r, fp = residual(kin, x)
+    mx = recursive_mx(kin, fp, lambda e: e, x)
+    return (KernelSpec("residual", _INPUTS, (("r", r),), symbols=(("x", x),)),
+            KernelSpec("residual_partials", _INPUTS, (("r", r),), symbols=(("x", x),), tape=("q", "qd")),
+            KernelSpec("mass_times", ("t", "q", "x", "p"), (("Mx", mx),), symbols=(("x", x),))), kin.program, r
+
+
+@register_variant("recursive", "recursive", "[dr/dq | dr/dqd], row-major n x 2n, analytical recursive "
+                                            "derivatives (inertial part) + forward-mode tangent (active forces)")
+def _recursive(kin, x):
     """The variant "recursive": residual and mass as "unrolled", the Jacobian kernel from
     generator/derivatives_recursive.py (same outputs r, J), and `solve_jacobian` (t, q, qd, p) ->
     q'', the L^T D L factors F of M and J at q'' (the module file's qdd_jacobian solves with F)."""
     from dynamica.generator.derivatives_recursive import recursive_jacobian, recursive_solve_jacobian
-    inputs = ("t", "q", "qd", "x", "p")
     base = kin.program
     kin.program = base.fork()
     r, _ = residual(kin, x)
@@ -188,16 +219,8 @@ def _recursive_equations(kin, x) -> EquationsOfMotion:
     except StructurallySingular:        # M singular at every state: the LU of the module file says so
         solve = ()
     kin.program = base
-    qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
-    qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
-    kernels = (KernelSpec("residual", inputs, (("r", r),), symbols=(("x", x),), program=res_prog),
-               KernelSpec("residual_jacobian", inputs, (("r", rr), ("J", J), ("A", r_act)), symbols=(("x", x),),
+    kernels = (KernelSpec("residual", _INPUTS, (("r", r),), symbols=(("x", x),), program=res_prog),
+               KernelSpec("residual_jacobian", _INPUTS, (("r", rr), ("J", J), ("A", r_act)), symbols=(("x", x),),
                           program=jac_prog, tangent=("q", "qd"), tangent_add=("A", "J")),
                KernelSpec("mass", ("t", "q", "p"), (("M", mass),), program=res_prog)) + solve
-    kernels += signal_kernels(kin, r, x) + loop_kernels(kin)
-    return EquationsOfMotion(form="derivatives", kind="derivatives", program=res_prog,
-                             coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels, mode="recursive",
-                             info={"residual": "r = M(q) x - Q(t, q, qd), inverse dynamics (2.54)-(2.55)",
-                                   "jacobian": "[dr/dq | dr/dqd], row-major n x 2n, analytical recursive "
-                                               "derivatives (inertial part) + forward-mode tangent (active forces)",
-                                   "variant": "recursive"})
+    return kernels, res_prog, r

@@ -238,7 +238,8 @@ def _load_module(model, variant, progress):
             pass
     from dynamica.generator.pipeline import generate_derivatives
     gen = generate_derivatives(model.spec, backend=backend, progress=progress, variant=variant)
-    mode = "symbolic" if variant == "unrolled" else variant
+    from dynamica.generator.derivatives import VARIANTS
+    mode = VARIANTS[variant].mode
     so = compile_bundle(gen.bundle, cache=cache, progress=progress,
                         meta={"model": model.spec.name, "form": "derivatives", "mode": mode})
     if idx is not None:
