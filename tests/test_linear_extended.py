@@ -196,6 +196,42 @@ def test_statics_and_linearisation_of_states_at_the_equilibrium(tmp_path):
     assert abs(lin.info["state_rates"][0]) < 1e-8
 
 
+@pytest.mark.parametrize("seed", [311, 312, 313])
+def test_states_and_inputs_on_random_trees_against_central_differences(tmp_path, seed):
+    """A random tree (oracles/pin_trees.py: 1-, 2-, 3-DOF joints, names and values not ours) with a
+    lagged actuator state driven by an input and by the motion, acting on a drawn coordinate:
+    lin.A, lin.B against central differences of the compiled right-hand side (1e-6 relative)."""
+    import yaml
+    from oracles.pin_trees import random_tree, write_yaml
+    rng = np.random.default_rng(seed)
+    path = tmp_path / f"tree{seed}.yaml"
+    write_yaml(random_tree("mixed", 5, (1, 2, 3), rng, name=f"tree{seed}"), path)
+    data = yaml.safe_load(path.read_text())
+    coords = dynamica.load(path).coordinates
+    j, k, m = (coords[i] for i in rng.integers(0, len(coords), 3))
+    data["parameters"] = {**(data.get("parameters") or {}), "lag_tau": float(rng.uniform(0.02, 0.2)),
+                          "lag_gain": float(rng.uniform(1, 20))}
+    data["inputs"] = ["drive"]
+    data["states"] = {"act": {"initial": 0, "der": f"(lag_gain*drive - act + 0.3*{j}*der({k}))/lag_tau"}}
+    data.setdefault("forces", [])
+    data["forces"] = list(data["forces"]) + [
+        {"type": "generalized_force", "name": "lag_out", "coordinate": m, "value": f"act*cos({j}) - 2*{m}"}]
+    path.write_text(yaml.safe_dump(data))
+    model = dynamica.load(path)
+    n = model.n
+    q, qd = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+    s, u = np.array([rng.uniform(-2, 2)]), np.array([rng.uniform(-1, 1)])
+    lin = dynamica.linearize(model, q=q, qd=qd, s=s, u=u)
+
+    def f(y, uu):
+        return model.rhs(0.0, y, inputs={"drive": uu[0]})
+    y0 = np.concatenate([q, qd, s])
+    A = np.array([(f(y0 + h, u) - f(y0 - h, u)) / 2e-6 for h in 1e-6 * np.eye(2 * n + 1)]).T
+    B = ((f(y0, u + 1e-6) - f(y0, u - 1e-6)) / 2e-6)[:, None]
+    assert np.max(np.abs(lin.A - A)) < 1e-6 * np.max(np.abs(A))
+    assert np.max(np.abs(lin.B - B)) < 1e-6 * np.max(np.abs(B))
+
+
 INPUT_ONLY = {"name": "pushed", "parameters": {"m": 2.0, "k": 50.0}, "gravity": [0, 0, 0], "inputs": ["u"],
               "bodies": [{"name": "cart", "parent": "ground", "joint": [{"translate": "x", "q": "x"}], "mass": "m",
                           "com": [0, 0, 0], "inertia": [1, 1, 1]}],
