@@ -261,7 +261,8 @@ class ActuatorSections:
 
     def distinct_names(self, params, coords, functions, inputs, states, expressions):
         """Parameters, coordinates, tabulated functions, inputs and states share the expressions'
-        namespace (and states and inputs the results' columns with the named expressions)."""
+        namespace (and coordinates, states and inputs the results' columns with the named
+        expressions)."""
         seen = {}
         groups = (("parameter", "parameters", [p.name for p in params]), ("joint coordinate", "bodies", coords),
                   ("function", "functions", [f.name for f in functions]), ("input", "inputs", inputs),
@@ -273,7 +274,9 @@ class ActuatorSections:
                     article = "an" if what[0] in "aeiou" else "a"
                     self.err(section, f"`{name}` is both a {seen[name][0]} and {article} {what}")
                 seen.setdefault(name, (what, section))
-        for name, _ in expressions:
-            if name in seen and seen[name][0] in ("input", "state"):
+        for name, _ in expressions:         # one column per name in the results
+            if name in seen and seen[name][0] in ("input", "state", "joint coordinate"):
+                what = seen[name][0]
+                article = "an" if what[0] in "aeiou" else "a"
                 self.err(join_path("outputs.expressions", name),
-                         f"`{name}` is the name of an {seen[name][0]}, which the results carry under that name")
+                         f"`{name}` is the name of {article} {what}, which the results carry under that name")

@@ -237,6 +237,17 @@ def test_names_do_not_collide(tmp_path):
     assert "`outputs.expressions.u`: `u` is the name of an input" in text
 
 
+def test_an_output_expression_may_not_take_a_coordinates_name(tmp_path):
+    """A new user's case: an expression named like a coordinate replaced the coordinate's column in
+    the results (CSV, tables, series) silently"""
+    data = _pendulum({}, {"phi": "2*t", "w": "phi + 1"})
+    with pytest.raises(ModelError) as info:
+        load_model(write_model(tmp_path, data))
+    text = str(info.value)
+    assert "`outputs.expressions.phi`: `phi` is the name of a joint coordinate" in text
+    assert "outputs.expressions.w" not in text
+
+
 @pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
 def test_fortran_backend_equals_c(tmp_path):
     fns = {"f": {"x": X.tolist(), "y": Y.tolist(), "interpolation": "pchip"},
