@@ -22,6 +22,37 @@ MODEL_DOC = "docs/model_format.md"
 API_DOC = "docs/api.md"
 
 
+def number(kind: str = "finite"):
+    """An argparse type: a finite float, "positive" (> 0) or "nonnegative" (>= 0); a bad value
+    is argparse's one-line error naming the option, before any work is done."""
+    def parse(text):
+        try:
+            x = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"a number is expected, got {text!r}") from None
+        if not np.isfinite(x) or (kind == "positive" and not x > 0) or (kind == "nonnegative" and not x >= 0):
+            raise argparse.ArgumentTypeError(f"a {'' if kind == 'finite' else kind + ' '}finite number is expected, "
+                                             f"got {text!r}")
+        return x
+    return parse
+
+
+def count(text):
+    """An argparse type: a positive integer."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a positive integer is expected, got {text!r}") from None
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"a positive integer is expected, got {text!r}")
+    return k
+
+
+def times(text):
+    """An argparse type: comma-separated finite times."""
+    return [number()(x) for x in text.split(",") if x.strip()]
+
+
 def _load(args, progress=True, **kw):
     """dynamica.load with the command's options; prints nothing for a cached module."""
     from dynamica.runtime.api import load
@@ -110,7 +141,7 @@ def cmd_simulate(args):
         print(f"plot: {rep.pages} page(s), {rep.panels} panel(s) in {', '.join(map(str, rep.files))}")
     if args.table:
         names = [v for p in args.vars.replace(";", " ").split() for v in p.split(",") if v] if args.vars else None
-        times = [float(x) for x in args.table_times.split(",")] if args.table_times else []
+        times = args.table_times or []
         tab = summary_table(res, names, times)
         tab.to_csv(args.table)
         print(tab.text())
@@ -293,23 +324,23 @@ def main(argv=None) -> int:
 
     p = sub.add_parser("simulate", help="integrate a model and write/plot the results")
     common(p)
-    p.add_argument("--t-end", type=float, default=None, help="final time (default: the model's simulate.t_end)")
+    p.add_argument("--t-end", type=number(), default=None, help="final time (default: the model's simulate.t_end)")
     p.add_argument("--method", default=None, help="integrator: adams (default, compiled), stoermer6 (fixed step, "
                    "see --step), radau, RK45, DOP853, LSODA, BDF; ida (models with loops: the DAE)")
-    p.add_argument("--step", type=float, default=None, help="step of stoermer6 (default: the output step)")
-    p.add_argument("--rtol", type=float, default=None)
-    p.add_argument("--atol", type=float, default=None)
-    p.add_argument("--output-step", type=float, default=None, help="spacing of output points")
+    p.add_argument("--step", type=number("positive"), default=None, help="step of stoermer6 (default: the output step)")
+    p.add_argument("--rtol", type=number("nonnegative"), default=None)
+    p.add_argument("--atol", type=number("nonnegative"), default=None)
+    p.add_argument("--output-step", type=number("positive"), default=None, help="spacing of output points")
     p.add_argument("--out", help="write results to this CSV file")
     p.add_argument("--plot", help="write pages of time plots: PDF (one multi-page file) or PNG/SVG (a file "
                    "per page)")
     p.add_argument("--vars", help="what to plot/tabulate: panels separated by spaces or ';', curves in a panel "
                    "by ',', e.g. 'q1,q2 der(q1)' (default: coordinates, rates)")
     p.add_argument("--deviation", action="store_true", help="plot deviations from the initial values")
-    p.add_argument("--panels", type=int, default=4, help="panels per plot page (default 4)")
+    p.add_argument("--panels", type=count, default=4, help="panels per plot page (default 4)")
     p.add_argument("--table", help="write a summary table (initial value, values at --table-times, maximum "
                    "deviation, mean, std) to this CSV file and print it")
-    p.add_argument("--table-times", help="comma-separated times for the summary table")
+    p.add_argument("--table-times", type=times, help="comma-separated times for the summary table")
     p.add_argument("--summary", metavar="FILE", help="write the D90 summary tables of the stages (values at their "
                    "start and end, maximum deviation, mean, std, RMS from the initial value, range) to this CSV "
                    "(or .md) file and print them")
@@ -335,20 +366,20 @@ def main(argv=None) -> int:
     p.add_argument("model", nargs="?", help=f"model file (YAML, {MODEL_DOC})")
     p.add_argument("--forms", help="comma-separated forms (default: all registered)")
     p.add_argument("--measure", action="store_true", help="compile every form and time its RHS (C level)")
-    p.add_argument("--K", type=float, default=2, help="iterations assumed for ITR in the prediction (default 2)")
+    p.add_argument("--K", type=number("positive"), default=2, help="iterations assumed for ITR in the prediction (default 2)")
     p.add_argument("--modes", help="comma-separated modes to report (default: symbolic,numeric)")
     p.add_argument("--diagram", help="draw the fig. 4.8 analogue (chains x chain length, per joint DOF, "
                    "coloured by the cheapest form) to this file")
-    p.add_argument("--max-chains", type=int, default=20)
-    p.add_argument("--max-length", type=int, default=20)
+    p.add_argument("--max-chains", type=count, default=20)
+    p.add_argument("--max-length", type=count, default=20)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(fn=cmd_select)
 
     p = sub.add_parser("check", help="compare the compiled RHS with the numeric reference at random states")
     common(p)
-    p.add_argument("--samples", type=int, default=20)
+    p.add_argument("--samples", type=count, default=20)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rtol", type=float, default=1e-10)
+    p.add_argument("--rtol", type=number("positive"), default=1e-10)
     paramsets.add_options(p)
     p.set_defaults(fn=cmd_check)
 

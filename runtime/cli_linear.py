@@ -188,9 +188,10 @@ def cmd_identify(args):
 
 def add_commands(sub, common, epilog):
     """The subparsers of this module; `common(p)` adds MODEL, --form, --backend, --mode, -q."""
+    from dynamica.runtime.cli import count, number
     def setting(p):
         p.add_argument("--set", action="append", metavar="NAME=VALUE", help="a parameter value (repeatable)")
-        p.add_argument("--time", type=float, default=0.0, help="the time t of driven joints and forces (default 0)")
+        p.add_argument("--time", type=number(), default=0.0, help="the time t of driven joints and forces (default 0)")
 
     def operating(p):
         p.add_argument("--input", action="append", metavar="NAME=VALUE",
@@ -231,10 +232,10 @@ def add_commands(sub, common, epilog):
     p.add_argument("data", help="a CSV file with a header row and a time column")
     p.add_argument("--columns", help="comma-separated signal columns (default: every column but time)")
     p.add_argument("--t-column", default="t", help="the time column (default t)")
-    p.add_argument("--modes", type=int, default=None, help="number of damped harmonics (default: suggested by the "
+    p.add_argument("--modes", type=count, default=None, help="number of damped harmonics (default: suggested by the "
                    "singular values)")
-    p.add_argument("--start", type=float, default=None, help="analyse from this time on")
-    p.add_argument("--end", type=float, default=None, help="analyse up to this time")
+    p.add_argument("--start", type=number(), default=None, help="analyse from this time on")
+    p.add_argument("--end", type=number(), default=None, help="analyse up to this time")
     p.add_argument("--offset", action="store_true", help="also fit a constant (a static offset of the signals)")
     p.add_argument("--table", help="write the table to this CSV file")
     p.add_argument("--plot", help="plot data and fit to this file")

@@ -121,6 +121,25 @@ INTEGRATORS["ida"] = _run_ida
 STREAM_ROWS = 10000
 
 
+#: the run's numbers: name -> what they must be (None: not given, the model's default)
+_RUN_NUMBERS = {"t0": "finite", "t_end": "finite", "output_step": "positive", "step": "positive",
+                "rtol": "nonnegative", "atol": "nonnegative"}
+
+
+def _check_numbers(**given):
+    """A ValueError naming the first setting that is not a finite number of its kind."""
+    for name, value in given.items():
+        if value is None:
+            continue
+        kind = _RUN_NUMBERS[name]
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number, got {value!r}") from None
+        if not np.isfinite(x) or (kind == "positive" and not x > 0) or (kind == "nonnegative" and not x >= 0):
+            raise ValueError(f"{name} must be a {'' if kind == 'finite' else kind + ' '}finite number, got {value!r}")
+
+
 def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
              params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
              keep=None, jacobian=None, inputs=None, controller=None, sample_time=None, s0=None) -> SimulationResult:
@@ -162,6 +181,7 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     if not isinstance(model, CompiledModel):
         from dynamica.runtime.api import load
         model = load(model)
+    _check_numbers(t0=t0, t_end=t_end, output_step=output_step, step=step, rtol=rtol, atol=atol)
     if model.spec.stages:                 # the cyclogram (runtime/cyclogram.py)
         return _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out,
                            progress)

@@ -54,3 +54,33 @@ def test_help_everywhere():
     for sub in ([], ["compile"], ["simulate"], ["check"]):
         r = run(*sub, "--help")
         assert r.returncode == 0 and "usage" in r.stdout
+
+
+def test_bad_numbers_are_refused_before_any_work(tmp_path):
+    """A new user's trial: a negative or infinite time, a zero step or panel count, times that are
+    not numbers gave tracebacks or were ignored, some only after the whole run"""
+    model = MODELS / "double_pendulum.yaml"
+    cases = [(("simulate", "--output-step", "-0.1"), "--output-step: a positive finite number"),
+             (("simulate", "--output-step", "0"), "--output-step: a positive finite number"),
+             (("simulate", "--t-end", "inf"), "--t-end: a finite number"),
+             (("simulate", "--step", "0", "--method", "stoermer6"), "--step: a positive finite number"),
+             (("simulate", "--rtol", "nan"), "--rtol: a nonnegative finite number"),
+             (("simulate", "--panels", "0", "--plot", tmp_path / "p.png"), "--panels: a positive integer"),
+             (("simulate", "--table", tmp_path / "t.csv", "--table-times", "abc"), "--table-times: a number"),
+             (("modes", "--time", "inf"), "--time: a finite number")]
+    for (cmd, *opts), message in cases:
+        r = run(cmd, model, *opts)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (opts, r.stderr)
+        assert not (tmp_path / "p.png").exists() and not (tmp_path / "t.csv").exists()
+    r = run("prony", tmp_path / "none.csv", "--modes", "0")
+    assert r.returncode == 2 and "--modes: a positive integer" in r.stderr
+
+
+def test_simulate_api_refuses_bad_numbers():
+    import dynamica
+    import pytest
+    model = dynamica.load(MODELS / "double_pendulum.yaml")
+    for kw, name in ((dict(output_step=-0.1), "output_step"), (dict(t_end=float("inf")), "t_end"),
+                     (dict(output_step=0.0), "output_step"), (dict(atol=-1.0), "atol"), (dict(step="x"), "step")):
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            dynamica.simulate(model, **kw)
