@@ -108,12 +108,17 @@ def cmd_simulate(args):
     stages = parse_stages(args.stages) if args.stages else None        # syntax checked before the run
     model = _load(args)
     params = overrides(args, model, report=None if args.quiet else lambda line: print(line, file=sys.stderr)) or None
+    coords = list(model.coordinates)
+    if model.spec.stages:                   # the results carry every stage's coordinates
+        from dynamica.generator.stages import coordinates_of, structures
+        for st in structures(model.spec):
+            coords += [c for c in coordinates_of(model.spec, st) if c not in coords]
     for text in (args.vars, args.summary_vars):                         # fail before a long run, not after it
         if text:
             outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout
-                    for j in range(int(np.prod(shape)) if shape != () else 1)] if hasattr(model.module, "outputs") else []
-            parse_vars(text, [*model.coordinates, *(f"der({c})" for c in model.coordinates), *outs,
-                              *model.states, *model.inputs])
+                    for j in range(len(coords) if k == "qdd" else int(np.prod(shape)) if shape != () else 1)
+                    ] if hasattr(model.module, "outputs") else []
+            parse_vars(text, [*coords, *(f"der({c})" for c in coords), *outs, *model.states, *model.inputs])
     t0 = time.perf_counter()
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end

@@ -324,7 +324,8 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
 @dataclass
 class SummaryTable:
     """Rows per variable: initial value, values at the chosen times, maximum deviation from the
-    initial value (signed, with its time), mean and standard deviation over the output points."""
+    initial value (signed, with its time), mean and standard deviation over the output points
+    where the variable exists (NaN elsewhere: the bodies a stage separates or removes)."""
     names: list
     times: list
     initial: list
@@ -373,12 +374,20 @@ def summary_table(result, vars=None, times=()) -> SummaryTable:
     tab = SummaryTable(names, list(times), [], [], [], [], [], [])
     for name in names:
         y = np.asarray(data[name], dtype=float)
-        dev = y - y[0]
-        k = int(np.argmax(np.abs(dev)))
-        tab.initial.append(float(y[0]))
         tab.at_times.append([float(np.interp(tt, t, y)) for tt in times])
+        # over the points where the variable exists (a stage's separated bodies and removed
+        # coordinates are NaN elsewhere): its first value there is the initial one
+        defined = np.isfinite(y)
+        yd, td = y[defined], t[defined]
+        if not len(yd):
+            for col in (tab.initial, tab.max_dev, tab.t_max_dev, tab.mean, tab.std):
+                col.append(math.nan)
+            continue
+        dev = yd - yd[0]
+        k = int(np.argmax(np.abs(dev)))
+        tab.initial.append(float(yd[0]))
         tab.max_dev.append(float(dev[k]))
-        tab.t_max_dev.append(float(t[k]))
-        tab.mean.append(float(np.mean(y)))
-        tab.std.append(float(np.std(y)) if len(y) > 1 else math.nan)
+        tab.t_max_dev.append(float(td[k]))
+        tab.mean.append(float(np.mean(yd)))
+        tab.std.append(float(np.std(yd)) if len(yd) > 1 else math.nan)
     return tab

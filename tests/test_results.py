@@ -63,6 +63,25 @@ def test_summary_table_closed_form(tmp_path):
         summary_table(synthetic(), ["a"], times=[7.0])
 
 
+def test_summary_table_over_the_points_where_a_variable_exists():
+    """A staged run's columns are NaN where a stage has no such coordinate (a new user's case:
+    the statistics of a coordinate that ends at a release were NaN, its time of largest deviation
+    that of the release); here a = sin t exists for t < pi only, b = t^2 from t = 1 on"""
+    res = synthetic()
+    t = res.t
+    res.q[:, 0] = np.where(t < np.pi, np.sin(t), np.nan)
+    res.q[:, 1] = np.where(t >= 1.0, t ** 2, np.nan)
+    tab = summary_table(res, ["a", "b"], times=[0.5, 4.0])
+    assert tab.initial == [0.0, pytest.approx(1.0, abs=5e-3)]
+    assert tab.max_dev[0] == pytest.approx(1.0, abs=1e-6) and tab.t_max_dev[0] == pytest.approx(np.pi / 2, abs=5e-3)
+    assert tab.max_dev[1] == pytest.approx(4 * np.pi ** 2 - 1, abs=2e-2) and tab.t_max_dev[1] == pytest.approx(2 * np.pi)
+    assert tab.mean[0] == pytest.approx(2 / np.pi, rel=1e-3)              # mean of sin over [0, pi)
+    assert np.isfinite(tab.std[0]) and np.isfinite(tab.std[1])
+    assert np.isnan(tab.at_times[0][1]) and np.isnan(tab.at_times[1][0])   # not there at those times
+    res.q[:, 0] = np.nan
+    assert np.isnan(summary_table(res, ["a"]).initial[0])
+
+
 def test_plot_pages_pdf_and_png(tmp_path):
     res = synthetic()
     rep = plot_pages(res, tmp_path / "p.pdf", "a,b der(a) der(b) energy tip.position[0],tip.position[2]",

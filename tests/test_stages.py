@@ -370,3 +370,17 @@ def test_launcher_mass_matrix_equals_pinocchio(tmp_path):
         Mp = np.triu(Mp) + np.triu(Mp, 1).T
         M = model.mass_matrix(q)
         assert np.max(np.abs(scale[:, None] * Mp * scale[None, :] - M)) < 1e-12 * np.max(np.abs(M))
+
+
+def test_cli_takes_every_stages_coordinates_in_vars(tmp_path):
+    """A new user's case: `--vars` refused a released body's coordinates (only the first stage's
+    were known before the run) although the results carry them"""
+    import subprocess
+    import sys
+    path = write_model(tmp_path, _pendulum2([{"name": "swing", "until": 0.2},
+                                             {"name": "fly", "until": 0.3, "release": ["lower"]}]))
+    r = subprocess.run([sys.executable, "-m", "dynamica.runtime.cli", "simulate", str(path), "-q", "--table",
+                        str(tmp_path / "t.csv"), "--vars", "a lower_z"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = {line.split(",")[0]: line.split(",") for line in (tmp_path / "t.csv").read_text().splitlines()}
+    assert "lower_z" in rows and all(x != "nan" for x in rows["a"][1:])
