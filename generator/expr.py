@@ -60,7 +60,12 @@ def input_symbol(name: str) -> sp.Symbol:
 
 
 class ExpressionError(ValueError):
-    """Raised with a message that quotes the offending expression."""
+    """Raised with a message that quotes the offending expression; `unknown`: the name, when the
+    problem is an unknown name."""
+
+    def __init__(self, message, unknown=None):
+        super().__init__(message)
+        self.unknown = unknown
 
 
 #: bounds that keep parsing quick and every folded constant a finite double (issue 12)
@@ -167,8 +172,8 @@ class _Walker:
         self.depth = 0
         self.used_defaults = False
 
-    def fail(self, what: str):
-        raise ExpressionError(f"{what} in expression {_quote(self.text)}")
+    def fail(self, what: str, unknown=None):
+        raise ExpressionError(f"{what} in expression {_quote(self.text)}", unknown)
 
     def segment(self, node) -> str:
         seg = ast.get_source_segment(self.source, node) or ""
@@ -263,7 +268,7 @@ class _Walker:
             self.fail(f"`{name}` is a tabulated function: call it, e.g. `{name}(t)`")
         hint = _did_you_mean(name, set(sc.scalars) | set(sc.vectors) | set(sc.coordinates) | set(sc.local)
                              | set(sc.states) | set(sc.inputs) | {"t", "pi"})
-        self.fail(f"unknown name `{name}`{hint}")
+        self.fail(f"unknown name `{name}`{hint}", unknown=name)
 
     def default(self, name, index=None):
         v = self.scope.values.get(name)

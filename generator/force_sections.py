@@ -60,7 +60,7 @@ class ForceSections:
         if isinstance(v, str) and v in coords:
             return v
         hint = ex.did_you_mean(v, coords) if isinstance(v, str) and len(v) < 100 else ""
-        self.err(p, f"unknown coordinate {ex.shown(v)}{hint}")
+        self.unknown(p, v, f"unknown coordinate {ex.shown(v)}{hint}")
 
     def body_field(self, v, p, coords, body_names, com, ground=False):
         if isinstance(v, str) and (v in body_names or (ground and v == "ground")):

@@ -17,7 +17,7 @@ from dynamica.generator.expr import found, join_path
 from dynamica.generator.tables import scope_functions
 from dynamica.generator.actuator_sections import ActuatorSections
 from dynamica.generator.force_sections import ForceSections
-from dynamica.generator.joints import JointSections
+from dynamica.generator.joints import JointSections, _scan_coordinates
 from dynamica.generator.loops import LoopSections
 from dynamica.generator.stages import StageSections
 from dynamica.generator.visuals import VisualSections
@@ -177,8 +177,20 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         self.problems: list[Problem] = []
         self.entry = ""                  # the entry being read (for an internal error's message)
         self.defaults_of = {}            # expression text -> its value at the parameters' defaults
+        # names declared by an entry that was itself invalid (a parameter's value, a joint): a
+        # reference to one is not reported as an unknown name unless nothing else is wrong
+        self.broken: set = set()
+        self.deferred: list[Problem] = []
 
     # -- helpers
+    def unknown(self, path: str, name, msg: str):
+        """Report an unknown name, unless it is declared by an entry already reported invalid
+        (then only if nothing else is wrong: one mistake, one problem)."""
+        if isinstance(name, str) and name in self.broken:
+            self.deferred.append(Problem(path, msg))
+        else:
+            self.err(path, msg)
+
     def err(self, path: str, msg: str):
         self.problems.append(Problem(path, msg))
 
@@ -223,7 +235,10 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             else:
                 val = ex.parse_value(value, scope)[1]
         except ex.ExpressionError as exc:
-            self.err(path, str(exc))
+            if exc.unknown is not None and exc.unknown in self.broken:
+                self.deferred.append(Problem(path, str(exc)))
+            else:
+                self.err(path, str(exc))
             return None
         if val is not None:
             self.defaults_of[value] = val
@@ -297,6 +312,8 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         self.entry = "bodies"
         bodies = self.bodies(d.get("bodies"))
         coords = [c for b in bodies for c in b.coordinates]
+        if isinstance(d.get("bodies"), list):   # the coordinates of joints that did not parse
+            self.broken |= set(_scan_coordinates(d["bodies"])) - set(coords)
         self.entry = "inputs"
         inputs = self.inputs(self.section(d, "inputs", list, [], "a list of input names"))
         self.fscope = _scope_of(params, frozenset(coords)).child(
@@ -325,8 +342,8 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         for p in params:
             if p.name in coords:
                 self.err("parameters", f"`{p.name}` is both a parameter and a joint coordinate")
-        if self.problems:
-            raise ModelError(self.file, self.problems)
+        if self.problems or self.deferred:
+            raise ModelError(self.file, self.problems or self.deferred)
         self.entry = ""
         spec = ModelSpec(name=name, file=self.file, parameters=tuple(params), gravity=gravity,
                          bodies=tuple(bodies), initial=tuple(initial), forces=tuple(forces),
@@ -339,28 +356,37 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
     def parameters(self, d: dict) -> list:
         out = []
         for name, v in d.items():
-            path = join_path("parameters", name)
-            self.entry = path
-            if not self.ident(name, path, "a parameter name"):
-                continue
-            unit = description = ""
-            if isinstance(v, dict):
-                self.keys(v, path, {"value", "unit", "description"}, required=("value",))
-                unit = self.text(v.get("unit", ""), f"{path}.unit")
-                description = self.text(v.get("description", ""), f"{path}.description")
-                v = v.get("value")
-                path += ".value"
-            if isinstance(v, (list, tuple)):
-                vals = [self.number(x, f"{path}[{k}]") for k, x in enumerate(v)]
-                if not vals:
-                    self.err(path, "a vector parameter needs at least one element")
-                elif all(x is not None for x in vals):
-                    out.append(Parameter(name, tuple(vals), unit, description))
-            else:
-                x = self.number(v, path)
-                if x is not None:
-                    out.append(Parameter(name, x, unit, description))
+            before = len(out)
+            self._parameter(name, v, out)
+            if len(out) == before and isinstance(name, str):
+                self.broken.add(name)
         return out
+
+    def _parameter(self, name, v, out):
+        """Append parameter `name` with value `v` to out, or report what is wrong with it."""
+        path = join_path("parameters", name)
+        self.entry = path
+        if not self.ident(name, path, "a parameter name"):
+            return
+        unit = description = ""
+        if isinstance(v, dict):
+            self.keys(v, path, {"value", "unit", "description"}, required=("value",))
+            if "value" not in v:                 # said by keys()
+                return
+            unit = self.text(v.get("unit", ""), f"{path}.unit")
+            description = self.text(v.get("description", ""), f"{path}.description")
+            v = v.get("value")
+            path += ".value"
+        if isinstance(v, (list, tuple)):
+            vals = [self.number(x, f"{path}[{k}]") for k, x in enumerate(v)]
+            if not vals:
+                self.err(path, "a vector parameter needs at least one element")
+            elif all(x is not None for x in vals):
+                out.append(Parameter(name, tuple(vals), unit, description))
+        else:
+            x = self.number(v, path)
+            if x is not None:
+                out.append(Parameter(name, x, unit, description))
 
     def initial(self, d: dict, coords) -> list:
         out = []
@@ -369,7 +395,9 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             path = join_path("initial", k)
             if k not in keys:
                 hint = ex.did_you_mean(str(k), keys) if len(str(k)) < 100 else ""
-                self.err(path, f"unknown coordinate `{join_path('', k)}`{hint}; expected a coordinate name or der(name)")
+                inner = str(k)[4:-1] if str(k).startswith("der(") and str(k).endswith(")") else str(k)
+                self.unknown(path, inner, f"unknown coordinate `{join_path('', k)}`{hint}; expected a coordinate "
+                                          "name or der(name)")
                 continue
             val = self.expression(v, path, self.pscope.child(time_allowed=False))
             if val is not None:

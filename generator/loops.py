@@ -148,8 +148,9 @@ class LoopSections:
         for k, name in enumerate(hold):
             if not (isinstance(name, str) and name in known):
                 hint = ex.did_you_mean(name, known) if isinstance(name, str) and len(name) < 100 else ""
-                self.err(f"assembly.hold[{k}]", f"unknown coordinate {ex.shown(name)}{hint}; expected a "
-                                                "coordinate or der(coordinate)")
+                inner = name[4:-1] if isinstance(name, str) and name.startswith("der(") and name.endswith(")") else name
+                self.unknown(f"assembly.hold[{k}]", inner, f"unknown coordinate {ex.shown(name)}{hint}; expected a "
+                                                           "coordinate or der(coordinate)")
             else:
                 out.append(name)
         return tuple(out)

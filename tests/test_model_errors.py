@@ -378,3 +378,37 @@ def test_simulate_form_takes_the_acronyms():
     d["simulate"]["form"] = "XYZ"
     with pytest.raises(ModelError, match="simulate.form"):
         load_model(d)
+
+
+CASCADE_BASE = {"name": "cp", "parameters": {"g": 9.81, "l": 0.4, "m": 1.0}, "gravity": [0, 0, "-g"],
+                "bodies": [{"name": "b", "parent": "ground", "joint": {"type": "prismatic", "axis": "x", "q": "x"},
+                            "mass": "m", "com": [0, 0, "-l"], "inertia": [0.1, 0.1, 0.1]}],
+                "forces": [{"type": "generalized_force", "coordinate": "x", "value": "-g*x"}],
+                "initial": {"x": 0.1, "der(x)": 0.0}}
+
+
+@pytest.mark.parametrize("label, fn, problem", [
+    ("infinite parameter", lambda d: d["parameters"].__setitem__("g", float("inf")),
+     "`parameters.g`: expected a finite number"),
+    ("misspelt value key", lambda d: d["parameters"].__setitem__("l", {"valeu": 0.4}),
+     "`parameters.l`: missing required key `value`"),
+    ("joint type typo", lambda d: d["bodies"][0]["joint"].__setitem__("type", "prismatc"),
+     "`bodies[0].joint.type`: unknown joint type 'prismatc'"),
+])
+def test_one_mistake_one_problem(tmp_path, label, fn, problem):
+    """A new user's trial: an invalid parameter or joint also gave `unknown name` / `unknown
+    coordinate` problems wherever its name was used; those follow-on problems are not listed"""
+    data = copy.deepcopy(CASCADE_BASE)
+    fn(data)
+    err = _error(write_model(tmp_path, data))
+    text = str(err)
+    assert problem in text, text
+    assert "unknown name" not in text and "unknown coordinate" not in text, text
+
+
+def test_a_reference_to_an_undeclared_name_is_still_reported(tmp_path):
+    data = copy.deepcopy(CASCADE_BASE)
+    data["bodies"][0]["mass"] = "mm"
+    data["initial"]["y"] = 0.0
+    text = str(_error(write_model(tmp_path, data)))
+    assert "`bodies[0].mass`: unknown name `mm`" in text and "`initial.y`: unknown coordinate `y`" in text
