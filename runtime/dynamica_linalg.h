@@ -145,7 +145,15 @@ dyn_la_sweep(const dyn_la_tri *T, int n, int nrhs, double *B, int j0, int w)
         dyn_la_sweep_as(T, 0, (size_t)n, 1, n, nrhs, B, j0, w);
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* x86-64 with GCC or clang; not MinGW (64-bit Windows GCC does not realign the stack for the
+   32-byte spills of the vector registers) */
+#if defined(__has_builtin)
+#define DYN_LA_HAS_BUILTIN(x) __has_builtin(x)
+#else
+#define DYN_LA_HAS_BUILTIN(x) 1
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_WIN32) \
+    && DYN_LA_HAS_BUILTIN(__builtin_cpu_supports)
 #define DYN_LA_X86 1
 typedef double dyn_v4 __attribute__((vector_size(32), aligned(8), may_alias));
 #define DYN_LA_AVX2 __attribute__((target("avx2,fma")))
@@ -166,15 +174,21 @@ dyn_la_rows_avx2(const dyn_la_tri *T, int up, size_t ri, size_t rk, int n, int i
         a[j] = pre * *(const dyn_v4 *)(bi + 4 * j);
         b[j] = pre2 * *(const dyn_v4 *)(bi2 + 4 * j);
     }
-    for (int k = k0; k < k1; ++k) {
+    for (int k = k0; k < k1; ++k) {          /* a zero of F skipped for its row only, as dyn_la_row */
         double l = F[(size_t)i * ri + (size_t)k * rk], l2 = two ? F[(size_t)i2 * ri + (size_t)k * rk] : 0.0;
-        if (l == 0.0 && l2 == 0.0)
-            continue;
         const double *bk = B + (size_t)k * nrhs + j0;
-        for (int j = 0; j < nv; ++j) {
-            dyn_v4 x = *(const dyn_v4 *)(bk + 4 * j);
-            a[j] -= l * x;
-            b[j] -= l2 * x;
+        if (l != 0.0 && l2 != 0.0) {
+            for (int j = 0; j < nv; ++j) {
+                dyn_v4 x = *(const dyn_v4 *)(bk + 4 * j);
+                a[j] -= l * x;
+                b[j] -= l2 * x;
+            }
+        } else if (l != 0.0) {
+            for (int j = 0; j < nv; ++j)
+                a[j] -= l * *(const dyn_v4 *)(bk + 4 * j);
+        } else if (l2 != 0.0) {
+            for (int j = 0; j < nv; ++j)
+                b[j] -= l2 * *(const dyn_v4 *)(bk + 4 * j);
         }
     }
     double post = T->post_inv ? 1.0 / d : 1.0;
@@ -182,8 +196,11 @@ dyn_la_rows_avx2(const dyn_la_tri *T, int up, size_t ri, size_t rk, int n, int i
         *(dyn_v4 *)(bi + 4 * j) = a[j] = post * a[j];
     if (two) {
         double m = F[(size_t)i2 * ri + (size_t)i * rk], post2 = T->post_inv ? 1.0 / d2 : 1.0;
+        if (m != 0.0)
+            for (int j = 0; j < nv; ++j)
+                b[j] -= m * a[j];
         for (int j = 0; j < nv; ++j)
-            *(dyn_v4 *)(bi2 + 4 * j) = post2 * (b[j] - m * a[j]);
+            *(dyn_v4 *)(bi2 + 4 * j) = post2 * b[j];
     }
 }
 
@@ -233,14 +250,16 @@ static DYN_LA_FAST DYN_LA_AVX2 int dyn_la_solve_avx2(const dyn_la_tri *T, int n,
 
 static int dyn_la_use_avx2(void)
 {
-    static int use = -1;                     /* decided once per module; a race only repeats it */
-    if (use < 0) {
+    static int use = -1;                     /* decided once per module (atomic: threads may race to it) */
+    int u = __atomic_load_n(&use, __ATOMIC_RELAXED);
+    if (u < 0) {
         const char *generic = getenv("DYNAMICA_LA_GENERIC");
         __builtin_cpu_init();
-        use = (generic == NULL || generic[0] == '\0' || generic[0] == '0') && __builtin_cpu_supports("avx2")
-              && __builtin_cpu_supports("fma");
+        u = (generic == NULL || generic[0] == '\0' || generic[0] == '0') && __builtin_cpu_supports("avx2")
+            && __builtin_cpu_supports("fma");
+        __atomic_store_n(&use, u, __ATOMIC_RELAXED);
     }
-    return use;
+    return u;
 }
 #endif
 
