@@ -81,7 +81,7 @@ def cmd_modes(args):
     if args.at == "equilibrium":
         lin = linearize(model, t=args.time, params=params, u=u, q0=_start(model, args),
                         independent=_names(args.independent))
-        where = "the equilibrium found from the initial values"
+        where = "the equilibrium found from " + ("the start given (--start)" if args.start else "the initial values")
     else:
         q0, qd0 = model.initial_state(params)
         where = "the initial state"
@@ -90,8 +90,15 @@ def cmd_modes(args):
             where = "the initial state, assembled on the loops"
         lin = linearize(model, q=q0, qd=qd0, t=args.time, params=params, u=u, independent=_names(args.independent))
     md = lin.modes()
+    # the response's names are checked before anything is printed
+    fr = lin.frequency_response(_names(args.response), _names(args.outputs)) if args.response else None
     print(f"modes of {model.name} about {where}:")
     print("  " + ", ".join(f"{c} = {v:.8g}" for c, v in zip(model.coordinates, lin.q)))
+    qdd = np.asarray(lin.qdd, dtype=float) if getattr(lin, "qdd", None) is not None else np.zeros(0)
+    if qdd.size and np.max(np.abs(qdd)) > 1e-8:
+        k = int(np.argmax(np.abs(qdd)))
+        print(f"  not an equilibrium: the accelerations there reach {qdd[k]:.4g} ({model.coordinates[k]}); the "
+              "modes describe small motions about this state only for as long as it lasts")
     print(md.table())
     if args.table:
         md.to_csv(args.table)
@@ -99,8 +106,7 @@ def cmd_modes(args):
     if args.plot:
         md.plot(args.plot)
         print(f"mode shapes plotted to {args.plot}")
-    if args.response:
-        fr = lin.frequency_response(_names(args.response), _names(args.outputs))
+    if fr is not None:
         for i, name in enumerate(fr.inputs):
             for o, out in enumerate(fr.outputs):
                 peaks = ", ".join(f"{f:.5g}" for f in fr.peaks(o, i)) or "none"

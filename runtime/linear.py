@@ -111,7 +111,13 @@ class LinearModel:
                                             outputs if outputs is not None else self.coordinates, frequencies,
                                             self.modes() if frequencies is None else None)
         return frequency_response(self.M, self.C, self.K, self.coordinates, inputs, outputs, frequencies,
-                                  self.modes() if frequencies is None else None)
+                                  self.modes() if frequencies is None else None, self._full_basis())
+
+    def _full_basis(self):
+        """(T, the model's coordinates) when linearised in independent coordinates, else None."""
+        if self.basis is None or self.model is None:
+            return None
+        return self.basis, tuple(self.model.coordinates)
 
     def _state_space(self, inputs) -> bool:
         """Whether the first-order model x' = A x + B u serves: with states, or for the model's inputs."""
@@ -164,7 +170,7 @@ class LinearModel:
             if self.first_order:
                 info["states"] = X[:, 2 * n:].copy()
         else:
-            B = None if inputs is None else input_matrix(self.coordinates, inputs)[1]
+            B = None if inputs is None else input_matrix(self.coordinates, inputs, self._full_basis())[1]
             t, X, info = expm.integrate(self.M, self.C, self.K, x0, t_end, output_step, forcing=forcing, inputs=B,
                                         order=order, tol=tol, step=step, t0=t0)
         return SimulationResult(t=t, q=X[:, :n].copy(), qd=X[:, n:2 * n].copy(), coordinates=self.coordinates,

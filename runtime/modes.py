@@ -83,7 +83,8 @@ class Modes:
         for k in range(len(self)):
             shape = ", ".join(f"{c} {self.shapes[self.coordinates.index(c), k]:+.3f}" for c in self.dominant(k))
             lines.append(f"{k + 1:3d} {self.frequencies[k]:11.5g} {self.angular_frequencies[k]:13.6g} "
-                         f"{self.decay_rates[k]:11.4g} {self.damping_ratios[k]:9.4g} {self.log_decrements[k]:9.4g} "
+                         f"{self.decay_rates[k] + 0.0:11.4g} {self.damping_ratios[k] + 0.0:9.4g} "
+                         f"{self.log_decrements[k] + 0.0:9.4g} "
                          f"{self.half_amplitude_times[k]:12.4g}  {shape}")
         return "\n".join(lines)
 
@@ -242,9 +243,11 @@ class FrequencyResponse:
         _save(fig, path)
 
 
-def input_matrix(coordinates, inputs) -> tuple:
+def input_matrix(coordinates, inputs, basis=None) -> tuple:
     """(names, B (n, k)) of inputs: coordinate names (a unit generalized force each) or a
-    mapping name -> a column of n generalized forces."""
+    mapping name -> a column of n generalized forces. basis (T, names of the model's coordinates)
+    of a model linearised in independent coordinates z (q = q* + T z, closed loops): a unit force
+    on any of the model's coordinates, T^T e_j (e_j itself for an independent one)."""
     n = len(coordinates)
     if isinstance(inputs, str):
         inputs = [inputs]
@@ -256,28 +259,40 @@ def input_matrix(coordinates, inputs) -> tuple:
             raise ValueError(f"input {bad[0]!r} must be {n} generalized forces ({', '.join(coordinates)})")
         return names, np.array(cols).T.reshape(n, len(cols))
     names = tuple(inputs)
-    unknown = [c for c in names if c not in coordinates]
+    T, full = basis if basis is not None and basis[0] is not None else (None, ())
+    unknown = [c for c in names if c not in coordinates and c not in full]
     if unknown:
+        also = (f" or of the model ({', '.join(full)}: forces on them act through the loops)"
+                if T is not None and tuple(full) != tuple(coordinates) else "")
         raise ValueError(f"unknown input(s) {', '.join(map(repr, unknown))}: an input is a coordinate (a unit "
-                         f"generalized force on it) of {', '.join(coordinates)}, or a mapping name -> forces")
+                         f"generalized force on it) of {', '.join(coordinates)}{also}, or a mapping name -> forces")
     B = np.zeros((n, len(names)))
     for j, c in enumerate(names):
-        B[coordinates.index(c), j] = 1.0
+        if c in coordinates:
+            B[coordinates.index(c), j] = 1.0
+        else:
+            B[:, j] = T[list(full).index(c)]
     return names, B
 
 
-def output_matrix(coordinates, outputs) -> tuple:
-    """(names, Cq, Cv): output = Cq q + Cv q' for coordinates and `der(<coordinate>)`."""
+def output_matrix(coordinates, outputs, basis=None) -> tuple:
+    """(names, Cq, Cv): output = Cq q + Cv q' for coordinates and `der(<coordinate>)`; with a
+    basis (as `input_matrix`), any of the model's coordinates: the row of T."""
     n = len(coordinates)
+    T, full = basis if basis is not None and basis[0] is not None else (None, ())
     names = (outputs,) if isinstance(outputs, str) else tuple(outputs)
     Cq, Cv = np.zeros((len(names), n)), np.zeros((len(names), n))
     for k, name in enumerate(names):
         rate = name.startswith("der(") and name.endswith(")")
         c = name[4:-1] if rate else name
-        if c not in coordinates:
+        if c in coordinates:
+            (Cv if rate else Cq)[k, coordinates.index(c)] = 1.0
+        elif c in full:
+            (Cv if rate else Cq)[k] = T[list(full).index(c)]
+        else:
+            also = f" or of the model ({', '.join(full)})" if T is not None and tuple(full) != tuple(coordinates) else ""
             raise ValueError(f"unknown output {name!r}: an output is a coordinate or der(<coordinate>) of "
-                             f"{', '.join(coordinates)}")
-        (Cv if rate else Cq)[k, coordinates.index(c)] = 1.0
+                             f"{', '.join(coordinates)}{also}")
     return names, Cq, Cv
 
 
@@ -295,10 +310,13 @@ def default_frequencies(modes: Modes, count=2000) -> np.ndarray:
     return out[(out >= grid[0]) & (out <= grid[-1])]           # heavy damping: not below the grid, not <= 0
 
 
-def frequency_response(M, C, K, coordinates, inputs, outputs=None, frequencies=None, modes=None) -> FrequencyResponse:
+def frequency_response(M, C, K, coordinates, inputs, outputs=None, frequencies=None, modes=None,
+                       basis=None) -> FrequencyResponse:
+    """H(i w) = C (K - w^2 M + i w C)^-1 B at `frequencies` (Hz; default around the modes); basis:
+    (T, the model's coordinate names) of independent coordinates, see `input_matrix`."""
     M, C, K = (np.asarray(a, dtype=float) for a in (M, C, K))
-    in_names, B = input_matrix(coordinates, inputs)
-    out_names, Cq, Cv = output_matrix(coordinates, coordinates if outputs is None else outputs)
+    in_names, B = input_matrix(coordinates, inputs, basis)
+    out_names, Cq, Cv = output_matrix(coordinates, coordinates if outputs is None else outputs, basis)
     if frequencies is None:
         frequencies = default_frequencies(modes if modes is not None else compute_modes(M, C, K, coordinates))
     f = np.asarray(frequencies, dtype=float).reshape(-1)

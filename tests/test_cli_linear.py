@@ -108,3 +108,18 @@ def test_statics_and_modes_take_inputs_and_a_start():
 def test_modes_of_a_loop_model_in_independent_coordinates_of_ones_choice():
     r = run("modes", MODELS / "double_wishbone.yaml", "--independent", "lower", "--response", "lower")
     assert r.returncode == 0 and "response lower / lower: peaks at" in r.stdout, r.stderr
+
+
+def test_modes_says_when_the_state_is_not_an_equilibrium_and_checks_names_first():
+    """A new user's trial: `--at initial` away from an equilibrium said nothing about it; a typo in
+    --response was reported after the whole modes table; a loop model's response took only the
+    independent coordinate"""
+    r = run("modes", MODELS / "double_pendulum.yaml", "--at", "initial", "-q")
+    assert r.returncode == 0 and "not an equilibrium: the accelerations there reach" in r.stdout, r.stderr
+    r = run("modes", MODELS / "double_pendulum.yaml", "-q")
+    assert r.returncode == 0 and "not an equilibrium" not in r.stdout and " -0 " not in r.stdout
+    r = run("modes", MODELS / "double_pendulum.yaml", "--response", "nowhere", "-q")
+    assert r.returncode != 0 and "unknown input(s) 'nowhere'" in r.stderr and "Traceback" not in r.stderr
+    assert "modes of" not in r.stdout
+    r = run("modes", MODELS / "fourbar.yaml", "--response", "th1", "--outputs", "th1,th3", "-q")
+    assert r.returncode == 0 and "response th3 / th1" in r.stdout, r.stderr

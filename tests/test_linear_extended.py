@@ -421,6 +421,34 @@ def test_loops_independent_coordinates_of_ones_choice():
         dynamica.linearize(dynamica.load(MODELS / "double_pendulum.yaml"), independent=["phi1"])
 
 
+@pytest.mark.filterwarnings("ignore:.*the equilibrium found is unstable")
+def test_loop_response_to_forces_on_any_coordinate_against_perturbed_statics(tmp_path):
+    """A new user's case: the frequency response of a loop model took inputs and outputs on the
+    independent coordinate only. A unit force on any coordinate acts on z through T^T e_j and any
+    coordinate responds through its row of T: H(0) against the change of the constrained
+    equilibrium (statics on the manifold, an independent route) under a small constant force on
+    each coordinate of the four-bar in turn, 1e-5 relative"""
+    import yaml
+    data = yaml.safe_load((MODELS / "fourbar.yaml").read_text())
+    coords = list(dynamica.load(MODELS / "fourbar.yaml").coordinates)
+    data["parameters"] = {**data.get("parameters", {}), **{f"F_{c}": 0.0 for c in coords}}
+    data["forces"] = list(data.get("forces") or []) + [
+        {"type": "generalized_force", "name": f"push_{c}", "coordinate": c, "value": f"F_{c}"} for c in coords]
+    model = dynamica.load(write_model(tmp_path, data))
+    lin = dynamica.linearize(model)
+    assert len(lin.coordinates) == 1 and set(lin.coordinates) < set(coords)
+    H0 = lin.frequency_response(coords, coords + [f"der({c})" for c in coords], frequencies=[0.0]).response[0].real
+    h = 1e-4
+    for j, c in enumerate(coords):
+        plus = dynamica.statics(model, params={f"F_{c}": h}, tol=1e-13).q
+        minus = dynamica.statics(model, params={f"F_{c}": -h}, tol=1e-13).q
+        dq = (plus - minus) / (2 * h)
+        assert np.max(np.abs(H0[:len(coords), j] - dq)) < 1e-5 * np.max(np.abs(dq)), c
+    assert np.max(np.abs(H0[len(coords):])) == 0.0                          # no rate at w = 0
+    with pytest.raises(ValueError, match="or of the model"):
+        lin.frequency_response("nowhere")
+
+
 # ------------------------------------------------------------------ tables we did not choose
 def central(f, x, h):
     """Columns d f / d x_j by central differences."""
