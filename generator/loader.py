@@ -215,7 +215,9 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
 
     def ident(self, value, path: str, what: str) -> bool:
         if not isinstance(value, str) or not IDENT.match(value):
-            self.err(path, f"expected {what} (an identifier), found {found(value)}")
+            hint = ("; YAML reads some bare words (null, NULL, ~, yes, no, true, on, off) and numbers as other "
+                    "values: quote the name" if value is None or isinstance(value, (bool, int, float)) else "")
+            self.err(path, f"expected {what} (an identifier), found {found(value)}{hint}")
             return False
         if value in ex.RESERVED:
             self.err(path, f"`{value}` is a reserved name and cannot be {what}")

@@ -283,7 +283,7 @@ def _cache_parser(sub):
                        "$XDG_CACHE_HOME/dynamica, else ~/.cache/dynamica.",
                        epilog=f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}.")
     p.add_argument("--cache", metavar="DIR", help="the cache directory (default: $DYNAMICA_CACHE, else "
-                   "~/.cache/dynamica)")
+                   "$XDG_CACHE_HOME/dynamica, else ~/.cache/dynamica)")
     csub = p.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
     q = csub.add_parser("info", help="location, size, modules by model, oldest and newest")
     q.set_defaults(fn=cmd_cache_info)
