@@ -185,8 +185,31 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     if model.spec.stages:                 # the cyclogram (runtime/cyclogram.py)
         return _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out,
                            progress)
-    return simulate_stage(model, t_end, method, rtol, atol, output_step, q0, qd0, params, t0, step, progress,
-                          segments, events, out, keep, jacobian, inputs, controller, sample_time, s0)
+    from dynamica.errors import IntegrationError
+    try:
+        return simulate_stage(model, t_end, method, rtol, atol, output_step, q0, qd0, params, t0, step, progress,
+                              segments, events, out, keep, jacobian, inputs, controller, sample_time, s0)
+    except IntegrationError as exc:
+        hint = _singular_mass_hint(model, params, q0, t0) if params and "non-finite" in str(exc) else ""
+        if not hint:
+            raise
+        raise IntegrationError(f"{exc}{hint}") from exc
+
+
+def _singular_mass_hint(model, params, q0, t0) -> str:
+    """Why the right-hand side is not finite with parameter overrides, when M is the reason (load
+    checks M at the defaults only): its smallest eigenvalue at the initial state."""
+    from dynamica.runtime.api import SINGULAR_RTOL
+    try:
+        q = model.initial_state(params)[0] if q0 is None else np.asarray(q0, dtype=float)
+        w = np.abs(np.linalg.eigvalsh(model.mass_matrix(q, t0, params)))
+    except Exception:                   # noqa: BLE001 - only a hint: the error itself stands
+        return ""
+    if np.all(np.isfinite(w)) and w.min() > SINGULAR_RTOL * w.max():
+        return ""
+    return (f"; with the parameters given ({', '.join(f'{k} = {v}' for k, v in dict(params).items())}) the mass "
+            f"matrix is singular at the initial state (its eigenvalues' magnitudes from {w.min():.3g} to "
+            f"{w.max():.3g}): a zero mass or inertia?")
 
 
 def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,

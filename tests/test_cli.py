@@ -84,3 +84,13 @@ def test_simulate_api_refuses_bad_numbers():
                      (dict(output_step=0.0), "output_step"), (dict(atol=-1.0), "atol"), (dict(step="x"), "step")):
         with pytest.raises(ValueError, match=f"^{name} must be"):
             dynamica.simulate(model, **kw)
+
+
+def test_a_singular_mass_matrix_from_parameter_overrides_is_named():
+    """A new user's trial: `--set` of zero masses gave only "right-hand side returned -inf" """
+    import dynamica
+    import pytest
+    from dynamica.errors import IntegrationError
+    model = dynamica.load(MODELS / "double_pendulum.yaml")
+    with pytest.raises(IntegrationError, match=r"non-finite.*m1 = 0.0, m2 = 0.0\) the mass matrix is singular"):
+        dynamica.simulate(model, t_end=0.1, params={"m1": 0.0, "m2": 0.0})
