@@ -78,7 +78,7 @@ class Modes:
 
     def table(self) -> str:
         head = (f"{'k':>3s} {'f, Hz':>11s} {'omega, rad/s':>13s} {'beta, 1/s':>11s} {'zeta':>9s} {'log dec':>9s} "
-                f"{'-ln2/beta, s':>12s}  shape (largest entries)")
+                f"{'-ln2/beta, s':>12s}  shape (entries >= 0.3 x the largest)")
         lines = [head]
         for k in range(len(self)):
             shape = ", ".join(f"{c} {self.shapes[self.coordinates.index(c), k]:+.3f}" for c in self.dominant(k))
