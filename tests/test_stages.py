@@ -384,3 +384,14 @@ def test_cli_takes_every_stages_coordinates_in_vars(tmp_path):
     assert r.returncode == 0, r.stderr
     rows = {line.split(",")[0]: line.split(",") for line in (tmp_path / "t.csv").read_text().splitlines()}
     assert "lower_z" in rows and all(x != "nan" for x in rows["a"][1:])
+
+
+def test_units_of_every_stages_columns(tmp_path):
+    """A new user's report: a released body's coordinates were plotted as "value" without a unit"""
+    from dynamica.runtime.units import variable_units
+    model = dynamica.load(write_model(tmp_path, _pendulum2([{"name": "swing", "until": 0.2},
+                                                             {"name": "fly", "until": 0.3, "release": ["lower"]}])))
+    u = variable_units(model)
+    assert u["lower_z"] == "m" and u["der(lower_rx)"] == "rad/s" and u["a"] == "rad"
+    n = len(model.coordinates)
+    assert u[f"qdd[{n}]"] in ("m/s^2", "rad/s^2") and f"qdd[{n + 5}]" in u
