@@ -237,10 +237,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             else:
                 val = ex.parse_value(value, scope)[1]
         except ex.ExpressionError as exc:
-            if exc.unknown is not None and exc.unknown in self.broken:
-                self.deferred.append(Problem(path, str(exc)))
-            else:
-                self.err(path, str(exc))
+            self.unknown(path, exc.unknown, str(exc))
             return None
         if val is not None:
             self.defaults_of[value] = val
