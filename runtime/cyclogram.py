@@ -160,7 +160,7 @@ def event_function(stage, m, params):
         picks.append(start + (idx or 0))
     psyms = []
     for name, size in m._layout:
-        scalar = size == 1 and isinstance(m.parameters[name], float)
+        scalar = size == 1 and m._scalar[name]
         psyms += [ex.param_symbol(name)] if scalar else [ex.param_symbol(name, j) for j in range(size)]
     qs = [ex.coord_symbol(c) for c in m.coordinates]
     qds = [ex.rate_symbol(c) for c in m.coordinates]

@@ -23,13 +23,18 @@ class CompiledModel:
         self.n = int(module.N)
         self._layout = tuple(module.PARAMETERS)                    # ((name, size), ...)
         self._defaults = np.array(module.PARAMETER_DEFAULTS, dtype=float)
+        #: the declared parameters -> default values (floats, tuples for vectors)
         self.parameters = {}
         declared = {p.name: p for p in spec.parameters}
+        #: every slot of the layout -> scalar or not (the loops' references are vectors of their own)
+        self._scalar = {}
         k = 0
         for name, size in self._layout:
             vals = self._defaults[k:k + size]
             vector = name not in declared or isinstance(declared[name].value, tuple)   # loop references
-            self.parameters[name] = tuple(float(v) for v in vals) if vector else float(vals[0])
+            self._scalar[name] = not vector
+            if name in declared:
+                self.parameters[name] = tuple(float(v) for v in vals) if vector else float(vals[0])
             k += size
         self._references = None              # closed loops: set by `assemble` (runtime/loops.py)
         self.backend, self.mode, self.cache = "c", "symbolic", None     # set by api.load
@@ -40,6 +45,28 @@ class CompiledModel:
         self.inputs = tuple(getattr(module, "INPUTS", ()))
         self.slots = dict(getattr(module, "SLOTS", {"states": len(self._defaults), "size": len(self._defaults)}))
         self.state_size = int(getattr(module, "STATE_SIZE", 2 * self.n))
+        self._initial_references()
+
+    def _initial_references(self):
+        """The loops' references (prismatic, weld: the relative orientation they keep) before any
+        call of `assemble`: those of assembling the initial values, so that qdd, constraints,
+        outputs and linearize of a fresh model see the same mechanism as simulate; where the
+        initial values cannot be assembled, those at the initial values as given (assemble and
+        simulate then say why)."""
+        if not sum(size for _, size in self.module.INFO.get("loop_references", ())):
+            return
+        import warnings
+        from dynamica.errors import DynamicaError
+        from dynamica.runtime import loops
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                loops.assemble(self)
+        except (DynamicaError, ValueError, ArithmeticError, np.linalg.LinAlgError):
+            q0, _ = self.initial_state()
+            refs = np.empty(max(1, sum(size for _, size in self.module.INFO["loop_references"])))
+            self.module.con_refs(0.0, q0, self.param_vector(), refs)
+            self.set_references(refs)
 
     def __repr__(self):
         return f"<dynamica model {self.name!r} form={self.form!r} n={self.n}>"
@@ -72,11 +99,11 @@ class CompiledModel:
         unknown = [k for k in params if k not in offsets]
         if unknown:
             raise KeyError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; "
-                           f"the model has {', '.join(offsets) or 'none'}")
+                           f"the model has {', '.join(self.parameters) or 'none'}")
         for name, value in params.items():
             k, size = offsets[name]
             arr = np.atleast_1d(np.asarray(value, dtype=float))
-            if arr.shape != (size,) or (size == 1 and np.ndim(value) != 0 and isinstance(self.parameters[name], float)):
+            if arr.shape != (size,) or (size == 1 and np.ndim(value) != 0 and self._scalar[name]):
                 raise ValueError(f"parameter {name!r} expects {'a scalar' if size == 1 else f'{size} values'}, "
                                  f"got {value!r}")
             p[k:k + size] = arr
@@ -295,7 +322,7 @@ class CompiledModel:
         p = self.param_vector(params)
         subs, k = {}, 0
         for name, size in self._layout:
-            if size == 1 and isinstance(self.parameters[name], float):
+            if size == 1 and self._scalar[name]:
                 subs[ex.param_symbol(name)] = p[k]
             else:
                 for j in range(size):
@@ -322,7 +349,7 @@ class CompiledModel:
                 terms.append((key, e, tuple(e.free_symbols)))
             slots, k = [], 0
             for name, size in self._layout:
-                if size == 1 and isinstance(self.parameters[name], float):
+                if size == 1 and self._scalar[name]:
                     slots.append((ex.param_symbol(name), k))
                 else:
                     slots += [(ex.param_symbol(name, j), k + j) for j in range(size)]

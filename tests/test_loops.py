@@ -367,3 +367,39 @@ def test_ida_is_for_loops_only():
     model = dynamica.load(str(MODELS / "double_pendulum.yaml"))
     with pytest.raises(ValueError, match="closed loops"):
         dynamica.simulate(model, method="ida", t_end=0.1)
+
+
+def _welded_block(loop, extra=""):
+    """A body on a free joint at the ground origin, held there by a `loop` joint (a contract
+    check's model, written from the model format)."""
+    text = f"""name: held_{loop}
+gravity: [0, 0, -9.81]
+bodies:
+  - name: b
+    parent: ground
+    joint: {{type: free, q: [x, y, z, rx, ry, rz]}}
+    mass: 1
+    com: [0.5, 0, 0]
+    inertia: [0.1, 0.2, 0.3]
+loops:
+  - {{name: w, type: {loop}, body_a: ground, point_a: [0, 0, 0], body_b: b, point_b: [0, 0, 0]{extra}}}
+outputs: {{reactions: true}}
+"""
+    import yaml
+    return yaml.safe_load(text)
+
+
+def test_weld_and_prismatic_loops_hold_on_a_fresh_model(tmp_path):
+    """A contract check: before any assemble(), the orientation conditions of weld and prismatic
+    loops were left out (their references zero), so qdd, outputs and linearize of a freshly loaded
+    model described another mechanism; and model.parameters listed the internal references"""
+    weld = dynamica.load(str(write_model(tmp_path, _welded_block("weld"), "weld.yaml")))
+    assert weld.parameters == {}
+    z = np.zeros(6)
+    assert np.max(np.abs(weld.qdd(z, z))) < 1e-10                       # welded: nothing moves
+    torque = weld.outputs(0.0, z, z)["w.reaction_torque"]
+    assert np.allclose(torque, [0.0, -0.5 * 9.81, 0.0], atol=1e-10)    # carries m g times the arm 0.5
+    assert dynamica.linearize(weld, q=z).coordinates == ()
+    assert np.max(np.abs(weld.constraints(np.array([0, 0, 0, 0.3, 0, 0])))) > 0.1
+    prism = dynamica.load(str(write_model(tmp_path, _welded_block("prismatic", ", axis: x"), "prism.yaml")))
+    assert dynamica.linearize(prism, q=z).coordinates == ("x",)
