@@ -196,7 +196,7 @@ def add_commands(sub, common, epilog):
     """The subparsers of this module; `common(p)` adds MODEL, --form, --backend, --mode, -q."""
     from dynamica.runtime.cli import count, number
     def setting(p):
-        p.add_argument("--set", action="append", metavar="NAME=VALUE", help="a parameter value (repeatable)")
+        p.add_argument("--set", action="extend", nargs="+", metavar="NAME=VALUE", help="parameter values (repeatable)")
         p.add_argument("--time", type=number(), default=0.0, help="the time t of driven joints and forces (default 0)")
 
     def operating(p):
@@ -257,5 +257,5 @@ def add_commands(sub, common, epilog):
     p.add_argument("--frequencies", help="comma-separated identified natural frequencies, Hz")
     p.add_argument("--decay-rates", help="comma-separated identified decay rates, 1/s (negative when decaying)")
     p.add_argument("--start-values", help="initial guesses NAME=VALUE,... (default: the model's values)")
-    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="a fixed parameter value (repeatable)")
+    p.add_argument("--set", action="extend", nargs="+", metavar="NAME=VALUE", help="fixed parameter values (repeatable)")
     p.set_defaults(fn=cmd_identify)

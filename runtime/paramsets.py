@@ -30,8 +30,8 @@ def add_options(p):
                    "repeatable, later sets win")
     p.add_argument("--import", dest="import_sets", metavar="SET", action="append", default=[],
                    help="import by name from another model's parameter set: the parameters this model also has")
-    p.add_argument("--set", dest="set_values", metavar="NAME=VALUE", action="append", default=[],
-                   help="a parameter value for this run (repeatable): l=0.7, r=[0,0,1], 'r[2]=1'")
+    p.add_argument("--set", dest="set_values", metavar="NAME=VALUE", action="extend", nargs="+", default=[],
+                   help="parameter values for this run (several after one --set, or repeated): l=0.7, r=[0,0,1], 'r[2]=1'")
 
 
 def overrides(args, model, report=None) -> dict:

@@ -15,9 +15,15 @@ def _cases(args):
         parts.append(sweep_cases.grid(dict(sweep_cases.parse_grid(g) for g in args.grid)))
     if args.dist and not args.samples:
         raise ValueError("--dist needs --samples N (or --sobol N)")
-    if args.samples:
-        if not args.dist:
-            raise ValueError("--samples needs the distributions to draw from: --dist NAME=normal(mu,sigma) ...")
+    if args.samples and not args.dist:
+        if not args.grid:
+            raise ValueError("--samples needs the distributions to draw from (--dist NAME=normal(mu,sigma) ...) "
+                             "or a --grid to draw cases from")
+        grid = parts.pop()                 # N cases of the grid, drawn without replacement (--seed)
+        if args.samples > len(grid):
+            raise ValueError(f"--samples {args.samples}: the grid has {len(grid)} cases")
+        parts.append(grid.sample(n=args.samples, random_state=args.seed).sort_index().reset_index(drop=True))
+    elif args.samples:
         parts.append(sweep_cases.sample(dict(sweep_cases.parse_dist(d) for d in args.dist), args.samples,
                                         args.design, args.seed))
     if args.cases:

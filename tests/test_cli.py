@@ -94,3 +94,15 @@ def test_a_singular_mass_matrix_from_parameter_overrides_is_named():
     model = dynamica.load(MODELS / "double_pendulum.yaml")
     with pytest.raises(IntegrationError, match=r"non-finite.*m1 = 0.0, m2 = 0.0\) the mass matrix is singular"):
         dynamica.simulate(model, t_end=0.1, params={"m1": 0.0, "m2": 0.0})
+
+
+def test_set_takes_several_values_after_one_option(tmp_path):
+    """The contract's `dynamica simulate MODEL --set name=value ...`: one --set with several values
+    is the same as repeated --set"""
+    a = run("simulate", MODELS / "double_pendulum.yaml", "-q", "--t-end", "0.2", "--out", tmp_path / "a.csv",
+            "--set", "m1=2", "l2=0.5")
+    b = run("simulate", MODELS / "double_pendulum.yaml", "-q", "--t-end", "0.2", "--out", tmp_path / "b.csv",
+            "--set", "m1=2", "--set", "l2=0.5")
+    c = run("simulate", MODELS / "double_pendulum.yaml", "-q", "--t-end", "0.2", "--out", tmp_path / "c.csv")
+    assert a.returncode == 0 and b.returncode == 0 and c.returncode == 0, a.stderr + b.stderr
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text() != (tmp_path / "c.csv").read_text()

@@ -248,11 +248,25 @@ def test_command_line_errors(capsys):
     from dynamica.runtime import cli
     for argv, message in ((["--dist", "l2=normal(1,0.1)"], "--dist needs --samples"),
                           (["--samples", "4"], "--samples needs the distributions"),
+                          (["--grid", "l2=1,2", "--samples", "3"], "--samples 3: the grid has 2 cases"),
                           (["--samples", "4", "--dist", "l2=gauss(1,0.1)"], "expected one of normal(mu, sigma)"),
                           (["--grid", "l2=1:2"], "NAME=start:stop:count"),
                           ([], "no cases")):
         assert cli.main(["sweep", str(PENDULUM), "--scheduler", "serial", *argv]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_samples_of_a_grid_on_the_command_line():
+    """The contract's line `dynamica sweep MODEL --grid k=1,2,3 [--samples N] ...`: N of the grid's
+    cases, drawn without replacement"""
+    import argparse
+    from dynamica.runtime.sweep_cli import _cases
+    args = argparse.Namespace(grid=["a=1,2,3", "b=10,20"], dist=None, samples=4, design="sobol", seed=3, cases=None)
+    table = _cases(args)
+    full = sweep_cases.grid({"a": [1.0, 2.0, 3.0], "b": [10.0, 20.0]})
+    rows = {tuple(r) for r in table.values.tolist()}
+    assert len(table) == 4 and len(rows) == 4 and rows <= {tuple(r) for r in full.values.tolist()}
+    assert _cases(args).equals(table)                       # the same draw for the same seed
 
 
 # ------------------------------------------------------------------ cases
