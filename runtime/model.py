@@ -261,11 +261,11 @@ class CompiledModel:
             out, k = {}, 0
             for key, shape in layout:
                 size = int(np.prod(shape))
-                out[key] = flat[k] if shape == () else flat[k:k + size].reshape(shape).copy()
+                out[key] = np.array(flat[k]) if shape == () else flat[k:k + size].reshape(shape).copy()
                 k += size
         from dynamica.runtime.signals import signal_values
-        out.update(signal_values(self, p, t))
-        return out
+        out.update({k: np.asarray(v, dtype=float) for k, v in signal_values(self, p, t).items()})
+        return out                      # every value an ndarray, a scalar's of shape ()
 
     def output_series(self, t, Q, QD, params=None, S=None, U=None) -> dict:
         """`outputs` along a trajectory: name -> array with a leading time axis. `S` the extra
@@ -276,7 +276,6 @@ class CompiledModel:
             rows = [self.outputs(tk, q, qd, params, None if U is None else {k: v[j] for k, v in U.items()},
                                  None if S is None else S[j]) for j, (tk, q, qd) in enumerate(zip(t, Q, QD))]
             return {k: np.array([r[k] for r in rows]) for k in rows[0]}
-            return {}
         if not hasattr(self.module, "outputs"):
             rows = [self.outputs(tk, q, qd, params) for tk, q, qd in zip(t, Q, QD)]
             return {k: np.array([r[k] for r in rows]) for k in rows[0]}

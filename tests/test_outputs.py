@@ -16,7 +16,7 @@ import yaml
 
 import dynamica
 
-from conftest import write_model  # noqa: E402
+from conftest import MODELS, write_model  # noqa: E402
 from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
 
 pin = pytest.importorskip("pinocchio")
@@ -129,3 +129,13 @@ def test_force_values(demo):
     expect = num(spring["stiffness"]) * (L[2:-2] - num(spring["free_length"])) + num(spring.get("damping", 0)) * _ddt(L, h)
     assert np.abs(T[2:-2] - expect).max() <= 1e-7 * max(1.0, np.abs(T).max())
     assert set(model.outputs(0.0, r.q[0], r.qd[0])) >= {f"{name}.length", f"{name}.tension", "twice_theta", "qdd"}
+
+
+def test_every_output_is_an_ndarray_a_scalar_of_shape_empty(tmp_path):
+    """The contract: `model.outputs(...)` -> dict name -> ndarray, an expression's of shape ()
+    (it was a numpy float, not an ndarray)"""
+    model = dynamica.load(MODELS / "forces_demo.yaml")
+    out = model.outputs(0.1, np.full(model.n, 0.1), np.zeros(model.n))
+    assert out and all(isinstance(v, np.ndarray) for v in out.values())
+    scalars = [k for k, v in out.items() if v.shape == ()]
+    assert scalars, "forces_demo has scalar outputs"
