@@ -181,7 +181,8 @@ def _check_regular(model: CompiledModel):
     size = np.abs(w)
     k = int(np.argmin(size))
     if size[k] <= SINGULAR_RTOL * size.max():
-        raise ModelError(model.spec.file, [Problem("bodies", _singular_message(model, w, V[:, k]))])
+        null = V[:, size <= SINGULAR_RTOL * size.max()]              # the whole null space
+        raise ModelError(model.spec.file, [Problem("bodies", _singular_message(model, w, null))])
     if w[0] > 0:
         return
     from dynamica.generator.model import _warn, negative_bodies
@@ -206,18 +207,25 @@ def _check_regular(model: CompiledModel):
 
 
 def _singular_message(model, w, null):
-    """What a singular M looks like: its eigenvalues and the coordinates its null vector moves."""
-    names = [model.coordinates[k] for k in np.flatnonzero(np.abs(null) > 0.1 * np.abs(null).max())]
+    """What a singular M looks like: its eigenvalues and the coordinates its null space moves
+    (null: its basis as columns)."""
+    null = np.asarray(null, dtype=float).reshape(len(w), -1)
+    reach = np.linalg.norm(null, axis=1)
+    names = [model.coordinates[k] for k in np.flatnonzero(reach > 0.1 * reach.max())]
     size = np.abs(w)
+    dim = null.shape[1]
     text = (f"the mass matrix is singular at the initial state: its eigenvalue of least magnitude is "
-            f"{w[np.argmin(size)]:.3g}, against {size.max():.3g} the largest; its null vector moves the "
-            f"coordinates {', '.join(f'`{c}`' for c in names)}")
+            f"{w[np.argmin(size)]:.3g}, against {size.max():.3g} the largest"
+            + (f" ({dim} such eigenvalues)" if dim > 1 else "")
+            + f"; its null {'space' if dim > 1 else 'vector'} moves the coordinates "
+            + ", ".join(f"`{c}`" for c in names))
     from dynamica.generator.model import negative_bodies
     bodies = negative_bodies(model.spec)
     if bodies:
         return text + (f" (the negative mass or inertia of {', '.join(f'`{b}`' for b in bodies)} cancels the "
                        "inertia of the other bodies along that motion?)")
-    return text + " (massless bodies at the end of a chain, or joint axes that cannot move any mass?)"
+    return text + (" (joint axes that line up at this configuration, as in gimbal lock; massless bodies at the end of "
+                   "a chain; or joint axes that cannot move any mass?)")
 
 
 def _reverse_pivots(M):

@@ -419,3 +419,12 @@ def test_a_bare_yaml_word_as_a_name_says_to_quote_it(tmp_path):
             " axis: x, q: th}, mass: m, com: [0, 0, -1], inertia: [1, 1, 1]}\n")
     err = str(_error(_text_model(tmp_path, text)))
     assert "found nothing (null); YAML reads some bare words" in err and "quote the name" in err
+
+
+def test_a_state_dependent_singular_mass_matrix_names_its_null_space(tmp_path):
+    """Gimbal lock of a spherical joint (Cardan x, y, z at y = pi/2): M is regular elsewhere and
+    singular at this initial state, its null space moving `a` and `e`"""
+    text = ("name: gimbal\nbodies:\n  - {name: b, parent: ground, joint: {type: spherical, q: [a, c, e]}, mass: 1, "
+            "com: [0, 0, 0], inertia: [0.1, 0.2, 0.3]}\ninitial: {c: 1.5707963267948966}\n")
+    err = str(_error(_text_model(tmp_path, text)))
+    assert "singular at the initial state" in err and "moves the coordinates `a`, `e`" in err and "gimbal lock" in err
