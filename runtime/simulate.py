@@ -132,11 +132,12 @@ def _check_numbers(**given):
         if value is None:
             continue
         kind = _RUN_NUMBERS[name]
-        try:
-            x = float(value)
+        try:                                # tolerances may be given per component
+            x = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
             raise ValueError(f"{name} must be a number, got {value!r}") from None
-        if not np.isfinite(x) or (kind == "positive" and not x > 0) or (kind == "nonnegative" and not x >= 0):
+        if not (np.all(np.isfinite(x)) and (kind != "positive" or np.all(x > 0))
+                and (kind != "nonnegative" or np.all(x >= 0))):
             raise ValueError(f"{name} must be a {'' if kind == 'finite' else kind + ' '}finite number, got {value!r}")
 
 

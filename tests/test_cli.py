@@ -106,3 +106,13 @@ def test_set_takes_several_values_after_one_option(tmp_path):
     c = run("simulate", MODELS / "double_pendulum.yaml", "-q", "--t-end", "0.2", "--out", tmp_path / "c.csv")
     assert a.returncode == 0 and b.returncode == 0 and c.returncode == 0, a.stderr + b.stderr
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text() != (tmp_path / "c.csv").read_text()
+
+
+def test_simulate_takes_tolerances_per_component():
+    import dynamica
+    import pytest
+    model = dynamica.load(MODELS / "double_pendulum.yaml")
+    res = dynamica.simulate(model, t_end=0.1, atol=np.full(4, 1e-9), rtol=1e-8)
+    assert res.success and np.all(np.isfinite(res.q))
+    with pytest.raises(ValueError, match="^atol must be a nonnegative finite number"):
+        dynamica.simulate(model, t_end=0.1, atol=np.array([1e-9, -1.0, 1e-9, 1e-9]))
