@@ -98,6 +98,16 @@ def coordinates_of(spec, structure: Structure) -> tuple:
     return tuple(out)
 
 
+def result_columns(spec, coordinates) -> tuple:
+    """The coordinate columns of a staged run's results: the first structure's `coordinates`, then
+    each later stage's new ones (a released body's free coordinates) in order of appearance, as
+    runtime/cyclogram.py builds them."""
+    out = list(coordinates)
+    for st in structures(spec):
+        out += [c for c in coordinates_of(spec, st) if c not in out]
+    return tuple(out)
+
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

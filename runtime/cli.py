@@ -110,9 +110,8 @@ def cmd_simulate(args):
     params = overrides(args, model, report=None if args.quiet else lambda line: print(line, file=sys.stderr)) or None
     coords = list(model.coordinates)
     if model.spec.stages:                   # the results carry every stage's coordinates
-        from dynamica.generator.stages import coordinates_of, structures
-        for st in structures(model.spec):
-            coords += [c for c in coordinates_of(model.spec, st) if c not in coords]
+        from dynamica.generator.stages import result_columns
+        coords = list(result_columns(model.spec, model.coordinates))
     for text in (args.vars, args.summary_vars):                         # fail before a long run, not after it
         if text:
             outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout

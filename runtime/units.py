@@ -72,11 +72,8 @@ def variable_units(model) -> dict:
         pos, vel, acc, _ = KINDS[kind]
         out[c], out[f"der({c})"], out[f"qdd[{model.coordinates.index(c)}]"] = pos, vel, acc
     if spec.stages:           # the results' columns of every stage: a released body's free coordinates
-        from dynamica.generator.stages import FREE_SUFFIXES, coordinates_of, structures
-        columns = list(model.coordinates)
-        for st in structures(spec):
-            columns += [c for c in coordinates_of(spec, st) if c not in columns]
-        for j, c in enumerate(columns):
+        from dynamica.generator.stages import FREE_SUFFIXES, result_columns
+        for j, c in enumerate(result_columns(spec, model.coordinates)):
             kind = kinds.get(c) or next(("rotate" if suffix.startswith("_r") else "translate"
                                          for suffix in FREE_SUFFIXES if c.endswith(suffix)), None)
             if kind:
