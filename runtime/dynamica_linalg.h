@@ -133,16 +133,22 @@ dyn_la_sweep_as(const dyn_la_tri *T, int up, size_t ri, size_t rk, int n, int nr
     }
 }
 
-/* the sweep with its direction and layout as constants (the three of the LU and L^T D L solves) */
+/* f(T, up, ri, rk, n, ...) with the sweep's direction and layout as constants (the three of the
+   LU and L^T D L solves), so that the inlined loops see them as such */
+#define DYN_LA_SPECIALISED(f, T, n, ...)                                                                \
+    do {                                                                                                \
+        if ((T)->up && (T)->ri == 1)                                                                    \
+            f(T, 1, 1, (size_t)(n), n, __VA_ARGS__);                                                    \
+        else if ((T)->up)                                                                               \
+            f(T, 1, (size_t)(n), 1, n, __VA_ARGS__);                                                    \
+        else                                                                                            \
+            f(T, 0, (size_t)(n), 1, n, __VA_ARGS__);                                                    \
+    } while (0)
+
 static inline __attribute__((always_inline)) DYN_LA_FAST void
 dyn_la_sweep(const dyn_la_tri *T, int n, int nrhs, double *B, int j0, int w)
 {
-    if (T->up && T->ri == 1)
-        dyn_la_sweep_as(T, 1, 1, (size_t)n, n, nrhs, B, j0, w);
-    else if (T->up)
-        dyn_la_sweep_as(T, 1, (size_t)n, 1, n, nrhs, B, j0, w);
-    else
-        dyn_la_sweep_as(T, 0, (size_t)n, 1, n, nrhs, B, j0, w);
+    DYN_LA_SPECIALISED(dyn_la_sweep_as, T, n, nrhs, B, j0, w);
 }
 
 /* x86-64 with GCC or clang; not MinGW (64-bit Windows GCC does not realign the stack for the
@@ -219,12 +225,7 @@ dyn_la_sweep_avx2_as(const dyn_la_tri *T, int up, size_t ri, size_t rk, int n, i
 static inline __attribute__((always_inline)) DYN_LA_FAST DYN_LA_AVX2 void
 dyn_la_sweep_avx2(const dyn_la_tri *T, int n, int nrhs, double *B, int j0, int nv)
 {
-    if (T->up && T->ri == 1)
-        dyn_la_sweep_avx2_as(T, 1, 1, (size_t)n, n, nrhs, B, j0, nv);
-    else if (T->up)
-        dyn_la_sweep_avx2_as(T, 1, (size_t)n, 1, n, nrhs, B, j0, nv);
-    else
-        dyn_la_sweep_avx2_as(T, 0, (size_t)n, 1, n, nrhs, B, j0, nv);
+    DYN_LA_SPECIALISED(dyn_la_sweep_avx2_as, T, n, nrhs, B, j0, nv);
 }
 
 /* both sweeps on blocks of 16, 8 and 4 columns; the number of columns done */
