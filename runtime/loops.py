@@ -140,25 +140,36 @@ def solve(model, q, qd, t=0.0, params=None):
     return qdd, lam
 
 
-def independent_columns(J, rtol=1e-10, independent=None):
+#: relative rank threshold of the loops' Jacobian (|R_kk| of its pivoted QR against the largest)
+RANK_RTOL = 1e-10
+
+
+def pivoted_columns(A, rtol=RANK_RTOL) -> list:
+    """A maximal set of independent columns of A, the best conditioned first (QR with column
+    pivoting; rank: |R_kk| > rtol |R_00|)."""
+    import scipy.linalg as sla
+    if A.size == 0:
+        return []
+    _, R, piv = sla.qr(A, pivoting=True, mode="economic")
+    d = np.abs(np.diag(R))
+    rank = int(np.sum(d > rtol * d[0])) if d.size and d[0] > 0 else 0
+    return [int(k) for k in piv[:rank]]
+
+
+def independent_columns(J, rtol=RANK_RTOL, independent=None):
     """(T, ind): a basis of the null space of J (J T = 0) in independent coordinates: QR with
     column pivoting picks the dependent columns (the best conditioned of J, as many as its rank),
     the others `ind` are independent, with unit rows in T (q = q* + T z moves each independent
     coordinate by its z, the dependent ones as J requires). `independent`: column indices to
     keep independent (the dependent ones are then picked among the others); a ValueError names
     them when the others cannot take up the constraints."""
-    import scipy.linalg as sla
     n = J.shape[1]
     if J.size == 0:
         return np.eye(n), list(range(n))
 
     def pivoted(cols):
-        if not cols:
-            return 0, []
-        _, R, piv = sla.qr(J[:, cols], pivoting=True, mode="economic")
-        d = np.abs(np.diag(R))
-        rank = int(np.sum(d > rtol * max(d.max(initial=0.0), 1.0)))
-        return rank, [cols[k] for k in piv[:rank]]
+        picked = pivoted_columns(J[:, cols], rtol) if cols else []
+        return len(picked), [cols[k] for k in picked]
     rank, dep = pivoted(list(range(n)))
     if independent:
         kept = sorted(set(independent))

@@ -27,19 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
-#: relative rank threshold of the loops' Jacobian at the start (as runtime/loops.py's solve)
-RANK_RTOL = 1e-10
-
-
 def independent_rows(J) -> np.ndarray:
     """Indices of a maximal independent subset of the rows of J (sorted)."""
-    import scipy.linalg as sla
-    if J.size == 0:
-        return np.zeros(0, dtype=int)
-    _, R, piv = sla.qr(J.T, pivoting=True, mode="economic")
-    d = np.abs(np.diag(R))
-    rank = int(np.sum(d > RANK_RTOL * d[0])) if d.size and d[0] > 0 else 0
-    return np.sort(piv[:rank])
+    from dynamica.runtime.loops import pivoted_columns
+    return np.sort(np.array(pivoted_columns(J.T), dtype=int))
 
 
 def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
