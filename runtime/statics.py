@@ -312,13 +312,10 @@ def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibriu
     J0 = loops.jacobian(model, start, t, params)[0]
     x0 = np.concatenate([start[idx], np.linalg.lstsq(J0.T[idx], r0[idx], rcond=None)[0] if nf else np.zeros(m)])
     names = [model.coordinates[k] for k in idx] + [f"loop {lp} ({w})" for lp, w in layout]
-    x, g, _, iterations, message, tolerance = _solve(model, g_and_K, x0, (nf, m), tol, max_iter, names)
+    x, g, G, iterations, message, tolerance = _solve(model, g_and_K, x0, (nf, m), tol, max_iter, names)
     q, lam = full(x), x[nf:]
-    r, K, _ = d.residual_jacobian(q, zero, zero, t, params)
-    H = d.constraint_force_jacobian(q, lam, t=t, params=params)[1]
-    J = loops.jacobian(model, q, t, params)[0][:, idx]
-    T, ind = loops.independent_columns(J)
-    Kz = T.T @ (K - H)[np.ix_(idx, idx)] @ T
+    T, ind = loops.independent_columns(G[nf:, :nf])            # G = [[(K - H)_ff, .], [Phi_q f, 0]]
+    Kz = T.T @ G[:nf, :nf] @ T
     return _equilibrium(model, q, idx, start, g[:nf], Kz, iterations, float(tolerance[0]) if nf else 0.0,
                         {"message": message, "t": t, "multipliers": lam, "basis": T, "manifold": True,
                          "independent": tuple(model.coordinates[idx[k]] for k in ind)}, basis=T)
