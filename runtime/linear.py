@@ -107,7 +107,7 @@ class LinearModel:
         frequencies in Hz (default: around the modes)."""
         if self._state_space(inputs):
             names, B = self._state_inputs(inputs)
-            return state_frequency_response(self.A, B, (self.state_names, names), names,
+            return state_frequency_response(self.A, B, self.state_names, names,
                                             outputs if outputs is not None else self.coordinates, frequencies,
                                             self.modes() if frequencies is None else None)
         return frequency_response(self.M, self.C, self.K, self.coordinates, inputs, outputs, frequencies,

@@ -355,20 +355,15 @@ def compute_state_modes(A, coordinates, states) -> Modes:
                  info={"first_order": True, "state_size": len(A)})
 
 
-def state_frequency_response(A, B, names, inputs, outputs=None, frequencies=None, modes=None) -> FrequencyResponse:
-    """H(i w) = C (i w E - A)^-1 B of x' = A x + B u: `inputs` names of the columns of B (given as
-    `names`: (state names, input names)), outputs state names ([q, der(q), s])."""
-    state_names, input_names = names
+def state_frequency_response(A, B, state_names, inputs, outputs=None, frequencies=None, modes=None) -> FrequencyResponse:
+    """H(i w) = C (i w E - A)^-1 B of x' = A x + B u: `inputs` the names of the columns of B,
+    outputs state names ([q, der(q), s]; default the coordinates' entries)."""
     ins = (inputs,) if isinstance(inputs, str) else tuple(inputs)
-    unknown = [u for u in ins if u not in input_names]
-    if unknown:
-        raise ValueError(f"unknown input(s) {', '.join(map(repr, unknown))}: the inputs of this model are "
-                         f"{', '.join(input_names) or '(none)'}")
     outs = tuple(state_names) if outputs is None else ((outputs,) if isinstance(outputs, str) else tuple(outputs))
     bad = [o for o in outs if o not in state_names]
     if bad:
         raise ValueError(f"unknown output(s) {', '.join(map(repr, bad))}: an output is one of {', '.join(state_names)}")
-    Bu = np.asarray(B, dtype=float)[:, [input_names.index(u) for u in ins]]
+    Bu = np.asarray(B, dtype=float).reshape(len(A), len(ins))
     rows = [state_names.index(o) for o in outs]
     if frequencies is None:
         frequencies = default_frequencies(modes)
