@@ -200,9 +200,9 @@ def add_commands(sub, common, epilog):
         p.add_argument("--time", type=number(), default=0.0, help="the time t of driven joints and forces (default 0)")
 
     def operating(p):
-        p.add_argument("--input", action="append", metavar="NAME=VALUE",
-                       help="an input of the model (`inputs:`) held at this value (repeatable; default 0)")
-        p.add_argument("--start", action="append", metavar="COORDINATE=VALUE",
+        p.add_argument("--input", action="extend", nargs="+", metavar="NAME=VALUE",
+                       help="inputs of the model (`inputs:`) held at these values (repeatable; default 0)")
+        p.add_argument("--start", action="extend", nargs="+", metavar="COORDINATE=VALUE",
                        help="where the search for the equilibrium starts (repeatable; default: the initial values)")
 
     p = sub.add_parser("statics", help="the equilibrium reached from the initial values (generalized forces at rest "
