@@ -174,11 +174,6 @@ class Derivatives:
         return f
 
 
-#: (before the recursive variant, the default up to this many coordinates) the unrolled tangent
-#: grows as n^2 x depth (a 20-body chain's has 115 000 operations and compiles in 15-70 s, a
-#: 40-body chain's 460 000 and takes minutes), the tape stays O(n) (a 100-body chain: 25 s)
-UNROLLED_MAX_COORDINATES = 12
-
 #: the recursive variant (analytical derivatives, generator/derivatives_recursive.py) is the
 #: default up to this many coordinates: its qdd_jacobian (q'', M's factors and J from one kernel)
 #: is the fastest of the three from 2 coordinates on (us per call from Python, 1-DOF chains of
@@ -196,7 +191,9 @@ UNROLLED_MAX_COORDINATES = 12
 #: chain7 2.77 / 2.04, spherical_chain 2.96 / 2.18, forces_demo 0.69 / 0.61, double_pendulum
 #: 0.37 / 0.33, governor 0.73 / 0.95 (its tangent is small: 4 coordinates on a shallow tree).
 #: Above 30 coordinates its first build (20-30 s at 30 and 40) outweighs the evaluation for
-#: one-off analyses, and the tape (O(n) code) is the default.
+#: one-off analyses, and the tape (O(n) code: a 100-body chain builds in 25 s) is the default.
+#: The unrolled tangent (on request) grows as n^2 x depth: a 20-body chain's has 115 000
+#: operations and compiles in 15-70 s, a 40-body chain's 460 000 and takes minutes.
 RECURSIVE_MAX_COORDINATES = 30
 
 
