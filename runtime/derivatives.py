@@ -191,7 +191,7 @@ class Derivatives:
 #: chain7 2.77 / 2.04, spherical_chain 2.96 / 2.18, forces_demo 0.69 / 0.61, double_pendulum
 #: 0.37 / 0.33, governor 0.73 / 0.95 (its tangent is small: 4 coordinates on a shallow tree).
 #: Above 30 coordinates its first build (20-30 s at 30 and 40) outweighs the evaluation for
-#: one-off analyses, and the tape (O(n) code: a 100-body chain builds in 25 s) is the default.
+#: one-off analyses, and the tape (O(n) code: a 100-body chain builds in 10 s, benchmarks/results/modes.txt) is the default.
 #: The unrolled tangent (on request) grows as n^2 x depth: a 20-body chain's has 115 000
 #: operations and compiles in 15-70 s, a 40-body chain's 460 000 and takes minutes.
 RECURSIVE_MAX_COORDINATES = 30
