@@ -455,8 +455,8 @@ def test_inverted_body_inertia_singular_by_a_parameter_default(tmp_path, form, o
 
 @pytest.mark.parametrize("form", ["lagrange1", "hamilton-lagrange1"])
 def test_inverted_body_inertia_singular_by_an_override(tmp_path, form):
-    """Default ia = 1e-3 loads; ia = 0 given to qdd, rhs or simulate (what a sweep case calls) is
-    a ModelError naming the body and the override."""
+    """Default ia = 1e-3 loads; ia = 0 given to qdd, rhs, simulate or as a sweep's case is a
+    ModelError naming the body and the override (the case's status, the study goes on)."""
     path = write_model(tmp_path, _rod(1e-3))
     model = dynamica.load(path, form)
     calls = [lambda p: dynamica.simulate(model, t_end=0.1, params=p),
@@ -467,6 +467,9 @@ def test_inverted_body_inertia_singular_by_an_override(tmp_path, form):
         with pytest.raises(ModelError, match=r"body `rod`.*\(ia = 0\.0\)"):
             call({"ia": 0.0})
         call({"ia": 2e-3})                          # a regular value still runs
+    table = dynamica.sweep(model, {"ia": [2e-3, 0.0]}, t_end=0.1, scheduler="serial")
+    assert table.loc[0, "status"] == "ok"
+    assert table.loc[1, "status"].startswith("ModelError") and "body `rod`" in table.loc[1, "status"]
 
 
 def test_composite_takes_the_rod_of_zero_axial_inertia(tmp_path):
