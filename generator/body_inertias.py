@@ -37,6 +37,12 @@ def singular(m, theta) -> bool:
     return m == 0 or w.max() == 0 or w.min() <= RTOL * w.max()
 
 
+def _tensor(entries) -> np.ndarray:
+    """Theta_c from [Ixx, Iyy, Izz, Ixy, Iyz, Ixz] (docs/model_format.md, "Inertia")."""
+    ixx, iyy, izz, ixy, iyz, ixz = map(float, entries)
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+
 class BodyInertiaCheck:
     """M_i invertible for every body of `spec` at given parameter values (the module docstring)."""
 
@@ -45,12 +51,16 @@ class BodyInertiaCheck:
         self.acronym, self.equation, self.alternatives = INVERTS_BODY_INERTIAS[form]
         scope = spec.scope(time_allowed=True)
         fixed, varying = [], []              # bodies of numbers; (body, m, Theta_c) with parameters
+        parsed = {}                          # text -> expression: bodies repeat their formulas
+
+        def parse(text):
+            if text not in parsed:
+                parsed[text] = ex.parse(text, scope).xreplace({ex.T: 0})
+            return parsed[text]
         for body in spec.bodies:
-            m = ex.parse(body.mass, scope).xreplace({ex.T: 0})
-            ixx, iyy, izz, ixy, iyz, ixz = [ex.parse(x, scope).xreplace({ex.T: 0}) for x in body.inertia]
-            th = sp.Matrix([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+            m, th = parse(body.mass), [parse(x) for x in body.inertia]          # Ixx Iyy Izz Ixy Iyz Ixz
             if m.is_number and all(x.is_number for x in th):
-                if singular(float(m), np.array(th, dtype=float)):
+                if singular(float(m), _tensor([float(x) for x in th])):
                     fixed.append(body)
             else:
                 varying.append((body, m, th))
@@ -59,7 +69,8 @@ class BodyInertiaCheck:
         syms = set().union(*[sp.Matrix([m, *th]).free_symbols for _, m, th in varying]) if varying else set()
         #: the parameter symbols the inertias depend on, in a fixed order
         self.symbols = tuple(sorted(syms, key=lambda s: s.name))
-        self._fn = sp.lambdify([self.symbols], [[m, th] for _, m, th in varying], "numpy") if varying else None
+        # scalars and the math module: no array printer, no numpy namespace to import at load
+        self._fn = sp.lambdify([self.symbols], [[m, *th] for _, m, th in varying], "math") if varying else None
         self._known = {}
 
     def bad_bodies(self, values) -> tuple:
@@ -70,10 +81,13 @@ class BodyInertiaCheck:
         if bad is None:
             bad = [b.name for b in self._fixed]
             if self._fn is not None:
-                with np.errstate(all="ignore"):
-                    for body, (m, th) in zip(self._bodies, self._fn(values.tolist())):
-                        if singular(float(m), np.array(th, dtype=float)):
-                            bad.append(body.name)
+                try:
+                    numbers = self._fn(values.tolist())
+                except (ArithmeticError, ValueError):   # e.g. 1/0 of a parameter: not this check's to say
+                    numbers = ()
+                for body, (m, *th) in zip(self._bodies, numbers):
+                    if singular(float(m), _tensor(th)):
+                        bad.append(body.name)
             bad = self._known[key] = tuple(bad)
         return bad
 
