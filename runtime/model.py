@@ -45,7 +45,28 @@ class CompiledModel:
         self.inputs = tuple(getattr(module, "INPUTS", ()))
         self.slots = dict(getattr(module, "SLOTS", {"states": len(self._defaults), "size": len(self._defaults)}))
         self.state_size = int(getattr(module, "STATE_SIZE", 2 * self.n))
+        self._inertia_check = self._body_inertia_check()
         self._initial_references()
+
+    def _body_inertia_check(self):
+        """(checker, slots of its parameters in p) for the forms that invert every body's M_i
+        (generator/body_inertias.py), after checking the defaults; else None."""
+        from dynamica.generator import body_inertias
+        if self.form not in body_inertias.INVERTS_BODY_INERTIAS:
+            return None
+        check = body_inertias.BodyInertiaCheck(self.spec, self.form)
+        check.check_defaults()
+        if not check.symbols:
+            return None                     # numbers only: checked once, no parameter changes them
+        from dynamica.generator import expr as ex
+        slot, k = {}, 0
+        for name, size in self._layout:
+            if size == 1 and self._scalar[name]:
+                slot[ex.param_symbol(name)] = k
+            else:
+                slot.update((ex.param_symbol(name, j), k + j) for j in range(size))
+            k += size
+        return check, np.array([slot[s] for s in check.symbols], dtype=np.intp)
 
     def _initial_references(self):
         """The loops' references (prismatic, weld: the relative orientation they keep) before any
@@ -107,6 +128,9 @@ class CompiledModel:
                 raise ValueError(f"parameter {name!r} expects {'a scalar' if size == 1 else f'{size} values'}, "
                                  f"got {value!r}")
             p[k:k + size] = arr
+        if self._inertia_check is not None:          # LGR, HLGR: M_i^-1 at these values (cached)
+            check, slots = self._inertia_check
+            check.check(p[slots], params)
         return p
 
     # -- equations

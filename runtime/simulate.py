@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from dynamica.runtime.model import CompiledModel
@@ -106,6 +108,40 @@ SCIPY_METHODS = {"radau": "Radau", "RK45": "RK45", "DOP853": "DOP853", "LSODA": 
 for _name, _scipy in SCIPY_METHODS.items():
     INTEGRATORS[_name] = _scipy_runner(_scipy)
     INTEGRATORS[_name].name = _name
+
+
+def _run_still(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None, method=""):
+    """A model without state (a stage that locks every coordinate): nothing to integrate, time
+    advances over the output times (those of adams by default), the outputs are computed at each;
+    events, functions of t alone here, are located by their sign changes on those times and
+    refined by Brent's method (terminal ones end the run, as solve_ivp's)."""
+    from scipy.optimize import brentq
+    t = np.linspace(t0, t_end, 201) if t_eval is None else np.asarray(t_eval, dtype=float)
+    y0 = np.asarray(y0, dtype=float)
+    info = {"integrator": "none: the model has no state, time advances"}
+    if events:
+        t_events, end = [], None
+        for ev in events:
+            g = np.array([ev(tk, y0) for tk in t])
+            d = getattr(ev, "direction", 0)
+            hits = []
+            for k in np.nonzero(np.sign(g[:-1]) != np.sign(g[1:]))[0]:
+                if g[k] == 0 and k > 0:
+                    continue                          # counted as the end of the previous interval
+                if d and (g[k + 1] - g[k]) * d < 0:
+                    continue
+                hits.append(t[k + 1] if g[k + 1] == 0 else t[k] if g[k] == 0 else
+                            brentq(lambda x: ev(x, y0), t[k], t[k + 1], xtol=1e-14, rtol=4 * np.finfo(float).eps))
+            if getattr(ev, "terminal", False) and hits:
+                hits = hits[:1]
+                end = hits[0] if end is None else min(end, hits[0])
+            t_events.append(np.array(hits))
+        if end is not None:                           # solve_ivp: the rows before the event
+            t = t[t < end] if np.any(t < end) else np.array([t0])
+            t_events = [te[te <= end] for te in t_events]
+        info.update(t_events=t_events, y_events=[np.tile(y0, (len(te), 1)) for te in t_events],
+                    status=1 if end is not None else 0)
+    return _result(model, t, np.tile(y0, (len(t), 1)), method, 0, info, params=params)
 
 
 def _run_ida(*args, **kw):
@@ -237,6 +273,8 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
     y0 = model.to_state(q0, qd0, t0, params, s0)
     t_eval = _output_times(t0, t_end, output_step)
     run = INTEGRATORS[method]
+    if not len(y0):               # every coordinate locked (a held stage): no state, time advances
+        run = functools.partial(_run_still, method=method)
     model.reset_solver()          # the iterative form starts from a direct solve: runs are reproducible
     if model.inputs or inputs or controller is not None:
         if progress is not None or out is not None or events or keep is False:

@@ -25,7 +25,7 @@ from dynamica.generator.forms.common import forward_pass
 from dynamica.generator.forms.direct import direct, tangent_basis
 from dynamica.generator.forms.lagrange1 import lagrange1_system
 from dynamica.generator.kinematics import derive_kinematics, numeric_values
-from dynamica.generator.model import DynamicaWarning, load_model
+from dynamica.generator.model import load_model
 from dynamica.generator.topology import build_topology
 
 from oracles.pin_trees import random_tree, write_yaml
@@ -295,9 +295,11 @@ def test_lagrange1_massless_body_is_a_model_error(tmp_path):
         dynamica.generate(str(path), form="LGR")
 
 
-def test_lagrange1_warns_for_zero_default_mass():
+def test_lagrange1_refuses_zero_default_mass():
+    """puma560's link1 is massless at the default parameters: (2.24) has no M_i^-1, an error
+    naming the body and the forms that take it (it was a warning and NaN q'')."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         spec = load_model(MODELS / "puma560.yaml")
-    with pytest.warns(DynamicaWarning, match="link1.*lagrange1"):
+    with pytest.raises(ModelError, match="lagrange1.*body `link1`.*default parameters; use composite"):
         dynamica.generate(spec, form="lagrange1")

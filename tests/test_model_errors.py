@@ -3,6 +3,7 @@
 import copy
 import time
 
+import numpy as np
 import pytest
 
 import dynamica
@@ -430,3 +431,52 @@ def test_a_state_dependent_singular_mass_matrix_names_its_null_space(tmp_path):
         dynamica.load(_text_model(tmp_path, text), cache=tmp_path / "cache")
     err = str(info.value)
     assert "singular at the initial state" in err and "moves the coordinates `a`, `e`" in err and "gimbal lock" in err
+
+
+# ---------------------------------------------------------------- body inertias the form inverts
+def _rod(ia):
+    """A slender rod on a revolute joint about y, its axial moment of inertia the parameter `ia`."""
+    return {"name": "rod", "parameters": {"m": 2.0, "l": 0.8, "g": 9.81, "ia": ia}, "gravity": [0, 0, "-g"],
+            "bodies": [{"name": "rod", "parent": "ground", "joint": {"type": "revolute", "axis": "y", "q": "phi"},
+                        "mass": "m", "com": [0, 0, "-l/2"], "inertia": ["m*l**2/12", "m*l**2/12", "ia"]}],
+            "initial": {"phi": 0.3}}
+
+
+@pytest.mark.parametrize("form, other", [("lagrange1", "composite"), ("hamilton-lagrange1", "hamilton-composite")])
+def test_inverted_body_inertia_singular_by_a_parameter_default(tmp_path, form, other):
+    """LGR (2.24) and HLGR (1.64) apply M_i^-1: a rod with axial inertia `ia: 0.0` gave NaN q''
+    without a word; it is a ModelError naming the file, the body and a form that takes it."""
+    path = write_model(tmp_path, _rod(0.0))
+    with pytest.raises(ModelError) as info:
+        dynamica.load(path, form)
+    text = str(info.value)
+    assert str(path) in text and "body `rod`" in text and "at the default parameters" in text and other in text
+
+
+@pytest.mark.parametrize("form", ["lagrange1", "hamilton-lagrange1"])
+def test_inverted_body_inertia_singular_by_an_override(tmp_path, form):
+    """Default ia = 1e-3 loads; ia = 0 given to qdd, rhs, simulate or as a sweep's case is a
+    ModelError naming the body and the override (the case's status, the study goes on)."""
+    path = write_model(tmp_path, _rod(1e-3))
+    model = dynamica.load(path, form)
+    calls = [lambda p: dynamica.simulate(model, t_end=0.1, params=p),
+             lambda p: model.rhs(0.0, model.to_state([0.3], [0.0]), params=p)]
+    if not model.hamiltonian:
+        calls.append(lambda p: model.qdd([0.3], [0.0], params=p))
+    for call in calls:
+        with pytest.raises(ModelError, match=r"body `rod`.*\(ia = 0\.0\)"):
+            call({"ia": 0.0})
+        call({"ia": 2e-3})                          # a regular value still runs
+    table = dynamica.sweep(model, {"ia": [2e-3, 0.0]}, t_end=0.1, scheduler="serial")
+    assert table.loc[0, "status"] == "ok"
+    assert table.loc[1, "status"].startswith("ModelError") and "body `rod`" in table.loc[1, "status"]
+
+
+def test_composite_takes_the_rod_of_zero_axial_inertia(tmp_path):
+    """composite needs only M regular: phi'' = -(m g l/2) sin(phi) / (m l^2/3) (the rod's moment
+    of inertia about its end, gravity's moment about the pivot)."""
+    m_, l, g, phi = 2.0, 0.8, 9.81, 0.3
+    model = dynamica.load(write_model(tmp_path, _rod(0.0)), "composite")
+    got = model.qdd([phi], [0.0])
+    assert np.all(np.isfinite(got))
+    assert got[0] == pytest.approx(-(m_ * g * l / 2) * np.sin(phi) / (m_ * l ** 2 / 3), rel=1e-12)

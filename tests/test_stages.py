@@ -213,6 +213,49 @@ def test_lock_holds_the_coordinate_and_the_rest_obeys_the_base_equations(tmp_pat
     assert res.qd[again, ci] == 0.0 and res.q[again, ci] == res.q[again - 1, ci]
 
 
+def _held_rod(stages, phi0=0.4):
+    """A rod pendulum (one DOF, about y); phi'' = -(m g l/2) sin(phi) / (m l^2/3) = -3 g sin(phi) / (2 l)."""
+    return {"name": "held", "parameters": {"m": 1.0, "l": 0.5}, "gravity": [0, 0, -G],
+            "bodies": [{"name": "rod", "parent": "ground", "joint": {"type": "revolute", "axis": "y", "q": "phi"},
+                        "mass": "m", "com": [0, 0, "-l/2"], "inertia": ["m*l**2/12", "m*l**2/12", 1e-3]}],
+            "outputs": {"points": {"tip": {"body": "rod", "at": [0, 0, "-l"]}}},
+            "initial": {"phi": phi0}, "simulate": {"rtol": 1e-11, "atol": 1e-12}, "stages": stages}
+
+
+@pytest.mark.parametrize("method", ["adams", "RK45"])
+def test_a_stage_that_locks_every_coordinate_advances_time(tmp_path, method):
+    """Held for 0.5 s (no free state: adams stopped with "y0 is empty"), then released at rest: the
+    swing equals the pendulum started at the held angle at t = 0.5 (1e-8), and the closed-form
+    equation integrated by scipy (1e-7); while held, phi, its rate and the outputs stay put."""
+    from scipy.integrate import solve_ivp
+    phi0, l = 0.4, 0.5
+    res = dynamica.simulate(write_model(tmp_path, _held_rod([{"name": "hold", "until": 0.5, "lock": ["phi"]},
+                                                            {"name": "swing", "until": 1.5}])), method=method)
+    hold, swing = res.stage == "hold", res.stage == "swing"
+    assert res.stages[0]["coordinates"] == () and res.t[hold][-1] == 0.5 and np.sum(hold) > 2
+    assert np.all(res.q[hold, 0] == phi0) and np.all(res.qd[hold, 0] == 0) and np.all(res.outputs["qdd"][hold] == 0)
+    tip = res.outputs["tip.position"][hold]
+    assert np.allclose(tip, [-l * math.sin(phi0), 0, -l * math.cos(phi0)], rtol=0, atol=1e-15)
+    alone = _held_rod([], phi0)
+    del alone["stages"]
+    ref = dynamica.simulate(write_model(tmp_path, alone, "alone.yaml"), method=method, t0=0.5, t_end=1.5)
+    assert res.t[-1] == ref.t[-1] == 1.5
+    assert abs(res.q[-1, 0] - ref.q[-1, 0]) < 1e-8 and abs(res.qd[-1, 0] - ref.qd[-1, 0]) < 1e-8
+    exact = solve_ivp(lambda t, y: [y[1], -1.5 * G * math.sin(y[0]) / l], (0.5, 1.5), [phi0, 0.0],
+                      method="DOP853", rtol=1e-13, atol=1e-14).y[:, -1]
+    assert abs(res.q[-1, 0] - exact[0]) < 1e-7 and abs(res.qd[-1, 0] - exact[1]) < 1e-7
+
+
+@pytest.mark.parametrize("method", ["adams", "stoermer6", "DOP853"])
+def test_an_event_of_a_stage_without_state_ends_it(tmp_path, method):
+    """A held stage's event is a function of t alone: `t - 0.3` rising ends it at 0.3."""
+    res = dynamica.simulate(write_model(tmp_path, _held_rod(
+        [{"name": "hold", "until": 1.0, "lock": ["phi"], "event": {"expr": "t - 0.3", "direction": "rising"}},
+         {"name": "swing", "until": 1.2}])), method=method)
+    assert res.stages[0]["reason"] == "event" and abs(res.stages[0]["t_end"] - 0.3) < 1e-12
+    assert res.stages[1]["t_start"] == res.stages[0]["t_end"] and res.q[-1, 0] < 0.4
+
+
 def test_set_changes_a_parameter_from_its_stage_on(tmp_path):
     """A pushed block: x'' = F / m, F = 1 then 3 from t = 1: x(2) = 0.5 + 1 + 1.5 (m = 1)."""
     data = {"name": "push", "parameters": {"F": 1.0},

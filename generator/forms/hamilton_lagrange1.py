@@ -36,6 +36,7 @@ import sympy as sp
 
 from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
+from dynamica.generator.body_inertias import BodyInertiaCheck
 from dynamica.generator.forms import register
 from dynamica.generator.forms.cholesky import solve_reverse_ldl, StructurallySingular
 from dynamica.generator.forms.spatial import apply_C, apply_CT
@@ -149,31 +150,10 @@ class BodyInverse:
         return add(scale(self.im, x[:3]), cross(self.r, y)) + y
 
 
-def _check_bodies(kin):
-    """Every M_i must be invertible for (1.64)-(1.65): numbers at the default parameters."""
-    ev = _samples(kin, 1)[0]
-    bad = []
-    for i in range(1, kin.topo.n_bodies + 1):
-        b = kin.inertia[i]
-        m = ev(b.mass)
-        th = np.array([[ev(b.theta[r, c]) for c in range(3)] for r in range(3)])
-        Mi = np.zeros((6, 6))
-        h = np.array([ev(x) for x in b.h])
-        hx = np.array([[0, -h[2], h[1]], [h[2], 0, -h[0]], [-h[1], h[0], 0]])
-        Mi[:3, :3], Mi[:3, 3:], Mi[3:, :3], Mi[3:, 3:] = m * np.eye(3), -hx, hx, th
-        w = np.abs(np.linalg.eigvalsh(Mi))            # invertible, not necessarily positive
-        if w.min() <= 1e-12 * w.max():
-            bad.append(kin.topo.names[i])
-    if bad:
-        raise _error(kin, "hamilton-lagrange1 needs every body's 6x6 inertia M_i invertible ((1.64): "
-                          f"v = M^{{-1}} S^T p*); singular for {', '.join(f'`{b}`' for b in bad)} (massless "
-                          "or a point mass); use hamilton-composite, -articulated or -ltdl")
-
-
 @register("hamilton-lagrange1", "HLGR")
 def hamilton_lagrange1(kin):
     """Orthogonal projection (1.61)-(1.67)."""
-    _check_bodies(kin)
+    BodyInertiaCheck(kin.spec, "hamilton-lagrange1").check_defaults()   # (1.64) needs every M_i^{-1}
     tag = "hl_"
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies

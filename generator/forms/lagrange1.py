@@ -20,7 +20,8 @@ mass: M_i^-1 [f; tau] = [f/m + c x alpha; alpha], alpha = Theta_c^-1 (tau - c x 
 body needs m_i != 0 and Theta_c nonsingular (theorem 2.1 assumes m_i > 0 and Theta_c positive
 definite; a negative mass or inertia, e.g. a cut-out welded to a body, only makes H
 indefinite, which the root-free factorization takes); a literally massless body is a
-ModelError, one massless at the default parameters a warning.
+ModelError here, one massless through a parameter's value a ModelError at the defaults (here and
+when the module is loaded) and on every override (generator/body_inertias.py).
 
 (2.26) is the block Cholesky of H in reverse order, whose factor keeps the pattern of H
 (theorem 2.6); cholesky.solve_reverse_ldl (the same elimination, root-free) applied to the
@@ -50,13 +51,13 @@ import numpy as np
 import sympy as sp
 from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
+from dynamica.generator.body_inertias import BodyInertiaCheck
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.cholesky import solve_reverse_ldl
 from dynamica.generator.forms.common import forward_pass, lagrangian_equations
 from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.spatial import apply_C, apply_CT, coordinate_layout, mass_matrix
 from dynamica.generator.kinematics import numeric_values
-from dynamica.generator.model import _warn
 from dynamica.generator.program import (
     add,
     cross,
@@ -166,7 +167,8 @@ def inverse_inertias(kin):
         mi = InverseInertia(prog, i, kin.inertia[i].mass, kin.inertia[i].com, th)
         if mi.singular:
             problems.append(Problem(f"{body.path}.mass", f"the form `lagrange1` (LGR) needs M_i^-1 (2.24): body "
-                                    f"`{body.name}` has zero mass or a singular inertia about its centre of mass"))
+                                    f"`{body.name}` has zero mass or a singular inertia about its centre of mass; "
+                                    "use composite, articulated or ltdl"))
         out.append(mi)
     if problems:
         raise ModelError(spec.file, problems)
@@ -208,10 +210,7 @@ def lagrange1_system(kin) -> LagrangeSystem:
     Minv = inverse_inertias(kin)
     constant_A = all(sp.sympify(x).is_number for jk in kin.joints[1:] for col in jk.A for x in col)
     samples = _samples(kin, 0 if constant_A else 3)
-    for i in range(1, N + 1):
-        if any(float(sp.sympify(x).xreplace(samples[0])) == 0 for x in (Minv[i].m, Minv[i].det)):
-            _warn(kin.spec, f"body `{topo.names[i]}` has zero mass or a singular inertia about its centre "
-                            "of mass at the default parameters: the form `lagrange1` (LGR) gives no finite q''")
+    BodyInertiaCheck(kin.spec, "lagrange1").check_defaults()       # and the module's loader on overrides
     fp = forward_pass(kin)
     F_active, gen, _ = active_forces(kin, fp)
     g0 = [-x for x in kin.gravity] + [ZERO] * 3                 # w_0 of the ground
