@@ -123,3 +123,21 @@ def test_modes_says_when_the_state_is_not_an_equilibrium_and_checks_names_first(
     assert "modes of" not in r.stdout
     r = run("modes", MODELS / "fourbar.yaml", "--response", "th1", "--outputs", "th1,th3", "-q")
     assert r.returncode == 0 and "response th3 / th1" in r.stdout, r.stderr
+
+
+def test_modes_about_the_equilibrium_of_a_soft_and_a_stiff_coordinate(tmp_path):
+    """A pendulum (4.9 N m/rad) on a carriage on a 400 N/m spring: statics stopped at th = 6.6e-9,
+    which modes then called "not an equilibrium", and the response of the carriage showed a
+    peak at the pendulum's frequency."""
+    from test_statics import cart_pendulum
+    path = cart_pendulum(tmp_path, start=(0.1, 0.2))
+    r = run("statics", path, "--out", tmp_path / "eq.csv", "-q")
+    assert r.returncode == 0, r.stderr
+    rows = [row.split(",") for row in (tmp_path / "eq.csv").read_text().splitlines()[1:]]
+    assert abs(float(rows[0][2]) + 3.0 * 9.81 / 400.0) < 1e-15 and abs(float(rows[1][2])) < 1e-12
+    r = run("modes", path, "--response", "x", "-q")
+    assert r.returncode == 0, r.stderr
+    assert "not an equilibrium" not in r.stdout
+    # one peak, at the carriage's own frequency sqrt(k / (M + m)) / (2 pi)
+    f = math.sqrt(400.0 / 3.0) / (2 * math.pi)
+    assert f"response x / x: peaks at {f:.5g} Hz\n" in r.stdout, r.stdout
