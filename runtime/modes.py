@@ -11,6 +11,11 @@ nearest to -zeta omega + i omega sqrt(1 - zeta^2) with the modal damping zeta = 
     half_amplitude_times  -ln 2 / beta (the seed's table 5.4 column: the time the amplitude halves)
     shapes             phi, normalized to a largest entry of +1, one column per mode
 
+A decay rate within rounding of the eigensolver (|beta| <= ZERO_DECAY x the largest |lambda|:
+an undamped mode of a model whose A is solved by a general eigensolver) is 0 (`undamped`): its
+damping ratio and log decrement 0, its half-amplitude time inf, in the API, the tables and the
+plots alike.
+
 The frequency response H(i w) = (K - w^2 M + i w C)^-1 B between named inputs (unit
 generalized forces on coordinates, or given columns of B) and outputs (coordinates, or
 `der(<coordinate>)` for rates) gives the amplitude-frequency characteristic of the
@@ -24,6 +29,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
+
+
+#: |Re lambda| at most this times the largest |lambda| is rounding of the eigensolver: 0
+#: (compute_state_modes also calls a root growing only above it)
+ZERO_DECAY = 1e-12
+
+
+def undamped(lam) -> np.ndarray:
+    """The eigenvalues lam with the real parts within rounding (|Re| <= ZERO_DECAY x max |lam|)
+    set to 0: the one rule of zero damping of every mode's decay rate, damping ratio, log
+    decrement and half-amplitude time."""
+    lam = np.asarray(lam, dtype=complex)
+    scale = float(np.max(np.abs(lam), initial=0.0))
+    return np.where(np.abs(lam.real) <= ZERO_DECAY * scale, 0.0 + 1j * lam.imag, lam)
 
 
 @dataclass
@@ -51,13 +70,13 @@ class Modes:
     def damping_ratios(self) -> np.ndarray:
         mag = np.abs(self.eigenvalues)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(mag > 0, -self.eigenvalues.real / mag, np.nan)
+            return np.where(mag > 0, -self.eigenvalues.real / mag + 0.0, np.nan)
 
     @property
     def log_decrements(self) -> np.ndarray:
         wd = np.abs(self.eigenvalues.imag)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(wd > 0, -2 * math.pi * self.eigenvalues.real / wd, np.inf)
+            return np.where(wd > 0, -2 * math.pi * self.eigenvalues.real / wd + 0.0, np.inf)
 
     @property
     def half_amplitude_times(self) -> np.ndarray:
@@ -159,7 +178,7 @@ def compute_modes(M, C, K, coordinates) -> Modes:
         lam, vec = _match(lam, vec, w2, phi, M, C, n)
     shapes = np.array([_normalize(phi[:, k]) for k in range(n)]).T
     cshapes = np.array([_normalize(vec[:n, k]) for k in range(n)]).T
-    return Modes(tuple(coordinates), omega, w2, lam, shapes, cshapes,
+    return Modes(tuple(coordinates), omega, w2, undamped(lam), shapes, cshapes,
                  info={"symmetric_stiffness": bool(symmetric)})
 
 
@@ -341,7 +360,7 @@ def compute_state_modes(A, coordinates, states) -> Modes:
     scale = max(float(np.max(np.abs(lam), initial=0.0)), 1e-300)
     real = np.abs(lam.imag) <= 1e-10 * scale
     keep = real | (lam.imag > 0)
-    lam, vec = np.where(real, lam.real + 0j, lam)[keep], vec[:, keep]
+    lam, vec = undamped(np.where(real, lam.real + 0j, lam))[keep], vec[:, keep]
     order = np.lexsort((lam.real, np.abs(lam)))
     lam, vec = lam[order], vec[:, order]
     parts = np.vstack([vec[:n], vec[2 * n:2 * n + k]])

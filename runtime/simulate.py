@@ -193,9 +193,10 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     interpolant and returned in `result.info["t_events"]`, `["y_events"]` (adams and the scipy
     methods). `progress(result_so_far, new)` (optional) makes the run go in `segments` pieces ending at
     output points and is called after each with the partial result and the slice of new rows
-    (for progress bars and for writing results as they come). Each piece restarts the
-    integrator from the state reached, like a stage boundary: results agree with one piece
-    to the integration tolerance, and cost a few start-up steps per piece.
+    (for progress bars and for writing results as they come). With adams the pieces are those of
+    one run (`STREAMS`): the rows and the RHS calls are the same as without progress or out. The
+    other integrators restart at each piece from the state reached, like a stage boundary: results
+    agree with one piece to the integration tolerance, and cost a few start-up steps per piece.
 
     `jacobian`: for radau, BDF and LSODA, "analytic" (the default: d[q', q'']/d[q, q'] of the
     model's derivatives module, runtime/derivatives.py, built on first use) or "numeric"
@@ -296,12 +297,15 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
     cuts = np.unique(np.linspace(0, len(t_eval) - 1, pieces).astype(int))
     writer = _open_writer(model, out, t0, y0, params) if out is not None else None
     rows = _Rows(model.coordinates, keep)
+    stream = STREAMS.get(method)
     try:
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            te = t_eval[a:b + 1]
-            piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step, jacobian=jacobian)
-            y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params,
-                                [piece.outputs[s][-1] for s in model.states] if model.states else None)
+        if stream is not None:      # one integration, its rows handed on piece by piece
+            chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)
+            pieces = (_result(model, t, Y, method, nfev, info, message, params=params)
+                      for t, Y, nfev, info, message in chunks)
+        else:                       # restarted at each piece
+            pieces = _restarted(model, run, y0, t_eval, cuts, rtol, atol, params, step, jacobian)
+        for piece in pieces:
             start = 0 if rows.count == 0 else 1          # the first row repeats the previous piece's last
             if writer is not None:
                 writer.write(piece.t[start:], piece.q[start:], piece.qd[start:],
@@ -316,6 +320,62 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
     if writer is not None:
         writer.close()
     return rows.result(out)
+
+
+def _restarted(model, run, y0, t_eval, cuts, rtol, atol, params, step, jacobian):
+    """The pieces of a run between the output rows `cuts`, each a new integration from the state
+    the previous one reached (the integrators that cannot hand on their rows as they go)."""
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        te = t_eval[a:b + 1]
+        piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step, jacobian=jacobian)
+        y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params,
+                            [piece.outputs[s][-1] for s in model.states] if model.states else None)
+        yield piece
+
+
+def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+    """The compiled Adams loop of `_run_adams` (compiled_adams.solve, its defaults), stepped from
+    Python so that the output rows between `cuts` are handed on as they are reached: (t, Y, nfev
+    of the piece, info, message) per piece, the rows those of one uninterrupted run (each filled
+    by the interpolant of the step that reaches it, as `Stepper.run` does)."""
+    from dynamica.runtime.compiled_adams import _check, _resolve, _warn_stiff, core
+    max_steps = 500_000
+    f, y0, p = _resolve(model, y0, model.param_vector(params), True)
+    st = core().Stepper(f, t0, y0, t_end, p, rtol, atol, None, float(np.inf), max_steps, False, False,
+                        getattr(model.module, "project_capsule", None), 1e-12)
+    _check(st, st.begin(), rtol, atol, max_steps, "warn")
+    nfev = 0
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        tv = np.ascontiguousarray(t_eval[a:b + 1] if a == cuts[0] else t_eval[a + 1:b + 1], dtype=float)
+        Y = np.full((len(tv), len(y0)), np.nan)
+        j = 0
+        while j < len(tv) and tv[j] == t0:                # outputs at t0 are y0 itself
+            Y[j] = y0
+            j += 1
+        while j < len(tv) and tv[j] <= st.t and st.nsteps:    # reached by the step that ended the last piece
+            Y[j] = st.intrp(tv[j])
+            j += 1
+        while j < len(tv):
+            code, j = st.run(tv, Y, j, 1)
+            _check(st, code, rtol, atol, max_steps, "warn")
+            if st.done and j < len(tv):
+                break
+        info = st.info()
+        if b == cuts[-1]:
+            _warn_stiff(info, "warn")
+        rows = tv if a == cuts[0] else np.concatenate([[t_eval[a]], tv])
+        if a != cuts[0]:                                  # the piece starts at the previous one's last row
+            Y = np.vstack([last, Y])
+        last = Y[-1:].copy()
+        yield (rows, Y, info["nfev"] - nfev, {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12",
+                                            "steps": info["nsteps"], "rejected": info["nrejected"],
+                                            "order_histogram": info["order_histogram"]}, "")
+        nfev = info["nfev"]
+
+
+#: integrators that hand on the rows of one run piece by piece (progress, out, keep=False); the
+#: others are restarted at each piece
+STREAMS = {"adams": _stream_adams}
 
 
 def _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):

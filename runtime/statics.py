@@ -53,7 +53,7 @@ class Equilibrium:
     eigenvalues: np.ndarray        # of (K_ff + K_ff^T)/2, ascending
     eigenvectors: np.ndarray       # columns, over the free coordinates
     iterations: int
-    tolerance: float
+    tolerance: float               # the largest of the free coordinates' (info["tolerances"])
     info: dict = field(default_factory=dict)
 
     @property
@@ -139,15 +139,17 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
     names = [model.coordinates[k] for k in idx]
     x, g, K, iterations, message, tolerance = _solve(
         model, g_and_K, start[idx], (len(idx),), tol, max_iter, names,
-        failure=lambda g, tolv, msg: _failure(model, idx, g, float(tolv[0]) if tolv.size else 0.0, msg))
-    return _equilibrium(model, full(x), idx, start, g, K, iterations, float(tolerance[0]) if idx else 0.0,
+        failure=lambda g, tolv, msg: _failure(model, idx, g, tolv, msg))
+    return _equilibrium(model, full(x), idx, start, g, K, iterations, tolerance,
                         {"message": message, "t": t})
 
 
 def _equilibrium(model, q, idx, start, g, K, iterations, tolerance, info, basis=None) -> Equilibrium:
     """The Equilibrium at q (free coordinates idx; residual g over them, stiffness K), with the
     eigen-decomposition of K's symmetric part; an unstable one is a warning naming its directions.
-    basis: K is T^T K_ff T on the loops' constraint manifold, the eigenvectors are given as T v."""
+    basis: K is T^T K_ff T on the loops' constraint manifold, the eigenvectors are given as T v.
+    tolerance: those of the free coordinates' forces (`info["tolerances"]`; `tolerance` the largest)."""
+    tolerance = np.asarray(tolerance, dtype=float)
     lam, vec = np.linalg.eigh((K + K.T) / 2) if len(K) else (np.zeros(0), np.zeros((0, 0)))
     where = "the stiffness"
     if basis is not None:
@@ -155,7 +157,9 @@ def _equilibrium(model, q, idx, start, g, K, iterations, tolerance, info, basis=
     eq = Equilibrium(q=q, coordinates=model.coordinates, free=tuple(model.coordinates[k] for k in idx),
                      held=tuple(c for k, c in enumerate(model.coordinates) if k not in idx), q0=start,
                      residual=g, stiffness=K, eigenvalues=lam, eigenvectors=vec, iterations=iterations,
-                     tolerance=tolerance, info={**info, "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
+                     tolerance=float(np.max(tolerance, initial=0.0)),
+                     info={**info, "tolerances": dict(zip((model.coordinates[k] for k in idx), map(float, tolerance))),
+                           "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
     for lam_k, names in eq.unstable_directions():
         from dynamica.generator.model import _warn
         _warn(model.spec, f"the equilibrium found is unstable: {where} has the negative eigenvalue {lam_k:.4g} "
@@ -191,14 +195,15 @@ def _statics_with_states(model, q0, free, t, params, tol, max_iter, u) -> Equili
     x, g, K, iterations, message, tolerance = _solve(model, g_and_K, np.concatenate([start[idx], s0]),
                                                      (nf, len(s0)), tol, max_iter, names)
     q, s = split(x)
-    return _equilibrium(model, q, idx, start, g[:nf], K[:nf, :nf], iterations, float(tolerance[0]) if nf else 0.0,
+    return _equilibrium(model, q, idx, start, g[:nf], K[:nf, :nf], iterations, tolerance[:nf],
                         {"message": message, "t": t, "states": dict(zip(model.states, map(float, s)))})
 
 
 def _solve(model, g_and_K, x0, blocks, tol, max_iter, names, failure=None):
-    """g(x) = 0 by the damped Newton, then the trust region, each block of rows (sizes `blocks`:
-    forces, then rates or constraints, in their own units) to its own tolerance TOL x the larger
-    of its residual and its rows of the Jacobian at the start. Where both stall (a start where
+    """g(x) = 0 by the damped Newton, then the trust region, each row to its own tolerance: TOL x
+    the larger of its residual and its row of the Jacobian at the start, and at least ROUNDOFF x
+    the largest of these in its block (sizes `blocks`: forces, then rates or constraints, in their
+    own units). Where both stall (a start where
     the Jacobian is singular is a stationary point of |g|: a link exactly horizontal under
     gravity), again from starts with one coordinate moved by RESTART_STEP (x max(1, |x_j|)), in
     turn. (x, g, K, iterations, message, tolerances per row); a StaticsError (`failure(g,
@@ -207,8 +212,11 @@ def _solve(model, g_and_K, x0, blocks, tol, max_iter, names, failure=None):
     tolerance, k = np.empty(len(g0)), 0
     for size in blocks:
         rows = slice(k, k + size)
-        tolerance[rows] = tol * max(float(np.max(np.abs(np.nan_to_num(g0[rows])), initial=0.0)),
-                                    float(np.max(np.abs(np.nan_to_num(K0[rows])), initial=0.0)), np.finfo(float).tiny)
+        # each row to its own scale: a force within tol of its row's stiffness times one unit of
+        # displacement, so that a soft coordinate is found as accurately as a stiff one
+        scale = np.maximum(np.abs(np.nan_to_num(g0[rows])),
+                           np.max(np.abs(np.nan_to_num(K0[rows])), axis=1, initial=0.0))
+        tolerance[rows] = np.maximum(tol * scale, ROUNDOFF * max(float(np.max(scale, initial=0.0)), np.finfo(float).tiny))
         k += size
 
     def fail(g, message):
@@ -242,6 +250,13 @@ def _solve(model, g_and_K, x0, blocks, tol, max_iter, names, failure=None):
 
 #: the move of one coordinate for a new start when the solver stalls (x max(1, |q_j|))
 RESTART_STEP = 0.1
+#: the least tolerance of a row, relative to the largest scale of its block (rounding in forces
+#: of that size)
+ROUNDOFF = 1e-14
+#: once within the tolerance, full Newton steps go on while each halves the largest |g_i| /
+#: tolerance_i, until it is below PRECISION (|g_i| near rounding: the Newton step of a converged
+#: equilibrium changes no coordinate beyond its last digits)
+PRECISION = 1e-5
 
 
 def _attempt(g_and_K, x0, tolerance, max_iter):
@@ -316,7 +331,7 @@ def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibriu
     q, lam = full(x), x[nf:]
     T, ind = loops.independent_columns(G[nf:, :nf])            # G = [[(K - H)_ff, .], [Phi_q f, 0]]
     Kz = T.T @ G[:nf, :nf] @ T
-    return _equilibrium(model, q, idx, start, g[:nf], Kz, iterations, float(tolerance[0]) if nf else 0.0,
+    return _equilibrium(model, q, idx, start, g[:nf], Kz, iterations, tolerance[:nf],
                         {"message": message, "t": t, "multipliers": lam, "basis": T, "manifold": True,
                          "independent": tuple(model.coordinates[idx[k]] for k in ind)}, basis=T)
 
@@ -329,7 +344,7 @@ def _damped_newton(g_and_K, x, tolerance, max_iter):
     evaluations = 1
     while evaluations < max_iter:
         if np.all(np.abs(g) <= tolerance):
-            return x, evaluations, True
+            return _polish(g_and_K, x, g, K, tolerance, evaluations, max_iter)
         if not (np.all(np.isfinite(g)) and np.all(np.isfinite(K))):
             return x, evaluations, False
         step = np.linalg.lstsq(K, -g, rcond=None)[0]
@@ -346,12 +361,28 @@ def _damped_newton(g_and_K, x, tolerance, max_iter):
     return x, evaluations, bool(np.all(np.abs(g) <= tolerance))
 
 
+def _polish(g_and_K, x, g, K, tolerance, evaluations, max_iter):
+    """From x within the tolerance, full Newton steps while each halves the largest |g_i| /
+    tolerance_i, until that is below PRECISION (quadratic convergence takes one or two);
+    (x, evaluations, True)."""
+    worst = float(np.max(np.abs(g) / tolerance, initial=0.0))
+    while worst > PRECISION and evaluations < max_iter:
+        trial = x + np.linalg.lstsq(K, -g, rcond=None)[0]
+        g_t, K_t = g_and_K(trial)
+        evaluations += 1
+        worst_t = float(np.max(np.nan_to_num(np.abs(g_t) / tolerance, nan=np.inf), initial=0.0))
+        if not (worst_t <= worst / 2 and np.all(np.isfinite(K_t))):
+            break
+        x, g, K, worst = trial, g_t, K_t, worst_t
+    return x, evaluations, True
+
+
 def _failure(model, idx, g, tolerance, message) -> str:
     names = [model.coordinates[k] for k in idx]
     order = np.argsort(-np.abs(np.nan_to_num(g, nan=np.inf)))[:5]
-    worst = ", ".join(f"`{names[k]}` {-g[k]:.3e}" for k in order)
+    worst = ", ".join(f"`{names[k]}` {-g[k]:.3e} (tolerance {tolerance[k]:.1e})" for k in order)
     return (f"{model.name}: no equilibrium found ({message}); the generalized forces that remain, largest first: "
-            f"{worst} (tolerance {tolerance:.3e}); try another start q0, hold coordinates with `free`, or check "
+            f"{worst}; try another start q0, hold coordinates with `free`, or check "
             "that springs or stops restrain every free coordinate")
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import dynamica
 from conftest import MODELS
@@ -123,3 +124,57 @@ def test_modes_says_when_the_state_is_not_an_equilibrium_and_checks_names_first(
     assert "modes of" not in r.stdout
     r = run("modes", MODELS / "fourbar.yaml", "--response", "th1", "--outputs", "th1,th3", "-q")
     assert r.returncode == 0 and "response th3 / th1" in r.stdout, r.stderr
+
+
+def test_modes_about_the_equilibrium_of_a_soft_and_a_stiff_coordinate(tmp_path):
+    """A pendulum (4.9 N m/rad) on a carriage on a 400 N/m spring: statics stopped at th = 6.6e-9,
+    which modes then called "not an equilibrium", and the response of the carriage showed a
+    peak at the pendulum's frequency."""
+    from test_statics import cart_pendulum
+    path = cart_pendulum(tmp_path, start=(0.1, 0.2))
+    r = run("statics", path, "--out", tmp_path / "eq.csv", "-q")
+    assert r.returncode == 0, r.stderr
+    rows = [row.split(",") for row in (tmp_path / "eq.csv").read_text().splitlines()[1:]]
+    assert abs(float(rows[0][2]) + 3.0 * 9.81 / 400.0) < 1e-15 and abs(float(rows[1][2])) < 1e-12
+    r = run("modes", path, "--response", "x", "-q")
+    assert r.returncode == 0, r.stderr
+    assert "not an equilibrium" not in r.stdout
+    # one peak, at the carriage's own frequency sqrt(k / (M + m)) / (2 pi)
+    f = math.sqrt(400.0 / 3.0) / (2 * math.pi)
+    assert f"response x / x: peaks at {f:.5g} Hz\n" in r.stdout, r.stdout
+
+
+def test_undamped_modes_print_zero_damping_and_an_infinite_half_time(tmp_path, monkeypatch, capsys):
+    """A double pendulum without dampers and a first-order filter of its angle (an extra state):
+    the eigenvalues of A came with real parts of rounding, printed as zeta -1.9e-17 and
+    -ln2/beta -1.2e16 s in the table and the plot titles. The pendulum's modes are undamped:
+    beta = zeta = log dec = 0 and an infinite half-amplitude time, in the API and the CLI alike;
+    the filter's is the real root -1/tau."""
+    from conftest import write_model
+    from dynamica.runtime import cli, modes
+    path = write_model(tmp_path, {
+        "name": "pendulum_filter", "parameters": {"m1": 1.0, "m2": 0.8, "l1": 1.0, "l2": 0.7, "g": 9.81, "tau": 0.5},
+        "gravity": [0, 0, "-g"], "inputs": ["u"], "states": {"s": {"initial": 0, "der": "(a - s)/tau"}},
+        "bodies": [{"name": "link1", "parent": "ground", "joint": [{"rotate": "y", "q": "a"}], "mass": "m1",
+                    "com": [0, 0, "-l1/2"], "inertia": [0.1, 0.08, 0.03]},
+                   {"name": "link2", "parent": "link1", "joint": [{"translate": "z", "by": "-l1"}, {"rotate": "y", "q": "b"}],
+                    "mass": "m2", "com": [0, 0, "-l2/2"], "inertia": [0.05, 0.03, 0.03]}],
+        "forces": [{"type": "generalized_force", "coordinate": "a", "value": "u"}],
+        "initial": {"a": 0.3, "b": -0.2}}, "pendulum_filter.yaml")
+    md = dynamica.linearize(dynamica.load(path)).modes()
+    swinging = [k for k in range(len(md)) if md.frequencies[k] > 0]
+    assert len(swinging) == 2 and md.decay_rates[swinging].tolist() == [0.0, 0.0]
+    assert md.damping_ratios[swinging].tolist() == [0.0, 0.0] and md.log_decrements[swinging].tolist() == [0.0, 0.0]
+    assert np.all(np.isinf(md.half_amplitude_times[swinging]))
+    assert md.eigenvalues[0] == pytest.approx(-2.0, rel=1e-12)       # the filter: -1 / tau
+    titles = []
+    monkeypatch.setattr(modes, "_save", lambda fig, p: titles.extend(ax.get_title() for ax in fig.axes))
+    capsys.readouterr()
+    assert cli.main(["modes", str(path), "--plot", str(tmp_path / "shapes.png"), "-q"]) == 0
+    table = capsys.readouterr().out
+    rows = [line.split() for line in table.splitlines() if line.split()[:1] in (["2"], ["3"])]
+    assert len(rows) == 2
+    for row, k in zip(rows, swinging):
+        # f, omega, beta, zeta, log dec, -ln2/beta
+        assert row[1] == f"{md.frequencies[k]:.5g}" and row[3:7] == ["0", "0", "0", "inf"], table
+    assert [t.endswith("zeta = 0") for t in titles] == [False, True, True], titles

@@ -146,6 +146,35 @@ def test_already_in_equilibrium_takes_no_iteration(tmp_path):
     assert eq.iterations == 0 and eq.q[0] == 0.0
 
 
+def cart_pendulum(tmp_path, start=(0.1, 0.2)):
+    """A carriage (x, sliding vertically) on a spring k = 400 N/m carrying a pendulum (th about y,
+    1 kg at 0.5 m) under gravity: stiffnesses 400 N/m and m g l = 4.9 N m/rad."""
+    return write_model(tmp_path, {
+        "name": "cart_pendulum", "parameters": {"M": 2.0, "m": 1.0, "l": 0.5, "g": G_, "k": 400.0},
+        "gravity": [0, 0, "-g"],
+        "bodies": [{"name": "cart", "parent": "ground", "joint": [{"translate": "z", "q": "x"}], "mass": "M",
+                    "com": [0, 0, 0], "inertia": [0.1, 0.1, 0.1]},
+                   {"name": "rod", "parent": "cart", "joint": [{"rotate": "y", "q": "th"}], "mass": "m",
+                    "com": [0, 0, "-l"], "inertia": [0, 0, 0]}],
+        "forces": [{"type": "joint_spring_damper", "coordinate": "x", "stiffness": "k"}],
+        "initial": {"x": start[0], "th": start[1]}}, "cart_pendulum.yaml")
+
+
+def test_a_soft_coordinate_converges_as_far_as_a_stiff_one(tmp_path):
+    """The tolerance followed the stiffest coordinate (400 N/m): the pendulum (4.9 N m/rad) stopped
+    at th = 6.6e-9 from th = 0.2. Each coordinate now converges to its own scale."""
+    model = dynamica.load(cart_pendulum(tmp_path))
+    x_exact = -(2.0 + 1.0) * G_ / 400.0              # the spring carries both weights
+    for th0 in (0.2, 0.3, 0.7, -0.45):
+        eq = dynamica.statics(model, q0=[0.1, th0])
+        assert abs(eq.q[0] - x_exact) < 1e-15 and abs(eq.q[1]) < 1e-12, (th0, eq.q)
+        assert eq.stable and sorted(eq.eigenvalues) == pytest.approx([1.0 * G_ * 0.5, 400.0], rel=1e-12)
+        # each coordinate's force within its own tolerance, the pendulum's far below the spring's
+        tol = eq.info["tolerances"]
+        assert tol["th"] < 0.02 * tol["x"] and eq.tolerance == tol["x"]
+        assert all(abs(r) <= tol[c] for c, r in zip(eq.free, eq.residual))
+
+
 def _lagged_spring(tmp_path):
     """A mass on a spring k under gravity, pushed by an actuator force F that lags behind
     k2 (x0 - x) with time constant tau (an extra state): at equilibrium F = k2 (x0 - x) and
