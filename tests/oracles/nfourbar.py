@@ -50,12 +50,16 @@ def model_text(n: int, name: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def branch_state(n: int, phi: float, rate: float):
-    """(q, q') on the parallelogram branch at rod angle phi and rate phi' (the model's coordinate
-    order: a0..aN, then b0..b(N-1), as model_text declares them)."""
-    q = np.concatenate([np.full(n + 1, phi), np.full(n, -phi)])
-    qd = np.concatenate([np.full(n + 1, rate), np.full(n, -rate)])
-    return q, qd
+def _signs(coordinates) -> np.ndarray:
+    """+1 for the rods' angles a<i>, -1 for the horizontal rods' b<i> (b = -a on the branch)."""
+    return np.array([1.0 if c.startswith("a") else -1.0 for c in coordinates])
+
+
+def branch_state(coordinates, phi: float, rate: float):
+    """(q, q') on the parallelogram branch at rod angle phi and rate phi', in the order of
+    `coordinates` (the model's)."""
+    s = _signs(coordinates)
+    return s * phi, s * rate
 
 
 def reduced_coefficient(n: int) -> float:
@@ -63,11 +67,11 @@ def reduced_coefficient(n: int) -> float:
     return G / LENGTH * ((n + 1) / 2 + n) / ((n + 1) / 3 + n)
 
 
-def branch_qdd(n: int, phi: float) -> np.ndarray:
+def branch_qdd(coordinates, phi: float) -> np.ndarray:
     """q'' on the parallelogram branch at angle phi (any rate: the reduced equation has no
-    velocity term)."""
-    acc = -reduced_coefficient(n) * math.cos(phi)
-    return np.concatenate([np.full(n + 1, acc), np.full(n, -acc)])
+    velocity term), in the order of `coordinates`."""
+    n = sum(1 for c in coordinates if c.startswith("b"))
+    return _signs(coordinates) * (-reduced_coefficient(n) * math.cos(phi))
 
 
 def energy(n: int, phi, rate):
