@@ -168,15 +168,19 @@ static void dyn_con_layout(int n, int m, double *w, dyn_con_work *W)
 static int dyn_con_qr(int n, int m, dyn_con_work *W, double rank_tol)
 {
     double *A = W->A, *R = W->R;
-    int *perm = W->perm;
-    for (int a = 0; a < m; ++a)
-        perm[a] = a;
-    const int kmax = n < m ? n : m;
+    int *perm = W->perm, active = 0;
+    for (int a = 0; a < m; ++a)                          /* the rows left out (c_a = 0) last */
+        if (W->c[a] != 0.0)
+            perm[active++] = a;
+    for (int a = 0, k = active; a < m; ++a)
+        if (W->c[a] == 0.0)
+            perm[k++] = a;
+    const int kmax = n < active ? n : active;
     int r = 0;
     for (; r < kmax; ++r) {
         int best = -1;                                   /* the largest remaining part */
         double bn = -1.0;
-        for (int i = r; i < m; ++i) {
+        for (int i = r; i < active; ++i) {
             const double *Ai = A + (size_t)perm[i] * n;
             double s = 0.0;
             for (int k = r; k < n; ++k)
@@ -194,7 +198,7 @@ static int dyn_con_qr(int n, int m, dyn_con_work *W, double rank_tol)
         const double vtv = bn - 2.0 * alpha * (v[r] + alpha) + alpha * alpha;
         W->tau[r] = 2.0 / vtv;
         R[(size_t)r * m + pb] = alpha;
-        for (int i = r + 1; i < m; ++i) {
+        for (int i = r + 1; i < active; ++i) {
             double *x = A + (size_t)perm[i] * n, d = 0.0;
             for (int k = r; k < n; ++k)
                 d += v[k] * x[k];
@@ -267,7 +271,11 @@ static int dyn_con_prepare(const dyn_con_spec *s, dyn_con_work *W, double rank_t
     for (int a = 0; a < m; ++a) {
         double *Aa = W->A + (size_t)a * n, s2 = 0.0;
         memcpy(Aa, W->J + (size_t)a * n, (size_t)n * sizeof(double));
-        dyn_con_half_t(s->lambda_, n, W->M, Aa);
+        int nonzero = 0;
+        for (int k = 0; k < n && !nonzero; ++k)
+            nonzero = Aa[k] != 0.0;
+        if (nonzero)                                     /* (a structurally zero row stays zero) */
+            dyn_con_half_t(s->lambda_, n, W->M, Aa);
         for (int k = 0; k < n; ++k)
             s2 += Aa[k] * Aa[k];
         W->c[a] = sqrt(s2);

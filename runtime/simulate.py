@@ -80,17 +80,75 @@ def _jacobian(model, scipy_method, params, jacobian):
     return derivatives(model).jacobian_function(params)
 
 
+#: scipy's one-step methods, which take the projection onto the loops' constraints after each step
+#: (a multistep method's history would no longer match the projected state)
+ONE_STEP = ("RK45", "DOP853", "Radau")
+#: the projection after a step (docs/loops.md): max |phi| and Newton steps, as the compiled adams
+PROJECT_TOL, PROJECT_ITERATIONS = 1e-12, 8
+
+
+def _solve_ivp_projected(model, fun, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, extra):
+    """solve_ivp's loop for a model with closed loops: scipy's solver class stepped directly, the
+    state projected onto the constraints after every step (the module's `project`: positions,
+    then velocities, as the compiled adams does), outputs from each step's dense output,
+    projected too. Without it the drift grows, and near a singular configuration the solution
+    leaves its branch (docs/loops.md)."""
+    import scipy.integrate as si
+    from types import SimpleNamespace
+    solver = getattr(si, scipy_method)(fun, t0, y0, t_end, rtol=rtol, atol=atol, **extra)
+    p, opts = model.param_vector(params), np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
+    project = model.module.project
+    every_step = t_eval is None                     # solve_ivp's rows then: t0 and every step
+    times = np.array([t0]) if every_step else np.asarray(t_eval, dtype=float)
+    ts, ys, j = [], [], 0
+    while j < len(times) and times[j] <= t0:
+        ts.append(times[j])
+        ys.append(np.array(y0, dtype=float))
+        j += 1
+    message = "The solver successfully reached the end of the integration interval."
+    while solver.status == "running":
+        t_old = solver.t
+        msg = solver.step()
+        if solver.status == "failed":
+            return SimpleNamespace(status=-1, message=msg, t=np.array([t_old]), y=np.zeros((len(y0), 0)), nfev=solver.nfev,
+                                   njev=getattr(solver, "njev", 0), t_events=None, y_events=None)
+        sol = None
+        while j < len(times) and times[j] <= solver.t:
+            sol = sol or solver.dense_output()
+            y = np.array(sol(times[j]), dtype=float)
+            project(float(times[j]), y, p, opts)
+            ts.append(times[j])
+            ys.append(y)
+            j += 1
+        y = np.array(solver.y, dtype=float)
+        project(float(solver.t), y, p, opts)
+        solver.y = y
+        if every_step:
+            ts.append(solver.t)
+            ys.append(y.copy())
+        if hasattr(solver, "f"):                    # the derivative at the step's end (RK: first stage)
+            solver.f = solver.fun(solver.t, y)
+    return SimpleNamespace(status=0, message=message, t=np.array(ts), y=np.array(ys).T.reshape(len(y0), len(ts)),
+                           nfev=solver.nfev, njev=getattr(solver, "njev", 0), t_events=None, y_events=None)
+
+
 def _scipy_runner(scipy_method):
     def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
         from scipy.integrate import solve_ivp
         from dynamica.errors import IntegrationError
         jac = _jacobian(model, scipy_method, params, jacobian)
         extra = {"jac": jac} if jac is not None else {}
-        sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
-                        t_eval=t_eval, events=events, **extra)
+        projected = bool(model.loops) and scipy_method in ONE_STEP and not events
+        if projected:
+            sol = _solve_ivp_projected(model, model.rhs_function(params), scipy_method, t0, t_end, y0, t_eval,
+                                       rtol, atol, params, extra)
+        else:
+            sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
+                            t_eval=t_eval, events=events, **extra)
         if sol.status < 0:
             raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
-        info = {"integrator": f"scipy solve_ivp {scipy_method}"}
+        info = {"integrator": f"scipy solve_ivp {scipy_method}" if not projected
+                else f"scipy {scipy_method}, projected onto the loops' constraints after each step"}
         if scipy_method in IMPLICIT:
             info.update(jacobian="analytic" if jac is not None else "numeric", njev=int(sol.njev))
         if events:
