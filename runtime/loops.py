@@ -20,8 +20,11 @@ from dynamica.errors import DynamicaError, ModelError, Problem
 ASSEMBLY_TOL = 1e-12
 ASSEMBLY_ACCEPT = 1e-9
 ASSEMBLY_ITERATIONS = 60
+#: the projection after a step (docs/loops.md): max |phi| reached, Newton steps at most; the
+#: compiled adams uses the same (compiled_adams.solve's project_tol, the module's project_capsule)
+PROJECT_TOL, PROJECT_ITERATIONS = 1e-12, 8
 #: the solve's status codes (runtime/dynamica_constraints.h)
-STATUS = {0: "ok", 1: "inconsistent constraints", 2: "singular mass matrix", 3: "out of memory",
+STATUS = {0: "ok", 1: "inconsistent constraints", 2: "mass matrix singular or not positive definite", 3: "out of memory",
           4: "not converged"}
 
 

@@ -47,7 +47,22 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
             "rejected": res.nrejected, "order_histogram": res.order_histogram}
     if events:
         info.update(t_events=res.t_events, y_events=res.y_events, status=res.status)
-    return _result(model, res.t, np.asarray(res.y).T, "adams", res.nfev, info, params=params)
+    Y = np.asarray(res.y).T
+    if model.loops:                  # rows between steps come from the interpolant: onto the constraints too
+        Y = np.array(Y, dtype=float)
+        _project_rows(model, res.t, Y, params)
+    return _result(model, res.t, Y, "adams", res.nfev, info, params=params)
+
+
+def _project_rows(model, t, Y, params):
+    """Each row of Y (states [q, qd, ...]) onto the loops' constraints, in place, as after a step."""
+    from dynamica.runtime.loops import PROJECT_ITERATIONS, PROJECT_TOL
+    p, opts = model.param_vector(params), np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
+    n2 = 2 * model.n
+    for k in range(len(t)):
+        y = np.ascontiguousarray(Y[k, :n2])
+        model.module.project(float(t[k]), y, p, opts)
+        Y[k, :n2] = y
 
 
 def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
@@ -83,8 +98,6 @@ def _jacobian(model, scipy_method, params, jacobian):
 #: scipy's one-step methods, which take the projection onto the loops' constraints after each step
 #: (a multistep method's history would no longer match the projected state)
 ONE_STEP = ("RK45", "DOP853", "Radau")
-#: the projection after a step (docs/loops.md): max |phi| and Newton steps, as the compiled adams
-PROJECT_TOL, PROJECT_ITERATIONS = 1e-12, 8
 
 
 def _solve_ivp_projected(model, fun, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, extra):
@@ -96,6 +109,7 @@ def _solve_ivp_projected(model, fun, scipy_method, t0, t_end, y0, t_eval, rtol, 
     import scipy.integrate as si
     from types import SimpleNamespace
     solver = getattr(si, scipy_method)(fun, t0, y0, t_end, rtol=rtol, atol=atol, **extra)
+    from dynamica.runtime.loops import PROJECT_ITERATIONS, PROJECT_TOL
     p, opts = model.param_vector(params), np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
     project = model.module.project
     every_step = t_eval is None                     # solve_ivp's rows then: t0 and every step
@@ -287,6 +301,10 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
                               segments, events, out, keep, jacobian, inputs, controller, sample_time, s0)
     except IntegrationError as exc:
         hint = _singular_mass_hint(model, params, q0, t0) if params and "non-finite" in str(exc) else ""
+        if not hint and model.loops and "non-finite" in str(exc):
+            hint = ("; with closed loops the constrained solve returns NaN where the loops' equations are "
+                    "inconsistent at a state (not merely redundant): model.qdd(q, qd) there raises a ConstraintError "
+                    "naming the loop (docs/loops.md)")
         if not hint:
             raise
         raise IntegrationError(f"{exc}{hint}") from exc

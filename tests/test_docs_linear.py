@@ -36,8 +36,13 @@ def test_worked_example_runs_and_prints_the_page(tmp_path, monkeypatch):
     printed = [line for line in out.getvalue().splitlines() if not line.startswith("singular values")]
     expected = [line for line in shown.splitlines() if not line.startswith("singular values")]
     assert len(printed) == len(expected)
-    for got, want in zip(printed, expected):
+    fit_rows = {k for k, line in enumerate(expected) if "std. error" in line}
+    fit_rows = set(range(min(fit_rows) + 1, min(fit_rows) + 5)) if fit_rows else set()
+    for k, (got, want) in enumerate(zip(printed, expected)):
         a, b = _numbers(got), _numbers(want)
         assert len(a) == len(b), (got, want)
+        # the fit stops at least_squares' ftol: its standard errors (from the Jacobian there) move in
+        # the fourth digit between scipy/BLAS builds (0.07073 and 0.07075 measured), the rest does not
+        rel = 1e-3 if k in fit_rows else 1e-4
         for x, y in zip(a, b):
-            assert x == pytest.approx(y, rel=1e-4, abs=1e-12), (got, want)
+            assert x == pytest.approx(y, rel=rel, abs=1e-12), (got, want)

@@ -4,7 +4,8 @@ Over the backend's entry points (the form's own q'' as `qdd_free`, the mass matr
 kernels con_phi, con_jac, con_bias, con_outputs), the module file binds the hand-written solve of
 runtime/dynamica_constraints.h and makes it what Python and compiled integrators call:
 
-  qdd, rhs, outputs    constrained (M q'' + J^T lambda = Q, J q'' = gamma)
+  qdd, rhs, outputs    constrained (M q'' + J^T lambda = Q, J q'' = gamma); NaN where the loops'
+                       equations are inconsistent (con_qdd says which)
   qdd_free             the tree's q'' without the loops
   con_qdd              q'', lambda and a report (status, equation, rank, residual); returns the status
   project              (q, q') onto the constraint manifolds; returns the status
@@ -49,7 +50,8 @@ def constrained_layer(mod: ir.ModuleIR, symbol):
         "{",
         f"    double lam[{m}];",
         "    dyn_con_report r;",
-        "    dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r);",
+        "    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK)",
+        f"        for (int k = 0; k < {n}; ++k) qdd[k] = NAN;      /* never a violated equation's numbers */",
         "}",
         "",
         "static void dyn_loop_rhs(double t, const double *y, const double *p, double *ydot)",
