@@ -100,69 +100,85 @@ def _jacobian(model, scipy_method, params, jacobian):
 ONE_STEP = ("RK45", "DOP853", "Radau")
 
 
-def _solve_ivp_projected(model, fun, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, extra):
-    """solve_ivp's loop for a model with closed loops: scipy's solver class stepped directly, the
-    state projected onto the constraints after every step (the module's `project`: positions,
-    then velocities, as the compiled adams does), outputs from each step's dense output,
-    projected too. Without it the drift grows, and near a singular configuration the solution
-    leaves its branch (docs/loops.md)."""
-    import scipy.integrate as si
-    from types import SimpleNamespace
-    solver = getattr(si, scipy_method)(fun, t0, y0, t_end, rtol=rtol, atol=atol, **extra)
-    from dynamica.runtime.loops import PROJECT_ITERATIONS, PROJECT_TOL
-    p, opts = model.param_vector(params), np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
-    project = model.module.project
-    every_step = t_eval is None                     # solve_ivp's rows then: t0 and every step
-    times = np.array([t0]) if every_step else np.asarray(t_eval, dtype=float)
-    ts, ys, j = [], [], 0
-    while j < len(times) and times[j] <= t0:
-        ts.append(times[j])
-        ys.append(np.array(y0, dtype=float))
-        j += 1
-    message = "The solver successfully reached the end of the integration interval."
-    while solver.status == "running":
-        t_old = solver.t
-        msg = solver.step()
-        if solver.status == "failed":
-            return SimpleNamespace(status=-1, message=msg, t=np.array([t_old]), y=np.zeros((len(y0), 0)), nfev=solver.nfev,
-                                   njev=getattr(solver, "njev", 0), t_events=None, y_events=None)
-        sol = None
-        while j < len(times) and times[j] <= solver.t:
-            sol = sol or solver.dense_output()
-            y = np.array(sol(times[j]), dtype=float)
-            project(float(times[j]), y, p, opts)
-            ts.append(times[j])
-            ys.append(y)
+class _Stepped:
+    """scipy's solver class stepped directly, as solve_ivp does, with its output rows handed on as
+    they are reached (`rows()`), so that a run can stream them (progress, out) without restarting.
+    For a model with closed loops and a one-step method (ONE_STEP) the state is projected onto
+    the constraints after every step (the module's `project`: positions, then velocities, as the
+    compiled adams does) and so are the rows; without it the drift grows, and near a singular
+    configuration the solution leaves its branch (docs/loops.md)."""
+
+    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian):
+        import scipy.integrate as si
+        jac = _jacobian(model, scipy_method, params, jacobian)
+        self.extra = {"jac": jac} if jac is not None else {}
+        self.solver = getattr(si, scipy_method)(model.rhs_function(params), t0, y0, t_end, rtol=rtol, atol=atol,
+                                                **self.extra)
+        self.t0, self.y0 = t0, np.array(y0, dtype=float)
+        self.every_step = t_eval is None                 # solve_ivp's rows then: t0 and every step
+        self.times = np.array([t0]) if self.every_step else np.asarray(t_eval, dtype=float)
+        self.projected = bool(model.loops) and scipy_method in ONE_STEP
+        if self.projected:
+            from dynamica.runtime.loops import PROJECT_ITERATIONS, PROJECT_TOL
+            self.p = model.param_vector(params)
+            self.opts = np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
+            self.project = model.module.project
+        self.message = "The solver successfully reached the end of the integration interval."
+
+    def _onto(self, t, y):
+        if self.projected:
+            self.project(float(t), y, self.p, self.opts)
+        return y
+
+    def rows(self):
+        """(t, y) of each output row in order; IntegrationError if the solver fails."""
+        from dynamica.errors import IntegrationError
+        solver, times, j = self.solver, self.times, 0
+        while j < len(times) and times[j] <= self.t0:
+            yield times[j], self.y0.copy()
             j += 1
-        y = np.array(solver.y, dtype=float)
-        project(float(solver.t), y, p, opts)
-        solver.y = y
-        if every_step:
-            ts.append(solver.t)
-            ys.append(y.copy())
-        if hasattr(solver, "f"):                    # the derivative at the step's end (RK: first stage)
-            solver.f = solver.fun(solver.t, y)
-    return SimpleNamespace(status=0, message=message, t=np.array(ts), y=np.array(ys).T.reshape(len(y0), len(ts)),
-                           nfev=solver.nfev, njev=getattr(solver, "njev", 0), t_events=None, y_events=None)
+        while solver.status == "running":
+            t_old = solver.t
+            msg = solver.step()
+            if solver.status == "failed":
+                raise IntegrationError(f"integration failed at t = {t_old}: {msg}")
+            sol = None
+            while j < len(times) and times[j] <= solver.t:
+                sol = sol or solver.dense_output()
+                yield times[j], self._onto(times[j], np.array(sol(times[j]), dtype=float))
+                j += 1
+            if self.projected:
+                solver.y = self._onto(solver.t, np.array(solver.y, dtype=float))
+                if hasattr(solver, "f") and solver.status == "running":   # the next step's first stage
+                    solver.f = solver.fun(solver.t, solver.y)
+            if self.every_step:
+                yield solver.t, np.array(solver.y, dtype=float)
+
+    def info(self, name):
+        out = {"integrator": f"scipy {name}" + (", projected onto the loops' constraints after each step"
+                                                 if self.projected else "")}
+        if name in IMPLICIT:
+            out.update(jacobian="analytic" if self.extra else "numeric", njev=int(getattr(self.solver, "njev", 0)))
+        return out
 
 
 def _scipy_runner(scipy_method):
     def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
-        from scipy.integrate import solve_ivp
         from dynamica.errors import IntegrationError
+        if not events:                 # (solve_ivp's own loop below locates events)
+            stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
+            rows = list(stepped.rows())
+            t, Y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+            return _result(model, t, Y, run.name, stepped.solver.nfev, stepped.info(scipy_method), stepped.message,
+                           params=params)
+        from scipy.integrate import solve_ivp
         jac = _jacobian(model, scipy_method, params, jacobian)
         extra = {"jac": jac} if jac is not None else {}
-        projected = bool(model.loops) and scipy_method in ONE_STEP and not events
-        if projected:
-            sol = _solve_ivp_projected(model, model.rhs_function(params), scipy_method, t0, t_end, y0, t_eval,
-                                       rtol, atol, params, extra)
-        else:
-            sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
-                            t_eval=t_eval, events=events, **extra)
+        sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
+                        t_eval=t_eval, events=events, **extra)
         if sol.status < 0:
             raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
-        info = {"integrator": f"scipy solve_ivp {scipy_method}" if not projected
-                else f"scipy {scipy_method}, projected onto the loops' constraints after each step"}
+        info = {"integrator": f"scipy solve_ivp {scipy_method}"}
         if scipy_method in IMPLICIT:
             info.update(jacobian="analytic" if jac is not None else "numeric", njev=int(sol.njev))
         if events:
@@ -265,10 +281,11 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
     interpolant and returned in `result.info["t_events"]`, `["y_events"]` (adams and the scipy
     methods). `progress(result_so_far, new)` (optional) makes the run go in `segments` pieces ending at
     output points and is called after each with the partial result and the slice of new rows
-    (for progress bars and for writing results as they come). With adams the pieces are those of
-    one run (`STREAMS`): the rows and the RHS calls are the same as without progress or out. The
-    other integrators restart at each piece from the state reached, like a stage boundary: results
-    agree with one piece to the integration tolerance, and cost a few start-up steps per piece.
+    (for progress bars and for writing results as they come). With adams and the scipy methods
+    the pieces are those of one run (`STREAMS`): the rows and the RHS calls are the same as
+    without progress or out. stoermer6 and ida restart at each piece from the state reached, like
+    a stage boundary: results agree with one piece to the integration tolerance, and cost a few
+    start-up steps per piece.
 
     `jacobian`: for radau, BDF and LSODA, "analytic" (the default: d[q', q'']/d[q, q'] of the
     model's derivatives module, runtime/derivatives.py, built on first use) or "numeric"
@@ -442,6 +459,8 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
         rows = tv if a == cuts[0] else np.concatenate([[t_eval[a]], tv])
         if a != cuts[0]:                                  # the piece starts at the previous one's last row
             Y = np.vstack([last, Y])
+        if model.loops:                                   # as _run_adams: the rows onto the constraints
+            _project_rows(model, rows, Y, params)
         last = Y[-1:].copy()
         yield (rows, Y, info["nfev"] - nfev, {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12",
                                             "steps": info["nsteps"], "rejected": info["nrejected"],
@@ -449,9 +468,26 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
         nfev = info["nfev"]
 
 
+def _stream_scipy(scipy_method, name):
+    """The `_Stepped` run of scipy's method, its rows handed on piece by piece between `cuts` as
+    `_stream_adams` does: the rows and RHS calls of one uninterrupted run."""
+    def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+        stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
+        rows, nfev, last = stepped.rows(), 0, None
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            piece = [next(rows) for _ in range(b - a + 1 if last is None else b - a)]
+            if last is not None:                          # the piece starts at the previous one's last row
+                piece.insert(0, last)
+            last = piece[-1]
+            yield (np.array([r[0] for r in piece]), np.array([r[1] for r in piece]), stepped.solver.nfev - nfev,
+                   stepped.info(scipy_method), stepped.message)
+            nfev = stepped.solver.nfev
+    return stream
+
+
 #: integrators that hand on the rows of one run piece by piece (progress, out, keep=False); the
 #: others are restarted at each piece
-STREAMS = {"adams": _stream_adams}
+STREAMS = {"adams": _stream_adams, **{name: _stream_scipy(method, name) for name, method in SCIPY_METHODS.items()}}
 
 
 def _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from conftest import MODELS, write_model
 
@@ -116,6 +117,22 @@ def test_simulate_takes_tolerances_per_component():
     assert res.success and np.all(np.isfinite(res.q))
     with pytest.raises(ValueError, match="^atol must be a nonnegative finite number"):
         dynamica.simulate(model, t_end=0.1, atol=np.array([1e-9, -1.0, 1e-9, 1e-9]))
+
+
+@pytest.mark.parametrize("name, method", [("double_pendulum", "DOP853"), ("double_pendulum", "LSODA"),
+                                          ("fourbar", "adams"), ("fourbar", "radau")])
+def test_progress_hands_on_the_rows_of_one_run(name, method):
+    """With progress the scipy methods (and adams on a model with loops, whose rows are projected)
+    give the rows and RHS calls of the run without it: they were restarted at each piece."""
+    import dynamica
+    model = dynamica.load(MODELS / f"{name}.yaml")
+    ref = dynamica.simulate(model, t_end=2.0, method=method, output_step=0.01)
+    seen = []
+    res = dynamica.simulate(model, t_end=2.0, method=method, output_step=0.01,
+                            progress=lambda so_far, new: seen.append(len(new.t) if hasattr(new, "t") else 1))
+    assert len(seen) > 2 and res.nfev == ref.nfev
+    assert np.array_equal(res.t, ref.t) and np.max(np.abs(res.q - ref.q)) < 1e-13
+    assert np.max(np.abs(res.qd - ref.qd)) < 1e-13
 
 
 def test_streaming_to_a_file_does_not_change_the_integration(tmp_path):
