@@ -45,6 +45,7 @@ class Mutation:
     file: str            # relative to the repository root
     old: str
     new: str
+    tests: tuple = ()    # the tests to run (default TESTS)
 
 
 MUTATIONS = [
@@ -85,6 +86,21 @@ MUTATIONS = [
              "runtime/dynamica_helpers.h", "(x < 0 ? 0.0 : 0.5)", "(x < 0 ? 0.0 : 1.0)"),
     Mutation("sign_at_0", "sign(0) = 1 in the module helpers (documented: 0)",
              "runtime/dynamica_helpers.h", "return (double)((x > 0) - (x < 0));", "return (double)((x >= 0) - (x < 0));"),
+    Mutation("loop_rank_squared", "the loops' rows judged by their squared length (as J M^-1 J^T's pivots)",
+             "runtime/dynamica_constraints.h", "W->c[a] = len > DYN_CON_ZERO_TOL * largest ?",
+             "W->c[a] = len * len > DYN_CON_ZERO_TOL * largest * largest ?", ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
+    Mutation("loop_consistency", "an inconsistent left-out loop equation accepted (tolerance 1e-9 -> 1e6)",
+             "runtime/dynamica_constraints.h", "#define DYN_CON_CONSISTENT_TOL 1e-9", "#define DYN_CON_CONSISTENT_TOL 1e6",
+             ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
+    Mutation("loop_weak_gamma", "near a singular configuration the weak rows' gamma kept (the defect followed)",
+             "runtime/dynamica_constraints.h", "W.gamma[a] /= 1.0 + r * r;", "W.gamma[a] /= 1.0;", ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
+    Mutation("loop_project_weak", "the projection corrects the weak rows too (Newton onto the nearest branch)",
+             "runtime/dynamica_constraints.h",
+             "weak[a] = weak[a] > 0.0 && weak[a] / (w * w * kappa[a]) > DYN_CON_PROJECT_WEAK ? 1.0 : 0.0;",
+             "weak[a] = 0.0;", ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
+    Mutation("scipy_no_projection", "scipy's one-step methods not projected onto the loops after a step",
+             "runtime/simulate.py", "self.projected = bool(model.loops) and scipy_method in ONE_STEP",
+             "self.projected = False", ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
 ]
 
 
@@ -153,7 +169,9 @@ def main(argv=None):
             shutil.copytree(base, pkg)
             if m is not None:
                 apply(pkg, m)
-            rc, failed, summary, elapsed = run_tests(pkg, Path(tmp) / "cache", TESTS, args.timeout,
+            tests = list(m.tests) if m is not None and m.tests else sorted(
+                set(TESTS).union(*(x.tests for x in chosen))) if m is None else TESTS
+            rc, failed, summary, elapsed = run_tests(pkg, Path(tmp) / "cache", tests, args.timeout,
                                                      0 if m is None else args.maxfail)
         name = "(none: control)" if m is None else m.name
         caught = rc != 0
@@ -165,12 +183,17 @@ def main(argv=None):
     snapshot.cleanup()
     lines = ["# Mutation run (benchmarks/mutation_run.py)", "",
              "Each row plants one error in a copy of the repository and runs the default-selection (`-m \"not slow\"`)",
-             "tests of " + ", ".join(f"`{t}`" for t in TESTS) + " with a fresh module cache;",
+             "tests of " + ", ".join(f"`{t}`" for t in TESTS) + " (or the mutation's own, named in its row) with a "
+             "fresh module cache;",
              "every one of them is part of the default CI run. The control row is the unmutated copy."
              + (f" Mutated runs stop after {args.maxfail} failure(s)." if args.maxfail else ""), "",
              "| mutation | file | planted error | failing tests | pytest summary | time (s) | first failing |",
              "|---|---|---|---:|---|---:|---|"]
     lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]:.0f} | {r[6]} |" for r in rows]
+    own = [m for m in chosen if m.tests]
+    if own:
+        lines += ["", "Tests of the mutations with their own: " + "; ".join(
+            f"{m.name}: " + ", ".join(f"`{t}`" for t in m.tests) for m in own) + "."]
     lines += ["", f"Verdict: {'every mutation caught, control clean' if ok else 'NOT every mutation caught (or the control failed)'}."]
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

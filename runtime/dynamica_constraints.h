@@ -1,31 +1,51 @@
-/* Constrained dynamics of closed loops (dynamica; seed 003 (14)-(17), docs/loops.md),
-   hand-written and the same for every model. The module file binds a dyn_con_spec to the
-   generated kernels: the tree's own q'' (the form's solve, any form), M, the loops' Jacobian J
-   with phi_t and the acceleration term gamma (generator/constraints.py). Then
+/* Constrained dynamics of closed loops (dynamica; docs/loops.md), hand-written and the same for
+   every model. The module file binds a dyn_con_spec to the generated kernels: the tree's own q''
+   (the form's solve, any form), M, the loops' residual phi, their Jacobian J with phi_t and the
+   acceleration term gamma (generator/constraints.py). Then
 
        M q'' + J^T lambda = Q,  J q'' = gamma
-       =>  q'' = q''_free - Y lambda,  Y = M^-1 J^T,  (J Y) lambda = J q''_free - gamma,
+       =>  q'' = q''_free - M^-1 J_K^T (J_K M^-1 J_K^T)^-1 (J q''_free - gamma)_K
 
-   with M factored once per call as the tree-sparse L^T D L of (2.23) (the elimination from the
-   last coordinate to the first along the tree: `lambda_` gives each coordinate's predecessor
-   towards the root) and applied to the m columns of J^T; no inverse is formed. J Y is the
-   m x m system of the multipliers; redundant equations (a planar linkage written with 3-D joints,
-   over-constrained mechanisms) make it singular, so it is factored by Cholesky with diagonal
-   pivoting and the equations whose pivots fall below DYN_CON_RANK_TOL of the largest are left
-   out (their multipliers are 0). A left-out equation that the solution does not satisfy is not
-   redundant but inconsistent: status DYN_CON_INCONSISTENT, with the equation's index.
+   over the equations K kept. M is factored once per call as the tree-sparse L^T D L of (2.23)
+   (the elimination from the last coordinate to the first along the tree: `lambda_` gives each
+   coordinate's predecessor towards the root), M^-1 = W W^T with W = L^-1 D^-1/2. The rows of
+   J W, scaled to unit length, are factored by Householder QR with column pivoting: the rank is
+   decided on the singular values of J itself, and J M^-1 J^T (whose pivots go like their
+   squares) is never formed. Redundant equations (a planar linkage written with 3-D joints,
+   over-constrained mechanisms) are left out (multipliers 0); a left-out equation that the
+   solution does not satisfy is not redundant but inconsistent: status DYN_CON_INCONSISTENT,
+   with the equation's index. Near singular configurations see dyn_con_weak.
 
-   dyn_con_project moves (q, q') back onto the constraint manifolds (drift after a step):
-   q -= Y (J Y)^+ phi by Newton steps, then q' -= Y (J Y)^+ (J q' + phi_t) (mass-weighted,
-   minimum-norm corrections). */
+   dyn_con_project moves (q, q') back onto the constraint manifolds (drift after a step): Newton
+   steps on the positions, then the velocities, each the M-weighted minimum-norm correction. */
 #ifndef DYNAMICA_CONSTRAINTS_H
 #define DYNAMICA_CONSTRAINTS_H
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Tolerances (each may be set with -D for an experiment). On the N four-bar of the IFToMM
+   benchmark library (benchmarks/bench_singular.py):
+   RANK_TOL     |R_kk| of unit rows below which an equation is dependent on those kept: a row at
+                d = 1e-12 from the singular configuration is kept, exactly dependent rows (|R_kk|
+                ~ 1e-16) are not;
+   ZERO_TOL     a row shorter than this times the longest is zero (rows of a loop at d >= 1e-12
+                from the N four-bar's singular configuration are 1e-12 long; rounding, 1e-16);
+   CONSISTENT   a left-out equation's residual, relative to its terms and the largest equation's:
+                a dependent row at RANK_TOL leaves about 1e-12;
+   PROJECT_RANK the projection's rank test: a correction along a row within 1e-8 of the others
+                would move the state by 1e8 times its defect;
+   WEAK_TOL, KAPPA, PROJECT_WEAK, ROUNDING: dyn_con_weak. WEAK_TOL 1e-10 and KAPPA 10 (with 1e-6
+                or KAPPA 30 the rtol 1e-12 runs lost 1e-6 m of B0 or took 60 000 steps; from
+                1e-9 to 1e-12 the errors were within 2x of each other). */
 #ifndef DYN_CON_RANK_TOL
 #define DYN_CON_RANK_TOL 1e-12
+#endif
+#ifndef DYN_CON_ZERO_TOL
+#define DYN_CON_ZERO_TOL 1e-14
+#endif
+#ifndef DYN_CON_CONSISTENT_TOL
+#define DYN_CON_CONSISTENT_TOL 1e-9
 #endif
 #ifndef DYN_CON_PROJECT_RANK_TOL
 #define DYN_CON_PROJECT_RANK_TOL 1e-8
@@ -33,20 +53,14 @@
 #ifndef DYN_CON_WEAK_TOL
 #define DYN_CON_WEAK_TOL 1e-10
 #endif
-#ifndef DYN_CON_PROJECT_WEAK
-#define DYN_CON_PROJECT_WEAK 1e-2
-#endif
 #ifndef DYN_CON_KAPPA
 #define DYN_CON_KAPPA 10.0
 #endif
+#ifndef DYN_CON_PROJECT_WEAK
+#define DYN_CON_PROJECT_WEAK 1e-2
+#endif
 #ifndef DYN_CON_ROUNDING
 #define DYN_CON_ROUNDING 1.8e-15
-#endif
-#ifndef DYN_CON_ZERO_TOL
-#define DYN_CON_ZERO_TOL 1e-14
-#endif
-#ifndef DYN_CON_CONSISTENT_TOL
-#define DYN_CON_CONSISTENT_TOL 1e-9
 #endif
 #define DYN_CON_STACK 16384
 enum { DYN_CON_OK = 0, DYN_CON_INCONSISTENT = 1, DYN_CON_SINGULAR = 2, DYN_CON_NOMEM = 3, DYN_CON_NOT_CONVERGED = 4 };
@@ -320,9 +334,8 @@ static double *dyn_con_alloc(size_t size, double *stack)
    singular point; exact on the N four-bar, whose normal keeps its direction along the branch);
    the projection does not correct rows with dq_a kappa_a > DYN_CON_PROJECT_WEAK (its Newton
    step would leave the region where the equation is linear and land on the nearest branch).
-   On the manifold (phi = 0, e = 0, to rounding) E = 0 and nothing changes. DYN_CON_WEAK_TOL
-   was chosen on the IFToMM N four-bar (benchmarks/bench_singular.py): larger values leave
-   noise that tight tolerances cannot pass (rtol 1e-12 aborted or lost 1e-6 m at 1e-3). */
+   On the manifold E = 0 and nothing changes: defects below DYN_CON_ROUNDING (8 u) times the
+   size of the equations' terms (the longest row, times w for velocities) count as none. */
 static void dyn_con_weak(int n, int m, const double *J, const double *Jdot, const double *phi, const double *e,
                          double w, double *E, double *kappa)
 {
