@@ -94,7 +94,7 @@ class Planar:
     def svd(self, q):
         """(singular values, V) of J at q: J = U diag(s) V^T, s descending; V's columns."""
         with mp.workdps(DPS):
-            U, s, Vt = mp.svd_r(self.jacobian(q), full_matrices=True)
+            _, s, Vt = mp.svd_r(self.jacobian(q), full_matrices=True)
             sv = [s[k] for k in range(min(self.m, self.n))]
             return sv, Vt.T
 
