@@ -79,8 +79,8 @@ def test_adams_passes_the_singular_positions_more_accurately_as_the_tolerance_ti
     """20 s (about seven turns, fourteen singular passages) with the default integrator: B0
     within the benchmark's 1e-3 m, within 10 x the error the same integrator makes on the
     reduced equation itself, energy to 1e-6, constraints to 1e-8, and the error falls with the
-    tolerance down to 1e-12 (measured: N = 1 1.2e-5, 2.2e-7, 2.9e-9; the reduced equation
-    1.0e-5, 2.1e-7, 6.2e-10)."""
+    tolerance down to 1e-12 (benchmarks/results/singular.txt: N = 1 1.9e-5, 3.3e-7, 1.0e-9; the
+    reduced equation 1.0e-5, 2.1e-7, 6.2e-10)."""
     model = models[n]
     errors = []
     for rtol in (1e-8, 1e-10, 1e-12):
