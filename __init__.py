@@ -14,7 +14,7 @@ __all__ = ["load", "simulate", "generate", "equilibrium", "statics", "linearize"
            "sweep", "sobol", "local_derivatives", "DynamicaError", "ModelError", "BuildError", "IntegrationError",
            "__version__"]
 
-#: analysis functions (issues 16, 19) -> the runtime module that defines them
+#: analysis functions (docs/linear.md, docs/sweep.md) -> the runtime module that defines them
 _ANALYSIS = {"equilibrium": "statics", "statics": "statics", "linearize": "linear", "prony": "identify",
              "identify": "identify", "sweep": "sweep", "sobol": "sensitivity", "local_derivatives": "sensitivity"}
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Costs of issue 17's pieces, in one run (prints three tables, saves results/actuators.txt):
+"""Costs of actuators, inputs, states and inverse dynamics, in one run (prints three tables, saves results/actuators.txt):
 
 1. a tabulated-function call in the compiled code: a 1-DOF model whose right-hand side makes
    K = 32 lookups f(phi + 0.01 k), against the same model with the bare arguments (phi + 0.01 k)
@@ -170,7 +170,7 @@ def _per_call(fn, n=20000, rounds=7):
 
 
 def report(tables, t_base, sampling, inverse) -> str:
-    out = ["# issue 17: actuators, inputs, states, inverse dynamics (benchmarks/bench_actuators.py)", "",
+    out = ["# actuators, inputs, states, inverse dynamics (benchmarks/bench_actuators.py)", "",
            f"## 1. a tabulated-function call in the compiled RHS (K = {K} lookups per call; the RHS without them: "
            f"{t_base * 1e9:.0f} ns)", "",
            f"{'table':<24} {'ns per lookup':>14} {'scipy, 1 call from Python (us)':>32}"]

@@ -1,4 +1,4 @@
-"""Costs of the module cache's safety (issue 20): manifest verification on every load, and the
+"""Costs of the module cache's safety: manifest verification on every load, and the
 peak memory of long simulations whose rows stream to a CSV file.
 
     python benchmarks/bench_cache.py                       # both parts (the 100-body build takes minutes)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Derivative kernels (issue 16): the cost of the full Jacobian dq''/d[q, q'] of chains against
+"""Derivative kernels: the cost of the full Jacobian dq''/d[q, q'] of chains against
 one right-hand side and against Pinocchio's computeABADerivatives, measured in the same run.
 
     python benchmarks/bench_derivatives.py                 # N = 5 10 20 40
@@ -143,7 +143,7 @@ def main(argv=None):
     for n in args.sizes:
         print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
         rows.append(run(n, args.rounds, folder, args.unrolled_max, tuple(args.variants)))
-    head = [f"Derivative kernels (issue 16): full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
+    head = [f"Derivative kernels: full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
             f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "
             f"dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}",
             "times in us per call (best of interleaved rounds); RHS/ABM C: rhs_capsule in a C loop (forms composite, "

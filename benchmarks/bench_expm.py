@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""The seed-004 matrix-exponential integrator against Adams and Radau on a chain whose natural
-frequencies span three decades (the seed's motivating case: railway trains, chain drives).
+"""The matrix-exponential integrator for linear multi-mass chains against Adams and Radau on a chain whose natural
+frequencies span three decades (the method's motivating case: railway trains, chain drives).
 
     python benchmarks/bench_expm.py                 # n = 50 masses, t_end = 10 s
     python benchmarks/bench_expm.py --n 100 --no-save
@@ -14,7 +14,7 @@ length d, stiffness k_i from 1e2 to 1e6 N/m geometrically along the chain and da
 
 Reference: scipy.linalg.expm(A t) x0 at every output point (0.01 s). Methods:
   - expm: lin.simulate(method="expm") with its step = the output step, at several `tol`
-    (series order r from the seed's table (19)); its time includes forming D_0 (m doublings);
+    (series order r from the method's table (19)); its time includes forming D_0 (m doublings);
   - adams: the compiled Adams-Bashforth-Moulton of dynamica.simulate on the model's module;
   - radau: scipy's Radau on the compiled RHS with the generated Jacobian (jacobian="analytic").
 Error: the largest deviation of q over all outputs, relative to the largest |q| of the reference.
@@ -104,7 +104,7 @@ def main(argv=None):
             work = f"{res.nfev} RHS, " + (f"{res.info['steps']} steps" if method == "adams" else
                                           f"{res.info['njev']} Jacobians")
             rows.append((method, f"rtol {rtol:.0e}", err(res.q), sec, work))
-    head = [f"expm vs Adams and Radau (issue 16): chain of {n} masses, omega {w.min():.3g} .. {w.max():.4g} rad/s "
+    head = [f"expm vs Adams and Radau: chain of {n} masses, omega {w.min():.3g} .. {w.max():.4g} rad/s "
             f"(ratio {w.max() / w.min():.0f}), t_end {args.t_end} s, outputs every {h} s",
             f"{platform.platform()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; dynamica "
             f"{dynamica.__version__}; error: max |q - expm(A t) x0| / max |q| over the outputs; seconds: best of "

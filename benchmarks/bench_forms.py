@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Equation-form benchmark (issue 4): every registered form on chains and stars of N bodies.
+"""Equation-form benchmark: every registered form on chains and stars of N bodies.
 
 A plain script, run by hand (not in CI); see benchmarks/README.md, section "Equation forms".
 

@@ -1,4 +1,4 @@
-"""A stiff mechanism (issue 14): the bundled four-bar with a stiff damper on its crank, integrated
+"""A stiff mechanism: the bundled four-bar with a stiff damper on its crank, integrated
 by the DAE integrator `ida`, by scipy's `radau` on the index-1 ODE and by `adams`.
 
     python benchmarks/bench_loops_stiff.py [--damping 2000] [--t-end 20] [--out results/loops_stiff.txt]

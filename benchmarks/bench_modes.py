@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Modes of long chains (issue 16): statics, linearisation and eigenanalysis of the N-body chains
+"""Modes of long chains: statics, linearisation and eigenanalysis of the N-body chains
 of benchmarks/bench_forms.py (1-DOF revolute joints about x, y, x, ...; centres of mass off the
 axes, so the hanging equilibrium is not q = 0), checked against Pinocchio.
 
@@ -91,7 +91,7 @@ def main(argv=None):
     for n in args.sizes:
         print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
         rows.append(run(n, folder))
-    head = [f"Modes of N-body chains (issue 16); {platform.platform()}, {os.cpu_count()} cores, load average "
+    head = [f"Modes of N-body chains; {platform.platform()}, {os.cpu_count()} cores, load average "
             f"{os.getloadavg()[0]:.2f}; python {platform.python_version()}, dynamica {dynamica.__version__}, "
             f"pinocchio {pinocchio.__version__}",
             "seconds: load = main module (numeric mode, articulated), derivatives = generate + compile the derivatives "

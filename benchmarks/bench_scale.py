@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Scale benchmark (issue 6): both modes and both backends on chains and stars of N = 10..1000
+"""Scale benchmark: both modes and both backends on chains and stars of N = 10..1000
 bodies, next to Pinocchio (ABA; CRBA + Cholesky) and MuJoCo (mj_forward) measured in the same run.
 
     python benchmarks/bench_scale.py                       # N = 10 50 100 200 500 1000, chain and star
@@ -366,7 +366,7 @@ def verdict(rows) -> list:
     def get(shape, n, var):
         return next((r for r in rows if r["shape"] == shape and r["n"] == n and r["variant"] == var
                      and "error" not in r), None)
-    out = ["Targets (issue 6):"]
+    out = ["Targets:"]
     r = get("chain", 1000, "numeric:articulated")
     if r:
         tot = r["gen"] + r["compile"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Simulation benchmark (issue 3): 10 s of the 7-link chain, three ways, in one run.
+"""Simulation benchmark: 10 s of the 7-link chain, three ways, in one run.
 
     dynamica : compiled RHS + compiled Adams (method="adams", the C entry point, no Python per step)
     PyDy     : PyDy 0.9.4 Cython RHS + scipy LSODA

@@ -1,4 +1,4 @@
-"""The launcher's cyclogram (issue 15): build, simulation and switching times, and the RHS per call
+"""The launcher's cyclogram: build, simulation and switching times, and the RHS per call
 of its structures against the flop formulas of table 5.2 and against Pinocchio's ABA.
 
     python benchmarks/bench_stages.py            # N = 12 mock-ups (41 coordinates, 39 stages)

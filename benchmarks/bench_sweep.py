@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Parameter-study benchmark (issue 19): cases per second of `dynamica.sweep`.
+"""Parameter-study benchmark: cases per second of `dynamica.sweep`.
 
 The case: the bundled double pendulum over 1 s (model defaults: adams, rtol 1e-8, atol 1e-10,
 output step 0.01), l2 varied over the cases. Measured:

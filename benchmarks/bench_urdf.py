@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""URDF robots (issue 18), in one run on the same files (example-robot-data):
+"""URDF robots, in one run on the same files (example-robot-data):
 
 1. Load time of a URDF robot, each in a fresh Python process (imports included):
      dynamica cold   : dynamica.load(robot.urdf) with an empty cache (parse, generate, compile)

@@ -1,5 +1,5 @@
 """Mutation run: plant one convention or formula error at a time in a copy of the generator and
-show that the tests CI runs by default fail for each (issue 21).
+show that the tests CI runs by default fail for each.
 
 Each mutation is an exact text replacement in one source file (asserted to match once). The
 repository's tracked files (and the built Cython runtime) are copied to a temporary folder laid

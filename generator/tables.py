@@ -1,4 +1,4 @@
-"""Tabulated functions of the model file (`functions:`; seed 003: tabulated functions of one and
+"""Tabulated functions of the model file (`functions:`; as in the peer package: tabulated functions of one and
 more variables, thrust and gas-dynamic forces given as curves).
 
 A function of one variable is a piecewise polynomial on its knots x_0 < ... < x_{n-1}: on

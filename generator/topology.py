@@ -1,6 +1,6 @@
-"""Topology of the tree: regular numbering and the index sets of the seeds (section 1.3).
+"""Topology of the tree: regular numbering and the index sets of the dissertation (section 1.3).
 
-Symbols (dissertation 1.3, GUIDE.md "Conventions"):
+Symbols (dissertation 1.3, docs/design.md):
   0        ground (the root); bodies are 1..N in regular numbering, kappa[i] < i
   kappa    parent of each body (kappa[0] = -1)
   children S_i, path P_i (bodies from 1 to i, i included), subtree D_i (i and its descendants)

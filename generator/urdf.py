@@ -382,8 +382,8 @@ class _Converter:
         if self.opt.mimic == "coupled":
             raise ModelError(self.file, [Problem(f"joint[{j.name}].mimic", (
                 f"coupling joint `{j.name}` to `{j.mimic.joint}` (q = {j.mimic.multiplier or 1} * q_{j.mimic.joint} "
-                f"+ {j.mimic.offset or 0}) is a constraint between coordinates, which the tree of this version "
-                "cannot express (closed loops and constraints are issue 14); load with mimic='independent' "
+                f"+ {j.mimic.offset or 0}) is a constraint between coordinates, which the URDF loader "
+                "cannot express (the loop joints of docs/loops.md tie bodies, not coordinates); load with mimic='independent' "
                 "(each mimic joint its own coordinate)")) for j in self.mimics])
         names = ", ".join(f"`{j.name}` (mimics `{j.mimic.joint}`)" for j in self.mimics)
         warnings.warn_explicit(f"{self.file}: mimic joints are independent coordinates here, as in Pinocchio's "

@@ -1,4 +1,4 @@
-"""The command line of statics, linear analysis and identification (issue 16):
+"""The command line of statics, linear analysis and identification (dissertation 5.2):
 
     dynamica statics MODEL [--free a,b] [--time T] [--set name=value ...] [--input u=1 ...] [--start q=0.3 ...]
                    [--out eq.csv]

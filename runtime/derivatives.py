@@ -1,4 +1,4 @@
-"""The derivatives of a model's equations (issue 16): a compiled module of its own.
+"""The derivatives of a model's equations: a compiled module of its own.
 
 `derivatives(model)` generates (generator/derivatives.py), compiles and caches the model's
 derivatives module on first use, with the backend of the model's module, whatever its form
@@ -74,7 +74,7 @@ class Derivatives:
         return -r, -K, -C
 
     def signal_jacobian(self, q, qd, qdd, s=None, u=None, t=0.0, params=None) -> dict:
-        """A model with extra states or inputs (issue 17): the residual r(q, q', q'', s, u) and the
+        """A model with extra states or inputs: the residual r(q, q', q'', s, u) and the
         states' rates s'(q, q', s, u) with their Jacobians, as {"r", "r_q", "r_qd", "r_s", "r_u",
         "sd", "sd_q", "sd_qd", "sd_s", "sd_u"} (s, u default 0)."""
         m, n = self.model, self.n

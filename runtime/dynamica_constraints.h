@@ -1,4 +1,4 @@
-/* Constrained dynamics of closed loops (dynamica; seed 003 (14)-(17), docs/loops.md),
+/* Constrained dynamics of closed loops (cut joints with Lagrange multipliers, as in the peer package; docs/loops.md),
    hand-written and the same for every model. The module file binds a dyn_con_spec to the
    generated kernels: the tree's own q'' (the form's solve, any form), M, the loops' Jacobian J
    with phi_t and the acceleration term gamma (generator/constraints.py). Then

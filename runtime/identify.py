@@ -1,4 +1,4 @@
-"""Identification (issue 16; dissertation 5.2.5, tables 5.4 and 5.5): Prony analysis of free
+"""Identification (dissertation 5.2.5, tables 5.4 and 5.5): Prony analysis of free
 oscillations and the fitting of model parameters to them.
 
 `prony(t, y, n_modes)`: y(t) = sum_k A_k exp(beta_k (t - t0)) cos(2 pi f_k (t - t0) + phi_k) for
@@ -29,7 +29,7 @@ import numpy as np
 @dataclass
 class PronyResult:
     frequencies: np.ndarray        # Hz, ascending
-    decay_rates: np.ndarray        # 1/s (the seed's beta_k)
+    decay_rates: np.ndarray        # 1/s (the dissertation's beta_k)
     amplitudes: np.ndarray         # (n_modes,) or (n_modes, k): A of A exp(beta t) cos(2 pi f t + phi)
     phases: np.ndarray             # radians at t0
     mean_amplitudes: np.ndarray    # mean of A exp(beta (t - t0)) over the interval

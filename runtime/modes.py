@@ -1,14 +1,14 @@
-"""Modes and frequency response of a linear model M q'' + C q' + K q = f (issue 16).
+"""Modes and frequency response of a linear model M q'' + C q' + K q = f (dissertation 5.2).
 
 Undamped modes: the generalized eigenproblem K phi = omega^2 M phi (omega in rad/s, the
-`angular_frequencies` of API.md). Damped modes: the eigenvalues lambda = beta + i omega_d of
+`angular_frequencies` of docs/api.md). Damped modes: the eigenvalues lambda = beta + i omega_d of
 A = [[0, E], [-M^-1 K, -M^-1 C]], matched one to one to the undamped modes (the assignment
 nearest to -zeta omega + i omega sqrt(1 - zeta^2) with the modal damping zeta = phi^T C phi /
 (2 omega phi^T M phi)); per mode:
 
     frequencies        omega_d / 2 pi, Hz (damped)       decay_rates      beta = Re lambda, 1/s
     damping_ratios     -Re lambda / |lambda|             log_decrements   2 pi |beta| / omega_d
-    half_amplitude_times  -ln 2 / beta (the seed's table 5.4 column: the time the amplitude halves)
+    half_amplitude_times  -ln 2 / beta (the dissertation's table 5.4 column: the time the amplitude halves)
     shapes             phi, normalized to a largest entry of +1, one column per mode
 
 A decay rate within rounding of the eigensolver (|beta| <= ZERO_DECAY x the largest |lambda|:
@@ -347,7 +347,7 @@ def frequency_response(M, C, K, coordinates, inputs, outputs=None, frequencies=N
     return FrequencyResponse(f, in_names, out_names, H)
 
 
-# ------------------------------------------------------------------ first-order models (issue 17)
+# ------------------------------------------------------------------ first-order models (extra states and inputs)
 def compute_state_modes(A, coordinates, states) -> Modes:
     """The modes of x' = A x, x = [q, q', s] (the linearisation of a model with extra states):
     one per complex pair (Im lambda > 0) and one per real eigenvalue, sorted by |lambda|;

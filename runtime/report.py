@@ -41,7 +41,7 @@ def default_panels(names, units) -> list:
 
 
 def boundaries_of(result) -> list:
-    """(time, label) of the stage boundaries of a result (`result.stages`, API.md version 2)."""
+    """(time, label) of the stage boundaries of a result (`result.stages`, docs/api.md)."""
     stages = getattr(result, "stages", None) or []
     return [(float(s["t_start"]), str(s.get("name", ""))) for s in stages[1:]]
 

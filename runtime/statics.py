@@ -1,4 +1,4 @@
-"""Statics: the equilibrium of a model (issue 16; D90's static equilibrium, dissertation 5.2).
+"""Statics: the equilibrium of a model (D90's static equilibrium, dissertation 5.2).
 
 At rest (q' = 0, q'' = 0) the generalized forces vanish: with the residual of the equations of
 motion r(t, q, q', q'') = M q'' - Q (generator/derivatives.py), an equilibrium solves
@@ -14,7 +14,7 @@ reported: a negative one is an unstable equilibrium (a warning names the coordin
 eigenvector moves), a zero one a neutral direction.
 
     eq = statics(model, q0=None, free=None, t=0.0, params=None)    # an Equilibrium
-    q = equilibrium(model, ...)                                     # its q (API.md)
+    q = equilibrium(model, ...)                                     # its q (docs/api.md)
 
 `free`: names of the coordinates to solve for (default: all); the others are held at q0 (the
 model's initial values unless given). Failures are a StaticsError naming the residual and the
@@ -387,5 +387,5 @@ def _failure(model, idx, g, tolerance, message) -> str:
 
 
 def equilibrium(model, q0=None, free=None, t=0.0, params=None, **kw) -> np.ndarray:
-    """q of the equilibrium reached from q0 (API.md): `statics(...).q`."""
+    """q of the equilibrium reached from q0 (docs/api.md): `statics(...).q`."""
     return statics(model, q0=q0, free=free, t=t, params=params, **kw).q

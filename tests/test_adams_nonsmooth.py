@@ -1,4 +1,4 @@
-"""The Adams integrator on right-hand sides that are not smooth (issue 12, item 3).
+"""The Adams integrator on right-hand sides that are not smooth.
 
 Problems (closed-form solutions below; checked against piecewise DOP853 in
 ``test_closed_forms``), all ``x'' = -k x - c x' + s(t)`` from rest at t = 0 on [0, 30]:

@@ -58,7 +58,7 @@ def test_failed_compile_raises_with_log(tmp_path):
 
 @pytest.mark.parametrize("backend", [b for b in backend_names() if b in BACKENDS])
 def test_template_variables_equal_context_keys(backend):
-    """Templates stay thin: each shows exactly what its context prepares (STYLE.md)."""
+    """Templates stay thin: each shows exactly what its context prepares (docs/design.md)."""
     g = dynamica.generate(MODELS / "double_pendulum.yaml", backend=backend)
     b = BACKENDS[backend]
     pairs = [(t, context(g.module_ir)) for t, _, context, _ in b.templates]

@@ -1,4 +1,4 @@
-"""The module cache under faults (issue 20): damaged entries are rebuilt with one warning instead
+"""The module cache under faults: damaged entries are rebuilt with one warning instead
 of crashing the process, concurrent builders survive one of them being killed, prune never takes
 a module a running process holds, and a cache that cannot be written is one clear error.
 

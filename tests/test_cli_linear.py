@@ -1,4 +1,4 @@
-"""The command line of issue 16: statics, modes, prony, identify; errors without a traceback.
+"""The command line of linear analysis: statics, modes, prony, identify; errors without a traceback.
 
 The numbers printed are checked against the Python API (itself checked against closed forms
 and sympy in test_statics.py, test_linear.py, test_identify.py)."""

@@ -1,4 +1,4 @@
-"""Generated derivative kernels (issue 16): the tangent program and the derivatives module.
+"""Generated derivative kernels: the tangent program and the derivatives module.
 
   * the tangent of every IR function and operator against central differences of the IR
     interpreter (ir.interpret), so each derivative rule is checked on its own;

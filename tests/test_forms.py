@@ -1,6 +1,6 @@
 """Every registered equation form against Pinocchio and against the numeric reference.
 
-Issue 4: all forms agree with each other and with Pinocchio to 1e-10 relative in q'' (the
+All forms agree with each other and with Pinocchio to 1e-10 relative in q'' (the
 Hamiltonian forms in the state derivative, after conversion) at random states of chains,
 stars and mixed trees with 1-, 2- and 3-DOF joints, offsets, products of inertia, prismatic
 and driven joints, springs and body forces. The form list is the registry itself, so a new

@@ -1,4 +1,4 @@
-"""The helical (screw) joint shorthand (seed 003's screw pair; issue 15): translation s along the
+"""The helical (screw) joint shorthand (the peer package's screw pair): translation s along the
 axis with the rotation 2 pi s / pitch about it, one coordinate.
 
 Oracles: Pinocchio's JointModelHelicalUnaligned (its coordinate is the angle theta with the

@@ -1,4 +1,4 @@
-"""Prony analysis and parameter identification (issue 16; dissertation tables 5.4 and 5.5).
+"""Prony analysis and parameter identification (dissertation tables 5.4 and 5.5).
 
 Oracles: synthetic sums of damped harmonics with known frequencies, decay rates, amplitudes
 and phases (the values of table 5.4), and the bundled two_mass model simulated with known

@@ -1,4 +1,4 @@
-"""Negative masses (issue 12, item 2): random trees with cut-outs and with bodies of negative
+"""Negative masses: random trees with cut-outs and with bodies of negative
 mass and negative definite inertia, against Pinocchio, in every form, mode and backend.
 
 The model format allows a negative mass (a cut-out subtracted from a body). Two situations:

@@ -1,5 +1,5 @@
-"""Linearisation beyond the tree over [q, q']: tabulated functions, extra states and inputs
-(issue 17), closed loops (issue 16).
+"""Linearisation beyond the tree over [q, q']: tabulated functions, extra states and inputs,
+closed loops.
 
 Oracles:
 - table lookups of drawn tables (hypothesis: knots, values, interpolation, extrapolation, one or

@@ -1,4 +1,4 @@
-"""Closed kinematic loops (issue 14; docs/loops.md) against independent oracles:
+"""Closed kinematic loops (docs/loops.md) against independent oracles:
 sympy.physics.mechanics.KanesMethod with dependent coordinates and speeds (planar four-bar), closed
 forms (slider-crank, Freudenstein's four-bar positions), energy and constraint drift over 10 s,
 Newton-Euler balance of the reactions, and random mechanisms whose loops are closed by an

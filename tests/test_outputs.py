@@ -1,4 +1,4 @@
-"""The generated `outputs` function (issue 5, part 1): points, angular velocities and
+"""The generated `outputs` function: points, angular velocities and
 accelerations, joint reactions, force values, expressions.
 
 Oracles: finite differences of positions along a trajectory (velocities, accelerations),

@@ -1,4 +1,4 @@
-"""Results files survive interruptions (issue 20): a file is replaced only by a complete one, a
+"""Results files survive interruptions: a file is replaced only by a complete one, a
 streamed run that is interrupted or killed leaves a readable prefix in `<file>.partial`, and
 `simulate(out=...)` keeps only the last row in memory.
 

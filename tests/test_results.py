@@ -1,4 +1,4 @@
-"""Result files, plot pages and summary tables (issue 5, part 3) and the CLI flags for them."""
+"""Result files, plot pages and summary tables and the CLI flags for them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stages (issue 15, docs/stages.md): the cyclogram's boundaries, checked against what does not
+"""Stages (docs/stages.md): the cyclogram's boundaries, checked against what does not
 share the cyclogram's code.
 
 - A release: the released body's absolute position, velocity and angular velocity on both sides

@@ -1,4 +1,4 @@
-"""Statics (issue 16: dynamica.equilibrium / dynamica.statics) against closed forms and
+"""Statics (dynamica.equilibrium / dynamica.statics) against closed forms and
 against long damped simulations that settle there.
 
 Oracles: scipy's brentq / fsolve on the hand-written force balance of each model (no dynamica

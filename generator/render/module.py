@@ -231,7 +231,7 @@ LAYERS.append(_composed)
 
 
 def metadata(mod: ir.ModuleIR, backend: str) -> dict:
-    """The module's constants (API.md): what `dynamica.load` and users read."""
+    """The module's constants (docs/api.md): what `dynamica.load` and users read."""
     n = len(mod.coordinates)
     return {
         "MODEL_NAME": mod.model_name, "FORM": mod.form, "KIND": mod.kind, "SIGNATURE": mod.signature,
