@@ -8,7 +8,7 @@
 
 __version__ = "0.1.0"
 
-from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelError  # noqa: E402
+from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelError
 
 __all__ = ["load", "simulate", "generate", "equilibrium", "statics", "linearize", "prony", "identify",
            "sweep", "sobol", "local_derivatives", "DynamicaError", "ModelError", "BuildError", "IntegrationError",

@@ -186,8 +186,15 @@ def build_key(bundle, compile_args, key_parts=None) -> str:
     the tool fingerprint, which every generated module depends on)."""
     from importlib.metadata import version
     h = hashlib.sha256()
-    for part in (*(key_parts if key_parts is not None else (tool_fingerprint(),)), version("Cython"), sys.version, platform.platform(),
-                 sysconfig.get_config_var("EXT_SUFFIX") or "", repr(tuple(compile_args)), bundle.backend):
+    for part in (
+        *(key_parts if key_parts is not None else (tool_fingerprint(),)),
+        version("Cython"),
+        sys.version,
+        platform.platform(),
+        sysconfig.get_config_var("EXT_SUFFIX") or "",
+        repr(tuple(compile_args)),
+        bundle.backend,
+    ):
         h.update(part.encode())
         h.update(b"\0")
     if bundle.backend == "fortran":

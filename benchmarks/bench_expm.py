@@ -32,15 +32,24 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")       # small matrices: threads only contend (2 shared cores)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 
 
 def chain_model(n, d=0.5):
     k = np.geomspace(1e2, 1e6, n)
-    bodies = [{"name": f"w{i}", "parent": "ground", "joint": [{"translate": [i * d, 0, 0]}, {"translate": "x", "q": f"x{i}"}],
-               "mass": 1.0, "com": [0, 0, 0], "inertia": [0.01, 0.01, 0.01]} for i in range(1, n + 1)]
+    bodies = [
+        {
+            "name": f"w{i}",
+            "parent": "ground",
+            "joint": [{"translate": [i * d, 0, 0]}, {"translate": "x", "q": f"x{i}"}],
+            "mass": 1.0,
+            "com": [0, 0, 0],
+            "inertia": [0.01, 0.01, 0.01],
+        }
+        for i in range(1, n + 1)
+    ]
     forces = [{"type": "spring_damper", "body_a": "ground" if i == 1 else f"w{i - 1}",
                "point_a": [0, 0, 0] if i > 1 else [0, 0, 0], "body_b": f"w{i}", "point_b": [0, 0, 0],
                "stiffness": float(k[i - 1]), "damping": float(1e-4 * k[i - 1]), "free_length": d}
@@ -67,8 +76,10 @@ def main(argv=None):
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     import tempfile
+
     import scipy.linalg as sla
     import yaml
+
     import dynamica
     folder = Path(tempfile.mkdtemp(prefix="bench_expm_"))
     path = folder / f"wide_chain{args.n}.yaml"

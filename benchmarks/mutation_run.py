@@ -34,8 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 #: the default-selection tests run for each mutation (all are part of CI's default run)
-TESTS = ["tests/test_reference.py", "tests/test_oracle_coverage.py", "tests/test_oracle_sympy_mechanics.py", "tests/test_oracle_pinocchio.py",
-         "tests/test_forms.py"]
+TESTS = [
+    "tests/test_reference.py",
+    "tests/test_oracle_coverage.py",
+    "tests/test_oracle_sympy_mechanics.py",
+    "tests/test_oracle_pinocchio.py",
+    "tests/test_forms.py",
+]
 
 
 @dataclass(frozen=True)
@@ -48,43 +53,118 @@ class Mutation:
 
 
 MUTATIONS = [
-    Mutation("axis_sign", "every joint axis reversed (unit axis u -> -u)", "generator/kinematics.py",
-             "    v = [ex.parse(c, scope) for c in vec]\n    n2", "    v = [-ex.parse(c, scope) for c in vec]\n    n2"),
-    Mutation("rotation_sense", "elementary rotation turned the other way (G = R instead of R^T)",
-             "generator/kinematics.py", "            RT = R.T\n", "            RT = R\n"),
-    Mutation("rotation_order", "successive rotations of a joint composed in the wrong order",
-             "generator/kinematics.py", 'G = prog.let_matrix(f"{t}_G", RT * G)', 'G = prog.let_matrix(f"{t}_G", G * RT)'),
-    Mutation("inertia_order", "inertia components read as [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] (Iyz and Ixz swapped)",
-             "generator/kinematics.py", "ixx, iyy, izz, ixy, iyz, ixz = [ex.parse(x, scope) for x in body.inertia]",
-             "ixx, iyy, izz, ixy, ixz, iyz = [ex.parse(x, scope) for x in body.inertia]"),
-    Mutation("parallel_axis", "parallel-axis term subtracted (Theta_O = Theta_c - m(|r|^2 E - r r^T))",
-             "generator/kinematics.py", "theta = theta_c + m * (r2", "theta = theta_c - m * (r2"),
-    Mutation("coriolis_translate", "Coriolis term of a translation inside a joint halved (2 w x u s' -> w x u s')",
-             "generator/kinematics.py", "scale(2 * rate, cross(w, u))", "scale(rate, cross(w, u))"),
-    Mutation("driven_acceleration", "second derivative of a driven rotation (by'') dropped",
-             "generator/kinematics.py", "add(new_eps, scale(accel, u))", "new_eps"),
-    Mutation("spherical_order", "spherical joint expanded as rotations about z, y, x instead of x, y, z",
-             "generator/model.py", 'lambda j, q: [_rot(a, c) for a, c in zip("xyz", q)]),',
-             'lambda j, q: [_rot(a, c) for a, c in zip("zyx", q)]),'),
-    Mutation("force_frame", "body_force components taken in the other frame (ground <-> body)",
-             "generator/forms/common.py", 'if f["frame"] == "ground":', 'if f["frame"] == "body":'),
-    Mutation("spring_direction", "spring_damper tension applied with the wrong sign on both bodies",
-             "generator/forms/common.py",
-             'apply(f["body_b"], pb, f_ground=[-x for x in e])\n            apply(f["body_a"], pa, f_ground=e)',
-             'apply(f["body_b"], pb, f_ground=e)\n            apply(f["body_a"], pa, f_ground=[-x for x in e])'),
-    Mutation("gravity_sign", "gravity enters the accelerated ground with the wrong sign (Lagrangian forms)",
-             "generator/forms/common.py", "fp.w_hat[0] = [-x for x in g] + Z3", "fp.w_hat[0] = [x for x in g] + Z3"),
-    Mutation("hamilton_gravity_moment", "moment of gravity about O_i with the cross product reversed (Hamiltonian forms)",
-             "generator/forms/hamiltonian.py", "Fg = scale(m, gi) + cross(h, gi)", "Fg = scale(m, gi) + cross(gi, h)"),
-    Mutation("limit_damping", "damping of a `limit` force with the wrong sign at the lower bound",
-             "generator/forms/common.py", "(k - mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
-             "(k + mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))"),
-    Mutation("min_max", "min and max of the grammar swapped in lowering", "generator/lower.py",
-             'sp.Min: "fmin", sp.Max: "fmax"', 'sp.Min: "fmax", sp.Max: "fmin"'),
-    Mutation("heaviside_at_0", "heaviside(0) = 1 in the module helpers (documented: 1/2)",
-             "runtime/dynamica_helpers.h", "(x < 0 ? 0.0 : 0.5)", "(x < 0 ? 0.0 : 1.0)"),
-    Mutation("sign_at_0", "sign(0) = 1 in the module helpers (documented: 0)",
-             "runtime/dynamica_helpers.h", "return (double)((x > 0) - (x < 0));", "return (double)((x >= 0) - (x < 0));"),
+    Mutation(
+        "axis_sign",
+        "every joint axis reversed (unit axis u -> -u)",
+        "generator/kinematics.py",
+        "    v = [ex.parse(c, scope) for c in vec]\n    n2",
+        "    v = [-ex.parse(c, scope) for c in vec]\n    n2",
+    ),
+    Mutation(
+        "rotation_sense",
+        "elementary rotation turned the other way (G = R instead of R^T)",
+        "generator/kinematics.py",
+        "            RT = R.T\n",
+        "            RT = R\n",
+    ),
+    Mutation(
+        "rotation_order",
+        "successive rotations of a joint composed in the wrong order",
+        "generator/kinematics.py",
+        'G = prog.let_matrix(f"{t}_G", RT * G)',
+        'G = prog.let_matrix(f"{t}_G", G * RT)',
+    ),
+    Mutation(
+        "inertia_order",
+        "inertia components read as [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] (Iyz and Ixz swapped)",
+        "generator/kinematics.py",
+        "ixx, iyy, izz, ixy, iyz, ixz = [ex.parse(x, scope) for x in body.inertia]",
+        "ixx, iyy, izz, ixy, ixz, iyz = [ex.parse(x, scope) for x in body.inertia]",
+    ),
+    Mutation(
+        "parallel_axis",
+        "parallel-axis term subtracted (Theta_O = Theta_c - m(|r|^2 E - r r^T))",
+        "generator/kinematics.py",
+        "theta = theta_c + m * (r2",
+        "theta = theta_c - m * (r2",
+    ),
+    Mutation(
+        "coriolis_translate",
+        "Coriolis term of a translation inside a joint halved (2 w x u s' -> w x u s')",
+        "generator/kinematics.py",
+        "scale(2 * rate, cross(w, u))",
+        "scale(rate, cross(w, u))",
+    ),
+    Mutation(
+        "driven_acceleration",
+        "second derivative of a driven rotation (by'') dropped",
+        "generator/kinematics.py",
+        "add(new_eps, scale(accel, u))",
+        "new_eps",
+    ),
+    Mutation(
+        "spherical_order",
+        "spherical joint expanded as rotations about z, y, x instead of x, y, z",
+        "generator/model.py",
+        'lambda j, q: [_rot(a, c) for a, c in zip("xyz", q)]),',
+        'lambda j, q: [_rot(a, c) for a, c in zip("zyx", q)]),',
+    ),
+    Mutation(
+        "force_frame",
+        "body_force components taken in the other frame (ground <-> body)",
+        "generator/forms/common.py",
+        'if f["frame"] == "ground":',
+        'if f["frame"] == "body":',
+    ),
+    Mutation(
+        "spring_direction",
+        "spring_damper tension applied with the wrong sign on both bodies",
+        "generator/forms/common.py",
+        'apply(f["body_b"], pb, f_ground=[-x for x in e])\n            apply(f["body_a"], pa, f_ground=e)',
+        'apply(f["body_b"], pb, f_ground=e)\n            apply(f["body_a"], pa, f_ground=[-x for x in e])',
+    ),
+    Mutation(
+        "gravity_sign",
+        "gravity enters the accelerated ground with the wrong sign (Lagrangian forms)",
+        "generator/forms/common.py",
+        "fp.w_hat[0] = [-x for x in g] + Z3",
+        "fp.w_hat[0] = [x for x in g] + Z3",
+    ),
+    Mutation(
+        "hamilton_gravity_moment",
+        "moment of gravity about O_i with the cross product reversed (Hamiltonian forms)",
+        "generator/forms/hamiltonian.py",
+        "Fg = scale(m, gi) + cross(h, gi)",
+        "Fg = scale(m, gi) + cross(gi, h)",
+    ),
+    Mutation(
+        "limit_damping",
+        "damping of a `limit` force with the wrong sign at the lower bound",
+        "generator/forms/common.py",
+        "(k - mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
+        "(k + mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
+    ),
+    Mutation(
+        "min_max",
+        "min and max of the grammar swapped in lowering",
+        "generator/lower.py",
+        'sp.Min: "fmin", sp.Max: "fmax"',
+        'sp.Min: "fmax", sp.Max: "fmin"',
+    ),
+    Mutation(
+        "heaviside_at_0",
+        "heaviside(0) = 1 in the module helpers (documented: 1/2)",
+        "runtime/dynamica_helpers.h",
+        "(x < 0 ? 0.0 : 0.5)",
+        "(x < 0 ? 0.0 : 1.0)",
+    ),
+    Mutation(
+        "sign_at_0",
+        "sign(0) = 1 in the module helpers (documented: 0)",
+        "runtime/dynamica_helpers.h",
+        "return (double)((x > 0) - (x < 0));",
+        "return (double)((x >= 0) - (x < 0));",
+    ),
 ]
 
 
@@ -118,9 +198,28 @@ def run_tests(pkg: Path, cache: Path, tests, timeout: float, maxfail: int = 0):
     if Path(probe).resolve().parent != pkg.resolve():
         raise SystemExit(f"the copy is not what imports as dynamica ({probe})")
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider",
-                          "-o", "addopts=", "-rfE", *([f"--maxfail={maxfail}"] if maxfail else []), *tests], cwd=pkg, env=env, capture_output=True, text=True,
-                         timeout=timeout)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            "not slow",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "-rfE",
+            *([f"--maxfail={maxfail}"] if maxfail else []),
+            *tests,
+        ],
+        cwd=pkg,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     elapsed = time.perf_counter() - t0
     text = out.stdout + out.stderr
     failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", text, flags=re.M)
@@ -171,7 +270,8 @@ def main(argv=None):
              "| mutation | file | planted error | failing tests | pytest summary | time (s) | first failing |",
              "|---|---|---|---:|---|---:|---|"]
     lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]:.0f} | {r[6]} |" for r in rows]
-    lines += ["", f"Verdict: {'every mutation caught, control clean' if ok else 'NOT every mutation caught (or the control failed)'}."]
+    verdict = "every mutation caught, control clean" if ok else "NOT every mutation caught (or the control failed)"
+    lines += ["", f"Verdict: {verdict}."]
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0 if ok else 1

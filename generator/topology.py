@@ -76,7 +76,9 @@ def build_topology(spec) -> Topology:
     reached = set(order)
     unreached = [n for n in names if n not in reached]
     if unreached:
-        raise ModelError(spec.file, [Problem("bodies", "not connected to ground: " + ", ".join(f"`{n}`" for n in unreached))])
+        raise ModelError(
+            spec.file, [Problem("bodies", "not connected to ground: " + ", ".join(f"`{n}`" for n in unreached))]
+        )
     idx = {n: i for i, n in enumerate(order)}
     kappa = tuple([-1] + [idx[parent[n]] for n in order[1:]])
     N = len(order) - 1

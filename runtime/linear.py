@@ -48,8 +48,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dynamica.runtime.expm import state_matrix
-from dynamica.runtime.modes import (compute_modes, compute_state_modes, frequency_response, input_matrix,
-                                    state_frequency_response)
+from dynamica.runtime.modes import (
+    compute_modes,
+    compute_state_modes,
+    frequency_response,
+    input_matrix,
+    state_frequency_response,
+)
 
 
 @dataclass
@@ -245,7 +250,7 @@ def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=
 
 def _linearize_signals(model, d, q, qd, t, params, s, u, info) -> LinearModel:
     """A model with extra states or inputs (module docstring): the first-order A, B."""
-    n, k, m = model.n, len(model.states), len(model.spec.inputs)
+    k, m = len(model.states), len(model.spec.inputs)
     s = model.initial_states(params) if s is None else model._vec(s, "s", k)
     u = np.zeros(m) if u is None else model._vec(u, "u", m)
     fo = d.first_order(q, qd, s, u, t, params)

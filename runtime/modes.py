@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 
-
 #: |Re lambda| at most this times the largest |lambda| is rounding of the eigensolver: 0
 #: (compute_state_modes also calls a root growing only above it)
 ZERO_DECAY = 1e-12
@@ -142,6 +141,7 @@ def write_text(path, text):
 
 def _save(fig, path):
     import matplotlib.pyplot as plt
+
     from dynamica.runtime.results import atomic_path
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=str(path).rsplit(".", 1)[-1])
@@ -160,7 +160,9 @@ def compute_modes(M, C, K, coordinates) -> Modes:
     n = len(M)
     if n == 0:
         empty = np.zeros(0)
-        return Modes(tuple(coordinates), empty, empty, empty.astype(complex), np.zeros((0, 0)), np.zeros((0, 0), complex))
+        return Modes(
+            tuple(coordinates), empty, empty, empty.astype(complex), np.zeros((0, 0)), np.zeros((0, 0), complex)
+        )
     symmetric = np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(K).max()))
     if symmetric:
         w2, phi = sla.eigh((K + K.T) / 2, M)
@@ -309,7 +311,9 @@ def output_matrix(coordinates, outputs, basis=None) -> tuple:
         elif c in full:
             (Cv if rate else Cq)[k] = T[list(full).index(c)]
         else:
-            also = f" or of the model ({', '.join(full)})" if T is not None and tuple(full) != tuple(coordinates) else ""
+            also = (
+                f" or of the model ({', '.join(full)})" if T is not None and tuple(full) != tuple(coordinates) else ""
+            )
             raise ValueError(f"unknown output {name!r}: an output is a coordinate or der(<coordinate>) of "
                              f"{', '.join(coordinates)}{also}")
     return names, Cq, Cv
@@ -374,7 +378,9 @@ def compute_state_modes(A, coordinates, states) -> Modes:
                  info={"first_order": True, "state_size": len(A)})
 
 
-def state_frequency_response(A, B, state_names, inputs, outputs=None, frequencies=None, modes=None) -> FrequencyResponse:
+def state_frequency_response(
+    A, B, state_names, inputs, outputs=None, frequencies=None, modes=None
+) -> FrequencyResponse:
     """H(i w) = C (i w E - A)^-1 B of x' = A x + B u: `inputs` the names of the columns of B,
     outputs state names ([q, der(q), s]; default the coordinates' entries)."""
     ins = (inputs,) if isinstance(inputs, str) else tuple(inputs)

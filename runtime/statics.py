@@ -80,8 +80,8 @@ class Equilibrium:
         for name, a, b in zip(self.coordinates, self.q0, self.q):
             force = f"{-g[name]: .3e}" if name in g else "held"
             lines.append(f"{name:>16s} {a: 14.8g} {b: 16.10g}  {force:>17s}")
-        lines.append(f"iterations: {self.iterations}; |Q| of the free coordinates {np.max(np.abs(self.residual), initial=0):.3e} "
-                     f"(tolerance {self.tolerance:.3e})")
+        lines.append(f"iterations: {self.iterations}; |Q| of the free coordinates "
+                     f"{np.max(np.abs(self.residual), initial=0):.3e} (tolerance {self.tolerance:.3e})")
         head = (f"stiffness eigenvalues on the loops' constraint manifold (independent coordinates "
                 f"{', '.join(self.info['independent'])}): " if self.info.get("manifold") else
                 "stiffness eigenvalues (symmetric part of dr/dq, free coordinates): ")
@@ -216,7 +216,9 @@ def _solve(model, g_and_K, x0, blocks, tol, max_iter, names, failure=None):
         # displacement, so that a soft coordinate is found as accurately as a stiff one
         scale = np.maximum(np.abs(np.nan_to_num(g0[rows])),
                            np.max(np.abs(np.nan_to_num(K0[rows])), axis=1, initial=0.0))
-        tolerance[rows] = np.maximum(tol * scale, ROUNDOFF * max(float(np.max(scale, initial=0.0)), np.finfo(float).tiny))
+        tolerance[rows] = np.maximum(
+            tol * scale, ROUNDOFF * max(float(np.max(scale, initial=0.0)), np.finfo(float).tiny)
+        )
         k += size
 
     def fail(g, message):

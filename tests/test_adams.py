@@ -20,8 +20,7 @@ from numpy.polynomial import polynomial as npoly
 from scipy.integrate import solve_ivp
 
 from dynamica.errors import IntegrationError
-from dynamica.runtime.adams import (GSTR, MAXORD, STIFF_BLOCK, Adams, StiffnessError,
-                                    StiffnessWarning)
+from dynamica.runtime.adams import GSTR, MAXORD, STIFF_BLOCK, Adams, StiffnessError, StiffnessWarning
 
 #: DETEST reference values y(20) (tests/data/README.md cites the sources)
 TESTSETS = Path(__file__).resolve().parent / "data"

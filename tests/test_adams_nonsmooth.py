@@ -175,6 +175,7 @@ PARAMS = {"jump": {"c": 1.0, "a": 1.0}, "kink": {"c": 1.0, "b": 1.0}, "periodic"
 @pytest.fixture(scope="module")
 def slider(tmp_path_factory):
     import dynamica
+
     from conftest import write_model
     return dynamica.load(write_model(tmp_path_factory.mktemp("nonsmooth"), MODEL))
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 from scipy.integrate import solve_ivp
+from test_linear import n_pendulum
 
 import dynamica
 from dynamica.runtime import expm as E
-from test_linear import n_pendulum
 
 #: the method's published table (Grigoriev, Gevorkyan 2011): order r, fractional step omega_M Delta, error eps_m
 SEED_TABLE = [(1, 0.75, 4e-1), (2, 0.50, 4e-2), (3, 0.31, 1e-3), (4, 0.19, 1e-5), (5, 0.11, 2e-8), (6, 0.06, 1e-11)]

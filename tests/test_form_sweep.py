@@ -24,17 +24,18 @@ import sympy as sp
 import dynamica
 from dynamica.errors import ModelError
 from dynamica.generator import expr as ex
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import resolve
 from dynamica.generator.forms.common import bias_forces, forward_pass
-from dynamica.generator.forces import active_forces
 from dynamica.generator.kinematics import derive_kinematics, numeric_values
+
+from conftest import BUNDLED, write_model
+from helpers import rel_err
 
 pin = pytest.importorskip("pinocchio")
 
-from conftest import BUNDLED, write_model  # noqa: E402
 from oracles.pin_reactions import pin_solution, pin_transmitted_wrench  # noqa: E402
 from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
-from helpers import rel_err
 
 FORMS = ("articulated", "ltdl")
 RTOL = 1e-10

@@ -15,7 +15,6 @@ carry), the independent numpy reference (runtime/reference.py) via `check_agains
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -23,8 +22,8 @@ import dynamica
 from dynamica.generator.forms import EQUATION_FORMS
 from dynamica.runtime.check import check_against_reference
 
-from oracles.pin_trees import mdot_v, random_tree, write_yaml  # noqa: E402
 from helpers import rel_err as _rel
+from oracles.pin_trees import mdot_v, random_tree, write_yaml
 
 RTOL = 1e-10
 FORMS = sorted(EQUATION_FORMS)

@@ -15,7 +15,6 @@ from dynamica.runtime.check import check_against_reference
 from conftest import MODELS, SIGNAL_MODELS
 from helpers import TREES, tree_path
 
-
 needs_gfortran = pytest.mark.skipif(shutil.which("gfortran") is None,
                                     reason="gfortran is not installed (apt-get install -y gfortran)")
 

@@ -25,7 +25,6 @@ Checked against
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import yaml
@@ -35,8 +34,7 @@ from dynamica.errors import ModelError
 from dynamica.runtime.check import check_against_reference
 
 from conftest import MODELS, PLAIN_MODELS, write_model
-
-from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
+from oracles.pin_trees import random_tree, write_yaml
 
 FORMS = ("hamilton-composite", "hamilton-lagrange1", "hamilton-articulated", "hamilton-ltdl")
 ACRONYMS = {"HCBM": "hamilton-composite", "HLGR": "hamilton-lagrange1", "HABM": "hamilton-articulated",

@@ -19,6 +19,7 @@ import dynamica
 from dynamica.errors import ModelError
 from dynamica.generator.model import load_model
 from dynamica.runtime.reference import NumericReference
+
 from helpers import rel_err
 
 PITCH = (0.35, -0.8)          # a right-handed and a left-handed screw

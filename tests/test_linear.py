@@ -18,6 +18,7 @@ import yaml
 from numpy.polynomial import laguerre
 
 import dynamica
+
 from conftest import write_model
 
 G_, L_, M_ = 9.81, 0.7, 1.3

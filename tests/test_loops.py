@@ -349,6 +349,7 @@ def test_ida_on_a_stiff_fourbar(tmp_path):
     """A damper of 2000 N m s/rad on the crank: adams reports stiffness and gives up within its
     step budget; ida and radau (index-1 ODE) agree with a tight radau reference."""
     import yaml
+
     from dynamica.errors import IntegrationError
     d = yaml.safe_load(FOURBAR.read_text())
     d["name"] = "fourbar_stiff"

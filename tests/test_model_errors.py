@@ -416,8 +416,10 @@ def test_a_reference_to_an_undeclared_name_is_still_reported(tmp_path):
 
 
 def test_a_bare_yaml_word_as_a_name_says_to_quote_it(tmp_path):
-    text = ("name: a\nparameters:\n  NULL: 1.0\n  m: 1.0\nbodies:\n  - {name: b, parent: ground, joint: {type: revolute,"
-            " axis: x, q: th}, mass: m, com: [0, 0, -1], inertia: [1, 1, 1]}\n")
+    text = (
+        "name: a\nparameters:\n  NULL: 1.0\n  m: 1.0\nbodies:\n  - {name: b, parent: ground, joint: {type: revolute,"
+        " axis: x, q: th}, mass: m, com: [0, 0, -1], inertia: [1, 1, 1]}\n"
+    )
     err = str(_error(_text_model(tmp_path, text)))
     assert "found nothing (null); YAML reads some bare words" in err and "quote the name" in err
 

@@ -15,9 +15,10 @@ import pytest
 from scipy.optimize import brentq, fsolve
 
 import dynamica
-from conftest import write_model
 from dynamica.generator.model import DynamicaWarning
 from dynamica.runtime.statics import StaticsError
+
+from conftest import write_model
 
 M_, L_, G_ = 1.3, 0.8, 9.81
 

@@ -37,9 +37,9 @@ import sympy as sp
 
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.forms import register
-from dynamica.generator.forms.cholesky import lower_rows, reverse_ldl, StructurallySingular
-from dynamica.generator.forms.spatial import apply_C, apply_CT, rigid6, symv, transfer
+from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl
 from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, symmetric_inverse
+from dynamica.generator.forms.spatial import apply_C, apply_CT, rigid6, symv, transfer
 from dynamica.generator.model import negative_bodies
 from dynamica.generator.program import add, dot, fold_matrices, fold_vectors, mul, neg, sub, total
 
