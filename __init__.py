@@ -6,7 +6,7 @@
     result = dynamica.simulate(model, t_end=10.0)
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"    # the version of pyproject.toml (tests/test_repo_hygiene.py checks that they agree)
 
 from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelError
 

@@ -64,3 +64,17 @@ def test_no_history_references():
     bad = [f"{f.relative_to(ROOT)}:{lineno}: {what}: {line}"
            for f in files for lineno, what, line in violations(f.read_text(encoding="utf-8"))]
     assert not bad, "\n".join(bad)
+
+
+def test_version_is_pyprojects():
+    """`dynamica.__version__` (also part of the tool fingerprint) is the version pyproject.toml declares."""
+    import dynamica
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    try:
+        import tomllib
+        declared = tomllib.loads(text)["project"]["version"]
+    except ModuleNotFoundError:                                 # Python 3.10: no tomllib
+        declared = re.search(r'(?m)^version\s*=\s*"([^"]+)"', text).group(1)
+    assert dynamica.__version__ == declared
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert f"## [{declared}]" in changelog
