@@ -6,15 +6,15 @@
     result = dynamica.simulate(model, t_end=10.0)
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"    # the version of pyproject.toml (tests/test_repo_hygiene.py checks that they agree)
 
-from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelError  # noqa: E402
+from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelError
 
 __all__ = ["load", "simulate", "generate", "equilibrium", "statics", "linearize", "prony", "identify",
            "sweep", "sobol", "local_derivatives", "DynamicaError", "ModelError", "BuildError", "IntegrationError",
            "__version__"]
 
-#: analysis functions (issues 16, 19) -> the runtime module that defines them
+#: analysis functions (docs/linear.md, docs/sweep.md) -> the runtime module that defines them
 _ANALYSIS = {"equilibrium": "statics", "statics": "statics", "linearize": "linear", "prony": "identify",
              "identify": "identify", "sweep": "sweep", "sobol": "sensitivity", "local_derivatives": "sensitivity"}
 

@@ -150,23 +150,34 @@ def cache_root() -> Path:
 _FINGERPRINT = None
 
 
-#: the files whose content shapes generated modules (generator, templates, kernel helpers)
-_FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "runtime/dynamica_helpers.h", "runtime/dynamica_itr.h",
-                  "runtime/dynamica_linalg.h",
-                  "runtime/numeric_core.h", "runtime/dynamica_module.h", "runtime/dynamica_constraints.h", "runtime/itr_controls.py", "build.py")
+#: the files whose content shapes generated modules: the generator, the code-generation templates (named one
+#: by one: templates/report.html.j2 is the HTML report's page, which no module depends on), the fixed C files
+#: copied into every build and this file. tests/test_build.py checks that every template and helper a backend
+#: uses is here.
+_FINGERPRINTED = ("generator/**/*.py", "templates/module.c.j2", "templates/kernels.h.j2",
+                  "templates/fortran_kernels.f90.j2", "runtime/dynamica_helpers.h", "runtime/dynamica_itr.h",
+                  "runtime/dynamica_linalg.h", "runtime/numeric_core.h", "runtime/dynamica_module.h",
+                  "runtime/dynamica_constraints.h", "runtime/itr_controls.py", "build.py")
+
+
+def fingerprint_files(root: Path) -> list:
+    """The files under `root` (the package's folder) that the tool fingerprint hashes, sorted."""
+    return sorted({f for pattern in _FINGERPRINTED for f in root.glob(pattern) if "__pycache__" not in f.parts})
+
+
+def fingerprint_of(root: Path, version: str = __version__) -> str:
+    """Hash of the version and of the names and contents of `fingerprint_files(root)`."""
+    h = hashlib.sha256(version.encode())
+    for f in fingerprint_files(root):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def tool_fingerprint() -> str:
     """Hash of what shapes generated modules: any change to it invalidates the caches."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        root = Path(__file__).resolve().parent
-        h = hashlib.sha256(__version__.encode())
-        files = sorted({f for pattern in _FINGERPRINTED for f in root.glob(pattern)
-                        if "__pycache__" not in f.parts})
-        for f in files:
-            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
-        _FINGERPRINT = h.hexdigest()
+        _FINGERPRINT = fingerprint_of(Path(__file__).resolve().parent)
     return _FINGERPRINT
 
 
@@ -175,8 +186,15 @@ def build_key(bundle, compile_args, key_parts=None) -> str:
     the tool fingerprint, which every generated module depends on)."""
     from importlib.metadata import version
     h = hashlib.sha256()
-    for part in (*(key_parts if key_parts is not None else (tool_fingerprint(),)), version("Cython"), sys.version, platform.platform(),
-                 sysconfig.get_config_var("EXT_SUFFIX") or "", repr(tuple(compile_args)), bundle.backend):
+    for part in (
+        *(key_parts if key_parts is not None else (tool_fingerprint(),)),
+        version("Cython"),
+        sys.version,
+        platform.platform(),
+        sysconfig.get_config_var("EXT_SUFFIX") or "",
+        repr(tuple(compile_args)),
+        bundle.backend,
+    ):
         h.update(part.encode())
         h.update(b"\0")
     if bundle.backend == "fortran":

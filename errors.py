@@ -1,4 +1,4 @@
-"""The one error hierarchy of dynamica (STYLE.md, "Errors")."""
+"""The one error hierarchy of dynamica (docs/design.md)."""
 
 from __future__ import annotations
 

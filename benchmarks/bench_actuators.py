@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Costs of issue 17's pieces, in one run (prints three tables, saves results/actuators.txt):
+"""Costs of actuators, inputs, states and inverse dynamics, in one run (prints three tables, saves
+results/actuators.txt):
 
 1. a tabulated-function call in the compiled code: a 1-DOF model whose right-hand side makes
    K = 32 lookups f(phi + 0.01 k), against the same model with the bare arguments (phi + 0.01 k)
@@ -32,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_spine as bs  # noqa: E402
+import bench_spine as bs
 
 ROOT = Path(__file__).resolve().parent.parent
 K = 32
@@ -51,9 +52,10 @@ def _model(folder, name, functions, value):
 
 
 def table_costs(folder) -> list:
+    from scipy.interpolate import CubicSpline, PchipInterpolator, RegularGridInterpolator, interp1d
+
     import dynamica
     from dynamica.runtime.timing import seconds_per_call
-    from scipy.interpolate import CubicSpline, PchipInterpolator, RegularGridInterpolator, interp1d
     rng = np.random.default_rng(0)
     states = np.column_stack([rng.uniform(-0.1, 1.1, 4096), np.zeros(4096)])      # phi over the table's range
     base = dynamica.load(_model(folder, "bare", {}, lambda k: f"(phi + {0.01 * k})"), check_mass_matrix=False)
@@ -131,9 +133,9 @@ def sampling_costs() -> list:
 
 
 def inverse_costs(folder) -> list:
-    import dynamica
     import pinocchio as pin
 
+    import dynamica
     from dynamica.runtime.inverse import companion
     rows = []
     for n in (5, 10, 20, 50):
@@ -170,7 +172,7 @@ def _per_call(fn, n=20000, rounds=7):
 
 
 def report(tables, t_base, sampling, inverse) -> str:
-    out = ["# issue 17: actuators, inputs, states, inverse dynamics (benchmarks/bench_actuators.py)", "",
+    out = ["# actuators, inputs, states, inverse dynamics (benchmarks/bench_actuators.py)", "",
            f"## 1. a tabulated-function call in the compiled RHS (K = {K} lookups per call; the RHS without them: "
            f"{t_base * 1e9:.0f} ns)", "",
            f"{'table':<24} {'ns per lookup':>14} {'scipy, 1 call from Python (us)':>32}"]
@@ -178,16 +180,22 @@ def report(tables, t_base, sampling, inverse) -> str:
     out += ["", "## 2. a controller sampled from Python (dc_motor_joint, 1 s, adams rtol = atol = 1e-8; CPU time)", "",
             f"{'Ts':>7} {'samples':>8} {'controller ms':>14} {'same as data ms':>16} {'Python us/sample':>17} "
             f"{'its call us':>12} {'PD run ms':>10} {'PD call us':>11}"]
-    out += [f"{Ts:>7g} {k:>8} {c1 * 1e3:>14.1f} {c2 * 1e3:>16.1f} {per * 1e6:>17.2f} {cc * 1e6:>12.2f} {c3 * 1e3:>10.1f} "
-            f"{pc * 1e6:>11.2f}" for Ts, k, c1, c2, per, c3, pc, cc in sampling]
+    out += [
+        f"{Ts:>7g} {k:>8} {c1 * 1e3:>14.1f} {c2 * 1e3:>16.1f} {per * 1e6:>17.2f} {cc * 1e6:>12.2f} {c3 * 1e3:>10.1f} "
+        f"{pc * 1e6:>11.2f}"
+        for Ts, k, c1, c2, per, c3, pc, cc in sampling
+    ]
     out += ["", "controller: a run with a controller that returns a constant voltage; same as data: the same run with",
             "that constant as a data signal cut at the same times (the same segments and restarts, handled in the",
             "compiled loop without Python). Python us/sample: their difference per sample: calling the",
             "controller (its own cost is the next column), checking and holding its answer, and the loop's",
             "calls into Python. PD: the same runs with a PD controller that also calls model.gravity_forces."]
     out += [
-            "", "## 3. inverse dynamics per call from Python (CPU time): generated RNEA vs Pinocchio's rnea (chains)", "",
-            f"{'N':>4} {'dynamica us':>12} {'pin.rnea us':>12} {'ratio':>7} {'max rel diff':>13} {'first call s':>13}"]
+        "",
+        "## 3. inverse dynamics per call from Python (CPU time): generated RNEA vs Pinocchio's rnea (chains)",
+        "",
+        f"{'N':>4} {'dynamica us':>12} {'pin.rnea us':>12} {'ratio':>7} {'max rel diff':>13} {'first call s':>13}",
+    ]
     out += [f"{n:>4} {ours * 1e6:>12.2f} {theirs * 1e6:>12.2f} {theirs / ours:>7.2f} {err:>13.1e} {first:>13.2f}"
             for n, ours, theirs, err, first in inverse]
     out += ["", "ratio > 1: the generated kernel is faster. first call: generating and compiling the inverse-dynamics",

@@ -249,8 +249,9 @@ def sweep_point(f, span, y0, ref, tol):
     RHS. Its corrector iterations and DQ Jacobian evaluate at the step's new time, so that is about
     one per attempted step; it also counts the call at t0 and the probes of the initial step
     (about 1 %), and a retry at the same time counts once."""
-    from dynamica.runtime.compiled_adams import solve
     from sksundae.cvode import CVODE
+
+    from dynamica.runtime.compiled_adams import solve
     dyn = cv = None
     try:
         r = solve(f, span, y0, t_eval=np.array([span[1]]), rtol=tol, atol=tol)

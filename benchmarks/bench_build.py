@@ -4,7 +4,7 @@
 
 Each model is generated once; its bundle is then compiled into an empty cache `repeat` times
 (the median is reported). The peer, measured in the same run on the same generated kernels, is
-the route dynamica used before (issue 13, item 7): a Cython module around the kernel header,
+the route dynamica used before: a Cython module around the kernel header,
 cythonized and compiled through setuptools in a subprocess (what build.py did for every model).
 Models: the bundled double pendulum and chains of 10 and 20 revolute links (generated here).
 """

@@ -1,4 +1,4 @@
-"""Costs of the module cache's safety (issue 20): manifest verification on every load, and the
+"""Costs of the module cache's safety: manifest verification on every load, and the
 peak memory of long simulations whose rows stream to a CSV file.
 
     python benchmarks/bench_cache.py                       # both parts (the 100-body build takes minutes)
@@ -66,15 +66,17 @@ def verification(folder: Path, n: int) -> list:
     m = cache.read_manifest(entry)
     total = sum(r["size"] for r in m["files"].values())
     bundle = dynamica.generate(path).bundle
-    return [f"chain of {n} bodies, symbolic composite: generated and compiled in {built:.1f} s",
-            f"  extension {so.stat().st_size / 1e6:.2f} MB, entry {total / 1e6:.2f} MB in {len(m['files'])} files",
-            f"  cache.verify (all sizes + sha256 of the extension): {1e3 * best_of(lambda: cache.verify(entry)):.2f} ms",
-            f"  sizes only (stat of each file):                    "
-            f"{1e3 * best_of(lambda: [(entry / f).stat() for f in m['files']]):.3f} ms",
-            f"  cache-hit compile_bundle (build key + verify):      "
-            f"{1e3 * best_of(lambda: build.compile_bundle(bundle, cache=cache_dir), 5):.1f} ms",
-            f"  load from the index (verify + import held module): "
-            f"{1e3 * best_of(lambda: dynamica.load(path, cache=cache_dir, check_mass_matrix=False), 5):.1f} ms"]
+    return [
+        f"chain of {n} bodies, symbolic composite: generated and compiled in {built:.1f} s",
+        f"  extension {so.stat().st_size / 1e6:.2f} MB, entry {total / 1e6:.2f} MB in {len(m['files'])} files",
+        f"  cache.verify (all sizes + sha256 of the extension): {1e3 * best_of(lambda: cache.verify(entry)):.2f} ms",
+        f"  sizes only (stat of each file):                    "
+        f"{1e3 * best_of(lambda: [(entry / f).stat() for f in m['files']]):.3f} ms",
+        f"  cache-hit compile_bundle (build key + verify):      "
+        f"{1e3 * best_of(lambda: build.compile_bundle(bundle, cache=cache_dir), 5):.1f} ms",
+        f"  load from the index (verify + import held module): "
+        f"{1e3 * best_of(lambda: dynamica.load(path, cache=cache_dir, check_mass_matrix=False), 5):.1f} ms",
+    ]
 
 
 def peak_mb() -> float:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Derivative kernels (issue 16): the cost of the full Jacobian dq''/d[q, q'] of chains against
+"""Derivative kernels: the cost of the full Jacobian dq''/d[q, q'] of chains against
 one right-hand side and against Pinocchio's computeABADerivatives, measured in the same run.
 
     python benchmarks/bench_derivatives.py                 # N = 5 10 20 40
@@ -39,7 +39,7 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")       # small matrices: threads only contend (2 shared cores)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -83,7 +83,7 @@ def run(n, rounds, folder, unrolled_max, only=("unrolled", "tape", "recursive"))
     q, qd = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n)
     y = np.concatenate([q, qd])
     p = models["composite"].param_vector()
-    out, qdd, J, r, yd = np.empty(n), np.empty(n), np.empty(2 * n * n), np.empty(n), np.empty(2 * n)
+    qdd, J, r, yd = np.empty(n), np.empty(2 * n * n), np.empty(n), np.empty(2 * n)
     pm = pinocchio_model(model_dict("chain", n, 1))
     pd = pm.createData()
     tau = np.zeros(n)
@@ -137,23 +137,27 @@ def main(argv=None):
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     import pinocchio
+
     import dynamica
     folder = Path(tempfile.mkdtemp(prefix="bench_deriv_"))
     rows = []
     for n in args.sizes:
         print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
         rows.append(run(n, args.rounds, folder, args.unrolled_max, tuple(args.variants)))
-    head = [f"Derivative kernels (issue 16): full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
-            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "
-            f"dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}",
-            "times in us per call (best of interleaved rounds); RHS/ABM C: rhs_capsule in a C loop (forms composite, "
-            "articulated); RHS py, jac py, kernel, pin: called from Python (binding cost included in each);",
-            "jac = derivatives module qdd_jacobian (q'', M, LU, tangent, -M^-1 J; recursive: one kernel for q'', the "
-            "factors of M and J, then -M^-1 J); kernel = residual_jacobian alone (unrolled: the tangent kernel; tape: "
-            "the partials kernel and the loop of dynamica_linalg.h; recursive: the analytical derivatives at given q'');",
-            "ops jac: the tangent kernel (unrolled), the partials kernel (tape), the solve_jacobian kernel (recursive: "
-            "q'', M's factors and J in one); jac/RHS, jac/ABM: over the composite / "
-            "articulated RHS called from Python; err pin: vs computeABADerivatives", ""]
+    head = [
+        f"Derivative kernels: full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "
+        f"dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}",
+        "times in us per call (best of interleaved rounds); RHS/ABM C: rhs_capsule in a C loop (forms composite, "
+        "articulated); RHS py, jac py, kernel, pin: called from Python (binding cost included in each);",
+        "jac = derivatives module qdd_jacobian (q'', M, LU, tangent, -M^-1 J; recursive: one kernel for q'', the "
+        "factors of M and J, then -M^-1 J); kernel = residual_jacobian alone (unrolled: the tangent kernel; tape: "
+        "the partials kernel and the loop of dynamica_linalg.h; recursive: the analytical derivatives at given q'');",
+        "ops jac: the tangent kernel (unrolled), the partials kernel (tape), the solve_jacobian kernel (recursive: "
+        "q'', M's factors and J in one); jac/RHS, jac/ABM: over the composite / "
+        "articulated RHS called from Python; err pin: vs computeABADerivatives",
+        "",
+    ]
     text = "\n".join(head + report(rows))
     print(text)
     if not args.no_save:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""The seed-004 matrix-exponential integrator against Adams and Radau on a chain whose natural
-frequencies span three decades (the seed's motivating case: railway trains, chain drives).
+"""The matrix-exponential integrator for linear multi-mass chains against Adams and Radau on a chain whose natural
+frequencies span three decades (the method's motivating case: railway trains, chain drives).
 
     python benchmarks/bench_expm.py                 # n = 50 masses, t_end = 10 s
     python benchmarks/bench_expm.py --n 100 --no-save
@@ -14,7 +14,7 @@ length d, stiffness k_i from 1e2 to 1e6 N/m geometrically along the chain and da
 
 Reference: scipy.linalg.expm(A t) x0 at every output point (0.01 s). Methods:
   - expm: lin.simulate(method="expm") with its step = the output step, at several `tol`
-    (series order r from the seed's table (19)); its time includes forming D_0 (m doublings);
+    (series order r from the method's table (19)); its time includes forming D_0 (m doublings);
   - adams: the compiled Adams-Bashforth-Moulton of dynamica.simulate on the model's module;
   - radau: scipy's Radau on the compiled RHS with the generated Jacobian (jacobian="analytic").
 Error: the largest deviation of q over all outputs, relative to the largest |q| of the reference.
@@ -32,15 +32,24 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")       # small matrices: threads only contend (2 shared cores)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 
 
 def chain_model(n, d=0.5):
     k = np.geomspace(1e2, 1e6, n)
-    bodies = [{"name": f"w{i}", "parent": "ground", "joint": [{"translate": [i * d, 0, 0]}, {"translate": "x", "q": f"x{i}"}],
-               "mass": 1.0, "com": [0, 0, 0], "inertia": [0.01, 0.01, 0.01]} for i in range(1, n + 1)]
+    bodies = [
+        {
+            "name": f"w{i}",
+            "parent": "ground",
+            "joint": [{"translate": [i * d, 0, 0]}, {"translate": "x", "q": f"x{i}"}],
+            "mass": 1.0,
+            "com": [0, 0, 0],
+            "inertia": [0.01, 0.01, 0.01],
+        }
+        for i in range(1, n + 1)
+    ]
     forces = [{"type": "spring_damper", "body_a": "ground" if i == 1 else f"w{i - 1}",
                "point_a": [0, 0, 0] if i > 1 else [0, 0, 0], "body_b": f"w{i}", "point_b": [0, 0, 0],
                "stiffness": float(k[i - 1]), "damping": float(1e-4 * k[i - 1]), "free_length": d}
@@ -67,8 +76,10 @@ def main(argv=None):
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     import tempfile
+
     import scipy.linalg as sla
     import yaml
+
     import dynamica
     folder = Path(tempfile.mkdtemp(prefix="bench_expm_"))
     path = folder / f"wide_chain{args.n}.yaml"
@@ -104,7 +115,7 @@ def main(argv=None):
             work = f"{res.nfev} RHS, " + (f"{res.info['steps']} steps" if method == "adams" else
                                           f"{res.info['njev']} Jacobians")
             rows.append((method, f"rtol {rtol:.0e}", err(res.q), sec, work))
-    head = [f"expm vs Adams and Radau (issue 16): chain of {n} masses, omega {w.min():.3g} .. {w.max():.4g} rad/s "
+    head = [f"expm vs Adams and Radau: chain of {n} masses, omega {w.min():.3g} .. {w.max():.4g} rad/s "
             f"(ratio {w.max() / w.min():.0f}), t_end {args.t_end} s, outputs every {h} s",
             f"{platform.platform()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; dynamica "
             f"{dynamica.__version__}; error: max |q - expm(A t) x0| / max |q| over the outputs; seconds: best of "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Equation-form benchmark (issue 4): every registered form on chains and stars of N bodies.
+"""Equation-form benchmark: every registered form on chains and stars of N bodies.
 
 A plain script, run by hand (not in CI); see benchmarks/README.md, section "Equation forms".
 
@@ -47,7 +47,7 @@ from pathlib import Path
 
 os.environ.setdefault("DYNAMICA_CACHE", "/tmp/dcache_bench")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 SIZES = (5, 10, 20, 40, 70, 100)
@@ -285,7 +285,8 @@ def build_all(series: list, sizes: list, workdir: Path, args) -> dict:
         rec = records.get(key)
         if rec is not None:
             res = dict(rec, status="ok", reused=True)
-            log(f"{acronym(form):>5} {shape} {dof}-DOF N={n}: reused build ({res['generate_s']:.1f} + {res['compile_s']:.1f} s)")
+            log(f"{acronym(form):>5} {shape} {dof}-DOF N={n}: reused build "
+                f"({res['generate_s']:.1f} + {res['compile_s']:.1f} s)")
             finish(s, res)
             return
         jobdir = Path(tempfile.mkdtemp(prefix=f"{form}-{shape}{dof}-{n}-", dir=workdir))
@@ -324,7 +325,9 @@ def build_all(series: list, sizes: list, workdir: Path, args) -> dict:
                     res["compile_s"] = earlier
                 else:
                     res["compile_s_note"] = "cache hit, compile time unknown"
-            rec = {k: res[k] for k in ("generate_s", "compile_s", "ops", "kernels", "opt", "so", "stages", "fingerprint")}
+            rec = {
+                k: res[k] for k in ("generate_s", "compile_s", "ops", "kernels", "opt", "so", "stages", "fingerprint")
+            }
             records.put(key, rec)
             if res.get("record_key") and res["record_key"] != key:
                 records.put(res["record_key"], rec)
@@ -546,9 +549,12 @@ def report(builds, forms, shapes, dofs, sizes, header_lines) -> tuple:
              "-" if ep is None else f"{ep:.2f}"] for s, d, a, r, et, eo, ep in expo]
     lines += table(["shape", "DOF", "form", "N range", "time", "gen. ops", "predicted"], rows)
     lines.append("")
-    lines.append("cells: `skip (budget)` = not built: the previous size exceeded the generation + compile budget "
-                 "(or the growth of the last two sizes predicts more than twice the budget for this one); `skip (err)` = after an error; `ERR` = failed (see the "
-                 "lines under the table); `!` = measured but the result check failed; `-` = no value (no flop formula).")
+    lines.append(
+        "cells: `skip (budget)` = not built: the previous size exceeded the generation + compile budget "
+        "(or the growth of the last two sizes predicts more than twice the budget for this one); "
+        "`skip (err)` = after an error; `ERR` = failed (see the lines under the table); "
+        "`!` = measured but the result check failed; `-` = no value (no flop formula)."
+    )
     return lines, rate, expo
 
 
@@ -591,8 +597,8 @@ def plot(builds, forms, shapes, dofs, sizes, rate, path) -> None:
 
 
 def machine_info(args) -> list:
-    from dynamica.build import tool_fingerprint
     import dynamica
+    from dynamica.build import tool_fingerprint
     root = Path(dynamica.__file__).resolve().parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,

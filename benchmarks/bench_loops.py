@@ -71,8 +71,15 @@ class PinConstrained:
         self.data = self.model.createData()
         self.cms, self.cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
         for ja, pa, jb, pb in loops:
-            cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, self.model, ja, pin.SE3(np.eye(3), np.array(pa, float)),
-                                          jb, pin.SE3(np.eye(3), np.array(pb, float)), pin.ReferenceFrame.LOCAL)
+            cm = pin.RigidConstraintModel(
+                pin.ContactType.CONTACT_3D,
+                self.model,
+                ja,
+                pin.SE3(np.eye(3), np.array(pa, float)),
+                jb,
+                pin.SE3(np.eye(3), np.array(pb, float)),
+                pin.ReferenceFrame.LOCAL,
+            )
             self.cms.append(cm)
             self.cds.append(cm.createData())
         pin.initConstraintDynamics(self.model, self.data, self.cms, self.cds)
@@ -111,7 +118,10 @@ def main(argv=None):
     ap.add_argument("--t-end", type=float, default=10.0)
     args = ap.parse_args(argv)
     from dynamica.runtime.timing import seconds_per_call
-    lines = [f"dynamica {dynamica.__version__}, pinocchio {pin.__version__}; per-call times are means over 20 000 calls"]
+
+    lines = [
+        f"dynamica {dynamica.__version__}, pinocchio {pin.__version__}; per-call times are means over 20 000 calls"
+    ]
     for name, build in (("fourbar", pin_fourbar), ("rssr", pin_rssr)):
         dm = dynamica.load(str(ROOT / "models" / f"{name}.yaml"))
         pc = PinConstrained(build)

@@ -1,4 +1,4 @@
-"""A stiff mechanism (issue 14): the bundled four-bar with a stiff damper on its crank, integrated
+"""A stiff mechanism: the bundled four-bar with a stiff damper on its crank, integrated
 by the DAE integrator `ida`, by scipy's `radau` on the index-1 ODE and by `adams`.
 
     python benchmarks/bench_loops_stiff.py [--damping 2000] [--t-end 20] [--out results/loops_stiff.txt]
@@ -42,9 +42,11 @@ def main(argv=None):
     kw = dict(t_end=args.t_end, output_step=args.t_end / 40)
     warnings.simplefilter("ignore")
     ref = dynamica.simulate(model, method="radau", rtol=1e-12, atol=1e-14, **kw)
-    lines = [f"bench_loops_stiff: four-bar with a damper of {args.damping:g} N m s/rad on th1, t = 0 .. {args.t_end:g} s; "
-             f"{time.strftime('%Y-%m-%d')}; {platform.platform()}, {os.cpu_count()} cores",
-             f"{'method':8s} {'rtol':>7s} {'seconds':>9s} {'calls':>8s} {'error':>9s} {'drift':>9s}"]
+    lines = [
+        f"bench_loops_stiff: four-bar with a damper of {args.damping:g} N m s/rad on th1, t = 0 .. {args.t_end:g} s; "
+        f"{time.strftime('%Y-%m-%d')}; {platform.platform()}, {os.cpu_count()} cores",
+        f"{'method':8s} {'rtol':>7s} {'seconds':>9s} {'calls':>8s} {'error':>9s} {'drift':>9s}",
+    ]
     for method, tol in [("ida", 1e-6), ("ida", 1e-8), ("radau", 1e-6), ("radau", 1e-8), ("adams", 1e-6),
                         ("adams", 1e-8)]:
         dynamica.simulate(model, method=method, rtol=tol, atol=tol * 1e-2, t_end=1e-3)     # warm up

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Modes of long chains (issue 16): statics, linearisation and eigenanalysis of the N-body chains
+"""Modes of long chains: statics, linearisation and eigenanalysis of the N-body chains
 of benchmarks/bench_forms.py (1-DOF revolute joints about x, y, x, ...; centres of mass off the
 axes, so the hanging equilibrium is not q = 0), checked against Pinocchio.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ["DYNAMICA_CACHE"] = tempfile.mkdtemp(prefix="dcache_modes_")
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -50,6 +50,7 @@ def timed(f):
 def run(n, folder):
     import pinocchio as pin
     import scipy.linalg as sla
+
     import dynamica
     from dynamica.runtime.derivatives import derivatives
     path = write_model("chain", n, 1, folder)
@@ -85,26 +86,32 @@ def main(argv=None):
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     import pinocchio
+
     import dynamica
     folder = Path(tempfile.mkdtemp(prefix="bench_modes_"))
     rows = []
     for n in args.sizes:
         print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
         rows.append(run(n, folder))
-    head = [f"Modes of N-body chains (issue 16); {platform.platform()}, {os.cpu_count()} cores, load average "
-            f"{os.getloadavg()[0]:.2f}; python {platform.python_version()}, dynamica {dynamica.__version__}, "
-            f"pinocchio {pinocchio.__version__}",
-            "seconds: load = main module (numeric mode, articulated), derivatives = generate + compile the derivatives "
-            "module, statics (Newton iterations), linearize, modes (eigenproblems), fd = K by 2N central differences;",
-            "errors relative to Pinocchio at dynamica's equilibrium q*: |rnea(q*, 0, 0)|, M vs crba, K vs "
-            "computeGeneralizedGravityDerivatives, K by central differences vs the same, natural frequencies", "",
-            f"{'N':>4s} {'variant':>8s} {'load':>6s} {'deriv':>7s} {'statics':>8s} {'it':>3s} {'lin':>6s} {'modes':>6s} "
-            f"{'fd':>6s} {'f1 Hz':>8s} {'f2 Hz':>8s} {'fN Hz':>9s} {'|g(q*)|':>8s} {'M err':>8s} {'K err':>8s} "
-            f"{'K fd err':>8s} {'w err':>8s}"]
-    lines = [f"{r['n']:4d} {r['variant']:>8s} {r['load']:6.2f} {r['deriv']:7.2f} {r['statics']:8.3f} {r['iterations']:3d} "
-             f"{r['lin']:6.3f} {r['modes']:6.3f} {r['fd']:6.3f} {r['f'][0]:8.4f} {r['f'][1]:8.4f} {r['f'][-1]:9.3f} "
-             f"{r['g_res']:8.1e} {r['err_M']:8.1e} {r['err_K']:8.1e} {r['err_Kfd']:8.1e} {r['err_w']:8.1e}"
-             for r in rows]
+    head = [
+        f"Modes of N-body chains; {platform.platform()}, {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.2f}; python {platform.python_version()}, dynamica {dynamica.__version__}, "
+        f"pinocchio {pinocchio.__version__}",
+        "seconds: load = main module (numeric mode, articulated), derivatives = generate + compile the derivatives "
+        "module, statics (Newton iterations), linearize, modes (eigenproblems), fd = K by 2N central differences;",
+        "errors relative to Pinocchio at dynamica's equilibrium q*: |rnea(q*, 0, 0)|, M vs crba, K vs "
+        "computeGeneralizedGravityDerivatives, K by central differences vs the same, natural frequencies",
+        "",
+        f"{'N':>4s} {'variant':>8s} {'load':>6s} {'deriv':>7s} {'statics':>8s} {'it':>3s} {'lin':>6s} {'modes':>6s} "
+        f"{'fd':>6s} {'f1 Hz':>8s} {'f2 Hz':>8s} {'fN Hz':>9s} {'|g(q*)|':>8s} {'M err':>8s} {'K err':>8s} "
+        f"{'K fd err':>8s} {'w err':>8s}",
+    ]
+    lines = [
+        f"{r['n']:4d} {r['variant']:>8s} {r['load']:6.2f} {r['deriv']:7.2f} {r['statics']:8.3f} {r['iterations']:3d} "
+        f"{r['lin']:6.3f} {r['modes']:6.3f} {r['fd']:6.3f} {r['f'][0]:8.4f} {r['f'][1]:8.4f} {r['f'][-1]:9.3f} "
+        f"{r['g_res']:8.1e} {r['err_M']:8.1e} {r['err_K']:8.1e} {r['err_Kfd']:8.1e} {r['err_w']:8.1e}"
+        for r in rows
+    ]
     ops = [f"  N = {r['n']}: derivatives module operations {r['ops']}" for r in rows]
     text = "\n".join(head + lines + [""] + ops)
     print(text)

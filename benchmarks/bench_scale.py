@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Scale benchmark (issue 6): both modes and both backends on chains and stars of N = 10..1000
+"""Scale benchmark: both modes and both backends on chains and stars of N = 10..1000
 bodies, next to Pinocchio (ABA; CRBA + Cholesky) and MuJoCo (mj_forward) measured in the same run.
 
     python benchmarks/bench_scale.py                       # N = 10 50 100 200 500 1000, chain and star
@@ -14,8 +14,8 @@ fresh small process of its own (`--compile-worker`) into a fresh cache directory
 generation and compile seconds, the peak resident memory of the generator (VmHWM) and of the
 largest compiler process (RUSAGE_CHILDREN of the compile worker; an upper bound, as a child's
 peak includes the ~100 MB of the Python that forked it), the size of the generated sources and
-the operation count of the RHS kernels. A build is killed at --timeout. Within a series (variant, shape) the sizes run in
-increasing order; when generation + compile of one size took longer than --budget seconds, or the
+the operation count of the RHS kernels. A build is killed at --timeout. Within a series (variant, shape) the sizes run
+in increasing order; when generation + compile of one size took longer than --budget seconds, or the
 growth of the last two sizes predicts more than twice the budget for the next, the larger sizes
 are reported as skipped.
 
@@ -366,7 +366,7 @@ def verdict(rows) -> list:
     def get(shape, n, var):
         return next((r for r in rows if r["shape"] == shape and r["n"] == n and r["variant"] == var
                      and "error" not in r), None)
-    out = ["Targets (issue 6):"]
+    out = ["Targets:"]
     r = get("chain", 1000, "numeric:articulated")
     if r:
         tot = r["gen"] + r["compile"]
@@ -383,8 +383,10 @@ def verdict(rows) -> list:
                        f"(Data ~{pinocchio_bytes(1000) / 1e9:.0f} GB); mj_forward ratio {r['rhs_us'] / r['mj_us']:.2f}"
                        + (f"; pin.aba ratio at N={big['n']}: {big['rhs_us'] / big['aba_us']:.2f}" if big else ""))
     else:
-        r = next((r for r in rows if r["shape"] == "chain" and r["n"] == 1000 and r["variant"] == "numeric:articulated"),
-                 None)
+        r = next(
+            (r for r in rows if r["shape"] == "chain" and r["n"] == 1000 and r["variant"] == "numeric:articulated"),
+            None,
+        )
         out.append("  numeric chain N=1000 (articulated): " + (r["error"] if r else "not in this run"))
     for var in ("symbolic:articulated", "symbolic:composite"):
         r = get("chain", 100, var)
@@ -422,9 +424,10 @@ def main(argv=None) -> int:
     if args.compile_worker:
         print(json.dumps(compile_worker(json.loads(args.compile_worker))))
         return 0
-    import dynamica
     import mujoco
     import pinocchio
+
+    import dynamica
     start, load0 = time.strftime("%Y-%m-%d %H:%M:%S"), os.getloadavg()[0]
     args.sizes = sorted(set(args.sizes))
     rows = run(args, partial=None if args.no_save else str(Path(args.out).with_suffix(".partial.json")))

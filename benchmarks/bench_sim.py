@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Simulation benchmark (issue 3): 10 s of the 7-link chain, three ways, in one run.
+"""Simulation benchmark: 10 s of the 7-link chain, three ways, in one run.
 
     dynamica : compiled RHS + compiled Adams (method="adams", the C entry point, no Python per step)
     PyDy     : PyDy 0.9.4 Cython RHS + scipy LSODA
@@ -22,7 +22,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_spine as bs  # noqa: E402
+import bench_spine as bs
 
 N, T_END, TOLS, RUNS = 7, 10.0, (1e-6, 1e-8, 1e-10), 5
 

@@ -57,6 +57,7 @@ def case(n, method, rtol, folder):
 def reduced(n, method, rtol):
     """The same integrator on the reduced equation (adams: the compiled loop on a Python f)."""
     from scipy.integrate import solve_ivp
+
     from dynamica.runtime.compiled_adams import solve
     c = nf.reduced_coefficient(n)
     times = np.linspace(0.0, T_END, 2001)
@@ -66,8 +67,15 @@ def reduced(n, method, rtol):
                              atol=rtol, t_eval=times).y)
         y = y if y.shape[0] == 2 else y.T
     else:
-        y = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, T_END), y0, method=method.replace("radau", "Radau"),
-                      rtol=rtol, atol=rtol, t_eval=times).y
+        y = solve_ivp(
+            lambda t, y: [y[1], -c * math.cos(y[0])],
+            (0.0, T_END),
+            y0,
+            method=method.replace("radau", "Radau"),
+            rtol=rtol,
+            atol=rtol,
+            t_eval=times,
+        ).y
     ref, _ = nf.reference(n, times)
     return float(np.abs(nf.b0_x(y[0]) - nf.b0_x(ref)).max())
 

@@ -337,10 +337,11 @@ def machine_info() -> list:
             versions.append(f"{name} {__import__(name).__version__}")
         except ImportError:
             versions.append(f"{name} not installed")
+    import sysconfig
+
+    import dynamica
     from dynamica import build
     from dynamica.build import COMPILE_ARGS
-    import sysconfig
-    import dynamica
     root = Path(dynamica.__file__).resolve().parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,

@@ -1,4 +1,4 @@
-"""The launcher's cyclogram (issue 15): build, simulation and switching times, and the RHS per call
+"""The launcher's cyclogram: build, simulation and switching times, and the RHS per call
 of its structures against the flop formulas of table 5.2 and against Pinocchio's ABA.
 
     python benchmarks/bench_stages.py            # N = 12 mock-ups (41 coordinates, 39 stages)
@@ -99,6 +99,7 @@ def pinocchio_of(spec):
     """A Pinocchio model of the ModelSpec's tree: one joint per elementary motion (an offset is
     the placement of the next joint), the body's inertia on its last joint."""
     import pinocchio as pin
+
     from dynamica.generator.model import evaluate
     value = lambda texts: np.array(evaluate(spec, list(texts)), dtype=float)   # noqa: E731
     model, ids = pin.Model(), {"ground": 0}
@@ -133,6 +134,7 @@ def pinocchio_of(spec):
 
 def pinocchio_seconds(spec, rounds=5) -> float:
     import timeit
+
     import pinocchio as pin
     pm = pinocchio_of(spec)
     pd = pm.createData()
@@ -171,7 +173,8 @@ def main(argv=None):
     say("\n1. build of every distinct structure (composite form, C backend), seconds")
     say(f"   {'':8s} {'structures':>10s} {'load (base)':>12s} {'the others':>11s} {'total':>8s}")
     for name, b in (("cold", cold), ("cached", warm)):
-        say(f"   {name:8s} {b['count']:10d} {b['load']:12.2f} {b['structures']:11.2f} {b['load'] + b['structures']:8.2f}")
+        say(f"   {name:8s} {b['count']:10d} {b['load']:12.2f} {b['structures']:11.2f} "
+            f"{b['load'] + b['structures']:8.2f}")
 
     res, total, integ, stat = timed_run(path)
     switching = total - integ - stat
@@ -179,7 +182,9 @@ def main(argv=None):
     say(f"   total {total:.2f}: integration {integ:.2f}, statics {stat:.2f} (the first builds the derivatives module), "
         f"switching and tables {switching:.2f} "
         f"({switching / max(1, len(res.stages) - 1) * 1e3:.1f} ms per boundary)")
-    say("   " + ", ".join(f"{r['name']} {r['t_end']:.4f} ({r['reason']})" for r in res.stages if r["type"] != "statics"))
+    say(
+        "   " + ", ".join(f"{r['name']} {r['t_end']:.4f} ({r['reason']})" for r in res.stages if r["type"] != "statics")
+    )
 
     import dynamica
     model = dynamica.load(str(path))
@@ -201,8 +206,11 @@ def main(argv=None):
             f"{flops['DEC']:7.0f} {dyn * 1e6:12.2f} {dyn * 1e9 / flops['CBM']:8.2f} {pin_s * 1e6:11.2f} "
             f"{pin_s / dyn:8.1f}")
     N = args.n
-    say(f"\n   table 5.2 at N = {N}: CBM {1757 + 1446 * N}, LGR {4538 + 2329 * N / 2 + 243 * N * N / 2 + 9 * N ** 3:.0f}, "
-        f"ITR {1943 + 1004 * N + 45 * N * N}, DEC {2825 + 1601 * N} (the base structure above)")
+    say(
+        f"\n   table 5.2 at N = {N}: CBM {1757 + 1446 * N}, "
+        f"LGR {4538 + 2329 * N / 2 + 243 * N * N / 2 + 9 * N**3:.0f}, "
+        f"ITR {1943 + 1004 * N + 45 * N * N}, DEC {2825 + 1601 * N} (the base structure above)"
+    )
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")
 

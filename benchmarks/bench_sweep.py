@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Parameter-study benchmark (issue 19): cases per second of `dynamica.sweep`.
+"""Parameter-study benchmark: cases per second of `dynamica.sweep`.
 
 The case: the bundled double pendulum over 1 s (model defaults: adams, rtol 1e-8, atol 1e-10,
 output step 0.01), l2 varied over the cases. Measured:
@@ -49,6 +49,7 @@ def distributed(model, values, workers, batch_size=None):
     """(start-up s, first study s, timed study s, no-op task s) on a fresh LocalCluster."""
     import pandas as pd
     from distributed import Client, LocalCluster
+
     from dynamica.runtime.sweep import sweep
     t0 = time.perf_counter()
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
@@ -119,25 +120,30 @@ def main(argv=None):
     o_one = timed1["1"][0] / timed1["1"][1] - c
     s = min(runs[1][3], runs[2][3])
     start = runs[2][1]                     # the module reaching the workers and a first small study
-    lines += ["", "overhead of the distributed path (one worker, against the serial cost c = "
-              f"{1e3 * c:.3f} ms per case):",
-              f"  per case, automatic batches ({auto_batch(timed1['auto'][1], 1)} cases a task): {1e3 * o_auto:7.3f} ms",
-              f"  per case, one case a task:                     {1e3 * o_one:7.3f} ms",
-              f"  per no-op Dask task (submit to result, 2 workers): {1e3 * s:7.3f} ms",
-              f"  one-time: cluster start {runs[2][0]:.1f} s (2 workers), module on the workers and "
-              f"first study {runs[2][1]:.1f} s", "",
-              "projection of a 10 000-case study (a model from the numbers above, not a measurement):",
-              f"  T(W) = start + max(ceil(tasks/W) * B * (c + o), tasks * s), c = {1e3 * c:.3f} ms, "
-              f"o = {1e3 * max(o_auto, 0):.3f} ms, s = {1e3 * s:.3f} ms, start = {start:.1f} s (measured, workers running)",
-              f"  {'workers':>7s} {'batch B':>7s} {'tasks':>6s} {'T':>9s} {'speed-up':>9s} {'efficiency':>10s}"]
+    lines += [
+        "",
+        f"overhead of the distributed path (one worker, against the serial cost c = {1e3 * c:.3f} ms per case):",
+        f"  per case, automatic batches ({auto_batch(timed1['auto'][1], 1)} cases a task): {1e3 * o_auto:7.3f} ms",
+        f"  per case, one case a task:                     {1e3 * o_one:7.3f} ms",
+        f"  per no-op Dask task (submit to result, 2 workers): {1e3 * s:7.3f} ms",
+        f"  one-time: cluster start {runs[2][0]:.1f} s (2 workers), module on the workers and "
+        f"first study {runs[2][1]:.1f} s",
+        "",
+        "projection of a 10 000-case study (a model from the numbers above, not a measurement):",
+        f"  T(W) = start + max(ceil(tasks/W) * B * (c + o), tasks * s), c = {1e3 * c:.3f} ms, "
+        f"o = {1e3 * max(o_auto, 0):.3f} ms, s = {1e3 * s:.3f} ms, start = {start:.1f} s (measured, workers running)",
+        f"  {'workers':>7s} {'batch B':>7s} {'tasks':>6s} {'T':>9s} {'speed-up':>9s} {'efficiency':>10s}",
+    ]
     t1 = None
     for w in (1, 8, 64):
         b, tasks, t = project(10_000, w, c, max(o_auto, 0), s, start)
         t1 = t1 or t
         lines.append(f"  {w:7d} {b:7d} {tasks:6d} {t:8.1f}s {t1 / t:9.1f} {100 * t1 / t / w:9.0f} %")
     n64 = 10_000 / 64
-    lines += [f"  at 64 workers a worker has {n64:.0f} cases ({n64 * c:.2f} s of work): the {start:.1f} s start dominates; "
-              "a study is worth a cluster when its cases are long or many"]
+    lines += [
+        f"  at 64 workers a worker has {n64:.0f} cases ({n64 * c:.2f} s of work): the {start:.1f} s start dominates; "
+        "a study is worth a cluster when its cases are long or many"
+    ]
     report = "\n".join(lines)
     print(report)
     if not args.no_save:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""URDF robots (issue 18), in one run on the same files (example-robot-data):
+"""URDF robots, in one run on the same files (example-robot-data):
 
 1. Load time of a URDF robot, each in a fresh Python process (imports included):
      dynamica cold   : dynamica.load(robot.urdf) with an empty cache (parse, generate, compile)
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from oracles.pin_urdf import coordinate_map, pin_model, pin_state, robot_file  # noqa: E402
+from oracles.pin_urdf import coordinate_map, pin_model, pin_state, robot_file
 
 ROBOTS = {"ur5": "robots/ur_description/urdf/ur5_robot.urdf",
           "allegro_hand": "robots/allegro_hand_description/urdf/allegro_right_hand.urdf"}
@@ -67,8 +67,9 @@ def load_times(name):
 
 
 def rhs_times(name):
-    import dynamica
     import pinocchio as pin
+
+    import dynamica
     from dynamica.runtime.timing import seconds_per_call
     path = robot_file(ROBOTS[name])
     model = dynamica.load(path)

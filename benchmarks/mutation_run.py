@@ -1,5 +1,5 @@
 """Mutation run: plant one convention or formula error at a time in a copy of the generator and
-show that the tests CI runs by default fail for each (issue 21).
+show that the tests CI runs by default fail for each.
 
 Each mutation is an exact text replacement in one source file (asserted to match once). The
 repository's tracked files (and the built Cython runtime) are copied to a temporary folder laid
@@ -34,8 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 #: the default-selection tests run for each mutation (all are part of CI's default run)
-TESTS = ["tests/test_reference.py", "tests/test_oracle_coverage.py", "tests/test_oracle_sympy_mechanics.py", "tests/test_oracle_pinocchio.py",
-         "tests/test_forms.py"]
+TESTS = [
+    "tests/test_reference.py",
+    "tests/test_oracle_coverage.py",
+    "tests/test_oracle_sympy_mechanics.py",
+    "tests/test_oracle_pinocchio.py",
+    "tests/test_forms.py",
+]
 
 
 @dataclass(frozen=True)
@@ -48,59 +53,137 @@ class Mutation:
     tests: tuple = ()    # the tests to run (default TESTS)
 
 
+#: the tests of the closed loops' solve (the mutations of runtime/dynamica_constraints.h)
+LOOP_TESTS = ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")
+
 MUTATIONS = [
-    Mutation("axis_sign", "every joint axis reversed (unit axis u -> -u)", "generator/kinematics.py",
-             "    v = [ex.parse(c, scope) for c in vec]\n    n2", "    v = [-ex.parse(c, scope) for c in vec]\n    n2"),
-    Mutation("rotation_sense", "elementary rotation turned the other way (G = R instead of R^T)",
-             "generator/kinematics.py", "            RT = R.T\n", "            RT = R\n"),
-    Mutation("rotation_order", "successive rotations of a joint composed in the wrong order",
-             "generator/kinematics.py", 'G = prog.let_matrix(f"{t}_G", RT * G)', 'G = prog.let_matrix(f"{t}_G", G * RT)'),
-    Mutation("inertia_order", "inertia components read as [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] (Iyz and Ixz swapped)",
-             "generator/kinematics.py", "ixx, iyy, izz, ixy, iyz, ixz = [ex.parse(x, scope) for x in body.inertia]",
-             "ixx, iyy, izz, ixy, ixz, iyz = [ex.parse(x, scope) for x in body.inertia]"),
-    Mutation("parallel_axis", "parallel-axis term subtracted (Theta_O = Theta_c - m(|r|^2 E - r r^T))",
-             "generator/kinematics.py", "theta = theta_c + m * (r2", "theta = theta_c - m * (r2"),
-    Mutation("coriolis_translate", "Coriolis term of a translation inside a joint halved (2 w x u s' -> w x u s')",
-             "generator/kinematics.py", "scale(2 * rate, cross(w, u))", "scale(rate, cross(w, u))"),
-    Mutation("driven_acceleration", "second derivative of a driven rotation (by'') dropped",
-             "generator/kinematics.py", "add(new_eps, scale(accel, u))", "new_eps"),
-    Mutation("spherical_order", "spherical joint expanded as rotations about z, y, x instead of x, y, z",
-             "generator/model.py", 'lambda j, q: [_rot(a, c) for a, c in zip("xyz", q)]),',
-             'lambda j, q: [_rot(a, c) for a, c in zip("zyx", q)]),'),
-    Mutation("force_frame", "body_force components taken in the other frame (ground <-> body)",
-             "generator/forms/common.py", 'if f["frame"] == "ground":', 'if f["frame"] == "body":'),
-    Mutation("spring_direction", "spring_damper tension applied with the wrong sign on both bodies",
-             "generator/forms/common.py",
-             'apply(f["body_b"], pb, f_ground=[-x for x in e])\n            apply(f["body_a"], pa, f_ground=e)',
-             'apply(f["body_b"], pb, f_ground=e)\n            apply(f["body_a"], pa, f_ground=[-x for x in e])'),
-    Mutation("gravity_sign", "gravity enters the accelerated ground with the wrong sign (Lagrangian forms)",
-             "generator/forms/common.py", "fp.w_hat[0] = [-x for x in g] + Z3", "fp.w_hat[0] = [x for x in g] + Z3"),
-    Mutation("hamilton_gravity_moment", "moment of gravity about O_i with the cross product reversed (Hamiltonian forms)",
-             "generator/forms/hamiltonian.py", "Fg = scale(m, gi) + cross(h, gi)", "Fg = scale(m, gi) + cross(gi, h)"),
-    Mutation("limit_damping", "damping of a `limit` force with the wrong sign at the lower bound",
-             "generator/forms/common.py", "(k - mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
-             "(k + mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))"),
-    Mutation("min_max", "min and max of the grammar swapped in lowering", "generator/lower.py",
-             'sp.Min: "fmin", sp.Max: "fmax"', 'sp.Min: "fmax", sp.Max: "fmin"'),
-    Mutation("heaviside_at_0", "heaviside(0) = 1 in the module helpers (documented: 1/2)",
-             "runtime/dynamica_helpers.h", "(x < 0 ? 0.0 : 0.5)", "(x < 0 ? 0.0 : 1.0)"),
-    Mutation("sign_at_0", "sign(0) = 1 in the module helpers (documented: 0)",
-             "runtime/dynamica_helpers.h", "return (double)((x > 0) - (x < 0));", "return (double)((x >= 0) - (x < 0));"),
+    Mutation(
+        "axis_sign",
+        "every joint axis reversed (unit axis u -> -u)",
+        "generator/kinematics.py",
+        "    v = [ex.parse(c, scope) for c in vec]\n    n2",
+        "    v = [-ex.parse(c, scope) for c in vec]\n    n2",
+    ),
+    Mutation(
+        "rotation_sense",
+        "elementary rotation turned the other way (G = R instead of R^T)",
+        "generator/kinematics.py",
+        "            RT = R.T\n",
+        "            RT = R\n",
+    ),
+    Mutation(
+        "rotation_order",
+        "successive rotations of a joint composed in the wrong order",
+        "generator/kinematics.py",
+        'G = prog.let_matrix(f"{t}_G", RT * G)',
+        'G = prog.let_matrix(f"{t}_G", G * RT)',
+    ),
+    Mutation(
+        "inertia_order",
+        "inertia components read as [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] (Iyz and Ixz swapped)",
+        "generator/kinematics.py",
+        "ixx, iyy, izz, ixy, iyz, ixz = [ex.parse(x, scope) for x in body.inertia]",
+        "ixx, iyy, izz, ixy, ixz, iyz = [ex.parse(x, scope) for x in body.inertia]",
+    ),
+    Mutation(
+        "parallel_axis",
+        "parallel-axis term subtracted (Theta_O = Theta_c - m(|r|^2 E - r r^T))",
+        "generator/kinematics.py",
+        "theta = theta_c + m * (r2",
+        "theta = theta_c - m * (r2",
+    ),
+    Mutation(
+        "coriolis_translate",
+        "Coriolis term of a translation inside a joint halved (2 w x u s' -> w x u s')",
+        "generator/kinematics.py",
+        "scale(2 * rate, cross(w, u))",
+        "scale(rate, cross(w, u))",
+    ),
+    Mutation(
+        "driven_acceleration",
+        "second derivative of a driven rotation (by'') dropped",
+        "generator/kinematics.py",
+        "add(new_eps, scale(accel, u))",
+        "new_eps",
+    ),
+    Mutation(
+        "spherical_order",
+        "spherical joint expanded as rotations about z, y, x instead of x, y, z",
+        "generator/model.py",
+        'lambda j, q: [_rot(a, c) for a, c in zip("xyz", q)]),',
+        'lambda j, q: [_rot(a, c) for a, c in zip("zyx", q)]),',
+    ),
+    Mutation(
+        "force_frame",
+        "body_force components taken in the other frame (ground <-> body)",
+        "generator/forms/common.py",
+        'if f["frame"] == "ground":',
+        'if f["frame"] == "body":',
+    ),
+    Mutation(
+        "spring_direction",
+        "spring_damper tension applied with the wrong sign on both bodies",
+        "generator/forms/common.py",
+        'apply(f["body_b"], pb, f_ground=[-x for x in e])\n            apply(f["body_a"], pa, f_ground=e)',
+        'apply(f["body_b"], pb, f_ground=e)\n            apply(f["body_a"], pa, f_ground=[-x for x in e])',
+    ),
+    Mutation(
+        "gravity_sign",
+        "gravity enters the accelerated ground with the wrong sign (Lagrangian forms)",
+        "generator/forms/common.py",
+        "fp.w_hat[0] = [-x for x in g] + Z3",
+        "fp.w_hat[0] = [x for x in g] + Z3",
+    ),
+    Mutation(
+        "hamilton_gravity_moment",
+        "moment of gravity about O_i with the cross product reversed (Hamiltonian forms)",
+        "generator/forms/hamiltonian.py",
+        "Fg = scale(m, gi) + cross(h, gi)",
+        "Fg = scale(m, gi) + cross(gi, h)",
+    ),
+    Mutation(
+        "limit_damping",
+        "damping of a `limit` force with the wrong sign at the lower bound",
+        "generator/forms/common.py",
+        "(k - mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
+        "(k + mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
+    ),
+    Mutation(
+        "min_max",
+        "min and max of the grammar swapped in lowering",
+        "generator/lower.py",
+        'sp.Min: "fmin", sp.Max: "fmax"',
+        'sp.Min: "fmax", sp.Max: "fmin"',
+    ),
+    Mutation(
+        "heaviside_at_0",
+        "heaviside(0) = 1 in the module helpers (documented: 1/2)",
+        "runtime/dynamica_helpers.h",
+        "(x < 0 ? 0.0 : 0.5)",
+        "(x < 0 ? 0.0 : 1.0)",
+    ),
+    Mutation(
+        "sign_at_0",
+        "sign(0) = 1 in the module helpers (documented: 0)",
+        "runtime/dynamica_helpers.h",
+        "return (double)((x > 0) - (x < 0));",
+        "return (double)((x >= 0) - (x < 0));",
+    ),
     Mutation("loop_rank_squared", "the loops' rows judged by their squared length (as J M^-1 J^T's pivots)",
              "runtime/dynamica_constraints.h", "W->c[a] = len > DYN_CON_ZERO_TOL * largest ?",
-             "W->c[a] = len * len > DYN_CON_ZERO_TOL * largest * largest ?", ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
+             "W->c[a] = len * len > DYN_CON_ZERO_TOL * largest * largest ?", LOOP_TESTS),
     Mutation("loop_consistency", "an inconsistent left-out loop equation accepted (tolerance 1e-9 -> 1e6)",
-             "runtime/dynamica_constraints.h", "#define DYN_CON_CONSISTENT_TOL 1e-9", "#define DYN_CON_CONSISTENT_TOL 1e6",
-             ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
+             "runtime/dynamica_constraints.h", "#define DYN_CON_CONSISTENT_TOL 1e-9",
+             "#define DYN_CON_CONSISTENT_TOL 1e6", LOOP_TESTS),
     Mutation("loop_weak_gamma", "near a singular configuration the weak rows' gamma kept (the defect followed)",
-             "runtime/dynamica_constraints.h", "W.gamma[a] /= 1.0 + r * r;", "W.gamma[a] /= 1.0;", ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
+             "runtime/dynamica_constraints.h", "W.gamma[a] /= 1.0 + r * r;", "W.gamma[a] /= 1.0;", LOOP_TESTS),
     Mutation("loop_project_weak", "the projection corrects the weak rows too (Newton onto the nearest branch)",
              "runtime/dynamica_constraints.h",
              "weak[a] = weak[a] > 0.0 && weak[a] / (w * w * kappa[a]) > DYN_CON_PROJECT_WEAK ? 1.0 : 0.0;",
-             "weak[a] = 0.0;", ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
+             "weak[a] = 0.0;", LOOP_TESTS),
     Mutation("scipy_no_projection", "scipy's one-step methods not projected onto the loops after a step",
              "runtime/simulate.py", "self.projected = bool(model.loops) and scipy_method in ONE_STEP",
-             "self.projected = False", ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")),
+             "self.projected = False", LOOP_TESTS),
 ]
 
 
@@ -134,9 +217,28 @@ def run_tests(pkg: Path, cache: Path, tests, timeout: float, maxfail: int = 0):
     if Path(probe).resolve().parent != pkg.resolve():
         raise SystemExit(f"the copy is not what imports as dynamica ({probe})")
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider",
-                          "-o", "addopts=", "-rfE", *([f"--maxfail={maxfail}"] if maxfail else []), *tests], cwd=pkg, env=env, capture_output=True, text=True,
-                         timeout=timeout)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            "not slow",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "-rfE",
+            *([f"--maxfail={maxfail}"] if maxfail else []),
+            *tests,
+        ],
+        cwd=pkg,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     elapsed = time.perf_counter() - t0
     text = out.stdout + out.stderr
     failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", text, flags=re.M)
@@ -169,8 +271,8 @@ def main(argv=None):
             shutil.copytree(base, pkg)
             if m is not None:
                 apply(pkg, m)
-            tests = list(m.tests) if m is not None and m.tests else sorted(
-                set(TESTS).union(*(x.tests for x in chosen))) if m is None else TESTS
+            tests = list(m.tests) if m is not None and m.tests else (
+                sorted(set(TESTS).union(*(x.tests for x in chosen))) if m is None else TESTS)
             rc, failed, summary, elapsed = run_tests(pkg, Path(tmp) / "cache", tests, args.timeout,
                                                      0 if m is None else args.maxfail)
         name = "(none: control)" if m is None else m.name
@@ -183,7 +285,7 @@ def main(argv=None):
     snapshot.cleanup()
     lines = ["# Mutation run (benchmarks/mutation_run.py)", "",
              "Each row plants one error in a copy of the repository and runs the default-selection (`-m \"not slow\"`)",
-             "tests of " + ", ".join(f"`{t}`" for t in TESTS) + " (or the mutation's own, named in its row) with a "
+             "tests of " + ", ".join(f"`{t}`" for t in TESTS) + " (or the mutation's own, named below) with a "
              "fresh module cache;",
              "every one of them is part of the default CI run. The control row is the unmutated copy."
              + (f" Mutated runs stop after {args.maxfail} failure(s)." if args.maxfail else ""), "",
@@ -194,7 +296,8 @@ def main(argv=None):
     if own:
         lines += ["", "Tests of the mutations with their own: " + "; ".join(
             f"{m.name}: " + ", ".join(f"`{t}`" for t in m.tests) for m in own) + "."]
-    lines += ["", f"Verdict: {'every mutation caught, control clean' if ok else 'NOT every mutation caught (or the control failed)'}."]
+    verdict = "every mutation caught, control clean" if ok else "NOT every mutation caught (or the control failed)"
+    lines += ["", f"Verdict: {verdict}."]
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0 if ok else 1

@@ -1,4 +1,5 @@
-"""The equations of closed loops (seed 003 (7)-(13); docs/loops.md), generated like the rest.
+"""The equations of closed loops (cut-joint constraint equations, as in the peer package;
+docs/loops.md), generated like the rest.
 
 Each loop joint holds a few scalar equations (atoms, generator/loops.py) on the tree's
 coordinates q. Every atom is a function of points and directions fixed in the two bodies, so

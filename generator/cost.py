@@ -2,7 +2,7 @@
 
 Pure arithmetic, exact (``fractions.Fraction``): no sympy, no model loading.
 
-Symbols (dissertation 4.1.1-4.1.2, GUIDE.md "Conventions"); bodies 1..N, ground = 0:
+Symbols (dissertation 4.1.1-4.1.2, docs/design.md); bodies 1..N, ground = 0:
 
   kappa_i   parent of body i (0 = ground); a *root* body is one with kappa_i = 0
   n_i       degrees of freedom of joint i (0..6);  n = sum n_i

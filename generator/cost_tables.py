@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dynamica.generator.cost import ITERATIVE, F, Tree, _args, _cube_sq_lin, _K, form_name
+from dynamica.generator.cost import _K, ITERATIVE, F, Tree, _args, _cube_sq_lin, form_name
 
 __all__ = ["Row", "breakdown", "fit_polynomial", "TABLE_VS_FORMULA"]
 
@@ -74,22 +74,33 @@ def breakdown(parents, dofs=None, form=None, K=None) -> list:
         return kin41 + [
             _row("4.2", "B", "(1.31)", 24 * sum_etak, 18 * sum_etak),
             _row("4.2", "Q", "(2.12)", 6 * sum_eta, 6 * sum_eta),
-            _row("4.2", "M", "(2.11)", 3 * sum(e * e + 8 * e for e in eta[1:]), 3 * sum(e * e + 6 * e for e in eta[1:])),
-            chol_M]
+            _row(
+                "4.2", "M", "(2.11)", 3 * sum(e * e + 8 * e for e in eta[1:]), 3 * sum(e * e + 6 * e for e in eta[1:])
+            ),
+            chol_M,
+        ]
     if f == "composite":
         return kin41 + [Fstar, Mstar, Q_cbm, M_cbm, chol_M]
     if f == "lagrange1":
         mu, m = t.mu, t.m
         mm = 6 * N - n
         return [
-            _row("4.4", "v", "(1.11)", 24 * N, 24 * N), _row("4.4", "w'", "(1.12)", 30 * N, 27 * N),
+            _row("4.4", "v", "(1.11)", 24 * N, 24 * N),
+            _row("4.4", "w'", "(1.12)", 30 * N, 27 * N),
             _row("4.4", "F'", "(1.36)", 30 * N, 21 * N),
-            _row("4.4", "H", "(2.24)", sum(3 * x * x + 27 * x for x in mu[1:]), sum(3 * x * x + 21 * x for x in mu[1:])),
+            _row(
+                "4.4", "H", "(2.24)", sum(3 * x * x + 27 * x for x in mu[1:]), sum(3 * x * x + 21 * x for x in mu[1:])
+            ),
             _row("4.4", "R", "(2.25)", sum(6 * x + 24 for x in mu[1:]), sum(6 * x + 24 for x in mu[1:])),
-            _solve_row("4.4", "lambda (sparse Cholesky of H)", "(B.8)",
-                       sum(_chol(x) for x in mu[1:]) - sum(_chol(m[i]) for i in nonroot)),
+            _solve_row(
+                "4.4",
+                "lambda (sparse Cholesky of H)",
+                "(B.8)",
+                sum(_chol(x) for x in mu[1:]) - sum(_chol(m[i]) for i in nonroot),
+            ),
             _row("4.4", "w", "(1.45)", 6 * mm + 48 * N - 24 * R, 6 * mm + 42 * N - 24 * R),
-            _row("4.4", "qdd", "(1.44)", 6 * n + 24 * N, 6 * n + 30 * N)]
+            _row("4.4", "qdd", "(1.44)", 6 * n + 24 * N, 6 * n + 30 * N),
+        ]
     if f in ITERATIVE:
         K = _K(K, f)
         common = [

@@ -1,4 +1,4 @@
-"""The derivatives module of a model (issue 16): the equations as a residual and its Jacobian.
+"""The derivatives module of a model: the equations as a residual and its Jacobian.
 
 A model's derivatives are generated as a module of their own (kind "derivatives"), built on
 first use by `dynamica.linearize`, `dynamica.equilibrium` and the radau integrator, whatever
@@ -91,7 +91,7 @@ def residual(kin, x):
 
 
 def signal_kernels(kin, r, x) -> tuple:
-    """The kernels of a model with extra states s or inputs u (issue 17), which the other
+    """The kernels of a model with extra states s or inputs u, which the other
     kernels read from their slots of p: r and s' with their Jacobians by [q, qd, s, u], s and u
     given as arrays of their own (always the unrolled tangent: generator/tangent.py)."""
     from dynamica.generator import expr as ex

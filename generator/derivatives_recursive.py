@@ -1,4 +1,4 @@
-"""The residual Jacobian by analytical recursive derivatives of inverse dynamics (issue 16).
+"""The residual Jacobian by analytical recursive derivatives of inverse dynamics.
 
 The derivatives module's variant "recursive" (generator/derivatives.py): the same kernel
 outputs as the tangent, r = M(q) x - Q(t, q, q') and J = [dr/dq | dr/dq'] at fixed x, but the

@@ -73,7 +73,7 @@ def _spring(ctx, f):
 
 @potential("limit")
 def _limit(ctx, f):
-    # the stiff part of seed 003's contact law, k exp(-a (q - q1)) and -k exp(a (q - q2)), has the
+    # the stiff part of the limit's contact law, k exp(-a (q - q1)) and -k exp(a (q - q2)), has the
     # potential (k / a) exp(-a (q - q1)) and (k / a) exp(a (q - q2))
     fields = dict(f.fields)
     ka = _constant(ctx, f["stiffness"], f["decay"], *(fields[b] for b in ("lower", "upper") if b in fields))

@@ -68,7 +68,7 @@ class ExpressionError(ValueError):
         self.unknown = unknown
 
 
-#: bounds that keep parsing quick and every folded constant a finite double (issue 12)
+#: bounds that keep parsing quick and every folded constant a finite double
 MAX_LENGTH = 10000      # characters of one expression
 MAX_DEPTH = 100         # nesting of calls, powers, unary operators and parentheses
 MAX_EXPONENT = 1000     # |n| of an exact (integer or rational) exponent, e.g. the 2 of m**2

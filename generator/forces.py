@@ -1,5 +1,5 @@
 """Force elements: a registry with one entry per type (dissertation 5.1.2: forces on bodies,
-between pairs of bodies, in joints; seed 003: limits).
+between pairs of bodies, in joints; the peer package's limit stops).
 
 An entry (`ForceType`) holds what the loader checks, the schema {key: (kind, default)} (kinds:
 generator/force_sections.py FIELD_KINDS) and `check` for what the schema cannot say, and `build`: the
@@ -193,9 +193,9 @@ def _limit_check(given, fields):
 
 @register("limit", {"coordinate": ("coordinate", REQUIRED), "lower": ("expr", None), "upper": ("expr", None),
                     "stiffness": ("expr", REQUIRED), "damping": ("expr", 0), "decay": ("expr", REQUIRED)},
-          check=_limit_check, doc="stops of a coordinate with the contact law of seed 003")
+          check=_limit_check, doc="stops of a coordinate with an exponential contact law")
 def _limit(ctx, f):
-    # seed 003: F = (k - mu q') exp(-a (q - q1)) pushes up from a lower bound q1;
+    # the peer package's contact law: F = (k - mu q') exp(-a (q - q1)) pushes up from a lower bound q1;
     # mirrored, -(k + mu q') exp(a (q - q2)) pushes down from an upper bound q2
     c = f["coordinate"]
     q, qd = ex.coord_symbol(c), ex.rate_symbol(c)

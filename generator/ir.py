@@ -1,4 +1,4 @@
-"""The kernel IR: plain frozen data, no front-end (sympy) objects (STYLE.md, FFCx-style).
+"""The kernel IR: plain frozen data, no front-end (sympy) objects (docs/design.md, FFCx-style).
 
 A `Kernel` is an ordered list of single assignments to temporaries (`Assign`) and stores to
 output arrays (`Store`), with inputs and outputs described by role. Expressions are trees of

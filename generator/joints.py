@@ -22,7 +22,7 @@ JOINT_TYPES = {
     "universal": ({"axes"}, lambda j: [("rotate", a) for a in _two_axes(j["axes"])]),
     "spherical": (set(), lambda j: [("rotate", a) for a in "xyz"]),
     "free": (set(), lambda j: [("translate", a) for a in "xyz"] + [("rotate", a) for a in "xyz"]),
-    # seed 003's screw pair: translation s along the axis and rotation 2 pi s / pitch about it
+    # the peer package's screw pair: translation s along the axis and rotation 2 pi s / pitch about it
     "helical": ({"axis", "pitch"}, lambda j: [("screw", j["axis"])]),
 }
 

@@ -13,16 +13,15 @@ import yaml
 
 from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
-from dynamica.generator.expr import found, join_path
-from dynamica.generator.tables import scope_functions
 from dynamica.generator.actuator_sections import ActuatorSections
+from dynamica.generator.expr import found, join_path
 from dynamica.generator.force_sections import ForceSections
 from dynamica.generator.joints import JointSections, _scan_coordinates
 from dynamica.generator.loops import LoopSections
+from dynamica.generator.model import IDENT, INTEGRATORS, ModelSpec, Parameter, Simulate, _physics_warnings, _scope_of
 from dynamica.generator.stages import StageSections
+from dynamica.generator.tables import scope_functions
 from dynamica.generator.visuals import VisualSections
-from dynamica.generator.model import (IDENT, INTEGRATORS, ModelSpec, Parameter, Simulate, _physics_warnings,
-                                      _scope_of)
 
 
 def load(source, file=None, cache=None, **import_options) -> ModelSpec:

@@ -1,4 +1,4 @@
-"""Closed kinematic loops (docs/loops.md; seed 003 (7)-(17)): the loop-joint types (a registry)
+"""Closed kinematic loops (docs/loops.md; cut joints as in the peer package): the loop-joint types (a registry)
 and the loader's `loops` and `assembly` sections.
 
 The bodies and their `parent` joints form a tree; each entry of `loops` is one more joint between

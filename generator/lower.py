@@ -17,8 +17,8 @@ import sympy as sp
 from dynamica import __version__
 from dynamica.generator import expr as ex
 from dynamica.generator import ir
-from dynamica.generator.tangent import tangent_added, tangent_kernel, tape_kernel
 from dynamica.generator.tables import data_name, module_tables
+from dynamica.generator.tangent import tangent_added, tangent_kernel, tape_kernel
 
 #: sympy function class -> IR function name
 _FUNCS = {sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "asin", sp.acos: "acos",

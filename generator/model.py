@@ -185,14 +185,14 @@ def load_model(source, **import_options) -> ModelSpec:
     """Read and validate a model file (a path) or an already-parsed mapping.
 
     Whatever the file holds, the result is a ModelSpec or one ModelError naming the file, the
-    entries and what was expected (issue 12: tests/test_fuzz_models.py). Other description
+    entries and what was expected (tests/test_fuzz_models.py). Other description
     formats (a URDF robot, generator/urdf.py) take `import_options` (floating, mimic, limits).
     """
     from dynamica.generator.loader import load
     return load(source, **import_options)
 
 
-#: output keys the tool always writes (API.md): an expression cannot take them
+#: output keys the tool always writes (docs/api.md): an expression cannot take them
 OUTPUT_KEYS_RESERVED = ("qdd",)
 
 def _scope_of(params, coords) -> ex.Scope:

@@ -26,11 +26,18 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from dynamica.generator.forms.cholesky import singular_error, solve_reverse_ldl, StructurallySingular
-from dynamica.generator.forms.common import bias_forces, forward_pass
 from dynamica.generator.forces import active_forces
-from dynamica.generator.forms.spatial import (apply_C, apply_CT, composite_forces, composite_inertias,
-                                              coordinate_layout, inertia_times, mass_matrix_rows)
+from dynamica.generator.forms.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
+from dynamica.generator.forms.common import bias_forces, forward_pass
+from dynamica.generator.forms.spatial import (
+    apply_C,
+    apply_CT,
+    composite_forces,
+    composite_inertias,
+    coordinate_layout,
+    inertia_times,
+    mass_matrix_rows,
+)
 from dynamica.generator.kinematics import derive_kinematics
 from dynamica.generator.program import add, cross, dot, fold_vectors, matTvec, matvec
 

@@ -1,4 +1,4 @@
-"""The pipeline (STYLE.md): one pure function per stage, chained here.
+"""The pipeline (docs/design.md): one pure function per stage, chained here.
 
     load_model(path) -> ModelSpec             plain data; ModelError lists every problem
     build_topology(spec) -> Topology          ints only: kappa, children, paths, subtrees

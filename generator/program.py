@@ -12,7 +12,6 @@ import re
 
 import sympy as sp
 
-
 #: a generated name: an identifier (so never one of the model's "role:name" symbols, see
 #: expr.py), not `t`, not a CSE temporary `z<k>` (lower.value_numbering), not the generated
 #: code's own names (`in_*`, `out_*`, `dyn_*`) and not a word the backends reserve

@@ -175,10 +175,17 @@ def derive(spec, structure: Structure):
     gone = vanished | locked
     loops = tuple(lp for lp in spec.loops if lp.body_a not in removed and lp.body_b not in removed)
     derived = replace(
-        spec, name=f"{spec.name}_{_digest(structure)}", parameters=params, bodies=tuple(bodies),
-        initial=tuple((k, v) for k, v in spec.initial if _coordinate_of(k) not in gone), forces=forces,
-        outputs=outputs, loops=loops, assembly_hold=tuple(h for h in spec.assembly_hold if _coordinate_of(h) not in gone),
-        stages=())
+        spec,
+        name=f"{spec.name}_{_digest(structure)}",
+        parameters=params,
+        bodies=tuple(bodies),
+        initial=tuple((k, v) for k, v in spec.initial if _coordinate_of(k) not in gone),
+        forces=forces,
+        outputs=outputs,
+        loops=loops,
+        assembly_hold=tuple(h for h in spec.assembly_hold if _coordinate_of(h) not in gone),
+        stages=(),
+    )
     return derived, tuple(dropped)
 
 

@@ -1,4 +1,4 @@
-"""Tabulated functions of the model file (`functions:`; seed 003: tabulated functions of one and
+"""Tabulated functions of the model file (`functions:`; as in the peer package: tabulated functions of one and
 more variables, thrust and gas-dynamic forces given as curves).
 
 A function of one variable is a piecewise polynomial on its knots x_0 < ... < x_{n-1}: on
@@ -115,7 +115,7 @@ def ppoly(x, c, k: int, ext: int, v: float) -> float:
 
 def grid2(xg, yg, z, ext: int, dx: int, dy: int, u: float, w: float) -> float:
     """dyn_grid2 of dynamica_helpers.h: bilinear on the grid, derivatives (dx, dy) in {0, 1}."""
-    nx, ny = len(xg), len(yg)
+    ny = len(yg)
     if ext:
         if (dx and not xg[0] <= u <= xg[-1] and u == u) or (dy and not yg[0] <= w <= yg[-1] and w == w):
             return 0.0

@@ -1,4 +1,4 @@
-"""Forward-mode differentiation of a kernel: its tangent program over the IR (issue 16).
+"""Forward-mode differentiation of a kernel: its tangent program over the IR.
 
 `tangent_kernel(kernel, wrt, output)` returns a kernel that computes what `kernel` computes
 and, for every output entry, its derivatives with respect to the entries of the input arrays

@@ -1,6 +1,6 @@
-"""Topology of the tree: regular numbering and the index sets of the seeds (section 1.3).
+"""Topology of the tree: regular numbering and the index sets of the dissertation (section 1.3).
 
-Symbols (dissertation 1.3, GUIDE.md "Conventions"):
+Symbols (dissertation 1.3, docs/design.md):
   0        ground (the root); bodies are 1..N in regular numbering, kappa[i] < i
   kappa    parent of each body (kappa[0] = -1)
   children S_i, path P_i (bodies from 1 to i, i included), subtree D_i (i and its descendants)
@@ -76,7 +76,9 @@ def build_topology(spec) -> Topology:
     reached = set(order)
     unreached = [n for n in names if n not in reached]
     if unreached:
-        raise ModelError(spec.file, [Problem("bodies", "not connected to ground: " + ", ".join(f"`{n}`" for n in unreached))])
+        raise ModelError(
+            spec.file, [Problem("bodies", "not connected to ground: " + ", ".join(f"`{n}`" for n in unreached))]
+        )
     idx = {n: i for i, n in enumerate(order)}
     kappa = tuple([-1] + [idx[parent[n]] for n in order[1:]])
     N = len(order) - 1

@@ -166,7 +166,9 @@ class _Converter:
             self.body_name[name] = self.names(name, "body")
         order = self._tree_order(root, joints)
         self.params["g"] = {"value": 9.81, "unit": "m/s^2", "description": "gravitational acceleration"}
-        if self.opt.limits and any(j.type in ("revolute", "prismatic") and j.limit is not None for j in joints.values()):
+        if self.opt.limits and any(
+            j.type in ("revolute", "prismatic") and j.limit is not None for j in joints.values()
+        ):
             self.params.update(_LIMIT_PARAMETERS)
         bodies = [self._body(links[root], None)] + [self._body(links[j.child], j) for j in order]
         if self.problems:
@@ -259,7 +261,10 @@ class _Converter:
     def _root_joint(self, name):
         if not self.opt.floating:
             return []
-        return {"type": "free", "q": [self.names(f"{name}_{c}", "coordinate") for c in ("x", "y", "z", "rx", "ry", "rz")]}
+        return {
+            "type": "free",
+            "q": [self.names(f"{name}_{c}", "coordinate") for c in ("x", "y", "z", "rx", "ry", "rz")],
+        }
 
     def _joint(self, j) -> list:
         out = _origin_transforms(j.origin)
@@ -381,10 +386,10 @@ class _Converter:
             return
         if self.opt.mimic == "coupled":
             raise ModelError(self.file, [Problem(f"joint[{j.name}].mimic", (
-                f"coupling joint `{j.name}` to `{j.mimic.joint}` (q = {j.mimic.multiplier or 1} * q_{j.mimic.joint} "
-                f"+ {j.mimic.offset or 0}) is a constraint between coordinates, which the tree of this version "
-                "cannot express (closed loops and constraints are issue 14); load with mimic='independent' "
-                "(each mimic joint its own coordinate)")) for j in self.mimics])
+                f"coupling joint `{j.name}` to `{j.mimic.joint}` (q = {j.mimic.multiplier or 1} * "
+                f"q_{j.mimic.joint} + {j.mimic.offset or 0}) is a constraint between coordinates, which the URDF "
+                "loader cannot express (the loop joints of docs/loops.md tie bodies, not coordinates); load with "
+                "mimic='independent' (each mimic joint its own coordinate)")) for j in self.mimics])
         names = ", ".join(f"`{j.name}` (mimics `{j.mimic.joint}`)" for j in self.mimics)
         warnings.warn_explicit(f"{self.file}: mimic joints are independent coordinates here, as in Pinocchio's "
                                f"URDF parser without mimic: {names}", _warning_class(), filename=self.file,
@@ -428,7 +433,11 @@ JOINT_KINDS = {
 _LIMIT_PARAMETERS = {
     "limit_stiffness": {"value": 1000.0, "unit": "N*m or N", "description": "joint limits: force at the bound"},
     "limit_damping": {"value": 10.0, "unit": "N*m*s/rad or N*s/m", "description": "joint limits: damping at the bound"},
-    "limit_decay": {"value": 200.0, "unit": "1/rad or 1/m", "description": "joint limits: decay rate of the contact law"},
+    "limit_decay": {
+        "value": 200.0,
+        "unit": "1/rad or 1/m",
+        "description": "joint limits: decay rate of the contact law",
+    },
 }
 
 

@@ -83,8 +83,9 @@ def mesh_resolver(path: Path):
     """package:// and relative mesh names as absolute file names (yourdfpy's search: the URDF's
     directory and its parents); a name that cannot be resolved is kept as written."""
     def resolve(name):
-        from yourdfpy.urdf import filename_handler_magic
         import logging
+
+        from yourdfpy.urdf import filename_handler_magic
         logging.getLogger("yourdfpy").setLevel(logging.ERROR)
         found_ = filename_handler_magic(name, dir=str(path.parent))
         return os.path.abspath(found_) if os.path.isfile(found_) else name

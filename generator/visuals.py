@@ -75,7 +75,10 @@ class VisualSections:
         if shape == "box":
             size = self.vector(d["size"], f"{path}.size", sc, what="a size")
         elif shape == "cylinder":
-            size = (self.expression(d["radius"], f"{path}.radius", sc), self.expression(d["length"], f"{path}.length", sc))
+            size = (
+                self.expression(d["radius"], f"{path}.radius", sc),
+                self.expression(d["length"], f"{path}.length", sc),
+            )
         elif shape == "sphere":
             size = (self.expression(d["radius"], f"{path}.radius", sc),)
         file, scale = "", (1, 1, 1)

@@ -28,7 +28,6 @@ rockets (documented in docs/launcher.md), not data of a real machine.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 import yaml

@@ -103,6 +103,7 @@ def spec_key(spec, form, backend="c", mode="symbolic") -> str:
     """The cache key of a ModelSpec the tool made (a stage's structure, generator/stages.py): its
     content (every field but the file name), the form, backend and mode, and this tool."""
     from dataclasses import replace
+
     from dynamica.build import tool_fingerprint
     parts = [tool_fingerprint().encode(), repr(replace(spec, file="")).encode(), form.encode(), backend.encode(),
              mode.encode()]

@@ -7,13 +7,12 @@ Errors are printed without a traceback and the exit code is non-zero.
 from __future__ import annotations
 
 import argparse
-
-import numpy as np
 import shutil
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 
 from dynamica.errors import DynamicaError
 
@@ -269,7 +268,9 @@ def cmd_cache_clear(args):
 def cmd_cache_prune(args):
     from dynamica import cache
     if args.max_size is None and args.older_than is None:
-        raise ValueError("cache prune needs --max-size SIZE and/or --older-than AGE (e.g. --max-size 1G --older-than 30d)")
+        raise ValueError(
+            "cache prune needs --max-size SIZE and/or --older-than AGE (e.g. --max-size 1G --older-than 30d)"
+        )
     max_size = cache.parse_size(args.max_size) if args.max_size is not None else None
     older = cache.parse_age(args.older_than) if args.older_than is not None else None
     return _report_removal(cache.prune(_cache_dir(args), max_size=max_size, older_than=older))
@@ -370,7 +371,9 @@ def main(argv=None) -> int:
     p.add_argument("model", nargs="?", help=f"model file (YAML, {MODEL_DOC})")
     p.add_argument("--forms", help="comma-separated forms (default: all registered)")
     p.add_argument("--measure", action="store_true", help="compile every form and time its RHS (C level)")
-    p.add_argument("--K", type=number("positive"), default=2, help="iterations assumed for ITR in the prediction (default 2)")
+    p.add_argument(
+        "--K", type=number("positive"), default=2, help="iterations assumed for ITR in the prediction (default 2)"
+    )
     p.add_argument("--modes", help="comma-separated modes to report (default: symbolic,numeric)")
     p.add_argument("--diagram", help="draw the fig. 4.8 analogue (chains x chain length, per joint DOF, "
                    "coloured by the cheapest form) to this file")
@@ -396,6 +399,7 @@ def main(argv=None) -> int:
 
     args = ap.parse_args(argv)
     import warnings
+
     from dynamica.runtime.terminal import WarningsOnce, warning_cache
     shown = WarningsOnce(warning_cache(), show_all=getattr(args, "warnings", False))
     saved = warnings.showwarning

@@ -1,4 +1,4 @@
-"""The command line of statics, linear analysis and identification (issue 16):
+"""The command line of statics, linear analysis and identification (dissertation 5.2):
 
     dynamica statics MODEL [--free a,b] [--time T] [--set name=value ...] [--input u=1 ...] [--start q=0.3 ...]
                    [--out eq.csv]
@@ -156,6 +156,7 @@ def _plot_fit(path, t, Y, F, names):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from dynamica.runtime.modes import _save
     fig, axes = plt.subplots(len(names), 1, figsize=(7.0, 2.4 * len(names)), squeeze=False, sharex=True)
     for k, (ax, name) in enumerate(zip(axes[:, 0], names)):
@@ -257,5 +258,7 @@ def add_commands(sub, common, epilog):
     p.add_argument("--frequencies", help="comma-separated identified natural frequencies, Hz")
     p.add_argument("--decay-rates", help="comma-separated identified decay rates, 1/s (negative when decaying)")
     p.add_argument("--start-values", help="initial guesses NAME=VALUE,... (default: the model's values)")
-    p.add_argument("--set", action="extend", nargs="+", metavar="NAME=VALUE", help="fixed parameter values (repeatable)")
+    p.add_argument(
+        "--set", action="extend", nargs="+", metavar="NAME=VALUE", help="fixed parameter values (repeatable)"
+    )
     p.set_defaults(fn=cmd_identify)

@@ -75,6 +75,7 @@ def build(model, structs) -> dict:
 
 def _cache(cache):
     from pathlib import Path
+
     from dynamica.build import cache_root
     return Path(cache) if cache is not None else cache_root()
 

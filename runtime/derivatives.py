@@ -1,11 +1,11 @@
-"""The derivatives of a model's equations (issue 16): a compiled module of its own.
+"""The derivatives of a model's equations: a compiled module of its own.
 
 `derivatives(model)` generates (generator/derivatives.py), compiles and caches the model's
 derivatives module on first use, with the backend of the model's module, whatever its form
 and mode, and keeps it on the model: by default (`default_variant`) the analytical recursive derivatives
 (generator/derivatives_recursive.py) up to RECURSIVE_MAX_COORDINATES coordinates, else the tape
-(generator/tangent.py tape_kernel); the unrolled tangent program on request. What it computes (r = M(q) q'' - Q(t, q, q') is the
-residual of the equations of motion, J = [dr/dq | dr/dq'] at fixed q''):
+(generator/tangent.py tape_kernel); the unrolled tangent program on request. What it computes
+(r = M(q) q'' - Q(t, q, q') is the residual of the equations of motion, J = [dr/dq | dr/dq'] at fixed q''):
 
     d.residual(q, qd, qdd)          r
     d.residual_jacobian(q, qd, qdd) (r, dr/dq, dr/dqd)
@@ -74,7 +74,7 @@ class Derivatives:
         return -r, -K, -C
 
     def signal_jacobian(self, q, qd, qdd, s=None, u=None, t=0.0, params=None) -> dict:
-        """A model with extra states or inputs (issue 17): the residual r(q, q', q'', s, u) and the
+        """A model with extra states or inputs: the residual r(q, q', q'', s, u) and the
         states' rates s'(q, q', s, u) with their Jacobians, as {"r", "r_q", "r_qd", "r_s", "r_u",
         "sd", "sd_q", "sd_qd", "sd_s", "sd_u"} (s, u default 0)."""
         m, n = self.model, self.n
@@ -191,7 +191,8 @@ class Derivatives:
 #: chain7 2.77 / 2.04, spherical_chain 2.96 / 2.18, forces_demo 0.69 / 0.61, double_pendulum
 #: 0.37 / 0.33, governor 0.73 / 0.95 (its tangent is small: 4 coordinates on a shallow tree).
 #: Above 30 coordinates its first build (20-30 s at 30 and 40) outweighs the evaluation for
-#: one-off analyses, and the tape (O(n) code: a 100-body chain builds in 10 s, benchmarks/results/modes.txt) is the default.
+#: one-off analyses, and the tape (O(n) code: a 100-body chain builds in 10 s,
+#: benchmarks/results/modes.txt) is the default.
 #: The unrolled tangent (on request) grows as n^2 x depth: a 20-body chain's has 115 000
 #: operations and compiles in 15-70 s, a 40-body chain's 460 000 and takes minutes.
 RECURSIVE_MAX_COORDINATES = 30

@@ -1,4 +1,4 @@
-/* Constrained dynamics of closed loops (dynamica; docs/loops.md), hand-written and the same for
+/* Constrained dynamics of closed loops (cut joints with Lagrange multipliers; docs/loops.md), hand-written and the same for
    every model. The module file binds a dyn_con_spec to the generated kernels: the tree's own q''
    (the form's solve, any form), M, the loops' residual phi, their Jacobian J with phi_t and the
    acceleration term gamma (generator/constraints.py). Then

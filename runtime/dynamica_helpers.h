@@ -1,5 +1,5 @@
 /* Hand-written numeric helpers included by every generated kernel file (dynamica).
-   Kept out of the templates on purpose (STYLE.md, "Templates stay thin"). */
+   Kept out of the templates on purpose (docs/design.md, "Rendering: backends"). */
 #ifndef DYNAMICA_HELPERS_H
 #define DYNAMICA_HELPERS_H
 #include <math.h>

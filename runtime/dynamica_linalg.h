@@ -1,4 +1,4 @@
-/* Dense solves of a derivatives module (generator/derivatives.py, issue 16): hand-written, the
+/* Dense solves of a derivatives module (generator/derivatives.py): hand-written, the
    same for every model and backend. The module's generated entry points give the residual
    r = M(q) x - Q(t, q, q'), its Jacobian J = [dr/dq | dr/dq'] at fixed x, and M; from them
 

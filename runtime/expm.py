@@ -1,4 +1,4 @@
-"""The matrix-exponential integrator of seed 004 (Grigoriev, Gevorkyan 2011) for linear systems
+"""The matrix-exponential integrator for linear multi-mass chains (Grigoriev, Gevorkyan 2011) for linear systems
 
     M x'' + C x' + K x = f(t)                                                    (1)
 
@@ -13,18 +13,18 @@ The D_k are formed once: by the truncated series on the fractional step Delta = 
 D_k = sum_{l=0..r} (B Delta)^l / (l! (l + k))  (9), and m doublings
 D_k(2 Delta) = 2^-k [D_k + sum_{l=1..k} C(k-1, l-1) D_l D_0],  D_0(2 Delta) = D_0^2  (10)-(12),
 carried as D^_0 = D_0 - E, D^_k = D_k - E/k so that no accuracy is lost. The order r and
-the number of doublings come from the optimal fractional step (18)-(19) of the seed's table:
+the number of doublings come from the optimal fractional step (18)-(19) of the method's published table:
 omega_M Delta = (r + 2)/2^(r+1) with error eps_m = ((r + 2)/2^(r+1))^r / (r + 1)!, omega_M
 the spectral bound sqrt(tr M^-1 C)^2 + tr M^-1 K) (the trace of a positive matrix bounds its
 largest eigenvalue; seed, after (17)).
 
-Symmetric M, C, K use the seed's structure (13)-(15): in mass-normalized variables y = [L^T x;
+Symmetric M, C, K use the method's structure (13)-(15): in mass-normalized variables y = [L^T x;
 L^T x'] (M = L L^T), B = [[0, E], [-C^, -F^]] with symmetric C^ = L^-1 K L^-T, F^ = L^-1 C L^-T,
 and every function of B is [[U + W F^, W], [-W C^, U]] with two symmetric n x n blocks: a
 product is W = U1 W2 + W1 U2 + W1 F^ W2, U = U1 U2 - W1 C^ W2 (15), half the work of 2n x 2n
 products. Banded C^, F^ (chains) keep U, W banded for the first doublings: they are sparse
 matrices until their fill passes DENSE_FILL. Only the columns of D_k (k >= 1) that meet the
-forcing's channels are carried (the seed's truncated matrices). Other systems (non-symmetric
+forcing's channels are carried (the method's truncated matrices). Other systems (non-symmetric
 K or C, from a linearization with follower forces or gyroscopic terms) run the same doublings
 on the 2n x 2n matrix A.
 """
@@ -71,7 +71,7 @@ def doublings(omega_max: float, h: float, r: int) -> int:
 
 def spectral_bound(M, C, K) -> float:
     """omega_M >= |lambda| for every eigenvalue of the pencil lambda^2 M + lambda C + K: for
-    symmetric positive semidefinite C^, K^ the seed's trace bound sqrt(tr F^^2 + tr C^)
+    symmetric positive semidefinite C^, K^ the method's trace bound sqrt(tr F^^2 + tr C^)
     (|Im lambda| <= sqrt |C^|, |Re lambda| <= |F^|); otherwise the largest |eigenvalue| of A."""
     M, C, K = (np.asarray(x, dtype=float) for x in (M, C, K))
     if _symmetric(K) and _symmetric(C) and _symmetric(M):
@@ -274,7 +274,7 @@ def propagator(h, omega_max, r, algebra, P=None, p=0, m=None) -> Propagator:
 
 # ------------------------------------------------------------------ integration of M x'' + C x' + K x = f(t)
 def _poly_coefficients(f, t0, h, p):
-    """b_k of b(t) = sum_k b_k (t0 + h - t)^(k-1) on [t0, t0 + h] (the seed's quadrature): p = 1
+    """b_k of b(t) = sum_k b_k (t0 + h - t)^(k-1) on [t0, t0 + h] (the method's quadrature): p = 1
     the midpoint value, p = 2 the chord of the end values, p = 3 the parabola through both ends
     and the midpoint."""
     if p == 1:
@@ -336,7 +336,7 @@ def _stepping(order, step, output_step, t_end, t0) -> tuple:
 
 
 def integrate_state(A, x0, t_end, output_step, forcing=None, inputs=None, order=3, tol=1e-13, step=None, t0=0.0):
-    """integrate() for a first-order linear model x' = A x + B u (issue 17: the linearisation of a
+    """integrate() for a first-order linear model x' = A x + B u (the linearisation of a
     model with extra states, x = [q, q', s]): forcing u(t) -> (c,) with `inputs` B (N x c), or
     f(t) -> (N,) added to x' without it. The series and the doublings as integrate's, the
     spectral bound the largest |eigenvalue| of A."""
@@ -364,7 +364,7 @@ def _run(algebra, P, omega, r, y, x0, forcing, order, h, stride, steps, t0):
             ts.append(t0 + (j + 1) * h)
             X.append(y)
     X = np.array(X)
-    info = {"integrator": "matrix exponential with step doubling (seed 004)", "step": h, "series_order": r,
+    info = {"integrator": "matrix exponential with step doubling", "step": h, "series_order": r,
             "doublings": prop.m, "omega_max": omega, "predicted_step_error": prop.predicted_error,
             "table_error": step_error(r), "structured": prop.structured, "sparse_doublings": prop.sparse_doublings,
             "forcing_order": p, "steps": steps}

@@ -1,4 +1,4 @@
-"""Identification (issue 16; dissertation 5.2.5, tables 5.4 and 5.5): Prony analysis of free
+"""Identification (dissertation 5.2.5, tables 5.4 and 5.5): Prony analysis of free
 oscillations and the fitting of model parameters to them.
 
 `prony(t, y, n_modes)`: y(t) = sum_k A_k exp(beta_k (t - t0)) cos(2 pi f_k (t - t0) + phi_k) for
@@ -29,7 +29,7 @@ import numpy as np
 @dataclass
 class PronyResult:
     frequencies: np.ndarray        # Hz, ascending
-    decay_rates: np.ndarray        # 1/s (the seed's beta_k)
+    decay_rates: np.ndarray        # 1/s (the dissertation's beta_k)
     amplitudes: np.ndarray         # (n_modes,) or (n_modes, k): A of A exp(beta t) cos(2 pi f t + phi)
     phases: np.ndarray             # radians at t0
     mean_amplitudes: np.ndarray    # mean of A exp(beta (t - t0)) over the interval
@@ -75,7 +75,9 @@ class PronyResult:
             lines.append(f"{k + 1:3d} {self.frequencies[k]:10.5g} {self.decay_rates[k]:11.5g} "
                          f"{self.half_amplitude_times[k]:13.5g}" + "".join(f" {a:12.5g}" for a in A[k])
                          + "".join(f" {a:14.5g}" for a in Am[k]))
-        lines.append("correlation of data and fit: " + ", ".join(f"{c} {r:.5f}" for c, r in zip(names, self.correlation)))
+        lines.append(
+            "correlation of data and fit: " + ", ".join(f"{c} {r:.5f}" for c, r in zip(names, self.correlation))
+        )
         sv = self.singular_values[:min(len(self.singular_values), 2 * len(self.frequencies) + 6)]
         lines.append(f"singular values (relative): {', '.join(f'{s / sv[0]:.2e}' for s in sv)}; suggested modes: "
                      f"{self.suggested_modes}")
@@ -156,12 +158,26 @@ def prony(t, y, n_modes=None, offset=False, pencil=None, channels=()) -> PronyRe
         mean = np.where(np.abs(beta * T) > 1e-12, (np.exp(beta * T) - 1) / (beta * T), 1.0)[:, None] * A
     corr = np.array([np.corrcoef(Y[:, c], fit[:, c])[0, 1] if np.std(Y[:, c]) > 0 else 1.0 for c in range(Y.shape[1])])
     shape = (lambda a: a[:, 0]) if single else (lambda a: a)
-    return PronyResult(frequencies=s_k.imag / (2 * math.pi), decay_rates=beta, amplitudes=shape(A), phases=shape(phases),
-                       mean_amplitudes=shape(mean), correlation=corr, singular_values=s, suggested_modes=suggested,
-                       t0=float(t[0]), dt=dt, channels=tuple(channels), poles=s_k,
-                       extra={"real_poles": poles[real].real, "real_amplitudes": amp[real].real,
-                              "rms_residual": float(np.sqrt(np.mean((fit - Y) ** 2))),
-                              "missing_modes": n_modes - len(osc)})
+    return PronyResult(
+        frequencies=s_k.imag / (2 * math.pi),
+        decay_rates=beta,
+        amplitudes=shape(A),
+        phases=shape(phases),
+        mean_amplitudes=shape(mean),
+        correlation=corr,
+        singular_values=s,
+        suggested_modes=suggested,
+        t0=float(t[0]),
+        dt=dt,
+        channels=tuple(channels),
+        poles=s_k,
+        extra={
+            "real_poles": poles[real].real,
+            "real_amplitudes": amp[real].real,
+            "rms_residual": float(np.sqrt(np.mean((fit - Y) ** 2))),
+            "missing_modes": n_modes - len(osc),
+        },
+    )
 
 
 # ------------------------------------------------------------------ parameter identification
@@ -184,11 +200,15 @@ class Identification:
         lines = [f"{'parameter':>14s} {'initial':>14s} {'fitted':>14s} {'std. error':>12s} {'rel. error, %':>13s}"]
         for k in self.names:
             v, se = self.values[k], self.standard_errors[k]
-            lines.append(f"{k:>14s} {self.initial[k]:14.6g} {v:14.8g} {se:12.4g} {100 * se / abs(v) if v else math.nan:13.4g}")
+            lines.append(
+                f"{k:>14s} {self.initial[k]:14.6g} {v:14.8g} {se:12.4g} {100 * se / abs(v) if v else math.nan:13.4g}"
+            )
         lines.append(f"residual norm {self.residual_norm:.6g} ({len(self.residual)} residuals, {self.dof} degrees of "
                      f"freedom); {self.nfev} evaluations; {self.message}")
         if self.correlation:
-            lines.append("correlation of data and fit: " + ", ".join(f"{c} {r:.5f}" for c, r in self.correlation.items()))
+            lines.append(
+                "correlation of data and fit: " + ", ".join(f"{c} {r:.5f}" for c, r in self.correlation.items())
+            )
         return "\n".join(lines)
 
 
@@ -273,7 +293,9 @@ def _records_residual(model, slots, t, data, fixed, q0, qd0, sim_kw):
         sr = series(res)
         unknown = [c for c in data if c not in sr]
         if unknown:
-            raise ValueError(f"the model has no series {', '.join(map(repr, unknown))} (coordinates, der(...), outputs)")
+            raise ValueError(
+                f"the model has no series {', '.join(map(repr, unknown))} (coordinates, der(...), outputs)"
+            )
         return {c: np.interp(t, res.t, np.asarray(sr[c]).reshape(len(res.t))) for c in data}
 
     def res(values):
@@ -307,7 +329,9 @@ def identify(model, params, modes=None, records=None, *, columns=None, start=Non
     x0 = np.log(p0) if use_log else p0.copy()
     corr = {}
     if modes is not None:
-        target = modes if isinstance(modes, dict) else {"frequencies": modes.frequencies, "decay_rates": modes.decay_rates}
+        target = (
+            modes if isinstance(modes, dict) else {"frequencies": modes.frequencies, "decay_rates": modes.decay_rates}
+        )
         fun = _modes_residual(model, slots, target, fixed, q, {})
         simulated = None
     else:
@@ -332,9 +356,17 @@ def identify(model, params, modes=None, records=None, *, columns=None, start=Non
         sim = simulated(p)
         corr = {c: float(np.corrcoef(data[c], sim[c])[0, 1]) for c in data}
     names = tuple(s[0] for s in slots)
-    return Identification(names=names, values=dict(zip(names, map(float, p))), initial=dict(zip(names, map(float, p0))),
-                          standard_errors=dict(zip(names, map(float, se))), residual=r,
-                          residual_norm=float(np.linalg.norm(r)), dof=dof, nfev=int(sol.nfev), success=bool(sol.success),
-                          message=str(sol.message), correlation=corr,
-                          info={"log_parameters": use_log, "sigma": math.sqrt(s2), "target": "modes" if modes is not None
-                                else "records"})
+    return Identification(
+        names=names,
+        values=dict(zip(names, map(float, p))),
+        initial=dict(zip(names, map(float, p0))),
+        standard_errors=dict(zip(names, map(float, se))),
+        residual=r,
+        residual_norm=float(np.linalg.norm(r)),
+        dof=dof,
+        nfev=int(sol.nfev),
+        success=bool(sol.success),
+        message=str(sol.message),
+        correlation=corr,
+        info={"log_parameters": use_log, "sigma": math.sqrt(s2), "target": "modes" if modes is not None else "records"},
+    )

@@ -1,4 +1,4 @@
-"""Linearisation (issue 16, API.md version 2): M dq'' + C dq' + K dq = 0 about a state.
+"""Linearisation (dissertation 5.2; docs/linear.md): M dq'' + C dq' + K dq = 0 about a state.
 
 With the residual r(t, q, q', q'') = M(q) q'' - Q(t, q, q') of the derivatives module
 (generator/derivatives.py), a state (q*, q'*) and its accelerations q''* = q''(q*, q'*):
@@ -11,7 +11,7 @@ the state is the equilibrium reached from the model's initial values (runtime/st
 rest. About a state that is not an equilibrium, x' = A x is the variational equation of the
 motion through it (q''* is not zero there).
 
-Extra states and inputs (issue 17): a model with `states:` is linearised to the first-order
+Extra states and inputs: a model with `states:` is linearised to the first-order
 model x' = A x + B u over x = [q, q', s] from the Jacobians of its residual and of its states'
 rates s'(q, q', s, u) (generator/derivatives.py signal_kernels):
 
@@ -22,7 +22,7 @@ states, the inputs' B is [[0], [-M^-1 R_u]] over [q, q'] and `input_forces` = -R
 generalized forces per unit input. The modes of a first-order model are the eigenvalues of A
 (runtime/modes.py compute_state_modes), its frequency response C (i w E - A)^-1 B.
 
-Closed loops (issue 16): with the constraint Jacobian Phi_q and a basis T of its null space,
+Closed loops: with the constraint Jacobian Phi_q and a basis T of its null space,
 the multipliers of the operating point lam = (Phi_q^T)^+ r(q*, q'*, q''*), and the curvature of
 the constraints H = d(Phi_q^T lam)/dq at fixed lam (generator/derivatives.py loop_kernels):
 
@@ -48,8 +48,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dynamica.runtime.expm import state_matrix
-from dynamica.runtime.modes import (compute_modes, compute_state_modes, frequency_response, input_matrix,
-                                    state_frequency_response)
+from dynamica.runtime.modes import (
+    compute_modes,
+    compute_state_modes,
+    frequency_response,
+    input_matrix,
+    state_frequency_response,
+)
 
 
 @dataclass
@@ -152,7 +157,7 @@ class LinearModel:
                  step=None, t0=0.0):
         """The linear model's motion from the deviation x0 = [dq, dq'] ([dq, dq', ds] with states;
         result.q, result.qd are the deviations from the operating point, with states
-        result.info["states"] theirs). method "expm": the seed-004 integrator (runtime/expm.py);
+        result.info["states"] theirs). method "expm": the matrix-exponential integrator (runtime/expm.py);
         forcing f(t) -> generalized forces (n,), or with `inputs` (names as in frequency_response)
         u(t) -> one value per input."""
         from dynamica.runtime import expm
@@ -245,7 +250,7 @@ def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=
 
 def _linearize_signals(model, d, q, qd, t, params, s, u, info) -> LinearModel:
     """A model with extra states or inputs (module docstring): the first-order A, B."""
-    n, k, m = model.n, len(model.states), len(model.spec.inputs)
+    k, m = len(model.states), len(model.spec.inputs)
     s = model.initial_states(params) if s is None else model._vec(s, "s", k)
     u = np.zeros(m) if u is None else model._vec(u, "u", m)
     fo = d.first_order(q, qd, s, u, t, params)

@@ -24,8 +24,13 @@ ASSEMBLY_ITERATIONS = 60
 #: compiled adams uses the same (compiled_adams.solve's project_tol, the module's project_capsule)
 PROJECT_TOL, PROJECT_ITERATIONS = 1e-12, 8
 #: the solve's status codes (runtime/dynamica_constraints.h)
-STATUS = {0: "ok", 1: "inconsistent constraints", 2: "mass matrix singular or not positive definite", 3: "out of memory",
-          4: "not converged"}
+STATUS = {
+    0: "ok",
+    1: "inconsistent constraints",
+    2: "mass matrix singular or not positive definite",
+    3: "out of memory",
+    4: "not converged",
+}
 
 
 class ConstraintError(DynamicaError):
@@ -203,6 +208,7 @@ def independent_basis(model, q, t=0.0, params=None, independent=None):
     try:
         T, ind = independent_columns(jacobian(model, q, t, params)[0], independent=chosen)
     except ValueError as exc:
-        raise ValueError(f"{model.name}: {', '.join(independent if not isinstance(independent, str) else [independent])}"
-                         f": {exc}") from None
+        raise ValueError(
+            f"{model.name}: {', '.join(independent if not isinstance(independent, str) else [independent])}: {exc}"
+        ) from None
     return T, tuple(model.coordinates[j] for j in ind)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+
 def independent_rows(J) -> np.ndarray:
     """Indices of a maximal independent subset of the rows of J (sorted)."""
     from dynamica.runtime.loops import pivoted_columns

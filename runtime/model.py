@@ -77,6 +77,7 @@ class CompiledModel:
         if not sum(size for _, size in self.module.INFO.get("loop_references", ())):
             return
         import warnings
+
         from dynamica.errors import DynamicaError
         from dynamica.runtime import loops
         try:
@@ -95,8 +96,8 @@ class CompiledModel:
     # -- parameters
     def param_vector(self, params=None, inputs=None, s=None) -> np.ndarray:
         """The flat array p of the module: the parameters (defaults overridden by `params`), then
-        the loops' references of the last assembly, the inputs' slots (`inputs`: name -> value, held constant; missing ones 0) and the extra
-        states' (`s`, default 0; the module's `rhs` takes them from y)."""
+        the loops' references of the last assembly, the inputs' slots (`inputs`: name -> value, held
+        constant; missing ones 0) and the extra states' (`s`, default 0; the module's `rhs` takes them from y)."""
         p = self._params(params)
         if inputs:
             from dynamica.runtime.signals import set_inputs
@@ -387,6 +388,7 @@ class CompiledModel:
         if not self.spec.initial:
             return q0, qd0
         import sympy as sp
+
         from dynamica.generator import expr as ex
         terms, slots = self._initial_terms()
         p = self.param_vector(params)

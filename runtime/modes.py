@@ -1,14 +1,14 @@
-"""Modes and frequency response of a linear model M q'' + C q' + K q = f (issue 16).
+"""Modes and frequency response of a linear model M q'' + C q' + K q = f (dissertation 5.2).
 
 Undamped modes: the generalized eigenproblem K phi = omega^2 M phi (omega in rad/s, the
-`angular_frequencies` of API.md). Damped modes: the eigenvalues lambda = beta + i omega_d of
+`angular_frequencies` of docs/api.md). Damped modes: the eigenvalues lambda = beta + i omega_d of
 A = [[0, E], [-M^-1 K, -M^-1 C]], matched one to one to the undamped modes (the assignment
 nearest to -zeta omega + i omega sqrt(1 - zeta^2) with the modal damping zeta = phi^T C phi /
 (2 omega phi^T M phi)); per mode:
 
     frequencies        omega_d / 2 pi, Hz (damped)       decay_rates      beta = Re lambda, 1/s
     damping_ratios     -Re lambda / |lambda|             log_decrements   2 pi |beta| / omega_d
-    half_amplitude_times  -ln 2 / beta (the seed's table 5.4 column: the time the amplitude halves)
+    half_amplitude_times  -ln 2 / beta (the dissertation's table 5.4 column: the time the amplitude halves)
     shapes             phi, normalized to a largest entry of +1, one column per mode
 
 A decay rate within rounding of the eigensolver (|beta| <= ZERO_DECAY x the largest |lambda|:
@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
-
 
 #: |Re lambda| at most this times the largest |lambda| is rounding of the eigensolver: 0
 #: (compute_state_modes also calls a root growing only above it)
@@ -142,6 +141,7 @@ def write_text(path, text):
 
 def _save(fig, path):
     import matplotlib.pyplot as plt
+
     from dynamica.runtime.results import atomic_path
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=str(path).rsplit(".", 1)[-1])
@@ -160,7 +160,9 @@ def compute_modes(M, C, K, coordinates) -> Modes:
     n = len(M)
     if n == 0:
         empty = np.zeros(0)
-        return Modes(tuple(coordinates), empty, empty, empty.astype(complex), np.zeros((0, 0)), np.zeros((0, 0), complex))
+        return Modes(
+            tuple(coordinates), empty, empty, empty.astype(complex), np.zeros((0, 0)), np.zeros((0, 0), complex)
+        )
     symmetric = np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(K).max()))
     if symmetric:
         w2, phi = sla.eigh((K + K.T) / 2, M)
@@ -309,7 +311,9 @@ def output_matrix(coordinates, outputs, basis=None) -> tuple:
         elif c in full:
             (Cv if rate else Cq)[k] = T[list(full).index(c)]
         else:
-            also = f" or of the model ({', '.join(full)})" if T is not None and tuple(full) != tuple(coordinates) else ""
+            also = (
+                f" or of the model ({', '.join(full)})" if T is not None and tuple(full) != tuple(coordinates) else ""
+            )
             raise ValueError(f"unknown output {name!r}: an output is a coordinate or der(<coordinate>) of "
                              f"{', '.join(coordinates)}{also}")
     return names, Cq, Cv
@@ -347,7 +351,7 @@ def frequency_response(M, C, K, coordinates, inputs, outputs=None, frequencies=N
     return FrequencyResponse(f, in_names, out_names, H)
 
 
-# ------------------------------------------------------------------ first-order models (issue 17)
+# ------------------------------------------------------------------ first-order models (extra states and inputs)
 def compute_state_modes(A, coordinates, states) -> Modes:
     """The modes of x' = A x, x = [q, q', s] (the linearisation of a model with extra states):
     one per complex pair (Im lambda > 0) and one per real eigenvalue, sorted by |lambda|;
@@ -374,7 +378,9 @@ def compute_state_modes(A, coordinates, states) -> Modes:
                  info={"first_order": True, "state_size": len(A)})
 
 
-def state_frequency_response(A, B, state_names, inputs, outputs=None, frequencies=None, modes=None) -> FrequencyResponse:
+def state_frequency_response(
+    A, B, state_names, inputs, outputs=None, frequencies=None, modes=None
+) -> FrequencyResponse:
     """H(i w) = C (i w E - A)^-1 B of x' = A x + B u: `inputs` the names of the columns of B,
     outputs state names ([q, der(q), s]; default the coordinates' entries)."""
     ins = (inputs,) if isinstance(inputs, str) else tuple(inputs)

@@ -30,8 +30,15 @@ def add_options(p):
                    "repeatable, later sets win")
     p.add_argument("--import", dest="import_sets", metavar="SET", action="append", default=[],
                    help="import by name from another model's parameter set: the parameters this model also has")
-    p.add_argument("--set", dest="set_values", metavar="NAME=VALUE", action="extend", nargs="+", default=[],
-                   help="parameter values for this run (several after one --set, or repeated): l=0.7, r=[0,0,1], 'r[2]=1'")
+    p.add_argument(
+        "--set",
+        dest="set_values",
+        metavar="NAME=VALUE",
+        action="extend",
+        nargs="+",
+        default=[],
+        help="parameter values for this run (several after one --set, or repeated): l=0.7, r=[0,0,1], 'r[2]=1'",
+    )
 
 
 def overrides(args, model, report=None) -> dict:
@@ -176,7 +183,8 @@ def parse_assignments(items, names: dict, base: dict | None = None) -> dict:
         if index is not None:
             if not isinstance(default, tuple) or int(index) >= len(default):
                 size = len(default) if isinstance(default, tuple) else "a scalar"
-                problems.append(Problem(item, f"`{name}` has no element {index} (it is {size if isinstance(size, str) else f'a vector of {size}'})"))
+                what = size if isinstance(size, str) else f"a vector of {size}"
+                problems.append(Problem(item, f"`{name}` has no element {index} (it is {what})"))
                 continue
             current = list(out.get(name, (base or {}).get(name, default)))
             elem, msg = _value(v, 0.0)

@@ -24,6 +24,7 @@ import sympy as sp
 
 from dynamica.runtime.reference_names import LAW_LOCALS, Names, joint_transforms, skew, unskew
 
+
 @dataclass(frozen=True)
 class Tree:
     """Bodies numbered 1..N, each after its parent (depth first from ground, children in file

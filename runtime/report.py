@@ -41,7 +41,7 @@ def default_panels(names, units) -> list:
 
 
 def boundaries_of(result) -> list:
-    """(time, label) of the stage boundaries of a result (`result.stages`, API.md version 2)."""
+    """(time, label) of the stage boundaries of a result (`result.stages`, docs/api.md)."""
     stages = getattr(result, "stages", None) or []
     return [(float(s["t_start"]), str(s.get("name", ""))) for s in stages[1:]]
 
@@ -98,7 +98,9 @@ def parameter_rows(model, params) -> list:
     for name, default in model.parameters.items():
         value = (params or {}).get(name, default)
         value = tuple(value) if isinstance(value, (list, tuple)) else value
-        rows.append((name, _fmt(value), "" if value == default else _fmt(default), spec[name].unit, spec[name].description))
+        rows.append(
+            (name, _fmt(value), "" if value == default else _fmt(default), spec[name].unit, spec[name].description)
+        )
     return rows
 
 
@@ -134,6 +136,7 @@ def write_report(model, result, path, params=None, variables=None, boundaries=No
     """Write the report page of a run to `path` (atomically); returns the path."""
     import jinja2
     from plotly.offline import get_plotlyjs  # noqa: F401 (fails early when plotly is missing)
+
     from dynamica.runtime.scene import build_scene
     units = variable_units(model)
     data = series(result)
@@ -145,9 +148,15 @@ def write_report(model, result, path, params=None, variables=None, boundaries=No
     scene = build_scene(model, result, params)
     coords = getattr(result, "columns", None) or model.coordinates       # a cyclogram: every stage's columns
     names = [*coords, *(f"der({c})" for c in coords)]
-    run = [("model", f"{model.name} ({model.spec.file})"), ("form", model.form), ("coordinates", ", ".join(model.coordinates)),
-           ("integrator", result.method), ("time span", f"{result.t[0]:g} .. {result.t[-1]:g} s"),
-           ("output points", len(result.t)), ("RHS calls", result.nfev)]
+    run = [
+        ("model", f"{model.name} ({model.spec.file})"),
+        ("form", model.form),
+        ("coordinates", ", ".join(model.coordinates)),
+        ("integrator", result.method),
+        ("time span", f"{result.t[0]:g} .. {result.t[-1]:g} s"),
+        ("output points", len(result.t)),
+        ("RHS calls", result.nfev),
+    ]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent.parent / "templates")),
                              autoescape=False)
     page = env.get_template("report.html.j2").render(

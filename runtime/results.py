@@ -21,6 +21,7 @@ import numpy as np
 
 from dynamica.runtime.staged import plot_view
 
+
 # ------------------------------------------------------------------ the result of a simulation and its files
 @dataclass
 class SimulationResult:
@@ -119,7 +120,9 @@ STAGE_FIELDS = ("name", "type", "t_start", "t_end", "reason")
 
 
 def _stages_array(stages) -> np.ndarray:
-    return np.array([[str(s.get(k, "")) for k in STAGE_FIELDS] for s in stages], dtype=str).reshape(-1, len(STAGE_FIELDS))
+    return np.array([[str(s.get(k, "")) for k in STAGE_FIELDS] for s in stages], dtype=str).reshape(
+        -1, len(STAGE_FIELDS)
+    )
 
 
 def _stages_list(arr) -> list:
@@ -274,6 +277,7 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.backends.backend_pdf import PdfPages
+
     from dynamica.runtime.report import group_by_unit, label
 
     data = series(result)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from dynamica.errors import ModelError
 from dynamica.generator import cost
-from dynamica.generator.model import DynamicaWarning
 from dynamica.generator.forms import MODES, NUMERIC_FORMS  # the generation modes and numeric mode's forms
+from dynamica.generator.model import DynamicaWarning
 
 #: the iteration count the dissertation assumes when it predicts ITR (tables 5.2, 5.3: K = 2)
 DEFAULT_K = 2
@@ -91,6 +91,7 @@ def _inverts_body_inertias(spec) -> bool:
     """LGR applies M_i^-1 of every body (2.24): false when a body is massless or its inertia singular
     at the default parameters (a negative mass or inertia, a cut-out, is invertible)."""
     import numpy as np
+
     from dynamica.runtime.reference import NumericReference
     ref = NumericReference(spec)
     for fn in ref.inertia_fns[1:]:

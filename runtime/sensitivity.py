@@ -98,6 +98,7 @@ def local_derivatives(model, names, t_end=None, params=None, outputs=None, sched
     `params` (name -> value). Step h = rel_step |x| (rel_step for x = 0); the error is
     O(h^2) plus the integrator's error over h, so run with tolerances well below rel_step^2."""
     import pandas as pd
+
     from dynamica.runtime.api import load
     from dynamica.runtime.model import CompiledModel
     from dynamica.runtime.sweep import sweep

@@ -437,7 +437,7 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
     st = core().Stepper(f, t0, y0, t_end, p, rtol, atol, None, float(np.inf), max_steps, False, False,
                         getattr(model.module, "project_capsule", None), 1e-12)
     _check(st, st.begin(), rtol, atol, max_steps, "warn")
-    nfev = 0
+    nfev, last = 0, None                                  # last: the previous piece's last row
     for a, b in zip(cuts[:-1], cuts[1:]):
         tv = np.ascontiguousarray(t_eval[a:b + 1] if a == cuts[0] else t_eval[a + 1:b + 1], dtype=float)
         Y = np.full((len(tv), len(y0)), np.nan)

@@ -1,4 +1,4 @@
-"""Statics: the equilibrium of a model (issue 16; D90's static equilibrium, dissertation 5.2).
+"""Statics: the equilibrium of a model (D90's static equilibrium, dissertation 5.2).
 
 At rest (q' = 0, q'' = 0) the generalized forces vanish: with the residual of the equations of
 motion r(t, q, q', q'') = M q'' - Q (generator/derivatives.py), an equilibrium solves
@@ -14,7 +14,7 @@ reported: a negative one is an unstable equilibrium (a warning names the coordin
 eigenvector moves), a zero one a neutral direction.
 
     eq = statics(model, q0=None, free=None, t=0.0, params=None)    # an Equilibrium
-    q = equilibrium(model, ...)                                     # its q (API.md)
+    q = equilibrium(model, ...)                                     # its q (docs/api.md)
 
 `free`: names of the coordinates to solve for (default: all); the others are held at q0 (the
 model's initial values unless given). Failures are a StaticsError naming the residual and the
@@ -80,8 +80,8 @@ class Equilibrium:
         for name, a, b in zip(self.coordinates, self.q0, self.q):
             force = f"{-g[name]: .3e}" if name in g else "held"
             lines.append(f"{name:>16s} {a: 14.8g} {b: 16.10g}  {force:>17s}")
-        lines.append(f"iterations: {self.iterations}; |Q| of the free coordinates {np.max(np.abs(self.residual), initial=0):.3e} "
-                     f"(tolerance {self.tolerance:.3e})")
+        lines.append(f"iterations: {self.iterations}; |Q| of the free coordinates "
+                     f"{np.max(np.abs(self.residual), initial=0):.3e} (tolerance {self.tolerance:.3e})")
         head = (f"stiffness eigenvalues on the loops' constraint manifold (independent coordinates "
                 f"{', '.join(self.info['independent'])}): " if self.info.get("manifold") else
                 "stiffness eigenvalues (symmetric part of dr/dq, free coordinates): ")
@@ -216,7 +216,9 @@ def _solve(model, g_and_K, x0, blocks, tol, max_iter, names, failure=None):
         # displacement, so that a soft coordinate is found as accurately as a stiff one
         scale = np.maximum(np.abs(np.nan_to_num(g0[rows])),
                            np.max(np.abs(np.nan_to_num(K0[rows])), axis=1, initial=0.0))
-        tolerance[rows] = np.maximum(tol * scale, ROUNDOFF * max(float(np.max(scale, initial=0.0)), np.finfo(float).tiny))
+        tolerance[rows] = np.maximum(
+            tol * scale, ROUNDOFF * max(float(np.max(scale, initial=0.0)), np.finfo(float).tiny)
+        )
         k += size
 
     def fail(g, message):
@@ -387,5 +389,5 @@ def _failure(model, idx, g, tolerance, message) -> str:
 
 
 def equilibrium(model, q0=None, free=None, t=0.0, params=None, **kw) -> np.ndarray:
-    """q of the equilibrium reached from q0 (API.md): `statics(...).q`."""
+    """q of the equilibrium reached from q0 (docs/api.md): `statics(...).q`."""
     return statics(model, q0=q0, free=free, t=t, params=params, **kw).q

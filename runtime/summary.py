@@ -138,7 +138,9 @@ class StageSummary:
         for tab in self.tables:
             rule = ["---"] + ["---:"] * len(tab.variables)
             rows = [[label, *(fmt7(x) for x in vals)] for label, vals in zip(tab.labels, tab.values)]
-            parts.append("\n".join([f"**{tab.title}**", "", *(_md_row(r) for r in (["", *tab.variables], rule, *rows))]))
+            parts.append(
+                "\n".join([f"**{tab.title}**", "", *(_md_row(r) for r in (["", *tab.variables], rule, *rows))])
+            )
         return "\n\n".join(parts) + "\n"
 
     def text(self) -> str:

@@ -19,10 +19,19 @@ import time
 
 from dynamica.errors import DynamicaError
 from dynamica.runtime import sweep_cases
-from dynamica.runtime.sweep_cases import grid, sample  # noqa: F401  (re-exported)
-from dynamica.runtime.sweep_store import FileStore, MemoryStore, TrajectoryWriter, read_table  # noqa: F401
-from dynamica.runtime.sweep_worker import (LOST, OK, REDUCTIONS, RunSettings, SweepSetupError, keep, package,
-                                           reduced_column, run_batch)
+from dynamica.runtime.sweep_cases import grid, sample
+from dynamica.runtime.sweep_store import FileStore, MemoryStore, TrajectoryWriter, read_table
+from dynamica.runtime.sweep_worker import (
+    LOST,
+    OK,
+    REDUCTIONS,
+    RunSettings,
+    SweepSetupError,
+    keep,
+    package,
+    reduced_column,
+    run_batch,
+)
 
 __all__ = ["sweep", "grid", "sample", "read_table", "SweepSetupError", "REDUCTIONS"]
 
@@ -313,7 +322,9 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
         pkg = package(model, modules) if scheduler != "serial" else None
         executor = _executor(scheduler, model, workers, timeout)
         slots = executor.slots
-        size = int(batch_size) if batch_size else max(1, min(MAX_BATCH, math.ceil(len(todo) / (TASKS_PER_SLOT * slots))))
+        size = (
+            int(batch_size) if batch_size else max(1, min(MAX_BATCH, math.ceil(len(todo) / (TASKS_PER_SLOT * slots))))
+        )
         tick, close = _progress(progress, len(table), len(done))
         count = [len(done)]
 

@@ -113,6 +113,7 @@ def parse_grid(text: str):
 # ------------------------------------------------------------------ designs
 def _unit_sobol(n, d, seed):
     import warnings
+
     from scipy.stats import qmc
     with warnings.catch_warnings():                  # n not a power of 2: less balanced, still valid
         warnings.simplefilter("ignore", UserWarning)

@@ -45,8 +45,14 @@ class BuildProgress:
             print(f"[dynamica] generating and compiling {self.model} ...", file=sys.stderr, flush=True)
             if self.bar_wanted:
                 from tqdm import tqdm
-                self.bar = tqdm(total=len(STAGES), desc="[dynamica] build", unit="stage", file=sys.stderr,
-                                leave=False, bar_format="{desc}: {bar} {n_fmt}/{total_fmt} stages [{elapsed}] {postfix}")
+                self.bar = tqdm(
+                    total=len(STAGES),
+                    desc="[dynamica] build",
+                    unit="stage",
+                    file=sys.stderr,
+                    leave=False,
+                    bar_format="{desc}: {bar} {n_fmt}/{total_fmt} stages [{elapsed}] {postfix}",
+                )
         if self.bar is not None:
             self.bar.set_postfix_str(f"{stage} {seconds:.2f} s", refresh=False)
             self.bar.update(STAGES.index(stage) + 1 - self.bar.n if stage in STAGES else 1)

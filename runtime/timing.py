@@ -25,7 +25,7 @@ def trajectory_states(model, count=64, t_end=0.05, params=None):
     rng = np.random.default_rng(0)
     q0 = q0 + rng.uniform(-0.3, 0.3, model.n)
     qd0 = qd0 + rng.uniform(-0.5, 0.5, model.n)
-    from dynamica.runtime.simulate import simulate_stage        # this structure alone, stages or not
+    from dynamica.runtime.simulate import simulate_stage  # this structure alone, stages or not
     r = simulate_stage(model, t_end=t_end, method="DOP853", rtol=1e-8, atol=1e-10, q0=q0, qd0=qd0,
                  output_step=t_end / (count - 1), params=params)
     ys = np.array([model.to_state(q, qd, t, params) for t, q, qd in zip(r.t, r.q, r.qd)])

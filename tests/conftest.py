@@ -38,7 +38,9 @@ BUNDLED = [n for n in ALL_BUNDLED if n not in LOOP_MODELS]
 #: the models with inputs or extra states: their state is [q, qd, s] (or [q, pm, s]) and a run needs
 #: its inputs; tests that build states [q, qd] by hand take PLAIN_MODELS (tests/test_states_inputs.py
 #: covers these in every form, mode and backend)
-SIGNAL_MODELS = sorted(n for n in BUNDLED if {"inputs", "states"} & set(yaml.safe_load((MODELS / f"{n}.yaml").read_text())))
+SIGNAL_MODELS = sorted(
+    n for n in BUNDLED if {"inputs", "states"} & set(yaml.safe_load((MODELS / f"{n}.yaml").read_text()))
+)
 PLAIN_MODELS = [n for n in BUNDLED if n not in SIGNAL_MODELS]
 
 

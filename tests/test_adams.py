@@ -20,8 +20,7 @@ from numpy.polynomial import polynomial as npoly
 from scipy.integrate import solve_ivp
 
 from dynamica.errors import IntegrationError
-from dynamica.runtime.adams import (GSTR, MAXORD, STIFF_BLOCK, Adams, StiffnessError,
-                                    StiffnessWarning)
+from dynamica.runtime.adams import GSTR, MAXORD, STIFF_BLOCK, Adams, StiffnessError, StiffnessWarning
 
 #: DETEST reference values y(20) (tests/data/README.md cites the sources)
 TESTSETS = Path(__file__).resolve().parent / "data"
@@ -424,7 +423,7 @@ def vdp_scaled(t, y):
 @pytest.mark.parametrize("rhs", [vdp, vdp_scaled])
 def test_stiff_van_der_pol_is_reported(rhs):
     """Reported within the first block of 500 steps, as StiffnessError with on_stiff="raise"
-    (the default is now "warn", as DDEABM lets its caller go on: issue 12, item 3)."""
+    (the default is now "warn", as DDEABM lets its caller go on)."""
     s = Adams(rhs, 0.0, np.array([2.0, 0.0]), 2000.0, rtol=1e-6, atol=1e-6, on_stiff="raise")
     with pytest.raises(StiffnessError, match="appears stiff: use method='radau'"):
         while s.status == "running" and s.nsteps < 4 * STIFF_BLOCK:    # bounded if broken

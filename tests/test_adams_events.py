@@ -18,9 +18,10 @@ from scipy.integrate import solve_ivp
 from scipy.special import ellipj, ellipk
 
 import dynamica
-from conftest import write_model
 from dynamica.runtime.adams import Adams
 from dynamica.runtime.compiled_adams import solve
+
+from conftest import write_model
 
 G = 13.7503716360407456549801915596          # 4 K(1/2)^2: period exactly 2
 TOL = 1e-12

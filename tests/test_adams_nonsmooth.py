@@ -1,4 +1,4 @@
-"""The Adams integrator on right-hand sides that are not smooth (issue 12, item 3).
+"""The Adams integrator on right-hand sides that are not smooth.
 
 Problems (closed-form solutions below; checked against piecewise DOP853 in
 ``test_closed_forms``), all ``x'' = -k x - c x' + s(t)`` from rest at t = 0 on [0, 30]:
@@ -175,6 +175,7 @@ PARAMS = {"jump": {"c": 1.0, "a": 1.0}, "kink": {"c": 1.0, "b": 1.0}, "periodic"
 @pytest.fixture(scope="module")
 def slider(tmp_path_factory):
     import dynamica
+
     from conftest import write_model
     return dynamica.load(write_model(tmp_path_factory.mktemp("nonsmooth"), MODEL))
 

@@ -58,7 +58,7 @@ def test_failed_compile_raises_with_log(tmp_path):
 
 @pytest.mark.parametrize("backend", [b for b in backend_names() if b in BACKENDS])
 def test_template_variables_equal_context_keys(backend):
-    """Templates stay thin: each shows exactly what its context prepares (STYLE.md)."""
+    """Templates stay thin: each shows exactly what its context prepares (docs/design.md)."""
     g = dynamica.generate(MODELS / "double_pendulum.yaml", backend=backend)
     b = BACKENDS[backend]
     pairs = [(t, context(g.module_ir)) for t, _, context, _ in b.templates]
@@ -152,3 +152,49 @@ def test_a_stale_fixed_part_is_rebuilt_into_the_cache(tmp_path, monkeypatch):
     mod = build.compiled_helper("ctiming")
     assert mod is not real and Path(mod.__file__).is_relative_to(tmp_path)
     assert mod.SOURCE_SHA == "" and callable(mod.rhs_seconds_per_call)
+
+
+def _fake_package(root: Path) -> None:
+    """A package folder with one file of each kind the fingerprint sees, and the report's template."""
+    for name, text in [("generator/pipeline.py", "x = 1\n"), ("generator/forms/composite.py", "y = 2\n"),
+                       ("templates/module.c.j2", "{{ a }}\n"), ("templates/kernels.h.j2", "{{ b }}\n"),
+                       ("templates/report.html.j2", "<html>{{ c }}</html>\n"), ("runtime/dynamica_helpers.h", "\n"),
+                       ("runtime/report.py", "z = 3\n"), ("build.py", "\n")]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_fingerprint_covers_code_generation_only(tmp_path):
+    """Editing the HTML report's template keeps every cached module; editing a code-generation
+    template or a generator file invalidates them."""
+    from dynamica.build import fingerprint_of
+    _fake_package(tmp_path)
+    base = fingerprint_of(tmp_path)
+    assert fingerprint_of(tmp_path) == base
+    for name in ("templates/report.html.j2", "runtime/report.py", "generator/__pycache__/pipeline.cpython.pyc"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("changed\n")
+        assert fingerprint_of(tmp_path) == base, name
+    for name in ("templates/module.c.j2", "templates/kernels.h.j2", "generator/forms/composite.py",
+                 "runtime/dynamica_helpers.h", "build.py"):
+        before = fingerprint_of(tmp_path)
+        (tmp_path / name).write_text((tmp_path / name).read_text() + "// edited\n")
+        assert fingerprint_of(tmp_path) != before, name
+    (tmp_path / "generator/forms/new_form.py").write_text("w = 4\n")        # a new generator file counts
+    assert fingerprint_of(tmp_path) != before
+    assert fingerprint_of(tmp_path, version="9.9.9") != fingerprint_of(tmp_path)
+
+
+def test_fingerprint_lists_every_file_a_build_uses():
+    """Every template and fixed file of every backend is fingerprinted; the report's page is not."""
+    from dynamica.build import fingerprint_files
+    from dynamica.generator.render import MODULE_HELPERS
+    root = Path(dynamica.__file__).resolve().parent
+    files = {f.relative_to(root).as_posix() for f in fingerprint_files(root)}
+    assert "templates/report.html.j2" not in files
+    backend_names()                                                         # registers every backend
+    used = {"templates/module.c.j2"} | {f"runtime/{h}" for h in MODULE_HELPERS}
+    for b in BACKENDS.values():
+        used |= {f"templates/{t}" for t, _, _, _ in b.templates} | {f"runtime/{h}" for h in b.helpers}
+    assert used <= files, used - files
+    assert {"build.py", "generator/pipeline.py", "generator/render/c.py"} <= files

@@ -1,4 +1,4 @@
-"""The module cache under faults (issue 20): damaged entries are rebuilt with one warning instead
+"""The module cache under faults: damaged entries are rebuilt with one warning instead
 of crashing the process, concurrent builders survive one of them being killed, prune never takes
 a module a running process holds, and a cache that cannot be written is one clear error.
 
@@ -332,7 +332,9 @@ def test_a_cache_that_cannot_be_created(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DYNAMICA_CACHE", str(cache_dir))
     assert cli.main(["compile", str(model), "-q"]) == 2
     err = capsys.readouterr().err
-    assert ("\n" + err).count("\ndynamica: error: the module cache") == 1 and "Traceback" not in err   # on a line of its own
+    assert ("\n" + err).count(
+        "\ndynamica: error: the module cache"
+    ) == 1 and "Traceback" not in err  # on a line of its own
     _assert_names_cache(err, cache_dir)
 
 
@@ -377,7 +379,7 @@ def _fills_the_disk(bundle, work, compile_args):
 
 def _compiler_finds_the_disk_full(bundle, work, compile_args):
     raise BuildError("compiling module failed (exit code 1)",
-                     f"$ cc ...\n/usr/bin/ld: final link failed: No space left on device\n")
+                     "$ cc ...\n/usr/bin/ld: final link failed: No space left on device\n")
 
 
 @pytest.mark.parametrize("builder", [_fills_the_disk, _compiler_finds_the_disk_full])
@@ -396,8 +398,9 @@ def test_cache_actions_have_help_and_are_documented(capsys):
     """test_docs checks the first level of subcommands; the actions of `cache` are one deeper."""
     import re
 
-    from conftest import ROOT
     from dynamica.runtime import cli
+
+    from conftest import ROOT
     doc = (ROOT / "docs" / "api.md").read_text()
     for action in ("info", "list", "clear", "prune"):
         with pytest.raises(SystemExit) as info:

@@ -78,8 +78,9 @@ def test_bad_numbers_are_refused_before_any_work(tmp_path):
 
 
 def test_simulate_api_refuses_bad_numbers():
-    import dynamica
     import pytest
+
+    import dynamica
     model = dynamica.load(MODELS / "double_pendulum.yaml")
     for kw, name in ((dict(output_step=-0.1), "output_step"), (dict(t_end=float("inf")), "t_end"),
                      (dict(output_step=0.0), "output_step"), (dict(atol=-1.0), "atol"), (dict(step="x"), "step")):
@@ -89,8 +90,9 @@ def test_simulate_api_refuses_bad_numbers():
 
 def test_a_singular_mass_matrix_from_parameter_overrides_is_named():
     """A new user's trial: `--set` of zero masses gave only "right-hand side returned -inf" """
-    import dynamica
     import pytest
+
+    import dynamica
     from dynamica.errors import IntegrationError
     model = dynamica.load(MODELS / "double_pendulum.yaml")
     with pytest.raises(IntegrationError, match=r"non-finite.*m1 = 0.0, m2 = 0.0\) the mass matrix is singular"):
@@ -110,8 +112,9 @@ def test_set_takes_several_values_after_one_option(tmp_path):
 
 
 def test_simulate_takes_tolerances_per_component():
-    import dynamica
     import pytest
+
+    import dynamica
     model = dynamica.load(MODELS / "double_pendulum.yaml")
     res = dynamica.simulate(model, t_end=0.1, atol=np.full(4, 1e-9), rtol=1e-8)
     assert res.success and np.all(np.isfinite(res.q))
@@ -140,6 +143,7 @@ def test_streaming_to_a_file_does_not_change_the_integration(tmp_path):
     640, rows moved by 1e-6). The file must hold the rows of the same run as without it, with as
     many RHS calls, and so must a progress callback."""
     import re
+
     import dynamica
     path = MODELS / "double_pendulum.yaml"
     ref = dynamica.simulate(dynamica.load(path))

@@ -1,4 +1,4 @@
-"""The command line of issue 16: statics, modes, prony, identify; errors without a traceback.
+"""The command line of linear analysis: statics, modes, prony, identify; errors without a traceback.
 
 The numbers printed are checked against the Python API (itself checked against closed forms
 and sympy in test_statics.py, test_linear.py, test_identify.py)."""
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import dynamica
+
 from conftest import MODELS
 
 TWO_MASS = MODELS / "two_mass.yaml"
@@ -33,8 +34,22 @@ def test_statics_prints_and_writes_the_equilibrium(tmp_path):
 
 
 def test_modes_table_plot_and_response(tmp_path):
-    r = run("modes", TWO_MASS, "--table", tmp_path / "m.csv", "--plot", tmp_path / "m.png", "--response", "x1",
-            "--outputs", "x1,der(x2)", "--response-plot", tmp_path / "afc.png", "--response-table", tmp_path / "afc.csv")
+    r = run(
+        "modes",
+        TWO_MASS,
+        "--table",
+        tmp_path / "m.csv",
+        "--plot",
+        tmp_path / "m.png",
+        "--response",
+        "x1",
+        "--outputs",
+        "x1,der(x2)",
+        "--response-plot",
+        tmp_path / "afc.png",
+        "--response-table",
+        tmp_path / "afc.csv",
+    )
     assert r.returncode == 0, r.stderr
     md = dynamica.linearize(dynamica.load(TWO_MASS)).modes()
     for f in md.frequencies:
@@ -150,17 +165,40 @@ def test_undamped_modes_print_zero_damping_and_an_infinite_half_time(tmp_path, m
     -ln2/beta -1.2e16 s in the table and the plot titles. The pendulum's modes are undamped:
     beta = zeta = log dec = 0 and an infinite half-amplitude time, in the API and the CLI alike;
     the filter's is the real root -1/tau."""
-    from conftest import write_model
     from dynamica.runtime import cli, modes
-    path = write_model(tmp_path, {
-        "name": "pendulum_filter", "parameters": {"m1": 1.0, "m2": 0.8, "l1": 1.0, "l2": 0.7, "g": 9.81, "tau": 0.5},
-        "gravity": [0, 0, "-g"], "inputs": ["u"], "states": {"s": {"initial": 0, "der": "(a - s)/tau"}},
-        "bodies": [{"name": "link1", "parent": "ground", "joint": [{"rotate": "y", "q": "a"}], "mass": "m1",
-                    "com": [0, 0, "-l1/2"], "inertia": [0.1, 0.08, 0.03]},
-                   {"name": "link2", "parent": "link1", "joint": [{"translate": "z", "by": "-l1"}, {"rotate": "y", "q": "b"}],
-                    "mass": "m2", "com": [0, 0, "-l2/2"], "inertia": [0.05, 0.03, 0.03]}],
-        "forces": [{"type": "generalized_force", "coordinate": "a", "value": "u"}],
-        "initial": {"a": 0.3, "b": -0.2}}, "pendulum_filter.yaml")
+
+    from conftest import write_model
+    path = write_model(
+        tmp_path,
+        {
+            "name": "pendulum_filter",
+            "parameters": {"m1": 1.0, "m2": 0.8, "l1": 1.0, "l2": 0.7, "g": 9.81, "tau": 0.5},
+            "gravity": [0, 0, "-g"],
+            "inputs": ["u"],
+            "states": {"s": {"initial": 0, "der": "(a - s)/tau"}},
+            "bodies": [
+                {
+                    "name": "link1",
+                    "parent": "ground",
+                    "joint": [{"rotate": "y", "q": "a"}],
+                    "mass": "m1",
+                    "com": [0, 0, "-l1/2"],
+                    "inertia": [0.1, 0.08, 0.03],
+                },
+                {
+                    "name": "link2",
+                    "parent": "link1",
+                    "joint": [{"translate": "z", "by": "-l1"}, {"rotate": "y", "q": "b"}],
+                    "mass": "m2",
+                    "com": [0, 0, "-l2/2"],
+                    "inertia": [0.05, 0.03, 0.03],
+                },
+            ],
+            "forces": [{"type": "generalized_force", "coordinate": "a", "value": "u"}],
+            "initial": {"a": 0.3, "b": -0.2},
+        },
+        "pendulum_filter.yaml",
+    )
     md = dynamica.linearize(dynamica.load(path)).modes()
     swinging = [k for k in range(len(md)) if md.frequencies[k] > 0]
     assert len(swinging) == 2 and md.decay_rates[swinging].tolist() == [0.0, 0.0]

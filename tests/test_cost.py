@@ -1,7 +1,7 @@
 """Flop-count formulas (4.1)-(4.7) (generator/cost.py) against the dissertation's printed tables.
 
 Every printed entry of tables 4.3, 4.5, 4.8, 4.11, 5.2 and 5.3 is transcribed below as data
-(with its line in the dissertation text, seed 000_6c1627408ada29a4) and compared with the formulas
+(with its line in the dissertation text) and compared with the formulas
 evaluated on the concrete trees. The entries that do not follow from the formulas are listed in
 KNOWN_DEVIATIONS with the printed value, the computed value and the explanation, and the test
 asserts that exactly those deviate. See docs/cost.md.

@@ -1,4 +1,4 @@
-"""Generated derivative kernels (issue 16): the tangent program and the derivatives module.
+"""Generated derivative kernels: the tangent program and the derivatives module.
 
   * the tangent of every IR function and operator against central differences of the IR
     interpreter (ir.interpret), so each derivative rule is checked on its own;
@@ -32,6 +32,7 @@ import dynamica
 from dynamica.generator import ir
 from dynamica.generator.tangent import tangent_kernel
 from dynamica.runtime.derivatives import derivatives
+
 from conftest import MODELS, PLAIN_MODELS
 from helpers import TREES, tree_path
 from oracles.pin_trees import random_tree, write_yaml
@@ -265,16 +266,49 @@ def test_recursive_variant_on_joints_mixing_coordinates_driven_motions_and_screw
     translations, a screw, by expressions of t) and offsets: each motion is an axis of its own in
     the recursions (generator/derivatives_recursive.py), in its order within the joint."""
     bodies = [
-        {"name": "a", "parent": "ground", "mass": 1.2, "com": [0.1, -0.05, 0.2], "inertia": [0.1, 0.08, 0.06, 0.01, 0.0, -0.02],
-         "joint": [{"rotate": "z", "by": "0.7*t"}, {"rotate": [0.3, 0.4, 0.5], "q": "a1"}, {"translate": [0.2, 0.0, -0.1]},
-                   {"translate": "x", "by": "0.3*sin(2*t)"}, {"translate": [0.0, 1.0, 1.0], "q": "a2"}]},
-        {"name": "b", "parent": "a", "mass": 0.8, "com": [0.0, 0.1, -0.1], "inertia": [0.05, 0.04, 0.03, 0.0, 0.005, 0.0],
-         "joint": [{"screw": "y", "pitch": 0.4, "q": "b1"}, {"rotate": "x", "by": "0.2*t**2"}, {"rotate": "z", "q": "b2"},
-                   {"screw": [1, 0, 1], "pitch": -0.3, "by": "0.1*cos(t)"}]},
-        {"name": "c", "parent": "b", "mass": 0.5, "com": [0.05, 0.0, 0.1], "inertia": [0.02, 0.03, 0.01, 0.001, 0.0, 0.002],
-         "joint": {"type": "helical", "axis": "z", "pitch": 0.25, "q": "c1", "offset": [0.1, 0.2, 0.0]}},
-        {"name": "d", "parent": "a", "mass": 0.6, "com": [0.0, 0.0, -0.2], "inertia": [0.02, 0.02, 0.01],
-         "joint": {"type": "spherical", "q": ["d1", "d2", "d3"], "offset": [0.0, 0.3, 0.0]}},
+        {
+            "name": "a",
+            "parent": "ground",
+            "mass": 1.2,
+            "com": [0.1, -0.05, 0.2],
+            "inertia": [0.1, 0.08, 0.06, 0.01, 0.0, -0.02],
+            "joint": [
+                {"rotate": "z", "by": "0.7*t"},
+                {"rotate": [0.3, 0.4, 0.5], "q": "a1"},
+                {"translate": [0.2, 0.0, -0.1]},
+                {"translate": "x", "by": "0.3*sin(2*t)"},
+                {"translate": [0.0, 1.0, 1.0], "q": "a2"},
+            ],
+        },
+        {
+            "name": "b",
+            "parent": "a",
+            "mass": 0.8,
+            "com": [0.0, 0.1, -0.1],
+            "inertia": [0.05, 0.04, 0.03, 0.0, 0.005, 0.0],
+            "joint": [
+                {"screw": "y", "pitch": 0.4, "q": "b1"},
+                {"rotate": "x", "by": "0.2*t**2"},
+                {"rotate": "z", "q": "b2"},
+                {"screw": [1, 0, 1], "pitch": -0.3, "by": "0.1*cos(t)"},
+            ],
+        },
+        {
+            "name": "c",
+            "parent": "b",
+            "mass": 0.5,
+            "com": [0.05, 0.0, 0.1],
+            "inertia": [0.02, 0.03, 0.01, 0.001, 0.0, 0.002],
+            "joint": {"type": "helical", "axis": "z", "pitch": 0.25, "q": "c1", "offset": [0.1, 0.2, 0.0]},
+        },
+        {
+            "name": "d",
+            "parent": "a",
+            "mass": 0.6,
+            "com": [0.0, 0.0, -0.2],
+            "inertia": [0.02, 0.02, 0.01],
+            "joint": {"type": "spherical", "q": ["d1", "d2", "d3"], "offset": [0.0, 0.3, 0.0]},
+        },
     ]
     path = tmp_path / "mixed_joints.yaml"
     path.write_text(yaml.safe_dump({"name": "mixed_joints", "gravity": [0.3, -0.2, -9.81], "bodies": bodies,
@@ -321,7 +355,9 @@ def test_recursive_kernel_is_smaller_than_the_tangent_along_a_chain(tmp_path):
     path.write_text(yaml.safe_dump({"name": "c12", "gravity": [0, 0, -9.81], "bodies": bodies}))
     ops = {v: {k.name: k.op_count()["total"] for k in generate_derivatives(path, variant=v).module_ir.kernels}
            for v in EXACT}
-    assert ops["recursive"]["residual_jacobian"] < 0.5 * ops["unrolled"]["residual_jacobian"], ops    # 0.46 (0.28 at n = 20)
+    assert ops["recursive"]["residual_jacobian"] < 0.5 * ops["unrolled"]["residual_jacobian"], (
+        ops
+    )  # 0.46 (0.28 at n = 20)
 
 
 def test_default_variant_is_recursive_up_to_its_size_limit(bundled):

@@ -12,7 +12,6 @@ import io
 import re
 
 import pytest
-
 from test_docs import DOCS, ROOT, fenced_blocks
 
 PAGE = DOCS / "linear.md"

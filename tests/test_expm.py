@@ -1,7 +1,7 @@
-"""The seed-004 matrix-exponential integrator (runtime/expm.py, lin.simulate(method="expm")).
+"""The matrix-exponential integrator for linear multi-mass chains (runtime/expm.py, lin.simulate(method="expm")).
 
 Oracles: scipy.linalg.expm(A t) x0 (free motion), scipy's DOP853 at tolerance 1e-13 (forced
-motion) and the seed's own table of the optimal fractional step (18)-(19) as printed.
+motion) and the method's own published table of the optimal fractional step (18)-(19) as printed.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 from scipy.integrate import solve_ivp
+from test_linear import n_pendulum
 
 import dynamica
 from dynamica.runtime import expm as E
-from test_linear import n_pendulum
 
-#: the seed's table (004, lines ~361-367): order r, fractional step omega_M Delta, error eps_m
+#: the method's published table (Grigoriev, Gevorkyan 2011): order r, fractional step omega_M Delta, error eps_m
 SEED_TABLE = [(1, 0.75, 4e-1), (2, 0.50, 4e-2), (3, 0.31, 1e-3), (4, 0.19, 1e-5), (5, 0.11, 2e-8), (6, 0.06, 1e-11)]
 
 

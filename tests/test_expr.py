@@ -1,4 +1,4 @@
-"""The restricted expression parser: the grammar of MODEL_FORMAT.md and nothing else."""
+"""The restricted expression parser: the grammar of docs/model_format.md and nothing else."""
 
 import math
 import time
@@ -66,7 +66,7 @@ def test_never_evaluates(monkeypatch):
     assert ex.parse("m*g*l*cos(t)", SCOPE) is not None
 
 
-# ---------------------------------------------------------------- bounds (issue 12, item 4)
+# ---------------------------------------------------------------- bounds
 VALUED = SCOPE.child(values={"m": 1.0, "l": 2.0, "g": 9.81, "rc": (0.5, 0.25, -4.0)})
 
 

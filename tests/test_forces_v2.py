@@ -1,4 +1,4 @@
-"""Force elements beyond MODEL_FORMAT v1 (issue 5): joint limits with the seed-003 contact
+"""Force elements beyond the first model format: joint limits with the peer package's contact
 law, spring-dampers with a nonlinear law, and 6-DOF bushings.
 
 Oracles: the sympy.physics.mechanics (Kane) model of tests/oracles/spm.py, which computes

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import warnings
 
-import dynamica
 import numpy as np
 import pytest
 import sympy as sp
-from conftest import BUNDLED, MODELS, write_model
+
+import dynamica
 from dynamica.errors import ModelError
 from dynamica.generator import expr as ex
 from dynamica.generator.forms.common import forward_pass
@@ -28,8 +28,9 @@ from dynamica.generator.kinematics import derive_kinematics, numeric_values
 from dynamica.generator.model import load_model
 from dynamica.generator.topology import build_topology
 
-from oracles.pin_trees import random_tree, write_yaml
+from conftest import BUNDLED, MODELS, write_model
 from helpers import rel_err
+from oracles.pin_trees import random_tree, write_yaml
 
 RTOL = 1e-10
 FORMS = ("direct", "lagrange1")

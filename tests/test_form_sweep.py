@@ -24,17 +24,18 @@ import sympy as sp
 import dynamica
 from dynamica.errors import ModelError
 from dynamica.generator import expr as ex
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import resolve
 from dynamica.generator.forms.common import bias_forces, forward_pass
-from dynamica.generator.forces import active_forces
 from dynamica.generator.kinematics import derive_kinematics, numeric_values
+
+from conftest import BUNDLED, write_model
+from helpers import rel_err
 
 pin = pytest.importorskip("pinocchio")
 
-from conftest import BUNDLED, write_model  # noqa: E402
 from oracles.pin_reactions import pin_solution, pin_transmitted_wrench  # noqa: E402
 from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
-from helpers import rel_err
 
 FORMS = ("articulated", "ltdl")
 RTOL = 1e-10
@@ -159,12 +160,12 @@ class Evaluated:
 
 
 def transfer_matrix(G, rho):
-    """C = [[G, -G rho~], [0, G]] (GUIDE.md Conventions)."""
+    """C = [[G, -G rho~], [0, G]] (docs/design.md)."""
     return np.block([[G, -G @ skew(rho)], [np.zeros((3, 3)), G]])
 
 
 def check_balance(ev: Evaluated, tol=1e-10):
-    """Newton-Euler for every body with the accelerated ground (GUIDE.md, common.py):
+    """Newton-Euler for every body with the accelerated ground (docs/design.md, common.py):
     M_i dw_i = F_hat_i + R_i - sum_j C_j^T R_j, dw_i = C_i dw_k + A_i q''_i, and the joint
     equations A_i^T R_i = Q_i (F_hat_i and Q_i from common.py, derived afresh)."""
     kin, topo = ev.kin, ev.gen.topology

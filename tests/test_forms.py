@@ -1,6 +1,6 @@
 """Every registered equation form against Pinocchio and against the numeric reference.
 
-Issue 4: all forms agree with each other and with Pinocchio to 1e-10 relative in q'' (the
+All forms agree with each other and with Pinocchio to 1e-10 relative in q'' (the
 Hamiltonian forms in the state derivative, after conversion) at random states of chains,
 stars and mixed trees with 1-, 2- and 3-DOF joints, offsets, products of inertia, prismatic
 and driven joints, springs and body forces. The form list is the registry itself, so a new
@@ -15,7 +15,6 @@ carry), the independent numpy reference (runtime/reference.py) via `check_agains
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -23,8 +22,8 @@ import dynamica
 from dynamica.generator.forms import EQUATION_FORMS
 from dynamica.runtime.check import check_against_reference
 
-from oracles.pin_trees import mdot_v, random_tree, write_yaml  # noqa: E402
 from helpers import rel_err as _rel
+from oracles.pin_trees import mdot_v, random_tree, write_yaml
 
 RTOL = 1e-10
 FORMS = sorted(EQUATION_FORMS)

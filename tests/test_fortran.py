@@ -15,7 +15,6 @@ from dynamica.runtime.check import check_against_reference
 from conftest import MODELS, SIGNAL_MODELS
 from helpers import TREES, tree_path
 
-
 needs_gfortran = pytest.mark.skipif(shutil.which("gfortran") is None,
                                     reason="gfortran is not installed (apt-get install -y gfortran)")
 
@@ -68,7 +67,7 @@ FAST = [("double_pendulum", "composite"), ("forces_demo", "composite"), ("govern
 SLOW = [("double_pendulum", "articulated"), ("double_pendulum", "hamilton-composite"),
         ("forces_demo", "articulated"), ("forces_demo", "hamilton-composite"), ("governor", "composite"),
         ("governor", "hamilton-composite"), ("driven", "composite"), ("driven", "articulated")]
-# every bundled model and the random trees (issue 6: differential tests on all of them)
+# every bundled model and the random trees (differential tests on all of them)
 _COVERED = {name for name, _ in FAST + SLOW}
 EVERY = [(m.stem, "composite") for m in sorted(MODELS.glob("*.yaml")) if m.stem not in _COVERED | set(SIGNAL_MODELS)] \
     + [(t, "composite") for t in TREES] + [(t, "articulated") for t in TREES]

@@ -1,4 +1,4 @@
-"""Hostile and careless model files (issue 12, item 4): fuzzing the loader.
+"""Hostile and careless model files: fuzzing the loader.
 
 Every mutated model must either load (a ModelSpec, with a topology) or give one ModelError
 naming the file, and do so within BOUND seconds; no other exception, no hang. Mutations of every

@@ -15,16 +15,15 @@ Checked against
     with M' q' by Richardson-extrapolated central differences of crba along q' (1e-9; pinocchio
     4.1's computeCoriolisMatrix and computeRNEADerivatives disagree with d/dt crba for its
     JointModelComposite, which the multi-coordinate joints of pin_trees use, so they are not used);
-  * seed 002 (lines 225-300): the governor example's G_2, A_2, A'_2, M_i and Q, written out here in
-    numpy, in the seed's own rotation order (alpha2 about x first, then beta2 about y; the bundled
-    governor.yaml follows the seed's text, the opposite order);
+  * the Dynamica90 documents' worked governor example: G_2, A_2, A'_2, M_i and Q, written out here in
+    numpy, in the example's own rotation order (alpha2 about x first, then beta2 about y; the bundled
+    governor.yaml follows the example's text, the opposite order);
   * trajectories: 1 s of dynamica.simulate (compiled Adams, rtol 1e-10, atol 1e-12) from the same
     (q0, qd0): the Hamiltonian and the Lagrangian (composite) runs agree to 1e-7 relative to the
     largest |q|, |q'| of the run (observed: 2e-11 .. 3e-9).
 """
 
 from __future__ import annotations
-
 
 import numpy as np
 import pytest
@@ -35,8 +34,7 @@ from dynamica.errors import ModelError
 from dynamica.runtime.check import check_against_reference
 
 from conftest import MODELS, PLAIN_MODELS, write_model
-
-from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
+from oracles.pin_trees import random_tree, write_yaml
 
 FORMS = ("hamilton-composite", "hamilton-lagrange1", "hamilton-articulated", "hamilton-ltdl")
 ACRONYMS = {"HCBM": "hamilton-composite", "HLGR": "hamilton-lagrange1", "HABM": "hamilton-articulated",
@@ -220,10 +218,10 @@ def test_energy_conserved_along_hamiltonian_run():
     assert np.ptp(E) < 1e-8 * max(1.0, abs(E[0]))
 
 
-# ------------------------------------------------------------------ seed 002: the governor example
+# ------------------------------------------------------------------ the Dynamica90 governor example
 def _governor_seed_order(tmp_path):
     """governor.yaml with body2 turned about x by alpha2 first, then about y by beta2 (the
-    order of seed 002's printed G_2 and A_2)."""
+    order of the printed G_2 and A_2 of the Dynamica90 example)."""
     d = yaml.safe_load((MODELS / "governor.yaml").read_text())
     d["name"] = "governor_seed_order"
     b2 = next(b for b in d["bodies"] if b["name"] == "body2")
@@ -236,7 +234,7 @@ def _skew(a):
 
 
 def _seed002(q, qd, prm):
-    """Seed 002, lines 225-300: (p, p') by (12) from the printed matrices, numpy only.
+    """The Dynamica90 governor example: (p, p') by (12) from the printed matrices, numpy only.
 
     q = (gamma1, y2, alpha2, beta2). Printed typos corrected: A'_2's (5,3) entry is 0, its
     column 2 is (0, 0, 0, -b' s_b, 0, b' c_b) (printed with s_a, c_a); M_2's first row lacks a 0.

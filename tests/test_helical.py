@@ -1,4 +1,4 @@
-"""The helical (screw) joint shorthand (seed 003's screw pair; issue 15): translation s along the
+"""The helical (screw) joint shorthand (the peer package's screw pair): translation s along the
 axis with the rotation 2 pi s / pitch about it, one coordinate.
 
 Oracles: Pinocchio's JointModelHelicalUnaligned (its coordinate is the angle theta with the
@@ -19,6 +19,7 @@ import dynamica
 from dynamica.errors import ModelError
 from dynamica.generator.model import load_model
 from dynamica.runtime.reference import NumericReference
+
 from helpers import rel_err
 
 PITCH = (0.35, -0.8)          # a right-handed and a left-handed screw

@@ -1,4 +1,4 @@
-"""Prony analysis and parameter identification (issue 16; dissertation tables 5.4 and 5.5).
+"""Prony analysis and parameter identification (dissertation tables 5.4 and 5.5).
 
 Oracles: synthetic sums of damped harmonics with known frequencies, decay rates, amplitudes
 and phases (the values of table 5.4), and the bundled two_mass model simulated with known
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dynamica
+
 from conftest import MODELS
 
 #: table 5.4 of the dissertation: f (Hz), beta (1/s), A_psi, A_phi; phases are ours
@@ -86,7 +87,10 @@ def two_mass():
 def noisy_record(model, sigma=2e-5, seed=1):
     rec = dynamica.simulate(model, params=TRUE, t_end=2.0, output_step=0.002)
     rng = np.random.default_rng(seed)
-    return {"t": rec.t, **{c: rec.q[:, k] + sigma * rng.normal(size=len(rec.t)) for k, c in enumerate(model.coordinates)}}
+    return {
+        "t": rec.t,
+        **{c: rec.q[:, k] + sigma * rng.normal(size=len(rec.t)) for k, c in enumerate(model.coordinates)},
+    }
 
 
 def test_identify_from_noisy_records_within_standard_errors(two_mass):

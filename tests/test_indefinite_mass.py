@@ -1,4 +1,4 @@
-"""Negative masses (issue 12, item 2): random trees with cut-outs and with bodies of negative
+"""Negative masses: random trees with cut-outs and with bodies of negative
 mass and negative definite inertia, against Pinocchio, in every form, mode and backend.
 
 The model format allows a negative mass (a cut-out subtracted from a body). Two situations:
@@ -44,8 +44,7 @@ pin = pytest.importorskip("pinocchio")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import write_model  # noqa: E402
-from oracles.pin_trees import (Body, random_tree, write_yaml, yaml_body_mass_props,  # noqa: E402
-                               yaml_kinetic_energy)
+from oracles.pin_trees import Body, random_tree, write_yaml, yaml_body_mass_props, yaml_kinetic_energy  # noqa: E402
 
 RTOL = 1e-10
 N_STATES = 6

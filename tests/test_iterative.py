@@ -26,7 +26,7 @@ import yaml
 import dynamica
 from dynamica.generator.forms import resolve
 
-from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
+from oracles.pin_trees import random_tree, write_yaml
 
 RTOL = 1e-10
 FORMS = ("iterative-m", "iterative-g")

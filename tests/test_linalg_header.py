@@ -25,8 +25,21 @@ SIZES = [(0, 4), (1, 1), (1, 5), (2, 4), (3, 6), (5, 10), (6, 3), (7, 14), (8, 1
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
     exe = tmp_path_factory.mktemp("la") / "la_solve"
-    subprocess.run(["gcc", "-O1", "-fno-math-errno", "-I", str(ROOT / "runtime"), str(ROOT / "tests" / "c" / "la_solve.c"),
-                    "-lm", "-o", str(exe)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-O1",
+            "-fno-math-errno",
+            "-I",
+            str(ROOT / "runtime"),
+            str(ROOT / "tests" / "c" / "la_solve.c"),
+            "-lm",
+            "-o",
+            str(exe),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return exe
 
 

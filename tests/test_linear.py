@@ -1,4 +1,4 @@
-"""Linearisation and modes (issue 16: dynamica.linearize, lin.modes(), frequency response).
+"""Linearisation and modes (dynamica.linearize, lin.modes(), frequency response).
 
 Oracles: closed forms (the N-link pendulum of equal point masses, omega_k^2 = g/l x_k with x_k
 the zeros of the Laguerre polynomial L_N; the free-free chain of equal masses and springs,
@@ -18,6 +18,7 @@ import yaml
 from numpy.polynomial import laguerre
 
 import dynamica
+
 from conftest import write_model
 
 G_, L_, M_ = 9.81, 0.7, 1.3

@@ -1,5 +1,5 @@
-"""Linearisation beyond the tree over [q, q']: tabulated functions, extra states and inputs
-(issue 17), closed loops (issue 16).
+"""Linearisation beyond the tree over [q, q']: tabulated functions, extra states and inputs,
+closed loops.
 
 Oracles:
 - table lookups of drawn tables (hypothesis: knots, values, interpolation, extrapolation, one or
@@ -153,13 +153,27 @@ def test_dc_motor_frequency_response_and_expm_against_the_equations_by_hand():
     assert np.max(np.abs(res.info["states"][:, 0] - ref[:, 2])) < 1e-9 * np.max(np.abs(ref[:, 2]))
 
 
-LAG = {"name": "lagged_spring", "parameters": {"m": 1.5, "k": 300.0, "c": 2.0, "tau": 0.05, "G": 40.0},
-       "gravity": [0, 0, 0], "inputs": ["u"],
-       "states": {"F": {"initial": 0, "der": "(G*u - F - c*der(x)*x**2)/tau"}},
-       "bodies": [{"name": "mass", "parent": "ground", "joint": [{"rotate": "y", "q": "a"}, {"translate": "x", "q": "x"}],
-                   "mass": "m", "com": [0.2, 0, 0.1], "inertia": [0.01, 0.02, 0.03]}],
-       "forces": [{"type": "generalized_force", "name": "act", "coordinate": "x", "value": "F*cos(a) - k*x"},
-                  {"type": "generalized_force", "name": "hinge", "coordinate": "a", "value": "-50*a - F*x"}]}
+LAG = {
+    "name": "lagged_spring",
+    "parameters": {"m": 1.5, "k": 300.0, "c": 2.0, "tau": 0.05, "G": 40.0},
+    "gravity": [0, 0, 0],
+    "inputs": ["u"],
+    "states": {"F": {"initial": 0, "der": "(G*u - F - c*der(x)*x**2)/tau"}},
+    "bodies": [
+        {
+            "name": "mass",
+            "parent": "ground",
+            "joint": [{"rotate": "y", "q": "a"}, {"translate": "x", "q": "x"}],
+            "mass": "m",
+            "com": [0.2, 0, 0.1],
+            "inertia": [0.01, 0.02, 0.03],
+        }
+    ],
+    "forces": [
+        {"type": "generalized_force", "name": "act", "coordinate": "x", "value": "F*cos(a) - k*x"},
+        {"type": "generalized_force", "name": "hinge", "coordinate": "a", "value": "-50*a - F*x"},
+    ],
+}
 
 
 def test_states_and_inputs_against_central_differences_of_the_compiled_rhs(tmp_path):
@@ -202,6 +216,7 @@ def test_states_and_inputs_on_random_trees_against_central_differences(tmp_path,
     lagged actuator state driven by an input and by the motion, acting on a drawn coordinate:
     lin.A, lin.B against central differences of the compiled right-hand side (1e-6 relative)."""
     import yaml
+
     from oracles.pin_trees import random_tree, write_yaml
     rng = np.random.default_rng(seed)
     path = tmp_path / f"tree{seed}.yaml"

@@ -1,4 +1,4 @@
-"""Closed kinematic loops (issue 14; docs/loops.md) against independent oracles:
+"""Closed kinematic loops (docs/loops.md) against independent oracles:
 sympy.physics.mechanics.KanesMethod with dependent coordinates and speeds (planar four-bar), closed
 forms (slider-crank, Freudenstein's four-bar positions), energy and constraint drift over 10 s,
 Newton-Euler balance of the reactions, and random mechanisms whose loops are closed by an
@@ -349,6 +349,7 @@ def test_ida_on_a_stiff_fourbar(tmp_path):
     """A damper of 2000 N m s/rad on the crank: adams reports stiffness and gives up within its
     step budget; ida and radau (index-1 ODE) agree with a tight radau reference."""
     import yaml
+
     from dynamica.errors import IntegrationError
     d = yaml.safe_load(FOURBAR.read_text())
     d["name"] = "fourbar_stiff"

@@ -139,7 +139,7 @@ def test_massless_frame_may_omit_com_and_inertia(tmp_path):
         load_model(write_model(tmp_path, d, "m2.yaml"))
 
 
-# ---------------------------------------------------------------- hostile or careless files (issue 12, item 4)
+# ---------------------------------------------------------------- hostile or careless files
 def _error(path):
     """The ModelError of loading `path` (the test fails if it loads or raises anything else)."""
     with pytest.raises(ModelError) as info:
@@ -279,7 +279,7 @@ def test_internal_error_is_a_model_error_naming_the_entry(tmp_path, monkeypatch)
     assert [p.path for p in err.problems] == ["bodies[0]"] and "internal error" in str(err), str(err)
 
 
-# ---------------------------------------------------------------- joint shorthands drive with `by:` (issue 12, item 5)
+# ---------------------------------------------------------------- joint shorthands drive with `by:`
 def _driven(joint):
     """GOOD with body `a` on `joint` (q1, its coordinate, is then unknown: no initial or forces)."""
     def fn(d):
@@ -416,8 +416,10 @@ def test_a_reference_to_an_undeclared_name_is_still_reported(tmp_path):
 
 
 def test_a_bare_yaml_word_as_a_name_says_to_quote_it(tmp_path):
-    text = ("name: a\nparameters:\n  NULL: 1.0\n  m: 1.0\nbodies:\n  - {name: b, parent: ground, joint: {type: revolute,"
-            " axis: x, q: th}, mass: m, com: [0, 0, -1], inertia: [1, 1, 1]}\n")
+    text = (
+        "name: a\nparameters:\n  NULL: 1.0\n  m: 1.0\nbodies:\n  - {name: b, parent: ground, joint: {type: revolute,"
+        " axis: x, q: th}, mass: m, com: [0, 0, -1], inertia: [1, 1, 1]}\n"
+    )
     err = str(_error(_text_model(tmp_path, text)))
     assert "found nothing (null); YAML reads some bare words" in err and "quote the name" in err
 

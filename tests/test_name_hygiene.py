@@ -1,4 +1,4 @@
-"""Names the user writes can never meet the generator's names (issue 12, item 1).
+"""Names the user writes can never meet the generator's names.
 
 A parameter called like a generated intermediate (`m3`, the mass of body 3) used to be the same
 sympy symbol as that intermediate: the kernel read an uninitialised local instead of p[k] and M

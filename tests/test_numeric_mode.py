@@ -19,7 +19,7 @@ import dynamica
 from dynamica.runtime.check import check_against_reference
 from dynamica.runtime.reference import NumericReference
 
-from helpers import TREES, tree_path  # noqa: E402
+from helpers import TREES, tree_path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.yaml"))
@@ -177,6 +177,7 @@ def test_chain200_numeric_against_pinocchio(tmp_path):
     equals Pinocchio's aba (relative 1e-9: M of a 200-link chain is ill-conditioned) at default and
     at other parameters, at random states."""
     import pinocchio as pin
+
     from dynamica.build import compile_bundle, import_extension
     from dynamica.generator.pipeline import generate
     n = 200

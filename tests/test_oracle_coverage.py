@@ -1,4 +1,4 @@
-"""Oracle comparisons where the other suites do not reach (issue 21).
+"""Oracle comparisons where the other suites do not reach.
 
 1. Every function of the expression grammar (docs/model_format.md), in forces, a driven joint, an
    axis and the mass properties, against sympy.physics.mechanics' KanesMethod (tests/oracles/spm.py),

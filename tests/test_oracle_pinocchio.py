@@ -108,7 +108,7 @@ def test_builder_yaml_roundtrip_and_shape(tree_yaml):
 
 def test_builder_placements_match_numpy(tree_yaml):
     """Frame of every body from pinocchio (oMi * body placement) == numpy composition of the
-    YAML transforms (shorthands expanded per MODEL_FORMAT.md)."""
+    YAML transforms (shorthands expanded per docs/model_format.md)."""
     case, tree, mdict, _ = tree_yaml
     for q, qd, ov in states_and_params(tree, 11, 5):
         values = tree.param_values(ov)

@@ -15,8 +15,8 @@ import pathlib
 import numpy as np
 import pytest
 import yaml
-from helpers import max_rel_err as rel_err
 
+from helpers import max_rel_err as rel_err
 from oracles.spm import OracleModelError, kane_qdd_function
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The generated `outputs` function (issue 5, part 1): points, angular velocities and
+"""The generated `outputs` function: points, angular velocities and
 accelerations, joint reactions, force values, expressions.
 
 Oracles: finite differences of positions along a trajectory (velocities, accelerations),
@@ -9,19 +9,18 @@ form's q'' and closed forms of the force laws.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import yaml
 
 import dynamica
 
-from conftest import MODELS, write_model  # noqa: E402
-from oracles.pin_trees import random_tree, write_yaml  # noqa: E402
+from conftest import MODELS, write_model
+from helpers import rel_err as _rel
+from oracles.pin_trees import random_tree, write_yaml
 
 pin = pytest.importorskip("pinocchio")
 from oracles.pin_reactions import pin_solution, pin_transmitted_wrench  # noqa: E402
-from helpers import rel_err as _rel
 
 
 def _ddt(x, h):
@@ -126,7 +125,9 @@ def test_force_values(demo):
     p = model.parameters
     num = lambda x: float(x) if not isinstance(x, str) else float(p[x])  # noqa: E731
     h = r.t[1] - r.t[0]
-    expect = num(spring["stiffness"]) * (L[2:-2] - num(spring["free_length"])) + num(spring.get("damping", 0)) * _ddt(L, h)
+    expect = num(spring["stiffness"]) * (L[2:-2] - num(spring["free_length"])) + num(spring.get("damping", 0)) * _ddt(
+        L, h
+    )
     assert np.abs(T[2:-2] - expect).max() <= 1e-7 * max(1.0, np.abs(T).max())
     assert set(model.outputs(0.0, r.q[0], r.qd[0])) >= {f"{name}.length", f"{name}.tension", "twice_theta", "qdd"}
 

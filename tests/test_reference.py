@@ -1,4 +1,4 @@
-"""The numeric reference (runtime/reference.py) is an oracle of its own (issue 21).
+"""The numeric reference (runtime/reference.py) is an oracle of its own.
 
 It imports nothing of the generator, and its conventions are pinned by closed forms written here:
 the sense of a rotation about a named and a vector axis, the order of the inertia components, the

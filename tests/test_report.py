@@ -11,8 +11,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -138,8 +136,9 @@ def _canvas_png(page):
 
 
 def _pixels(png):
-    from PIL import Image
     import io
+
+    from PIL import Image
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
 
 

@@ -1,4 +1,4 @@
-"""Results files survive interruptions (issue 20): a file is replaced only by a complete one, a
+"""Results files survive interruptions: a file is replaced only by a complete one, a
 streamed run that is interrupted or killed leaves a readable prefix in `<file>.partial`, and
 `simulate(out=...)` keeps only the last row in memory.
 
@@ -18,13 +18,13 @@ import time
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
+from test_cache import PENDULUM, G, J, L, M
 
 import dynamica
 from dynamica.runtime import simulate as sim_module
 from dynamica.runtime.results import CsvWriter, SimulationResult
 
 from conftest import write_model
-from test_cache import PENDULUM, M, L, J, G
 
 K = M * G * L / (J + M * L * L)
 
@@ -88,7 +88,9 @@ def test_whole_file_writes_replace_only_when_complete(tmp_path, monkeypatch):
     for name, write in (("r.csv", res.to_csv), ("r.npz", res.to_npz)):
         (tmp_path / name).write_text("previous")
         with monkeypatch.context() as mp:
-            mp.setattr(CsvWriter, "write", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+            mp.setattr(
+                CsvWriter, "write", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left on device"))
+            )
             mp.setattr(np, "savez", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left on device")))
             with pytest.raises(OSError):
                 write(tmp_path / name)

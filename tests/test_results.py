@@ -1,4 +1,4 @@
-"""Result files, plot pages and summary tables (issue 5, part 3) and the CLI flags for them."""
+"""Result files, plot pages and summary tables and the CLI flags for them."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_summary_table_over_the_points_where_a_variable_exists():
     tab = summary_table(res, ["a", "b"], times=[0.5, 4.0])
     assert tab.initial == [0.0, pytest.approx(1.0, abs=5e-3)]
     assert tab.max_dev[0] == pytest.approx(1.0, abs=1e-6) and tab.t_max_dev[0] == pytest.approx(np.pi / 2, abs=5e-3)
-    assert tab.max_dev[1] == pytest.approx(4 * np.pi ** 2 - 1, abs=2e-2) and tab.t_max_dev[1] == pytest.approx(2 * np.pi)
+    assert tab.max_dev[1] == pytest.approx(4 * np.pi**2 - 1, abs=2e-2) and tab.t_max_dev[1] == pytest.approx(2 * np.pi)
     assert tab.mean[0] == pytest.approx(2 / np.pi, rel=1e-3)              # mean of sin over [0, pi)
     assert np.isfinite(tab.std[0]) and np.isfinite(tab.std[1])
     assert np.isnan(tab.at_times[0][1]) and np.isnan(tab.at_times[1][0])   # not there at those times

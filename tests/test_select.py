@@ -1,4 +1,4 @@
-"""`dynamica select`, form="auto" and the fig. 4.8 diagram (issue 4, part 3)."""
+"""`dynamica select`, form="auto" and the fig. 4.8 diagram."""
 
 from __future__ import annotations
 

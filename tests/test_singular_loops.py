@@ -48,12 +48,14 @@ from __future__ import annotations
 
 import math
 
-import dynamica
 import mpmath as mp
 import numpy as np
 import pytest
-from conftest import write_model
+
+import dynamica
 from dynamica.runtime.loops import ConstraintError
+
+from conftest import write_model
 from oracles import planar_loops as pl
 
 G = 9.81

@@ -1,4 +1,4 @@
-"""Stages (issue 15, docs/stages.md): the cyclogram's boundaries, checked against what does not
+"""Stages (docs/stages.md): the cyclogram's boundaries, checked against what does not
 share the cyclogram's code.
 
 - A release: the released body's absolute position, velocity and angular velocity on both sides
@@ -20,14 +20,15 @@ import math
 import warnings
 
 import numpy as np
-import yaml
 import pytest
+import yaml
 
 import dynamica
 from dynamica.errors import ModelError
 from dynamica.generator.model import DynamicaWarning, load_model
 from dynamica.runtime.reference import NumericReference
 from dynamica.runtime.results import SimulationResult
+
 from conftest import MODELS, write_model
 
 G = 9.81
@@ -231,7 +232,7 @@ def test_a_stage_that_locks_every_coordinate_advances_time(tmp_path, method):
     phi0, l = 0.4, 0.5
     res = dynamica.simulate(write_model(tmp_path, _held_rod([{"name": "hold", "until": 0.5, "lock": ["phi"]},
                                                             {"name": "swing", "until": 1.5}])), method=method)
-    hold, swing = res.stage == "hold", res.stage == "swing"
+    hold = res.stage == "hold"
     assert res.stages[0]["coordinates"] == () and res.t[hold][-1] == 0.5 and np.sum(hold) > 2
     assert np.all(res.q[hold, 0] == phi0) and np.all(res.qd[hold, 0] == 0) and np.all(res.outputs["qdd"][hold] == 0)
     tip = res.outputs["tip.position"][hold]
@@ -380,6 +381,7 @@ def test_launcher_flops_equal_table_5_2(N):
     K = 2, is not what (4.5) gives here: 3827 at N = 1 for ITR-G, 3918 for ITR-M.)"""
     import importlib.util
     from fractions import Fraction
+
     from dynamica.generator import cost
     from dynamica.generator.loader import load
     spec_ = importlib.util.spec_from_file_location("launcher", MODELS / "launcher.py")

@@ -86,7 +86,9 @@ def test_motor_with_a_sampled_callable_and_a_csv_file(motor, tmp_path):
     u_samples = 12.0 * np.sin(8.0 * samples)
     ref = by_hand(lambda t: np.interp(t, samples, u_samples), samples, r.t)
     assert np.all(close(dynamica_rows(r), ref, 1e-8))
-    (tmp_path / "u.csv").write_text("t,u\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(samples, u_samples)))
+    (tmp_path / "u.csv").write_text(
+        "t,u\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(samples, u_samples))
+    )
     r2 = dynamica.simulate(motor, t_end=t_end, output_step=0.005, rtol=1e-12, atol=1e-12,
                            inputs={"u": str(tmp_path / "u.csv")})
     assert np.all(close(dynamica_rows(r2), ref, 1e-8))
@@ -322,7 +324,10 @@ def test_missing_and_malformed_inputs_are_named(motor, tmp_path):
         return f
     cases = [
         (dict(), r"input\(s\) `u` of the model \(entry `inputs`\) not supplied"),
-        (dict(controller=spy({}), sample_time=0.01), r"`u`.*neither a signal nor returned by the controller at t = 0.0"),
+        (
+            dict(controller=spy({}), sample_time=0.01),
+            r"`u`.*neither a signal nor returned by the controller at t = 0.0",
+        ),
         (dict(controller=spy({"u": float("nan")}), sample_time=0.01), r"input `u`.*not finite"),
         (dict(controller=spy({"u": 1.0, "w": 2.0}), sample_time=0.01), r"returned `w` .*not inputs of the model"),
         (dict(controller=spy(3.0), sample_time=0.01), r"the controller returned float .* expected a dict"),

@@ -1,4 +1,4 @@
-"""Statics (issue 16: dynamica.equilibrium / dynamica.statics) against closed forms and
+"""Statics (dynamica.equilibrium / dynamica.statics) against closed forms and
 against long damped simulations that settle there.
 
 Oracles: scipy's brentq / fsolve on the hand-written force balance of each model (no dynamica
@@ -15,9 +15,10 @@ import pytest
 from scipy.optimize import brentq, fsolve
 
 import dynamica
-from conftest import write_model
 from dynamica.generator.model import DynamicaWarning
 from dynamica.runtime.statics import StaticsError
+
+from conftest import write_model
 
 M_, L_, G_ = 1.3, 0.8, 9.81
 

@@ -22,7 +22,9 @@ def test_coefficients_match_generating_functions():
     sig = sp.series(t**2 / ((1 - t) * sp.log(1 - t) ** 2), t, 0, 6).removeO()
     gam = sp.series(-t / ((1 - t) * sp.log(1 - t)), t, 0, 6).removeO()
     for j in range(6):
-        assert sp.Rational(sig.coeff(t, j)) == sp.Rational(st.STOERMER_SIGMA[j].numerator, st.STOERMER_SIGMA[j].denominator)
+        assert sp.Rational(sig.coeff(t, j)) == sp.Rational(
+            st.STOERMER_SIGMA[j].numerator, st.STOERMER_SIGMA[j].denominator
+        )
         assert sp.Rational(gam.coeff(t, j)) == sp.Rational(st.ADAMS_GAMMA[j].numerator, st.ADAMS_GAMMA[j].denominator)
     assert [b * 240 for b in st.STOERMER_ORDINATES] == [317, -266, 374, -276, 109, -18]
     assert [b * 1440 for b in st.ADAMS_ORDINATES] == [4277, -7923, 9982, -7298, 2877, -475]
@@ -33,16 +35,24 @@ def test_coefficients_match_generating_functions():
 
 def _stoermer_residual(k, tn, h):
     """q(t_{n+1}) - 2 q(t_n) + q(t_{n-1}) - h^2 sum b_i q''(t_{n-i}) for q = t^k, exactly."""
-    q = lambda x: x**k
-    qdd = lambda x: k * (k - 1) * x ** (k - 2) if k >= 2 else Fraction(0)
+    def q(x):
+        return x**k
+
+    def qdd(x):
+        return k * (k - 1) * x ** (k - 2) if k >= 2 else Fraction(0)
+
     lhs = q(tn + h) - 2 * q(tn) + q(tn - h)
     rhs = h * h * sum(b * qdd(tn - i * h) for i, b in enumerate(st.STOERMER_ORDINATES))
     return lhs - rhs
 
 
 def _adams_residual(k, tn, h):
-    v = lambda x: x**k
-    vd = lambda x: k * x ** (k - 1) if k >= 1 else Fraction(0)
+    def v(x):
+        return x**k
+
+    def vd(x):
+        return k * x ** (k - 1) if k >= 1 else Fraction(0)
+
     return v(tn + h) - v(tn) - h * sum(b * vd(tn - i * h) for i, b in enumerate(st.ADAMS_ORDINATES))
 
 
@@ -63,7 +73,9 @@ def test_integrator_reproduces_degree_7_polynomial():
     """With fixed steps the whole method (start included) integrates q = t^7 to round-off."""
     t0, t1, h = 0.3, 2.3, 0.1
     for k, exact in [(7, True), (8, False)]:
-        f2 = lambda t, q, qd, k=k: np.array([k * (k - 1) * t ** (k - 2)])
+        def f2(t, q, qd, k=k):
+            return np.array([k * (k - 1) * t ** (k - 2)])
+
         t, q, qd, _ = stoermer6(f2, (t0, t1), [t0**k], [k * t0 ** (k - 1)], h)
         err = max(np.abs(q[:, 0] - t**k).max(), np.abs(qd[:, 0] - k * t ** (k - 1)).max()) / t1**k
         if exact:

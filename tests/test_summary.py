@@ -1,4 +1,4 @@
-"""Summary tables of a staged run (D90 figs. 5.5-5.7, issue 15 item 5), stage selection and stage
+"""Summary tables of a staged run (D90 figs. 5.5-5.7), stage selection and stage
 marks on plots (item 4).
 
 The oracle of the statistics is the dissertation itself: figs. 5.5 and 5.6 print 12 stage rows

@@ -16,13 +16,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from dask_cluster import TestCluster
 
 import dynamica
 from dynamica.runtime import sweep_cases
 from dynamica.runtime.sweep import read_table, sweep
 from dynamica.runtime.sweep_worker import SweepSetupError, package, prepared
+
 from conftest import MODELS, write_model
-from dask_cluster import TestCluster
 from helpers import max_rel_err
 
 PENDULUM = MODELS / "double_pendulum.yaml"
@@ -260,6 +261,7 @@ def test_samples_of_a_grid_on_the_command_line():
     """The contract's line `dynamica sweep MODEL --grid k=1,2,3 [--samples N] ...`: N of the grid's
     cases, drawn without replacement"""
     import argparse
+
     from dynamica.runtime.sweep_cli import _cases
     args = argparse.Namespace(grid=["a=1,2,3", "b=10,20"], dist=None, samples=4, design="sobol", seed=3, cases=None)
     table = _cases(args)
@@ -279,7 +281,10 @@ def test_grid_is_every_combination_first_axis_slowest():
 @pytest.mark.parametrize("design", ["sobol", "lhs", "halton", "random"])
 def test_samples_follow_their_distributions(design):
     from scipy import stats
-    s = sweep_cases.sample({"k": "normal(2, 0.1)", "c": "uniform(1, 3)", "r": "lognormal(0, 0.5)"}, 1024, design, seed=3)
+
+    s = sweep_cases.sample(
+        {"k": "normal(2, 0.1)", "c": "uniform(1, 3)", "r": "lognormal(0, 0.5)"}, 1024, design, seed=3
+    )
     for col, dist in (("k", stats.norm(2, 0.1)), ("c", stats.uniform(1, 2)), ("r", stats.lognorm(0.5))):
         assert stats.kstest(s[col], dist.cdf).pvalue > 0.01, (design, col)
     if design == "lhs":                           # one point in each of the n equal-probability strata

@@ -262,7 +262,7 @@ def test_fortran_backend_equals_c(tmp_path):
 
 
 def test_jacobians_see_the_derivative_tables():
-    """What a Jacobian kernel does (issue 16): differentiate a force with a table with respect to a
+    """What a Jacobian kernel does: differentiate a force with a table with respect to a
     coordinate, lower it and evaluate it: d/dq [f(q) q] = f'(q) q + f(q), with f' the derivative
     table (pchip; its derivative against scipy's), and d2/dq2 through the second derivative table."""
     import sympy as sp

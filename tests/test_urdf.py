@@ -22,6 +22,7 @@ pytest.importorskip("yourdfpy")
 import dynamica  # noqa: E402
 from dynamica.errors import ModelError  # noqa: E402
 from dynamica.generator.model import DynamicaWarning, load_model  # noqa: E402
+
 from helpers import max_rel_err  # noqa: E402
 from oracles.pin_urdf import coordinate_map, identifier, pin_model, pin_qdd_and_M, robot_file  # noqa: E402
 
@@ -225,35 +226,57 @@ def test_convert_then_load_gives_the_same_numbers(tmp_path):
 
 
 # ---------------------------------------------------------------- malformed files
-GOOD_LINKS = """<link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+GOOD_LINKS = """\
+<link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
 <link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
 """
 MALFORMED = {
-    "missing parent link": (GOOD_LINKS + '<joint name="j" type="revolute"><parent link="nowhere"/><child link="b"/></joint>',
-                            r"joint\[j\]\.parent.*`nowhere`.*not defined"),
-    "cycle": (GOOD_LINKS + '<link name="c"/>'
-              '<joint name="j1" type="revolute"><parent link="b"/><child link="c"/></joint>'
-              '<joint name="j2" type="revolute"><parent link="c"/><child link="b"/></joint>',
-              r"joint\[j1\].*cycle"),
-    "two parents": (GOOD_LINKS + '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/></joint>'
-                    '<joint name="j2" type="revolute"><parent link="a"/><child link="b"/></joint>',
-                    r"joint\[j2\]\.child.*already the child of joint `j1`"),
-    "negative mass": ('<link name="a"/><link name="b"><inertial><mass value="-1"/><inertia ixx="1" iyy="1" izz="1" '
-                      'ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="revolute"><parent link="a"/>'
-                      '<child link="b"/></joint>', r"link\[b\]\.inertial\.mass"),
-    "indefinite inertia": ('<link name="a"/><link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="-2" izz="1" '
-                           'ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="revolute"><parent link="a"/>'
-                           '<child link="b"/></joint>', r"link\[b\]\.inertial\.inertia.*positive semi-definite"),
-    "inertia not a number": ('<link name="a"/><link name="b"><inertial><mass value="1"/><inertia ixx="heavy" iyy="1" '
-                             'izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="revolute">'
-                             '<parent link="a"/><child link="b"/></joint>', r"link\[b\]\.inertial\.inertia\.ixx.*heavy"),
-    "unknown joint type": (GOOD_LINKS + '<joint name="j" type="revolut"><parent link="a"/><child link="b"/></joint>',
-                           r"joint\[j\]\.type.*revolut.*did you mean.*revolute"),
-    "joint without child": (GOOD_LINKS + '<joint name="j" type="revolute"><parent link="a"/></joint>',
-                            r"joint\[j\]\.child.*missing"),
+    "missing parent link": (
+        GOOD_LINKS + '<joint name="j" type="revolute"><parent link="nowhere"/><child link="b"/></joint>',
+        r"joint\[j\]\.parent.*`nowhere`.*not defined",
+    ),
+    "cycle": (
+        GOOD_LINKS + '<link name="c"/>'
+        '<joint name="j1" type="revolute"><parent link="b"/><child link="c"/></joint>'
+        '<joint name="j2" type="revolute"><parent link="c"/><child link="b"/></joint>',
+        r"joint\[j1\].*cycle",
+    ),
+    "two parents": (
+        GOOD_LINKS + '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/></joint>'
+        '<joint name="j2" type="revolute"><parent link="a"/><child link="b"/></joint>',
+        r"joint\[j2\]\.child.*already the child of joint `j1`",
+    ),
+    "negative mass": (
+        '<link name="a"/><link name="b"><inertial><mass value="-1"/><inertia ixx="1" iyy="1" izz="1" '
+        'ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="revolute"><parent link="a"/>'
+        '<child link="b"/></joint>',
+        r"link\[b\]\.inertial\.mass",
+    ),
+    "indefinite inertia": (
+        '<link name="a"/><link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="-2" izz="1" '
+        'ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="revolute"><parent link="a"/>'
+        '<child link="b"/></joint>',
+        r"link\[b\]\.inertial\.inertia.*positive semi-definite",
+    ),
+    "inertia not a number": (
+        '<link name="a"/><link name="b"><inertial><mass value="1"/><inertia ixx="heavy" iyy="1" '
+        'izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="revolute">'
+        '<parent link="a"/><child link="b"/></joint>',
+        r"link\[b\]\.inertial\.inertia\.ixx.*heavy",
+    ),
+    "unknown joint type": (
+        GOOD_LINKS + '<joint name="j" type="revolut"><parent link="a"/><child link="b"/></joint>',
+        r"joint\[j\]\.type.*revolut.*did you mean.*revolute",
+    ),
+    "joint without child": (
+        GOOD_LINKS + '<joint name="j" type="revolute"><parent link="a"/></joint>',
+        r"joint\[j\]\.child.*missing",
+    ),
     "two roots": (GOOD_LINKS, r"2 root links"),
-    "zero axis": (GOOD_LINKS + '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
-                  '<axis xyz="0 0 0"/></joint>', r"joint\[j\]\.axis"),
+    "zero axis": (
+        GOOD_LINKS + '<joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 0"/></joint>',
+        r"joint\[j\]\.axis",
+    ),
     "not xml": ("<robot", r"not a valid XML"),
 }
 

@@ -1,8 +1,8 @@
-"""Registry of equation forms (GUIDE.md, "The equation forms").
+"""Registry of equation forms (docs/design.md, "Equations: forms and modes").
 
 Each form is a function `form(kin) -> EquationsOfMotion`, registered with `@register(name,
 *acronyms)` in a module of this package; every module here is imported on first use, so a new
-form is a new file. Aliases are the seeds' acronyms.
+form is a new file. Aliases are the dissertation's acronyms.
 
 What a module computes is a set of kernels (straight-line functions of named inputs) fixed
 by the form's `kind`:

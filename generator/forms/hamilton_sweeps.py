@@ -25,9 +25,9 @@ in this notation), U_i = L_i^{-T} A_i^T M*_i = L_i^{-T} Y_i^T (3.22), Uh_i = dia
   x_i   = L_i^{-T} [p_i + A_i^T (pi*_i - M*_i v^r_i)]                                  (3.35)
   pi*_i = sum_j C_j^T (pi*_j - M*_j v^r_j - Uh_j^T x_j)                                (3.36)
   q'_i  = L_i^{-1} diag(d_i)^{-1} (x_i - U_i C_i v_k)
-          (the seed's L_i^{-1}(u_i - U_i v*_i), u_i = x_i + U_i v^r_i)
+          (the dissertation's L_i^{-1}(u_i - U_i v*_i), u_i = x_i + U_i v^r_i)
   v_i, p*_i, pm'_i as HABM                                                             (3.40)
-The seed's printed (3.34)-(3.40) lose the lines (3.37)-(3.39); the relations above follow
+The dissertation's printed (3.34)-(3.40) lose the lines (3.37)-(3.39); the relations above follow
 from L^T X = P, L V = I X with the factors (3.21)-(3.22) and were checked against (3.17).
 """
 
@@ -37,9 +37,9 @@ import sympy as sp
 
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.forms import register
-from dynamica.generator.forms.cholesky import lower_rows, reverse_ldl, StructurallySingular
-from dynamica.generator.forms.spatial import apply_C, apply_CT, rigid6, symv, transfer
+from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl
 from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, symmetric_inverse
+from dynamica.generator.forms.spatial import apply_C, apply_CT, rigid6, symv, transfer
 from dynamica.generator.model import negative_bodies
 from dynamica.generator.program import add, dot, fold_matrices, fold_vectors, mul, neg, sub, total
 

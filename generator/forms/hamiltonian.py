@@ -39,12 +39,20 @@ from __future__ import annotations
 import sympy as sp
 
 from dynamica.generator import expr as ex
-from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import singular_error, solve_reverse_ldl, StructurallySingular
-from dynamica.generator.forms.common import forward_pass
 from dynamica.generator.forces import active_forces
-from dynamica.generator.forms.spatial import (apply_C, apply_CT, composite_forces, composite_inertias,
-                                              coordinate_layout, full_matrix, inertia_times, mass_matrix_rows)
+from dynamica.generator.forms import EquationsOfMotion, register
+from dynamica.generator.forms.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
+from dynamica.generator.forms.common import forward_pass
+from dynamica.generator.forms.spatial import (
+    apply_C,
+    apply_CT,
+    composite_forces,
+    composite_inertias,
+    coordinate_layout,
+    full_matrix,
+    inertia_times,
+    mass_matrix_rows,
+)
 from dynamica.generator.program import add, cross, dot, fold_vectors, matvec, mul, neg, scale, total
 
 ZERO = sp.S.Zero

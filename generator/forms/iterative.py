@@ -34,12 +34,20 @@ from __future__ import annotations
 
 import sympy as sp
 
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import EquationsOfMotion, KernelSpec, register
 from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
-from dynamica.generator.forces import active_forces
-from dynamica.generator.forms.spatial import (apply_C, apply_CT, composite_forces, composite_inertias,
-                                              coordinate_layout, full_matrix, inertia_times, mass_matrix,
-                                              mass_matrix_rows)
+from dynamica.generator.forms.spatial import (
+    apply_C,
+    apply_CT,
+    composite_forces,
+    composite_inertias,
+    coordinate_layout,
+    full_matrix,
+    inertia_times,
+    mass_matrix,
+    mass_matrix_rows,
+)
 from dynamica.generator.program import dot, fold_vectors, mul, neg, total
 
 #: names of the symbols of the kernel inputs that are not program quantities

@@ -49,13 +49,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
+
 from dynamica.errors import ModelError, Problem
 from dynamica.generator import expr as ex
 from dynamica.generator.body_inertias import BodyInertiaCheck
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.cholesky import solve_reverse_ldl
 from dynamica.generator.forms.common import forward_pass, lagrangian_equations
-from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.spatial import apply_C, apply_CT, coordinate_layout, mass_matrix
 from dynamica.generator.kinematics import numeric_values
 from dynamica.generator.program import (

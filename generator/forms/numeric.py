@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import sympy as sp
 
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import NUMERIC_FORMS, EquationsOfMotion, KernelSpec
 from dynamica.generator.forms.common import Z3
-from dynamica.generator.forces import active_forces
 from dynamica.generator.program import add, cross, matTvec, matvec
 
 #: doubles per body in the terms array (DYN_NM_TB in runtime/numeric_core.h)

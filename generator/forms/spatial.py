@@ -20,8 +20,21 @@ from __future__ import annotations
 
 import sympy as sp
 
-from dynamica.generator.program import (add, cross, dot, fold_add, fold_matrices, fold_vectors, matTvec,
-                                       matvec, mul, neg, scale, sub, total)
+from dynamica.generator.program import (
+    add,
+    cross,
+    dot,
+    fold_add,
+    fold_matrices,
+    fold_vectors,
+    matTvec,
+    matvec,
+    mul,
+    neg,
+    scale,
+    sub,
+    total,
+)
 
 
 def apply_C(G, rho_p, x):

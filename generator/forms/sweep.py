@@ -18,11 +18,19 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from dynamica.generator.forces import active_forces
 from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl, singular_error
 from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
-from dynamica.generator.forces import active_forces
-from dynamica.generator.forms.spatial import (apply_C, apply_CT, coordinate_layout, mass_matrix, rigid6, symv, transfer,
-                                              unit_columns)
+from dynamica.generator.forms.spatial import (
+    apply_C,
+    apply_CT,
+    coordinate_layout,
+    mass_matrix,
+    rigid6,
+    symv,
+    transfer,
+    unit_columns,
+)
 from dynamica.generator.program import dot, fold_matrices, fold_vectors, mul, neg, total
 
 

@@ -157,9 +157,14 @@ def iterative_entries(mod: ir.ModuleIR) -> list:
         _rhs_entry(n),
         {"signature": f"void {ENTRY}itr_stats(double *out)", "lines": ["dyn_itr_read_stats(&dyn_itr_st, out);"]},
         {"signature": f"void {ENTRY}itr_reset(int what)", "lines": ["dyn_itr_clear(&dyn_itr_st, what);"]},
-        {"signature": f"void {ENTRY}itr_settings(const double *in_, double *out)",
-         "lines": ["dyn_itr_configure(&dyn_itr_st, in_, out);"]},
-        {"signature": f"int {ENTRY}itr_inverse(double *out)", "lines": ["return dyn_itr_copy_inverse(&dyn_itr_st, out);"]},
+        {
+            "signature": f"void {ENTRY}itr_settings(const double *in_, double *out)",
+            "lines": ["dyn_itr_configure(&dyn_itr_st, in_, out);"],
+        },
+        {
+            "signature": f"int {ENTRY}itr_inverse(double *out)",
+            "lines": ["return dyn_itr_copy_inverse(&dyn_itr_st, out);"],
+        },
     ]
 
 
@@ -179,13 +184,22 @@ def numeric_entries(mod: ir.ModuleIR) -> list:
     n, form = len(mod.coordinates), mod.form
     terms = f"{PREFIX}numeric_terms"
     return [
-        {"signature": _qdd_signature(),
-         "lines": [f"DYN_NM_WITH_WORK(DYN_NM_WORK_{form.upper()}(DYN_NM_NB, DYN_NM_N),",
-                   f"                 dyn_nm_{form}_qdd(&dyn_nm_tp, {terms}, t, q, qd, p, qdd, work), qdd, DYN_NM_N);"]},
-        {"signature": _mass_signature(),
-         "lines": ["DYN_NM_WITH_WORK(DYN_NM_WORK_MASS(DYN_NM_NB, DYN_NM_N),",
-                   f"                 dyn_nm_mass(&dyn_nm_tp, {terms}, t, q, p, M, work), M, DYN_NM_N * DYN_NM_N);"]},
-        _rhs_entry(n)]
+        {
+            "signature": _qdd_signature(),
+            "lines": [
+                f"DYN_NM_WITH_WORK(DYN_NM_WORK_{form.upper()}(DYN_NM_NB, DYN_NM_N),",
+                f"                 dyn_nm_{form}_qdd(&dyn_nm_tp, {terms}, t, q, qd, p, qdd, work), qdd, DYN_NM_N);",
+            ],
+        },
+        {
+            "signature": _mass_signature(),
+            "lines": [
+                "DYN_NM_WITH_WORK(DYN_NM_WORK_MASS(DYN_NM_NB, DYN_NM_N),",
+                f"                 dyn_nm_mass(&dyn_nm_tp, {terms}, t, q, p, M, work), M, DYN_NM_N * DYN_NM_N);",
+            ],
+        },
+        _rhs_entry(n),
+    ]
 
 
 def numeric_preamble(mod: ir.ModuleIR) -> list:
@@ -210,9 +224,17 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
                            "double *qdd, double *F, double *J)",
               "lines": [f"{PREFIX}solve_jacobian(t, q, qd, p, qdd, F, J);"]}] \
         if "solve_jacobian" in kernel_names(mod) else []
-    return [{"signature": f"void {ENTRY}residual({state}, double *r)", "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"]},
-            {"signature": f"void {ENTRY}{jac}({state}, double *r, double *J)",
-             "lines": [f"{PREFIX}{jac}(t, q, qd, qdd, p, r, J);"]}, mass] + solve
+    return [
+        {
+            "signature": f"void {ENTRY}residual({state}, double *r)",
+            "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"],
+        },
+        {
+            "signature": f"void {ENTRY}{jac}({state}, double *r, double *J)",
+            "lines": [f"{PREFIX}{jac}(t, q, qd, qdd, p, r, J);"],
+        },
+        mass,
+    ] + solve
 
 
 #: ModuleIR.entries -> function(mod) -> [{"signature", "lines"}]

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dynamica import __version__
 from dynamica.generator import ir
 from dynamica.generator.printers import FortranPrinter
-from dynamica.generator.render.c import tables as c_tables
 from dynamica.generator.render import Backend, common, register
+from dynamica.generator.render.c import tables as c_tables
 from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size
 
 #: free-form source lines are at most 132 characters: statements are cut at this width with `&`
@@ -133,12 +133,22 @@ def hamiltonian_entries(mod: ir.ModuleIR) -> list:
     n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
     d, a = _scratch("pmd", max(n, 1))
     return [
-        _entry("rhs", [("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)],
-               [f"call k_hamilton(t, y(0:{n - 1}), y({n}:{2 * n - 1}), p, ydot(0:{n - 1}), ydot({n}:{2 * n - 1}))"]),
-        _entry("momenta", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)], ["call k_momenta(t, q, qd, p, out)"]),
-        _entry("velocities", [("q", n, 0), ("pm", n, 0), ("p", np_, 0), ("out", n, 1)],
-               a + ["call k_hamilton(t, q, pm, p, out, pmd)"], d),
-        _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"])]
+        _entry(
+            "rhs",
+            [("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)],
+            [f"call k_hamilton(t, y(0:{n - 1}), y({n}:{2 * n - 1}), p, ydot(0:{n - 1}), ydot({n}:{2 * n - 1}))"],
+        ),
+        _entry(
+            "momenta", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)], ["call k_momenta(t, q, qd, p, out)"]
+        ),
+        _entry(
+            "velocities",
+            [("q", n, 0), ("pm", n, 0), ("p", np_, 0), ("out", n, 1)],
+            a + ["call k_hamilton(t, q, pm, p, out, pmd)"],
+            d,
+        ),
+        _entry("mass_matrix", [("q", n, 0), ("p", np_, 0), ("out", n * n, 1)], ["call k_mass(t, q, p, out)"]),
+    ]
 
 
 def derivative_entries(mod: ir.ModuleIR) -> list:

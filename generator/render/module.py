@@ -128,8 +128,10 @@ def _derivative_solves(mod, symbol) -> tuple:
             "    free(P);",
             "    free(T);",
             "}"]
-        jac, names = "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian", {**names,
-                                                                          "residual_jacobian": "dyn_m_residual_jacobian"}
+        jac, names = (
+            "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian",
+            {**names, "residual_jacobian": "dyn_m_residual_jacobian"},
+        )
     else:
         jac = f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}"
     if "solve_jacobian" in kernel_names(mod):         # q'', M's factors and J in one kernel (variant recursive)
@@ -231,7 +233,7 @@ LAYERS.append(_composed)
 
 
 def metadata(mod: ir.ModuleIR, backend: str) -> dict:
-    """The module's constants (API.md): what `dynamica.load` and users read."""
+    """The module's constants (docs/api.md): what `dynamica.load` and users read."""
     n = len(mod.coordinates)
     return {
         "MODEL_NAME": mod.model_name, "FORM": mod.form, "KIND": mod.kind, "SIGNATURE": mod.signature,
@@ -256,7 +258,9 @@ def c_string(text: str, width: int = 100) -> str:
     pieces, cur = [], ""
     for byte in text.encode():
         ch = chr(byte)
-        esc = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "?": "\\?"}.get(ch) or (ch if 32 <= byte < 127 else f"\\{byte:03o}")
+        esc = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "?": "\\?"}.get(ch) or (
+            ch if 32 <= byte < 127 else f"\\{byte:03o}"
+        )
         if len(cur) + len(esc) > width:
             pieces.append(cur)
             cur = ""

@@ -3,11 +3,11 @@
 The pinocchio side is an independent oracle for the generated equations of motion:
 
     tree = random_tree("mixed", 10, (1, 2, 3), np.random.default_rng(3))
-    tree.model_dict                      # YAML-able dict (MODEL_FORMAT.md, version 1)
+    tree.model_dict                      # YAML-able dict (docs/model_format.md, version 1)
     values = tree.param_values(overrides)  # defaults merged with overrides
     pmodel, names = tree.to_pinocchio(values)
 
-Conventions (MODEL_FORMAT.md):
+Conventions (docs/model_format.md):
   * ``rotate: AXIS, q: a``: the child frame is R_axis(a) relative to the current frame
     (pinocchio JointModelRX/RY/RZ, JointModelRevoluteUnaligned);
   * ``translate: AXIS, q: s``: origin moved by s*axis in the current frame
@@ -78,7 +78,7 @@ def evaluate(expr, env: dict):
 
 def expand_joint(joint) -> list[dict]:
     """The list of elementary transforms of a YAML ``joint`` entry (shorthands expanded as
-    MODEL_FORMAT.md defines them)."""
+    docs/model_format.md defines them)."""
     if joint is None:
         return []
     if isinstance(joint, list):

@@ -10,7 +10,7 @@ the symbolic derivation is done naively and may be slow for large trees.
     f.parameters             # dict name -> default (float, or tuple for vectors)
     qdd = f(q, qd, t, params)   # params: None or {name: value} overriding defaults
 
-Conventions implemented (see MODEL_FORMAT.md):
+Conventions implemented (see docs/model_format.md):
   * ``rotate: AXIS`` by angle a: the new frame is the current frame turned by +a about the
     (normalised) axis, right-hand rule  ->  ``B.orient_axis(A, axis_in_A, a)``.
   * ``translate: AXIS`` with ``q``/``by``: the origin moves by s * unit(axis) in the current
