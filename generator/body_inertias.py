@@ -107,6 +107,18 @@ class BodyInertiaCheck:
             f"use {self.alternatives}") for b in bad])
 
     def check_defaults(self):
-        """The check at the model's default parameter values."""
+        """The check at the model's default parameter values: a DynamicaWarning naming the bodies
+        when they are singular there through a parameter's value (the model may be meant for
+        other values: every evaluation at singular values raises, `check`); a ModelError when
+        their mass and inertia are numbers (no parameter can make them regular)."""
         d = self.spec.defaults()
-        self.check([d[s] for s in self.symbols])
+        try:
+            self.check([d[s] for s in self.symbols])
+        except ModelError as exc:
+            if not self.symbols:
+                raise
+            import warnings
+
+            from dynamica.generator.model import DynamicaWarning
+            warnings.warn(DynamicaWarning(f"{exc} (evaluating at these values raises this error; give other "
+                                          "values of the parameters)"), stacklevel=3)

@@ -156,6 +156,7 @@ def _import(spec, key, form, backend, mode, cache, progress, check_mass_matrix) 
     model.backend, model.mode, model.cache = backend, mode, cache      # how its stages' structures are built
     if check_mass_matrix:
         _check_regular(model)
+    model.check_defaults = True      # from here on an evaluation at singular default inertias raises (LGR, HLGR)
     return model
 
 

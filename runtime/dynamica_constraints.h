@@ -332,8 +332,8 @@ static double *dyn_con_alloc(size_t size, double *stack)
    1 / (1 + (E_a / (DYN_CON_WEAK_TOL A))^2), A = w^2 + max |q''_free|, smoothly towards
    J_a q'' = 0 (the velocity along the normal is held: inertia carries the motion through the
    singular point; exact on the N four-bar, whose normal keeps its direction along the branch);
-   the projection does not correct rows with dq_a kappa_a > DYN_CON_PROJECT_WEAK (its Newton
-   step would leave the region where the equation is linear and land on the nearest branch).
+   the velocity projection does not correct rows with dv_a kappa_a > DYN_CON_PROJECT_WEAK w (its
+   correction would turn the velocity onto the nearest branch's).
    On the manifold E = 0 and nothing changes: defects below DYN_CON_ROUNDING (8 u) times the
    size of the equations' terms (the longest row, times w for velocities) count as none. */
 static void dyn_con_weak(int n, int m, const double *J, const double *Jdot, const double *phi, const double *e,
@@ -412,9 +412,10 @@ static double dyn_con_velocity_defect(int n, int m, const dyn_con_work *W, const
 #define DYN_CON_PROJECT_EXTRA(m) (4 * (size_t)(m))
 
 /* y = [q, q'] onto phi = 0, then J q' + phi_t = 0, in place. Positions: Newton steps, each the
-   M-weighted minimum-norm correction of the rows that are not weak (dyn_con_weak), until
-   max |phi_a| <= tol on them, at most `iters`; then, when J q' + phi_t exceeds tol, the same
-   correction of the velocities. */
+   M-weighted minimum-norm correction, until max |phi| <= tol, at most `iters` (the defect after a
+   step is within the linear region of every row: no test needed more); then, when J q' + phi_t
+   exceeds tol, the same correction of the velocities, leaving alone the weak rows
+   (dv_a kappa_a > DYN_CON_PROJECT_WEAK w, dyn_con_weak), whose velocity the solve holds. */
 static int dyn_con_project_in(const dyn_con_spec *s, double t, double *y, const double *p, double tol, int iters,
                               dyn_con_work *W, double *scratch)
 {
@@ -437,20 +438,9 @@ static int dyn_con_project_in(const dyn_con_spec *s, double t, double *y, const 
         if (st != DYN_CON_OK)
             return st;
         evaluated = 1;
-        dyn_con_jdot(s, t, y, y + n, p, W, W->A, W->z, W->tau);
-        dyn_con_weak(n, m, W->J, W->A, phi, NULL, w, weak, kappa);
-        err = 0.0;
-        for (int a = 0; a < m; ++a) {                      /* weak: dq_a kappa_a > DYN_CON_PROJECT_WEAK */
-            weak[a] = weak[a] > 0.0 && weak[a] / (w * w * kappa[a]) > DYN_CON_PROJECT_WEAK ? 1.0 : 0.0;
-            if (weak[a] == 0.0 && !(fabs(phi[a]) <= err)) err = fabs(phi[a]);
-        }
-        if (err <= tol) {
-            status = DYN_CON_OK;
-            break;
-        }
         if (it == iters)
             break;
-        const int rank = dyn_con_prepare(s, W, DYN_CON_PROJECT_RANK_TOL, weak);
+        const int rank = dyn_con_prepare(s, W, DYN_CON_PROJECT_RANK_TOL, NULL);
         dyn_con_correct(s, rank, W, phi, y, NULL);
         evaluated = 0;
     }

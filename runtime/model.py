@@ -46,6 +46,9 @@ class CompiledModel:
         self.slots = dict(getattr(module, "SLOTS", {"states": len(self._defaults), "size": len(self._defaults)}))
         self.state_size = int(getattr(module, "STATE_SIZE", 2 * self.n))
         self._inertia_check = self._body_inertia_check()
+        #: evaluations at the default parameters check the body inertias too (set by `load` after its
+        #: own checks of the initial state; generator/body_inertias.py)
+        self.check_defaults = False
         self._initial_references()
 
     def _body_inertia_check(self):
@@ -113,6 +116,9 @@ class CompiledModel:
             k = self._reference_slot
             p[k:k + len(self._references)] = self._references
         if not params:
+            if self._inertia_check is not None and self.check_defaults:   # LGR, HLGR: warned at load
+                check, slots = self._inertia_check
+                check.check(p[slots])
             return p
         offsets, k = {}, 0
         for name, size in self._layout:

@@ -447,12 +447,18 @@ def _rod(ia):
 @pytest.mark.parametrize("form, other", [("lagrange1", "composite"), ("hamilton-lagrange1", "hamilton-composite")])
 def test_inverted_body_inertia_singular_by_a_parameter_default(tmp_path, form, other):
     """LGR (2.24) and HLGR (1.64) apply M_i^-1: a rod with axial inertia `ia: 0.0` gave NaN q''
-    without a word; it is a ModelError naming the file, the body and a form that takes it."""
+    without a word. Loading warns (the model may be meant for other values of `ia`); evaluating
+    at those values is a ModelError naming the file, the body and a form that takes it."""
+    from dynamica.generator.model import DynamicaWarning
     path = write_model(tmp_path, _rod(0.0))
+    with pytest.warns(DynamicaWarning, match="body `rod`"):
+        model = dynamica.load(path, form)
     with pytest.raises(ModelError) as info:
-        dynamica.load(path, form)
+        model.rhs(0.0, model.to_state([0.3], [0.0]))
     text = str(info.value)
     assert str(path) in text and "body `rod`" in text and "at the default parameters" in text and other in text
+    other = {"ia": 1e-3}                                                  # other values run
+    model.rhs(0.0, model.to_state([0.3], [0.0], params=other), params=other)
 
 
 @pytest.mark.parametrize("form", ["lagrange1", "hamilton-lagrange1"])
