@@ -144,6 +144,7 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
         acr.setdefault(f, a)
     rep = SelectReport(model=spec.name, n=len(spec.coordinates), bodies=topo.n_bodies, K=K)
     lgr_ok = _inverts_body_inertias(spec)
+    from dynamica.generator import body_inertias
     for f in names:
         for mode in modes:
             if mode == "numeric" and f not in SUPPORTED_FORMS:
@@ -153,10 +154,17 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
                 row.predicted = float(cost.count(tree, form=f, K=K))
             except (KeyError, ValueError):
                 row.note = "no flop formula in the dissertation"
-            if f == "lagrange1" and not lgr_ok:
+            if f in body_inertias.INVERTS_BODY_INERTIAS and not lgr_ok:
+                check = body_inertias.BodyInertiaCheck(spec, f)
+                defaults = spec.defaults()
+                bad = check.bad_bodies([defaults[x] for x in check.symbols])
                 row.applicable = False
-                row.note = ("not applicable: a body is massless or its inertia singular at the default "
-                            "parameters ((2.24) inverts every M_i)")
+                row.note = (f"not applicable: body {', '.join(f'`{b}`' for b in bad)} massless or its inertia "
+                            f"singular at the default parameters ({check.equation} inverts every M_i)")
+                rep.rows.append(row)
+                if progress is not None:
+                    progress(f if mode == "symbolic" else f"{f} ({mode})", row)
+                continue
             if generate_code or measure:
                 from dynamica.generator.pipeline import generate
                 try:
