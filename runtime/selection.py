@@ -89,17 +89,12 @@ def rhs_ops(module_ir) -> int:
 
 def _inverts_body_inertias(spec) -> bool:
     """LGR applies M_i^-1 of every body (2.24): false when a body is massless or its inertia singular
-    at the default parameters (a negative mass or inertia, a cut-out, is invertible)."""
-    import numpy as np
-
-    from dynamica.runtime.reference import NumericReference
-    ref = NumericReference(spec)
-    for fn in ref.inertia_fns[1:]:
-        m, _, I = fn(ref.defaults)
-        w = np.abs(np.linalg.eigvalsh(np.asarray(I, float)))
-        if float(m) == 0 or w.min() <= 1e-12 * w.max():
-            return False
-    return True
+    at the default parameters (a negative mass or inertia, a cut-out, is invertible); the check of
+    generator/body_inertias.py."""
+    from dynamica.generator.body_inertias import BodyInertiaCheck
+    check = BodyInertiaCheck(spec, "lagrange1")
+    defaults = spec.defaults()
+    return not check.bad_bodies([defaults[x] for x in check.symbols])
 
 
 def predicted_best(spec, K=DEFAULT_K, available=None) -> str:
