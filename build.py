@@ -30,9 +30,9 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from dynamica import __version__
 from dynamica import cache as cache_store
 from dynamica.errors import BuildError
+from dynamica.version import __version__
 
 COMPILE_ARGS = ("-O2", "-fno-math-errno", "-Wno-unused-variable", "-Wno-unused-function")
 #: above this many operations, -O1: for long straight-line code it runs as fast as -O2
@@ -150,14 +150,11 @@ def cache_root() -> Path:
 _FINGERPRINT = None
 
 
-#: the files whose content shapes generated modules: the generator, the code-generation templates (named one
-#: by one: templates/report.html.j2 is the HTML report's page, which no module depends on), the fixed C files
-#: copied into every build and this file. tests/test_build.py checks that every template and helper a backend
-#: uses is here.
-_FINGERPRINTED = ("generator/**/*.py", "templates/module.c.j2", "templates/kernels.h.j2",
-                  "templates/fortran_kernels.f90.j2", "runtime/dynamica_helpers.h", "runtime/dynamica_itr.h",
-                  "runtime/dynamica_linalg.h", "runtime/numeric_core.h", "runtime/dynamica_module.h",
-                  "runtime/dynamica_constraints.h", "runtime/itr_controls.py", "build.py")
+#: the files whose content shapes generated modules: the generator, the code-generation templates, the
+#: generated-code support copied into every build (templates/native) and this file; nothing of the runtime (the
+#: report's page, the CLI, an analysis rebuild no module). tests/test_build.py checks that every template and
+#: helper a backend uses is here.
+_FINGERPRINTED = ("generator/**/*.py", "templates/**/*.j2", "templates/native/*.h", "templates/native/*.py", "build.py")
 
 
 def fingerprint_files(root: Path) -> list:
@@ -360,7 +357,7 @@ _HELPERS_LOCK = threading.Lock()
 
 
 def compiled_helper(name: str):
-    """A fixed compiled part of dynamica (`runtime/<name>.pyx`: `adams_core`, `ctiming`).
+    """A fixed compiled part of dynamica (`runtime/native/<name>.pyx`: `adams_core`, `ctiming`).
 
     Normally the extension built at install time (setup.py). When it is missing, or was built
     from another text of its source (a development checkout whose .pyx was edited after
@@ -372,10 +369,10 @@ def compiled_helper(name: str):
     with _HELPERS_LOCK:
         if name not in _HELPERS:
             from importlib import resources
-            text = resources.files("dynamica.runtime").joinpath(f"{name}.pyx").read_text()
+            text = resources.files("dynamica.runtime.native").joinpath(f"{name}.pyx").read_text()
             sha = hashlib.sha256(text.encode()).hexdigest()
             try:
-                mod = importlib.import_module(f"dynamica.runtime.{name}")
+                mod = importlib.import_module(f"dynamica.runtime.native.{name}")
             except ImportError:
                 mod = None
             if mod is None or getattr(mod, "SOURCE_SHA", None) != sha:

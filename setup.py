@@ -1,5 +1,5 @@
 """Build of dynamica's fixed compiled parts at install time: the Adams integrator core
-(runtime/adams_core.pyx) and the C-level timing loop (runtime/ctiming.pyx).
+(runtime/native/adams_core.pyx) and the C-level timing loop (runtime/native/ctiming.pyx).
 
 The generated equation-of-motion modules are built at run time (build.py). Each fixed part
 carries the SHA-256 of the source it was built from (`SOURCE_SHA`), so `build.compiled_helper`
@@ -16,9 +16,9 @@ FIXED = ("adams_core", "ctiming")
 
 
 def extension(name):
-    src = Path("runtime") / f"{name}.pyx"
+    src = Path("runtime") / "native" / f"{name}.pyx"
     sha = hashlib.sha256(src.read_bytes()).hexdigest()
-    return Extension(f"dynamica.runtime.{name}", [str(src)], extra_compile_args=["-O2"],
+    return Extension(f"dynamica.runtime.native.{name}", [str(src)], extra_compile_args=["-O2"],
                      define_macros=[("DYN_SOURCE_SHA", f'"{sha}"')])
 
 

@@ -4,7 +4,7 @@ results/actuators.txt):
 
 1. a tabulated-function call in the compiled code: a 1-DOF model whose right-hand side makes
    K = 32 lookups f(phi + 0.01 k), against the same model with the bare arguments (phi + 0.01 k)
-   instead; the difference of the C-level RHS times (runtime/timing.py, states cycling over
+   instead; the difference of the C-level RHS times (runtime/integrators/timing.py, states cycling over
    the table's range) divided by K. Linear, cubic and pchip tables of 10, 1000 and 100 000
    knots, a bilinear grid of 10 x 10 and 300 x 300; for comparison, one scalar call of the
    scipy interpolator from Python.
@@ -55,7 +55,7 @@ def table_costs(folder) -> list:
     from scipy.interpolate import CubicSpline, PchipInterpolator, RegularGridInterpolator, interp1d
 
     import dynamica
-    from dynamica.runtime.timing import seconds_per_call
+    from dynamica.runtime.integrators.timing import seconds_per_call
     rng = np.random.default_rng(0)
     states = np.column_stack([rng.uniform(-0.1, 1.1, 4096), np.zeros(4096)])      # phi over the table's range
     base = dynamica.load(_model(folder, "bare", {}, lambda k: f"(phi + {0.01 * k})"), check_mass_matrix=False)
@@ -136,7 +136,7 @@ def inverse_costs(folder) -> list:
     import pinocchio as pin
 
     import dynamica
-    from dynamica.runtime.inverse import companion
+    from dynamica.runtime.kinds.inverse import companion
     rows = []
     for n in (5, 10, 20, 50):
         m = dynamica.load(bs.write_chain_yaml(n, folder), check_mass_matrix=False)

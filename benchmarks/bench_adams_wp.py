@@ -2,7 +2,7 @@
 
 Compares, at rtol = atol = tol for tol in 1e-4 ... 1e-12:
 
-* dynamica compiled Adams  (``dynamica.runtime.compiled_adams.solve`` with a Python callable)
+* dynamica compiled Adams  (``dynamica.runtime.integrators.compiled_adams.solve`` with a Python callable)
 * dynamica Adams OdeSolver (``solve_ivp(..., method=dynamica.runtime.Adams)``: scipy's Python
   driver, one compiled step per call; the same steps and numbers as the compiled loop)
 * CVODE-Adams              (scikit-sundae ``sksundae.cvode.CVODE(method="Adams")``)
@@ -151,7 +151,7 @@ class Counted:
 
 
 def run_dyn_c(f, span, y0, tol):
-    from dynamica.runtime.compiled_adams import solve
+    from dynamica.runtime.integrators.compiled_adams import solve
     r = solve(f, span, y0, t_eval=np.array([span[1]]), rtol=tol, atol=tol)
     return r.y[:, -1], int(r.nfev), {}
 
@@ -251,7 +251,7 @@ def sweep_point(f, span, y0, ref, tol):
     (about 1 %), and a retry at the same time counts once."""
     from sksundae.cvode import CVODE
 
-    from dynamica.runtime.compiled_adams import solve
+    from dynamica.runtime.integrators.compiled_adams import solve
     dyn = cv = None
     try:
         r = solve(f, span, y0, t_eval=np.array([span[1]]), rtol=tol, atol=tol)
@@ -409,10 +409,10 @@ def fmt(r, key):
 
 
 def events_table(repeat):
-    """Cost of events and dense output: the pendulum of tests/test_adams_events.py (period 2,
+    """Cost of events and dense output: the pendulum of tests/runtime/integrators/test_adams_events.py (period 2,
     theta = 0 at t = 0.5 + k) on [0, 30] at rtol = atol = 1e-12, Python RHS for every method."""
     from dynamica.runtime import Adams
-    from dynamica.runtime.compiled_adams import solve
+    from dynamica.runtime.integrators.compiled_adams import solve
     g = 13.7503716360407456549801915596
     y0 = np.array([math.pi / 2, 0.0])
     crossings = 0.5 + np.arange(30)

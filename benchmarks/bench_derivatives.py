@@ -8,7 +8,7 @@ one right-hand side and against Pinocchio's computeABADerivatives, measured in t
 Model: the chains of benchmarks/bench_forms.py with 1-DOF revolute joints (x, y, x, ...; offsets
 with three components, centres of mass off the axes, full inertia tensors, gravity). Per size,
 into a fresh cache: dynamica generates and compiles the model (forms composite and articulated)
-and its derivatives module (generator/derivatives.py); generation and compile seconds and the
+and its derivatives module (generator/kinds/derivatives.py); generation and compile seconds and the
 operation counts of the kernels are reported.
 
 Times per call (best of --rounds interleaved rounds, at one random state):
@@ -70,8 +70,8 @@ def run(n, rounds, folder, unrolled_max, only=("unrolled", "tape", "recursive"))
     import pinocchio as pin
 
     import dynamica
-    from dynamica.runtime.derivatives import Derivatives
-    from dynamica.runtime.timing import seconds_per_call
+    from dynamica.runtime.integrators.timing import seconds_per_call
+    from dynamica.runtime.kinds.derivatives import Derivatives
     path = write_model("chain", n, 1, folder)
     row = {"n": n}
     variants = tuple(v for v in only if v != "unrolled" or n <= unrolled_max)

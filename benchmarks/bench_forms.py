@@ -117,12 +117,12 @@ def write_model(shape: str, n: int, dof: int, folder: Path) -> Path:
 
 
 def cost_tree(shape: str, n: int, dof: int):
-    from dynamica.generator import cost
+    from dynamica.generator.cost import flops as cost
     return cost.chain(n, dof) if shape == "chain" else cost.star(n, dof)
 
 
 def predicted(form: str, shape: str, n: int, dof: int):
-    from dynamica.generator import cost
+    from dynamica.generator.cost import flops as cost
     try:
         return float(cost.count(cost_tree(shape, n, dof), form=form, K=K_ITR))
     except (KeyError, ValueError):
@@ -130,7 +130,7 @@ def predicted(form: str, shape: str, n: int, dof: int):
 
 
 def acronym(form: str) -> str:
-    from dynamica.generator import cost
+    from dynamica.generator.cost import flops as cost
     from dynamica.generator.forms import ALIASES
     if form in cost.ACRONYMS:
         return cost.ACRONYMS[form]
@@ -140,7 +140,7 @@ def acronym(form: str) -> str:
 
 
 def all_forms() -> list:
-    from dynamica.generator import cost
+    from dynamica.generator.cost import flops as cost
     from dynamica.generator.forms import EQUATION_FORMS
     order = {f: k for k, f in enumerate(cost.FORMS)}
     return sorted(EQUATION_FORMS, key=lambda f: (f.startswith("hamilton"), order.get(f, 99), f))
@@ -375,9 +375,9 @@ def _schedule(series, running, done_series, nxt, start, collect, args):
 def time_group(shape, dof, n, forms, builds, workdir, rounds) -> None:
     """Check and time every built form of one model; results are added to the build dicts."""
     from dynamica.build import import_extension
-    from dynamica.generator.model import load_model
+    from dynamica.generator.spec.model import load_model
     from dynamica.runtime.api import CompiledModel
-    from dynamica.runtime.timing import seconds_per_call, trajectory_states
+    from dynamica.runtime.integrators.timing import seconds_per_call, trajectory_states
     path = write_model(shape, n, dof, workdir)
     spec = load_model(path)
     models = {}
@@ -660,7 +660,7 @@ def main(argv=None) -> int:
     builds = build_all(series, sizes, workdir, args)
     t_build = time.perf_counter() - t_start
     log(f"builds done in {t_build:.0f} s; timing")
-    from dynamica.runtime.timing import ctiming
+    from dynamica.runtime.integrators.timing import ctiming
     ctiming()
     for (f, shape, dof, n), r in builds.items():
         r["pred"] = predicted(f, shape, n, dof)

@@ -8,7 +8,7 @@ Two mechanisms, both bundled: the planar four-bar (models/fourbar.yaml) and the 
 
 1. Per call from Python: dynamica's module `qdd(t, q, qd, p, out)` (the constrained solve) against
    `pin.constraintDynamics(model, data, q, v, tau, constraints, datas, settings)`; also
-   dynamica's C entry point timed from C (runtime/timing.py), as a compiled integrator calls it.
+   dynamica's C entry point timed from C (runtime/integrators/timing.py), as a compiled integrator calls it.
 2. A 10 s simulation at equal accuracy: dynamica's compiled Adams loop with the projection after
    every step (runtime/compiled_adams.solve, what `simulate` runs, without its output sampling)
    against Pinocchio's dynamics under scipy's `solve_ivp` (DOP853 and LSODA), at several
@@ -117,7 +117,7 @@ def main(argv=None):
     ap.add_argument("--out", help="also write the report to this file")
     ap.add_argument("--t-end", type=float, default=10.0)
     args = ap.parse_args(argv)
-    from dynamica.runtime.timing import seconds_per_call
+    from dynamica.runtime.integrators.timing import seconds_per_call
 
     lines = [
         f"dynamica {dynamica.__version__}, pinocchio {pin.__version__}; per-call times are means over 20 000 calls"
@@ -139,7 +139,7 @@ def main(argv=None):
         y0 = np.concatenate([q, qd])
         ref = solve_ivp(pc.f, (0, args.t_end), y0, method="DOP853", rtol=1e-13, atol=1e-13).y[:dm.n, -1]
         runs = {"dynamica adams": [], "pinocchio+DOP853": [], "pinocchio+LSODA": []}
-        from dynamica.runtime.compiled_adams import solve
+        from dynamica.runtime.integrators.compiled_adams import solve
 
         def timed(fn):
             fn()                                            # warm-up (first-use costs)

@@ -8,7 +8,7 @@ axes, so the hanging equilibrium is not q = 0), checked against Pinocchio.
 
 Per size, into a fresh cache, in this process: the model's module is compiled in numeric mode
 (form articulated, fast to build); its derivatives module is generated (the tape variant above
-24 coordinates, generator/tangent.py) and compiled; then
+24 coordinates, generator/ir/tangent.py) and compiled; then
 
   statics    dynamica.statics from q = 0: Newton iterations on r(q, 0, 0) with K = dr/dq
   linearize  dynamica.linearize about that equilibrium (M, C, K from the derivatives module)
@@ -52,7 +52,7 @@ def run(n, folder):
     import scipy.linalg as sla
 
     import dynamica
-    from dynamica.runtime.derivatives import derivatives
+    from dynamica.runtime.kinds.derivatives import derivatives
     path = write_model("chain", n, 1, folder)
     model, t_load = timed(lambda: dynamica.load(path, form="articulated", mode="numeric"))
     d, t_deriv = timed(lambda: derivatives(model))

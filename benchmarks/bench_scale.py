@@ -90,7 +90,7 @@ def worker(job: dict) -> dict:
     bundle_file = Path(job["cache"]).with_suffix(".bundle.pickle")
     bundle_file.parent.mkdir(parents=True, exist_ok=True)
     bundle_file.write_bytes(pickle.dumps(g.bundle))
-    from dynamica.runtime.selection import rhs_ops
+    from dynamica.runtime.analysis.selection import rhs_ops
     ops = rhs_ops(g.module_ir)          # what one RHS call runs, as `dynamica select` reports it
     src_kb = sum(len(t) for _, t in g.bundle.files) / 1024.0
     stages = dict(g.timings)
@@ -251,9 +251,9 @@ def run(args, partial=None) -> list:
     import yaml
 
     from dynamica.build import import_extension
-    from dynamica.generator.model import load_model
+    from dynamica.generator.spec.model import load_model
     from dynamica.runtime.api import CompiledModel
-    from dynamica.runtime.timing import seconds_per_call
+    from dynamica.runtime.integrators.timing import seconds_per_call
     rows, tmp = [], Path(tempfile.mkdtemp(prefix="bench_scale_"))
     try:
         for shape in args.shapes:

@@ -58,7 +58,7 @@ def reduced(n, method, rtol):
     """The same integrator on the reduced equation (adams: the compiled loop on a Python f)."""
     from scipy.integrate import solve_ivp
 
-    from dynamica.runtime.compiled_adams import solve
+    from dynamica.runtime.integrators.compiled_adams import solve
     c = nf.reduced_coefficient(n)
     times = np.linspace(0.0, T_END, 2001)
     y0 = np.array([math.pi / 2, -1.0])

@@ -170,7 +170,7 @@ def log(msg: str) -> None:
 # dynamica
 
 def compile_ctiming(workdir: Path):
-    from dynamica.runtime.timing import ctiming
+    from dynamica.runtime.integrators.timing import ctiming
     return ctiming()
 
 

@@ -12,8 +12,8 @@ Steps, each printed as a table (results/stages.txt holds a saved run):
      (simulate_stage), statics (runtime/statics.statics) and the rest, the switching: mapping the
      state across boundaries, releases, events' set-up, result tables;
   3. per distinct structure: its coordinates, the flops of CBM, LGR, ITR-G (K = 2) and DEC by
-     generator/cost.py (equal to table 5.2's formulas for CBM, LGR and DEC on the full structure:
-     tests/test_stages.py), dynamica's RHS per call (C entry point, composite form) and
+     generator/cost/flops.py (equal to table 5.2's formulas for CBM, LGR and DEC on the full structure:
+     tests/runtime/stages/test_stages.py), dynamica's RHS per call (C entry point, composite form) and
      Pinocchio's `aba` per call from Python on the same tree (its joints one Pinocchio joint per
      elementary motion, the screw as HelicalUnaligned, intermediate frames massless; gravity
      only, so a lower bound of its work) in the same run.
@@ -48,8 +48,8 @@ def launcher_module():
 def build_times(path: Path) -> dict:
     """{'load': s, 'structures': s, 'count': k} of load + cyclogram.build in this process."""
     import dynamica
-    from dynamica.generator.stages import structures
-    from dynamica.runtime import cyclogram
+    from dynamica.generator.mechanics.stages import structures
+    from dynamica.runtime.stages import cyclogram
     t0 = time.perf_counter()
     model = dynamica.load(str(path))
     t1 = time.perf_counter()
@@ -69,8 +69,8 @@ def cached_build_times(path: Path, cache: str) -> dict:
 def timed_run(path: Path) -> tuple:
     """(result, seconds in total, in integration, in statics) of the whole cyclogram."""
     import dynamica
-    import dynamica.runtime.simulate as simulate_module
-    import dynamica.runtime.statics as statics_module
+    import dynamica.runtime.analysis.statics as statics_module
+    import dynamica.runtime.integrators.simulate as simulate_module
     spent = {"integration": 0.0, "statics": 0.0}
 
     def timed(fn, key):
@@ -100,7 +100,7 @@ def pinocchio_of(spec):
     the placement of the next joint), the body's inertia on its last joint."""
     import pinocchio as pin
 
-    from dynamica.generator.model import evaluate
+    from dynamica.generator.spec.model import evaluate
     value = lambda texts: np.array(evaluate(spec, list(texts)), dtype=float)   # noqa: E731
     model, ids = pin.Model(), {"ground": 0}
     for body in spec.bodies:
@@ -151,10 +151,10 @@ def main(argv=None):
     ap.add_argument("--out", help="also write the tables to this file")
     args = ap.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from dynamica.generator import cost
-    from dynamica.generator.stages import structures
-    from dynamica.runtime import cyclogram
-    from dynamica.runtime.timing import seconds_per_call
+    from dynamica.generator.cost import flops as cost
+    from dynamica.generator.mechanics.stages import structures
+    from dynamica.runtime.integrators.timing import seconds_per_call
+    from dynamica.runtime.stages import cyclogram
     lines = []
 
     def say(text=""):
@@ -189,7 +189,7 @@ def main(argv=None):
     import dynamica
     model = dynamica.load(str(path))
     built = cyclogram.build(model, structures(model.spec))
-    say("\n3. RHS per call of each distinct structure: flops (generator/cost.py, K = 2 for ITR-G), dynamica's")
+    say("\n3. RHS per call of each distinct structure: flops (generator/cost/flops.py, K = 2 for ITR-G), dynamica's")
     say("   composite module (C entry point) and Pinocchio's aba from Python on the same tree")
     say(f"   {'structure':34s} {'n':>3s} {'CBM':>7s} {'LGR':>7s} {'ITR-G':>7s} {'DEC':>7s} {'dynamica us':>12s} "
         f"{'ns/flop':>8s} {'pin.aba us':>11s} {'pin/dyn':>8s}")

@@ -50,7 +50,7 @@ def distributed(model, values, workers, batch_size=None):
     import pandas as pd
     from distributed import Client, LocalCluster
 
-    from dynamica.runtime.sweep import sweep
+    from dynamica.runtime.studies.sweep import sweep
     t0 = time.perf_counter()
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     client = Client(cluster)
@@ -77,7 +77,7 @@ def distributed(model, values, workers, batch_size=None):
 
 
 def auto_batch(n, workers):
-    from dynamica.runtime.sweep import MAX_BATCH, TASKS_PER_SLOT
+    from dynamica.runtime.studies.sweep import MAX_BATCH, TASKS_PER_SLOT
     return max(1, min(MAX_BATCH, math.ceil(n / (TASKS_PER_SLOT * workers))))
 
 

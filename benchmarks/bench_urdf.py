@@ -6,7 +6,7 @@
      dynamica cached : the same with the module (and the converted URDF) in the cache
      Pinocchio       : pin.buildModelFromUrdf + createData + the first pin.aba call
 2. Right-hand side per call, UR5 (6 DOF) and Allegro hand (16 DOF): dynamica's compiled RHS
-   from C (runtime/timing.py) and through model.rhs from Python, against pin.aba from Python
+   from C (runtime/integrators/timing.py) and through model.rhs from Python, against pin.aba from Python
    (the same states; the URDF's damping and friction as joint torques in both).
 
 A plain script, run by hand:  python benchmarks/bench_urdf.py [--out benchmarks/results/urdf.txt]
@@ -70,7 +70,7 @@ def rhs_times(name):
     import pinocchio as pin
 
     import dynamica
-    from dynamica.runtime.timing import seconds_per_call
+    from dynamica.runtime.integrators.timing import seconds_per_call
     path = robot_file(ROBOTS[name])
     model = dynamica.load(path)
     pm = pin_model(path)

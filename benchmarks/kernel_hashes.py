@@ -46,6 +46,10 @@ def kernel_hashes() -> dict:
         except dynamica.DynamicaError as exc:
             out[key] = {"error": type(exc).__name__}
             continue
+        except Exception as exc:                # a crash of the generator is recorded, and compared, too
+            out[key] = {"crash": f"{type(exc).__name__}: {exc}"[:200]}
+            print(f"crash: {key}: {out[key]['crash']}", file=sys.stderr)
+            continue
         out[key] = {name: hashlib.sha256(re.sub(r"Content signature: [0-9a-f]+", "", text).encode()).hexdigest()
                     for name, text in g.bundle.files if name.endswith(("_kernels.h", ".f90"))}
     return out

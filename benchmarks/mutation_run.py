@@ -35,11 +35,11 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 #: the default-selection tests run for each mutation (all are part of CI's default run)
 TESTS = [
-    "tests/test_reference.py",
+    "tests/runtime/reference/test_reference.py",
     "tests/test_oracle_coverage.py",
     "tests/test_oracle_sympy_mechanics.py",
     "tests/test_oracle_pinocchio.py",
-    "tests/test_forms.py",
+    "tests/generator/forms/test_forms.py",
 ]
 
 
@@ -53,84 +53,85 @@ class Mutation:
     tests: tuple = ()    # the tests to run (default TESTS)
 
 
-#: the tests of the closed loops' solve (the mutations of runtime/dynamica_constraints.h)
-LOOP_TESTS = ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")
+#: the tests of the closed loops' solve (the mutations of templates/native/dynamica_constraints.h)
+LOOP_TESTS = ("tests/runtime/test_iftomm_nfourbar.py", "tests/runtime/test_loops.py",
+              "tests/runtime/test_singular_loops.py")
 
 MUTATIONS = [
     Mutation(
         "axis_sign",
         "every joint axis reversed (unit axis u -> -u)",
-        "generator/kinematics.py",
+        "generator/mechanics/kinematics.py",
         "    v = [ex.parse(c, scope) for c in vec]\n    n2",
         "    v = [-ex.parse(c, scope) for c in vec]\n    n2",
     ),
     Mutation(
         "rotation_sense",
         "elementary rotation turned the other way (G = R instead of R^T)",
-        "generator/kinematics.py",
+        "generator/mechanics/kinematics.py",
         "            RT = R.T\n",
         "            RT = R\n",
     ),
     Mutation(
         "rotation_order",
         "successive rotations of a joint composed in the wrong order",
-        "generator/kinematics.py",
+        "generator/mechanics/kinematics.py",
         'G = prog.let_matrix(f"{t}_G", RT * G)',
         'G = prog.let_matrix(f"{t}_G", G * RT)',
     ),
     Mutation(
         "inertia_order",
         "inertia components read as [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] (Iyz and Ixz swapped)",
-        "generator/kinematics.py",
+        "generator/mechanics/kinematics.py",
         "ixx, iyy, izz, ixy, iyz, ixz = [ex.parse(x, scope) for x in body.inertia]",
         "ixx, iyy, izz, ixy, ixz, iyz = [ex.parse(x, scope) for x in body.inertia]",
     ),
     Mutation(
         "parallel_axis",
         "parallel-axis term subtracted (Theta_O = Theta_c - m(|r|^2 E - r r^T))",
-        "generator/kinematics.py",
+        "generator/mechanics/kinematics.py",
         "theta = theta_c + m * (r2",
         "theta = theta_c - m * (r2",
     ),
     Mutation(
         "coriolis_translate",
         "Coriolis term of a translation inside a joint halved (2 w x u s' -> w x u s')",
-        "generator/kinematics.py",
+        "generator/mechanics/kinematics.py",
         "scale(2 * rate, cross(w, u))",
         "scale(rate, cross(w, u))",
     ),
     Mutation(
         "driven_acceleration",
         "second derivative of a driven rotation (by'') dropped",
-        "generator/kinematics.py",
+        "generator/mechanics/kinematics.py",
         "add(new_eps, scale(accel, u))",
         "new_eps",
     ),
     Mutation(
         "spherical_order",
         "spherical joint expanded as rotations about z, y, x instead of x, y, z",
-        "generator/model.py",
+        "generator/spec/model.py",
         'lambda j, q: [_rot(a, c) for a, c in zip("xyz", q)]),',
         'lambda j, q: [_rot(a, c) for a, c in zip("zyx", q)]),',
     ),
     Mutation(
         "force_frame",
         "body_force components taken in the other frame (ground <-> body)",
-        "generator/forms/common.py",
+        "generator/forms/parts/common.py",
         'if f["frame"] == "ground":',
         'if f["frame"] == "body":',
     ),
     Mutation(
         "spring_direction",
         "spring_damper tension applied with the wrong sign on both bodies",
-        "generator/forms/common.py",
+        "generator/forms/parts/common.py",
         'apply(f["body_b"], pb, f_ground=[-x for x in e])\n            apply(f["body_a"], pa, f_ground=e)',
         'apply(f["body_b"], pb, f_ground=e)\n            apply(f["body_a"], pa, f_ground=[-x for x in e])',
     ),
     Mutation(
         "gravity_sign",
         "gravity enters the accelerated ground with the wrong sign (Lagrangian forms)",
-        "generator/forms/common.py",
+        "generator/forms/parts/common.py",
         "fp.w_hat[0] = [-x for x in g] + Z3",
         "fp.w_hat[0] = [x for x in g] + Z3",
     ),
@@ -144,44 +145,44 @@ MUTATIONS = [
     Mutation(
         "limit_damping",
         "damping of a `limit` force with the wrong sign at the lower bound",
-        "generator/forms/common.py",
+        "generator/forms/parts/common.py",
         "(k - mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
         "(k + mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
     ),
     Mutation(
         "min_max",
         "min and max of the grammar swapped in lowering",
-        "generator/lower.py",
+        "generator/ir/lower.py",
         'sp.Min: "fmin", sp.Max: "fmax"',
         'sp.Min: "fmax", sp.Max: "fmin"',
     ),
     Mutation(
         "heaviside_at_0",
         "heaviside(0) = 1 in the module helpers (documented: 1/2)",
-        "runtime/dynamica_helpers.h",
+        "templates/native/dynamica_helpers.h",
         "(x < 0 ? 0.0 : 0.5)",
         "(x < 0 ? 0.0 : 1.0)",
     ),
     Mutation(
         "sign_at_0",
         "sign(0) = 1 in the module helpers (documented: 0)",
-        "runtime/dynamica_helpers.h",
+        "templates/native/dynamica_helpers.h",
         "return (double)((x > 0) - (x < 0));",
         "return (double)((x >= 0) - (x < 0));",
     ),
     Mutation("loop_rank_squared", "the loops' rows judged by their squared length (as J M^-1 J^T's pivots)",
-             "runtime/dynamica_constraints.h", "W->c[a] = len > DYN_CON_ZERO_TOL * largest &&",
+             "templates/native/dynamica_constraints.h", "W->c[a] = len > DYN_CON_ZERO_TOL * largest &&",
              "W->c[a] = len * len > DYN_CON_ZERO_TOL * largest * largest &&", LOOP_TESTS),
     Mutation("loop_consistency", "an inconsistent left-out loop equation accepted (tolerance 1e-9 -> 1e6)",
-             "runtime/dynamica_constraints.h", "#define DYN_CON_CONSISTENT_TOL 1e-9",
+             "templates/native/dynamica_constraints.h", "#define DYN_CON_CONSISTENT_TOL 1e-9",
              "#define DYN_CON_CONSISTENT_TOL 1e6", LOOP_TESTS),
     Mutation("loop_weak_gamma", "near a singular configuration the weak rows' gamma kept (the defect followed)",
-             "runtime/dynamica_constraints.h", "W.gamma[a] /= 1.0 + r * r;", "W.gamma[a] /= 1.0;", LOOP_TESTS),
+             "templates/native/dynamica_constraints.h", "W.gamma[a] /= 1.0 + r * r;", "W.gamma[a] /= 1.0;", LOOP_TESTS),
     Mutation("loop_project_weak", "the velocity projection corrects the weak rows too (onto the nearest branch)",
-             "runtime/dynamica_constraints.h", "weak[a] = weak[a] > DYN_CON_PROJECT_WEAK * w * w ? 1.0 : 0.0;",
+             "templates/native/dynamica_constraints.h", "weak[a] = weak[a] > DYN_CON_PROJECT_WEAK * w * w ? 1.0 : 0.0;",
              "weak[a] = 0.0;", LOOP_TESTS),
     Mutation("scipy_no_projection", "scipy's one-step methods not projected onto the loops after a step",
-             "runtime/simulate.py", "self.projected = bool(model.loops) and scipy_method in ONE_STEP",
+             "runtime/integrators/simulate.py", "self.projected = bool(model.loops) and scipy_method in ONE_STEP",
              "self.projected = False", LOOP_TESTS),
 ]
 

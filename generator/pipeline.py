@@ -6,7 +6,7 @@
     form_equations(kin, form, mode) -> EquationsOfMotion   registries of equation forms (per mode)
     attach_constraints(eom, spec, topo) -> EquationsOfMotion   closed loops: their kernels
     attach_outputs(eom, spec, topo) -> EquationsOfMotion   the model's `outputs` as one more kernel
-    attach_states(eom, spec) -> EquationsOfMotion   s' of the extra states (generator/signals.py)
+    attach_states(eom, spec) -> EquationsOfMotion   s' of the extra states (generator/mechanics/signals.py)
     lower(eom, spec) -> ModuleIR              DCE, sympy -> IR, CSE (value numbering)
     render(mod, backend) -> SourceBundle      printer + jinja2
     compile_bundle(bundle) -> Path            build.py: the only code that runs compilers
@@ -19,16 +19,16 @@ import time
 from dataclasses import dataclass
 
 from dynamica.errors import ModelError
-from dynamica.generator.constraints import attach_constraints
 from dynamica.generator.forms import check_form, form_equations
-from dynamica.generator.kinematics import derive_kinematics
-from dynamica.generator.lower import lower
-from dynamica.generator.model import load_model, overflow_problem
-from dynamica.generator.outputs import attach_outputs, wanted
-from dynamica.generator.printers import NonFiniteConstant
+from dynamica.generator.ir.lower import lower
+from dynamica.generator.mechanics.constraints import attach_constraints
+from dynamica.generator.mechanics.kinematics import derive_kinematics
+from dynamica.generator.mechanics.outputs import attach_outputs, wanted
+from dynamica.generator.mechanics.signals import attach_states
+from dynamica.generator.mechanics.topology import build_topology
 from dynamica.generator.render import render
-from dynamica.generator.signals import attach_states
-from dynamica.generator.topology import build_topology
+from dynamica.generator.render.printers import NonFiniteConstant
+from dynamica.generator.spec.model import load_model, overflow_problem
 
 log = logging.getLogger("dynamica")
 
@@ -56,10 +56,10 @@ def generate(model, form: str = "composite", backend: str = "c", progress=None,
 
 
 def generate_derivatives(model, backend: str = "c", progress=None, variant: str = "unrolled") -> Generated:
-    """The derivatives module of a model (generator/derivatives.py: the residual r = M x - Q,
+    """The derivatives module of a model (generator/kinds/derivatives.py: the residual r = M x - Q,
     its Jacobian by q and q' and M), whatever form its main module has; `variant`: "unrolled"
     (the tangent program) or "tape" (partials generated, tangents in a loop: large models)."""
-    from dynamica.generator.derivatives import derivative_equations
+    from dynamica.generator.kinds.derivatives import derivative_equations
     return _guarded(model, "derivatives", backend, progress, "symbolic",
                     lambda kin: derivative_equations(kin, variant))
 

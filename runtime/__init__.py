@@ -8,6 +8,6 @@
 def __getattr__(name):
     # lazy, so that `import dynamica.runtime` does not pull in scipy
     if name in ("Adams", "StiffnessError", "StiffnessWarning"):
-        from dynamica.runtime import adams
+        from dynamica.runtime.integrators import adams
         return getattr(adams, name)
     raise AttributeError(f"module 'dynamica.runtime' has no attribute {name!r}")

@@ -1,6 +1,6 @@
-"""The Python API (docs/api.md): `load` (generate, compile or fetch from the cache, import, check)
-and the names users reach through it: the compiled model (runtime/model.py), `simulate` and its
-integrators (runtime/simulate.py) and the result (runtime/results.py)."""
+"""Loading (docs/api.md): `load` (generate, compile or fetch from the cache, import, check) and the
+compiled model it returns (runtime/compiled.py). The whole public API is listed in dynamica's
+package file (`dynamica.load`, `dynamica.simulate`, ...), which also sets the load order."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.model import load_model
-from dynamica.runtime.model import CompiledModel
-from dynamica.runtime.results import SimulationResult
-from dynamica.runtime.simulate import INTEGRATORS, simulate
+from dynamica.generator.spec.model import load_model
+from dynamica.runtime.compiled import CompiledModel
 
-__all__ = ["load", "simulate", "CompiledModel", "SimulationResult", "INTEGRATORS"]
+__all__ = ["load", "CompiledModel", "FORM_CHOOSERS"]
+
+#: form="auto": select_by -> chooser(path, spec) -> form name. "predicted" is the flop formulas of
+#: chapter 4; "measured" (timing every compiled form) is registered by runtime/analysis/selection.py,
+#: which sits above the integrators it times with (dynamica's package file imports it with `load`)
+FORM_CHOOSERS = {}
 
 
 def _index_path(cache: Path, key: str) -> Path:
@@ -61,7 +64,7 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     form="auto" picks the cheapest form: by the flop formulas of chapter 4 (select_by=
     "predicted", the dissertation's choice) or by timing every compiled form ("measured").
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
-    run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
+    run as hand-written loops (generator/forms/parts/numeric.py; composite, articulated and ltdl forms).
     A URDF file (docs/urdf.md) takes `import_options`: floating=True (a free root link),
     mimic="independent" (default) or "coupled", limits=True (joint limits as `limit` forces).
     """
@@ -70,13 +73,16 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     spec = load_model(path, cache=cache, **import_options)
     form = form or spec.simulate.form or "composite"
     if form == "auto":
-        from dynamica.runtime import selection
-        if select_by == "predicted":
-            form = selection.predicted_best(spec)
-        elif select_by == "measured":
-            form = selection.select(path, measure=True).recommended
-        else:
+        if select_by not in ("predicted", "measured"):
             raise ValueError(f"select_by must be 'predicted' or 'measured', not {select_by!r}")
+        if select_by == "predicted":
+            from dynamica.generator.cost.flops import cheapest_form
+            form = cheapest_form(spec)
+        elif select_by not in FORM_CHOOSERS:
+            raise RuntimeError("select_by='measured' times the compiled forms: import "
+                               "dynamica.runtime.analysis.selection (dynamica.load does)")
+        else:
+            form = FORM_CHOOSERS[select_by](path, spec)
     from dynamica.generator.forms import check_form, forms_of
     from dynamica.generator.render import resolve_backend
     forms_of(mode)                                  # ValueError naming the modes
@@ -100,7 +106,7 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
 
 
 def spec_key(spec, form, backend="c", mode="symbolic") -> str:
-    """The cache key of a ModelSpec the tool made (a stage's structure, generator/stages.py): its
+    """The cache key of a ModelSpec the tool made (a stage's structure, generator/mechanics/stages.py): its
     content (every field but the file name), the form, backend and mode, and this tool."""
     from dataclasses import replace
 
@@ -119,7 +125,7 @@ def load_spec(spec, form, backend="c", mode="symbolic", *, cache=None, progress=
 
 def build_spec(spec, form, backend="c", mode="symbolic", cache=None) -> str:
     """The compiled extension of a ModelSpec (built if not cached), without importing it: what a
-    worker process of a parallel build runs (runtime/cyclogram.py)."""
+    worker process of a parallel build runs (runtime/stages/cyclogram.py)."""
     from dynamica.build import cache_root
     cache = Path(cache) if cache is not None else cache_root()
     return str(_built(spec, spec_key(spec, form, backend, mode), form, backend, mode, cache, None))
@@ -187,7 +193,7 @@ def _check_regular(model: CompiledModel):
         raise ModelError(model.spec.file, [Problem("bodies", _singular_message(model, w, null))])
     if w[0] > 0:
         return
-    from dynamica.generator.model import _warn, negative_bodies
+    from dynamica.generator.spec.model import _warn, negative_bodies
     bodies = negative_bodies(model.spec)
     _warn(model.spec, f"the mass matrix is indefinite at the initial state ({int(np.sum(w < 0))} of {len(w)} "
                       f"eigenvalues negative, the smallest {w[0]:.3g}): the kinetic energy is negative for some "
@@ -221,7 +227,7 @@ def _singular_message(model, w, null):
             + (f" ({dim} such eigenvalues)" if dim > 1 else "")
             + f"; its null {'space' if dim > 1 else 'vector'} moves the coordinates "
             + ", ".join(f"`{c}`" for c in names))
-    from dynamica.generator.model import negative_bodies
+    from dynamica.generator.spec.model import negative_bodies
     bodies = negative_bodies(model.spec)
     if bodies:
         return text + (f" (the negative mass or inertia of {', '.join(f'`{b}`' for b in bodies)} cancels the "

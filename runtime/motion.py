@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from dynamica.generator import expr as ex
+from dynamica.generator.spec import expr as ex
 
 
 def _rot(u, th) -> np.ndarray:

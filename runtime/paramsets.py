@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator import expr as ex
+from dynamica.generator.spec import expr as ex
 
 
 def add_options(p):
@@ -91,7 +91,7 @@ def dump_set(model, values=None) -> str:
 # ---------------------------------------------------------------- reading sets
 def _read(path) -> dict:
     """name -> value of a set file: {parameters: {name: value | {value, ...}}} or a flat mapping."""
-    from dynamica.generator.loader import read_yaml
+    from dynamica.generator.spec.loader import read_yaml
     data = read_yaml(Path(path))
     if isinstance(data, dict) and isinstance(data.get("parameters"), dict):
         data = data["parameters"]
@@ -163,7 +163,7 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(\d+)\s*\])?\s
 def parse_assignments(items, names: dict, base: dict | None = None) -> dict:
     """`--set` items: NAME=VALUE (VALUE a YAML number or list: 0.7, 1e-3, [0, 0, 1]) or
     NAME[K]=NUMBER for one element of a vector parameter (from 0)."""
-    from dynamica.generator.loader import YamlLoader
+    from dynamica.generator.spec.loader import YamlLoader
     out, problems = {}, []
     for item in items:
         m = _ASSIGNMENT.match(item)

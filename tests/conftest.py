@@ -28,16 +28,17 @@ def pytest_make_collect_report(collector):
         report.outcome, report.longrepr = "failed", f"module skipped under DYNAMICA_STRICT=1: {reason}"
 
 ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = ROOT        # the repository (the package `dynamica`), for tests in subfolders
 MODELS = ROOT / "models"
 ALL_BUNDLED = sorted(p.stem for p in MODELS.glob("*.yaml"))
 #: the bundled models with closed loops: their qdd is the constrained solution, which neither the
-#: Hamiltonian forms nor the numeric reference (a tree) compute; tests/test_loops.py checks them
+#: Hamiltonian forms nor the numeric reference (a tree) compute; tests/runtime/test_loops.py checks them
 LOOP_MODELS = sorted(n for n in ALL_BUNDLED if "loops" in yaml.safe_load((MODELS / f"{n}.yaml").read_text()))
 #: the tree models: every form, mode and oracle takes them
 BUNDLED = [n for n in ALL_BUNDLED if n not in LOOP_MODELS]
 #: the models with inputs or extra states: their state is [q, qd, s] (or [q, pm, s]) and a run needs
-#: its inputs; tests that build states [q, qd] by hand take PLAIN_MODELS (tests/test_states_inputs.py
-#: covers these in every form, mode and backend)
+#: its inputs; tests that build states [q, qd] by hand take PLAIN_MODELS
+#: (tests/generator/mechanics/test_states_inputs.py covers these in every form, mode and backend)
 SIGNAL_MODELS = sorted(
     n for n in BUNDLED if {"inputs", "states"} & set(yaml.safe_load((MODELS / f"{n}.yaml").read_text()))
 )

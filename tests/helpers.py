@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from conftest import write_model
 from oracles.pin_trees import random_tree, write_yaml
 
 
@@ -35,3 +36,27 @@ def tree_path(name: str, folder) -> Path:
     if not path.exists():
         write_yaml(random_tree(kind, n, tokens, np.random.default_rng(seed), name=name, **kw), path)
     return path
+
+
+# small models several suites build (written into a test's tmp_path)
+
+def cart_pendulum(tmp_path, start=(0.1, 0.2)):
+    """A carriage (x, sliding vertically) on a spring k = 400 N/m carrying a pendulum (th about y,
+    1 kg at 0.5 m) under gravity: stiffnesses 400 N/m and m g l = 4.9 N m/rad."""
+    return write_model(tmp_path, {
+        "name": "cart_pendulum", "parameters": {"M": 2.0, "m": 1.0, "l": 0.5, "g": 9.81, "k": 400.0},
+        "gravity": [0, 0, "-g"],
+        "bodies": [{"name": "cart", "parent": "ground", "joint": [{"translate": "z", "q": "x"}], "mass": "M",
+                    "com": [0, 0, 0], "inertia": [0.1, 0.1, 0.1]},
+                   {"name": "rod", "parent": "cart", "joint": [{"rotate": "y", "q": "th"}], "mass": "m",
+                    "com": [0, 0, "-l"], "inertia": [0, 0, 0]}],
+        "forces": [{"type": "joint_spring_damper", "coordinate": "x", "stiffness": "k"}],
+        "initial": {"x": start[0], "th": start[1]}}, "cart_pendulum.yaml")
+
+
+def n_pendulum(tmp_path, N):
+    bodies = [{"name": f"p{i}", "parent": "ground" if i == 1 else f"p{i - 1}",
+               "joint": ([{"translate": [0, 0, -0.7]}] if i > 1 else []) + [{"rotate": "x", "q": f"a{i}"}],
+               "mass": 1.3, "com": [0, 0, -0.7], "inertia": [0, 0, 0]} for i in range(1, N + 1)]
+    return write_model(tmp_path, {"name": f"pendulum{N}", "gravity": [0, 0, -9.81], "bodies": bodies,
+                                  "initial": {f"a{i}": 0.2 * (-1) ** i for i in range(1, N + 1)}}, f"p{N}.yaml")

@@ -74,7 +74,7 @@ def test_split_kernels_compute_the_same(tmp_path, monkeypatch):
     """A kernel cut into many C functions (shared temporaries in a workspace) is unchanged."""
     from dynamica.generator.render import common
     from dynamica.runtime.api import CompiledModel
-    from dynamica.runtime.check import check_against_reference
+    from dynamica.runtime.reference.check import check_against_reference
     monkeypatch.setattr(common, "CHUNK", 7)
     g = dynamica.generate(MODELS / "puma560.yaml")
     header = dict(g.bundle.files)["puma560_composite_kernels.h"]
@@ -85,7 +85,7 @@ def test_split_kernels_compute_the_same(tmp_path, monkeypatch):
 
 
 def test_zero_runs_only_takes_runs_of_single_zero_stores():
-    from dynamica.generator import ir
+    from dynamica.generator.ir import nodes as ir
     from dynamica.generator.render.common import zero_runs
     zero, one = ir.Num(0.0), ir.Num(1.0)
     body = ([ir.Store("M", i, zero) for i in range(0, 5)]          # a run of 5
@@ -112,7 +112,7 @@ def test_zero_runs_compute_the_same(tmp_path, monkeypatch, backend):
 
     from dynamica.generator.render import common
     from dynamica.runtime.api import CompiledModel
-    from dynamica.runtime.check import check_against_reference
+    from dynamica.runtime.reference.check import check_against_reference
     if backend == "fortran" and shutil.which("gfortran") is None:
         pytest.skip("gfortran is not installed")
     monkeypatch.setattr(common, "ZERO_RUN", 2)
@@ -133,8 +133,8 @@ def test_fixed_parts_are_built_at_install_time():
 
     from dynamica.build import compiled_helper
     for name in ("adams_core", "ctiming"):
-        installed = importlib.import_module(f"dynamica.runtime.{name}")
-        text = resources.files("dynamica.runtime").joinpath(f"{name}.pyx").read_text()
+        installed = importlib.import_module(f"dynamica.runtime.native.{name}")
+        text = resources.files("dynamica.runtime.native").joinpath(f"{name}.pyx").read_text()
         assert installed.SOURCE_SHA == hashlib.sha256(text.encode()).hexdigest()
         assert compiled_helper(name) is installed
 
@@ -145,7 +145,7 @@ def test_a_stale_fixed_part_is_rebuilt_into_the_cache(tmp_path, monkeypatch):
     import importlib
 
     from dynamica import build
-    real = importlib.import_module("dynamica.runtime.ctiming")
+    real = importlib.import_module("dynamica.runtime.native.ctiming")
     monkeypatch.setattr(real, "SOURCE_SHA", "0" * 64)
     monkeypatch.setattr(build, "_HELPERS", {})
     monkeypatch.setenv("DYNAMICA_CACHE", str(tmp_path))
@@ -158,8 +158,9 @@ def _fake_package(root: Path) -> None:
     """A package folder with one file of each kind the fingerprint sees, and the report's template."""
     for name, text in [("generator/pipeline.py", "x = 1\n"), ("generator/forms/composite.py", "y = 2\n"),
                        ("templates/module.c.j2", "{{ a }}\n"), ("templates/kernels.h.j2", "{{ b }}\n"),
-                       ("templates/report.html.j2", "<html>{{ c }}</html>\n"), ("runtime/dynamica_helpers.h", "\n"),
-                       ("runtime/report.py", "z = 3\n"), ("build.py", "\n")]:
+                       ("runtime/report/report.html.j2", "<html>{{ c }}</html>\n"),
+                       ("templates/native/dynamica_helpers.h", "\n"),
+                       ("runtime/report/page.py", "z = 3\n"), ("build.py", "\n")]:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
 
@@ -171,12 +172,13 @@ def test_fingerprint_covers_code_generation_only(tmp_path):
     _fake_package(tmp_path)
     base = fingerprint_of(tmp_path)
     assert fingerprint_of(tmp_path) == base
-    for name in ("templates/report.html.j2", "runtime/report.py", "generator/__pycache__/pipeline.cpython.pyc"):
+    for name in ("runtime/report/report.html.j2", "runtime/report/page.py",
+                 "generator/__pycache__/pipeline.cpython.pyc"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("changed\n")
         assert fingerprint_of(tmp_path) == base, name
     for name in ("templates/module.c.j2", "templates/kernels.h.j2", "generator/forms/composite.py",
-                 "runtime/dynamica_helpers.h", "build.py"):
+                 "templates/native/dynamica_helpers.h", "build.py"):
         before = fingerprint_of(tmp_path)
         (tmp_path / name).write_text((tmp_path / name).read_text() + "// edited\n")
         assert fingerprint_of(tmp_path) != before, name
@@ -191,10 +193,10 @@ def test_fingerprint_lists_every_file_a_build_uses():
     from dynamica.generator.render import MODULE_HELPERS
     root = Path(dynamica.__file__).resolve().parent
     files = {f.relative_to(root).as_posix() for f in fingerprint_files(root)}
-    assert "templates/report.html.j2" not in files
+    assert "runtime/report/report.html.j2" not in files
     backend_names()                                                         # registers every backend
-    used = {"templates/module.c.j2"} | {f"runtime/{h}" for h in MODULE_HELPERS}
+    used = {"templates/module.c.j2"} | {f"templates/native/{h}" for h in MODULE_HELPERS}
     for b in BACKENDS.values():
-        used |= {f"templates/{t}" for t, _, _, _ in b.templates} | {f"runtime/{h}" for h in b.helpers}
+        used |= {f"templates/{t}" for t, _, _, _ in b.templates} | {f"templates/native/{h}" for h in b.helpers}
     assert used <= files, used - files
     assert {"build.py", "generator/pipeline.py", "generator/render/c.py"} <= files

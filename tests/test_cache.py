@@ -210,7 +210,7 @@ def test_three_builders_one_killed_mid_build(tmp_path):
     assert not list(cache_dir.glob(".build-*"))             # the killed builder's folder was removed
     (entry,) = entry_dirs(cache_dir)
     assert cache.verify(entry) is None
-    from dynamica.generator.model import load_model
+    from dynamica.generator.spec.model import load_model
     from dynamica.runtime.api import CompiledModel
     m = CompiledModel(build.import_extension(Path(paths.pop())), load_model(model))
     assert m.qdd([0.3], [0.0])[0] == pytest.approx(closed_form_qdd(0.3), rel=1e-12)
@@ -279,7 +279,7 @@ def test_cache_size_cap_applies_after_each_build(tmp_path, monkeypatch):
 
 
 def test_cache_commands(pristine, tmp_path, capsys):
-    from dynamica.runtime import cli
+    from dynamica.runtime.cli import main as cli
     model, src = pristine
     cache_dir = copy_cache(src, tmp_path / "cache")
     _age(the_entry(cache_dir, "composite"), 40)
@@ -322,7 +322,7 @@ def _assert_names_cache(exc, cache_dir):
 
 
 def test_a_cache_that_cannot_be_created(tmp_path, monkeypatch, capsys):
-    from dynamica.runtime import cli
+    from dynamica.runtime.cli import main as cli
     model = write_model(tmp_path, PENDULUM, "pendulum.yaml")
     (tmp_path / "file").write_text("")
     cache_dir = tmp_path / "file" / "cache"                  # under a regular file: even root cannot
@@ -398,7 +398,7 @@ def test_cache_actions_have_help_and_are_documented(capsys):
     """test_docs checks the first level of subcommands; the actions of `cache` are one deeper."""
     import re
 
-    from dynamica.runtime import cli
+    from dynamica.runtime.cli import main as cli
 
     from conftest import ROOT
     doc = (ROOT / "docs" / "api.md").read_text()

@@ -25,10 +25,11 @@ import pytest
 import yaml
 
 from dynamica.errors import ModelError
-from dynamica.generator import expr, forces, joints, loader, model
+from dynamica.generator.mechanics import forces, joints
 from dynamica.generator.pipeline import generate
-from dynamica.runtime import cli
-from dynamica.runtime.reference import NumericReference
+from dynamica.generator.spec import expr, loader, model
+from dynamica.runtime.cli import main as cli
+from dynamica.runtime.reference.numeric import NumericReference
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -151,7 +152,8 @@ def test_model_format_names_every_key():
     keys |= {"t_end", "output_step", "integrator", "rtol", "atol", "form"}
     from dynamica.generator.forms import EQUATION_FORMS
     keys |= set(EQUATION_FORMS)
-    from dynamica.generator import actuator_sections, tables
+    from dynamica.generator.mechanics import tables
+    from dynamica.generator.spec import actuator_sections
     keys |= actuator_sections.FUNCTION_KEYS | actuator_sections.STATE_KEYS | {"energy"}
     keys |= set(tables.INTERPOLATIONS) | set(tables.EXTRAPOLATIONS)
     assert not _unnamed(doc, sorted(keys))

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dynamica.errors import ModelError
-from dynamica.generator import expr as ex
-from dynamica.generator.model import ModelSpec, load_model
-from dynamica.generator.topology import build_topology
+from dynamica.generator.mechanics.topology import build_topology
+from dynamica.generator.spec import expr as ex
+from dynamica.generator.spec.model import ModelSpec, load_model
 
 from conftest import BUNDLED, MODELS
 

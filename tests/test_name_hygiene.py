@@ -27,7 +27,7 @@ from oracles.pin_trees import random_tree, write_yaml
 pin = pytest.importorskip("pinocchio")
 
 import dynamica  # noqa: E402
-from dynamica.generator import expr as ex  # noqa: E402
+from dynamica.generator.spec import expr as ex  # noqa: E402
 
 RTOL = 1e-10
 TOKEN = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")

@@ -25,7 +25,7 @@ import yaml
 
 import dynamica
 from dynamica.generator.forms import EQUATION_FORMS
-from dynamica.runtime.check import check_against_reference
+from dynamica.runtime.reference.check import check_against_reference
 
 from helpers import rel_err
 from oracles.pin_trees import expand_joint, mdot_v, random_tree, yaml_body_mass_props

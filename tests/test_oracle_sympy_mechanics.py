@@ -460,8 +460,8 @@ def test_free_body_vs_oracle(tmp_path_factory):
 #: every bundled model; the oracle's symbolic derivation takes 30-60 s for the 6-9 coordinate
 #: chains, so those run in the slow set (which CI runs)
 #: the oracle builds trees of bodies with closed-form forces: models with loops (every one in
-#: tests/test_loops.py, against the tree reference under the constraint conditions), tabulated
-#: functions, inputs or extra states (the numeric reference in tests/test_generated.py, and
+#: tests/runtime/test_loops.py, against the tree reference under the constraint conditions), tabulated
+#: functions, inputs or extra states (the numeric reference in tests/generator/render/test_generated.py, and
 #: test_tables.py, test_states_inputs.py: scipy's interpolators, hand-written equations) are not its
 OTHER_ORACLES = {"loops", "functions", "inputs", "states"}
 ALL = sorted(p.stem for p in (REPO / "models").glob("*.yaml"))

@@ -22,7 +22,7 @@ def main():
     args = ap.parse_args()
 
     import dynamica
-    from dynamica.runtime.sweep import sample
+    from dynamica.runtime.studies.sweep import sample
     cases = sample({"l1": "uniform(0.6, 1.4)", "l2": "uniform(0.4, 1.0)", "m2": "lognormal(-0.2, 0.3)"},
                    500, design="lhs", seed=1)
     table = dynamica.sweep(MODEL, cases, t_end=5.0, outputs=["tip.position[2]", "phi2"],

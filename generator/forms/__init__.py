@@ -15,7 +15,7 @@ by the form's `kind`:
                                             qdd too, but an RHS that also writes all N^2
                                             entries of M costs more than a second kernel
                                             (a 500-body star's CBM RHS: 2.5x slower)
-  kind "derivatives" (generator/derivatives.py): the residual r = M x - Q, its Jacobian by
+  kind "derivatives" (generator/kinds/derivatives.py): the residual r = M x - Q, its Jacobian by
     q and qd (a tangent kernel) and M; built apart from the model's module, on demand
   kind "hamiltonian" (state y = [q, pm], pm the Poisson momenta (1.49)):
     hamilton (t, q, pm, p) -> qd, pmd       the state derivative; qd symbols are aliased
@@ -27,7 +27,7 @@ solver; the renderer's entry points for the module kind (`entries`) decide how t
 
 Generation modes (`MODES`): "symbolic" unrolls the whole form (`EQUATION_FORMS`); "numeric"
 (forms/numeric.py, `NUMERIC_FORMS`) generates only the per-joint terms and runs the form's
-recursion as the hand-written loops of runtime/numeric_core.h (module kind "numeric").
+recursion as the hand-written loops of templates/native/numeric_core.h (module kind "numeric").
 
 `form_equations` is a pure stage: the form works on its own copy of the kinematics' program.
 """
@@ -39,7 +39,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, field
 
-from dynamica.generator.program import Program
+from dynamica.generator.ir.program import Program
 
 EQUATION_FORMS: dict = {}
 ALIASES: dict = {}
@@ -86,7 +86,7 @@ class KernelSpec:
     hints: tuple = ()                # to the backend, e.g. "O1": compile with less optimization
     export: bool = False             # an entry point of the module with the kernel's own arguments
     tangent: tuple = ()              # input roles: the kernel also gets the Jacobian of its outputs
-                                     # by these inputs, as output `J` (generator/tangent.py)
+                                     # by these inputs, as output `J` (generator/ir/tangent.py)
     tangent_add: tuple = ()          # (output a, output J): with `tangent`, the Jacobian of a is
                                      # added into J and a dropped (tangent.tangent_added)
     tape: tuple = ()                 # input roles: the kernel also gets its statements' local
@@ -112,7 +112,7 @@ def _hamiltonian_kernels(eom: EquationsOfMotion) -> list:
 #: module kind -> the kernels its entry points call (before the form's own `extra_kernels`)
 KERNELS = {"lagrangian": _lagrangian_kernels, "iterative": _lagrangian_kernels,
            "hamiltonian": _hamiltonian_kernels, "numeric": lambda eom: [],
-           "derivatives": lambda eom: []}      # generator/derivatives.py: its own kernels
+           "derivatives": lambda eom: []}      # generator/kinds/derivatives.py: its own kernels
 
 
 def kernel_specs(eom: EquationsOfMotion) -> tuple:

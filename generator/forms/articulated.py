@@ -31,7 +31,7 @@ to a literal or to another intermediate, e.g. `0` or `-ab_F1_0`, is given as tha
 from __future__ import annotations
 
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.sweep import Variant, sweep
+from dynamica.generator.forms.parts.passes import Variant, sweep
 
 ABM = Variant(form="articulated", prefix="ab", scale_first=True, rows="Yt", rows_scaled="Yh", rhs="z",
               rhs_scaled="nu", inertia="Ia", force="hb")

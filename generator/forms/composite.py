@@ -12,18 +12,18 @@ point and axes instead of a 6x6 triple product.
 
 from __future__ import annotations
 
-from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
-from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
-from dynamica.generator.forms.spatial import (
+from dynamica.generator.forms.parts.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
+from dynamica.generator.forms.parts.common import bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.parts.spatial import (
     composite_forces,
     composite_inertias,
     coordinate_layout,
     full_matrix,
     mass_matrix_rows,
 )
-from dynamica.generator.program import dot
+from dynamica.generator.ir.program import dot
+from dynamica.generator.mechanics.forces import active_forces
 
 
 @register("composite", "CBM")

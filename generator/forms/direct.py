@@ -14,12 +14,12 @@ joint k). The system is solved by the tree-sparse elimination of (2.23), root-fr
 
 from __future__ import annotations
 
-from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
-from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
-from dynamica.generator.forms.spatial import apply_C, coordinate_layout, full_matrix, inertia_times
-from dynamica.generator.program import dot, total
+from dynamica.generator.forms.parts.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
+from dynamica.generator.forms.parts.common import bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.parts.spatial import apply_C, coordinate_layout, full_matrix, inertia_times
+from dynamica.generator.ir.program import dot, total
+from dynamica.generator.mechanics.forces import active_forces
 
 
 def tangent_basis(kin, fp, tag="dr_B"):

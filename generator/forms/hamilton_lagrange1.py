@@ -35,13 +35,13 @@ import numpy as np
 import sympy as sp
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator import expr as ex
-from dynamica.generator.body_inertias import BodyInertiaCheck
 from dynamica.generator.forms import register
-from dynamica.generator.forms.cholesky import StructurallySingular, solve_reverse_ldl
 from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, small_inverse
-from dynamica.generator.forms.spatial import apply_C, apply_CT
-from dynamica.generator.program import add, cross, dot, mul, neg, scale, sub, total
+from dynamica.generator.forms.parts.cholesky import StructurallySingular, solve_reverse_ldl
+from dynamica.generator.forms.parts.spatial import apply_C, apply_CT
+from dynamica.generator.ir.program import add, cross, dot, mul, neg, scale, sub, total
+from dynamica.generator.mechanics.body_inertias import BodyInertiaCheck
+from dynamica.generator.spec import expr as ex
 
 
 class _Evaluator:

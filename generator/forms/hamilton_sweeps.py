@@ -37,11 +37,11 @@ import sympy as sp
 
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.forms import register
-from dynamica.generator.forms.cholesky import StructurallySingular, lower_rows, reverse_ldl
 from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, symmetric_inverse
-from dynamica.generator.forms.spatial import apply_C, apply_CT, rigid6, symv, transfer
-from dynamica.generator.model import negative_bodies
-from dynamica.generator.program import add, dot, fold_matrices, fold_vectors, mul, neg, sub, total
+from dynamica.generator.forms.parts.cholesky import StructurallySingular, lower_rows, reverse_ldl
+from dynamica.generator.forms.parts.spatial import apply_C, apply_CT, rigid6, symv, transfer
+from dynamica.generator.ir.program import add, dot, fold_matrices, fold_vectors, mul, neg, sub, total
+from dynamica.generator.spec.model import negative_bodies
 
 
 def _singular(kin, i):

@@ -38,12 +38,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from dynamica.generator import expr as ex
-from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
-from dynamica.generator.forms.common import forward_pass
-from dynamica.generator.forms.spatial import (
+from dynamica.generator.forms.parts.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
+from dynamica.generator.forms.parts.common import forward_pass
+from dynamica.generator.forms.parts.spatial import (
     apply_C,
     apply_CT,
     composite_forces,
@@ -53,7 +51,9 @@ from dynamica.generator.forms.spatial import (
     inertia_times,
     mass_matrix_rows,
 )
-from dynamica.generator.program import add, cross, dot, fold_vectors, matvec, mul, neg, scale, total
+from dynamica.generator.ir.program import add, cross, dot, fold_vectors, matvec, mul, neg, scale, total
+from dynamica.generator.mechanics.forces import active_forces
+from dynamica.generator.spec import expr as ex
 
 ZERO = sp.S.Zero
 Z6 = [sp.Integer(0)] * 6

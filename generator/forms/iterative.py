@@ -3,7 +3,7 @@
 Lagrange II, M q'' = Q, solved at every call by the quasi-Newton method (2.29) whose inverse
 estimate H_k is kept by the compiled module between calls, so that each integration step
 starts from the inverse the previous one left (2.3.1). The iteration is hand-written C
-(runtime/dynamica_itr.h): it is the same for every model. What depends on the model is
+(templates/native/dynamica_itr.h): it is the same for every model. What depends on the model is
 generated, as straight-line kernels:
 
   itr_terms (t, q, qd, p) -> Q [n], ws [S]   once per call: Q of (2.21) (composite bias
@@ -26,7 +26,7 @@ generated, as straight-line kernels:
 
 The kind is "lagrangian", so the kernel `dynamics` exists; there is no closed-form q'', so it
 computes nothing (0 operations): the entry points (render.iterative_entries) call the kernels
-above and the solver. See runtime/dynamica_itr.h for the iteration, the stopping rule (2.28),
+above and the solver. See templates/native/dynamica_itr.h for the iteration, the stopping rule (2.28),
 the check of (2.43)/(2.51)-(2.52), the fallbacks ((2.33), direct) and the counters.
 """
 
@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import sympy as sp
 
-from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import EquationsOfMotion, KernelSpec, register
-from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
-from dynamica.generator.forms.spatial import (
+from dynamica.generator.forms.parts.common import bias_forces, forward_pass, lagrangian_equations
+from dynamica.generator.forms.parts.spatial import (
     apply_C,
     apply_CT,
     composite_forces,
@@ -48,7 +47,8 @@ from dynamica.generator.forms.spatial import (
     mass_matrix,
     mass_matrix_rows,
 )
-from dynamica.generator.program import dot, fold_vectors, mul, neg, total
+from dynamica.generator.ir.program import dot, fold_vectors, mul, neg, total
+from dynamica.generator.mechanics.forces import active_forces
 
 #: names of the symbols of the kernel inputs that are not program quantities
 WS_NAME, X_NAME = "ITRws", "ITRx"

@@ -21,7 +21,7 @@ body needs m_i != 0 and Theta_c nonsingular (theorem 2.1 assumes m_i > 0 and The
 definite; a negative mass or inertia, e.g. a cut-out welded to a body, only makes H
 indefinite, which the root-free factorization takes); a literally massless body is a
 ModelError here, one massless through a parameter's value a ModelError at the defaults (here and
-when the module is loaded) and on every override (generator/body_inertias.py).
+when the module is loaded) and on every override (generator/mechanics/body_inertias.py).
 
 (2.26) is the block Cholesky of H in reverse order, whose factor keeps the pattern of H
 (theorem 2.6); cholesky.solve_reverse_ldl (the same elimination, root-free) applied to the
@@ -51,15 +51,11 @@ import numpy as np
 import sympy as sp
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator import expr as ex
-from dynamica.generator.body_inertias import BodyInertiaCheck
-from dynamica.generator.forces import active_forces
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.cholesky import solve_reverse_ldl
-from dynamica.generator.forms.common import forward_pass, lagrangian_equations
-from dynamica.generator.forms.spatial import apply_C, apply_CT, coordinate_layout, mass_matrix
-from dynamica.generator.kinematics import numeric_values
-from dynamica.generator.program import (
+from dynamica.generator.forms.parts.cholesky import solve_reverse_ldl
+from dynamica.generator.forms.parts.common import forward_pass, lagrangian_equations
+from dynamica.generator.forms.parts.spatial import apply_C, apply_CT, coordinate_layout, mass_matrix
+from dynamica.generator.ir.program import (
     add,
     cross,
     dot,
@@ -70,6 +66,10 @@ from dynamica.generator.program import (
     sub,
     total,
 )
+from dynamica.generator.mechanics.body_inertias import BodyInertiaCheck
+from dynamica.generator.mechanics.forces import active_forces
+from dynamica.generator.mechanics.kinematics import numeric_values
+from dynamica.generator.spec import expr as ex
 
 ONE, ZERO = sp.S.One, sp.S.Zero
 

@@ -32,7 +32,7 @@ to a literal or to another intermediate, e.g. `0` or `-dc_F1_0`, is given as tha
 from __future__ import annotations
 
 from dynamica.generator.forms import EquationsOfMotion, register
-from dynamica.generator.forms.sweep import Variant, sweep
+from dynamica.generator.forms.parts.passes import Variant, sweep
 
 DEC = Variant(form="ltdl", prefix="dc", scale_first=False, rows="U", rows_scaled="Uh", rhs="u", rhs_scaled="",
               inertia="H", force="h")

@@ -1,7 +1,7 @@
 """Rendering: ModuleIR -> SourceBundle (printers + jinja2). No sympy past this point.
 
 Every generated module is one C file, `<module>.c` (templates/module.c.j2 over the hand-written
-runtime/dynamica_module.h, see module.py): its Python-callable entries, its metadata and the C
+templates/native/dynamica_module.h, see module.py): its Python-callable entries, its metadata and the C
 entry point for integrators. A backend prints the kernels and the entry points around them in
 its own language; build.py compiles the module file with the C compiler, the backend's other
 sources with their compiler, and links one extension module.
@@ -24,7 +24,7 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
-from dynamica.generator import ir
+from dynamica.generator.ir import nodes as ir
 from dynamica.generator.render.common import SourceBundle, env, helper_files
 from dynamica.generator.render.module import module_file
 
@@ -40,7 +40,7 @@ class Backend:
                                         #   language compiled apart, or None: included by the module file), ...)
     declarations: Callable              # (mod) -> lines of C through which the module file reaches the entries
     entry_symbol: Callable              # (mod, entry name) -> the C symbol of that entry point
-    helpers: tuple = ()                 # fixed files of dynamica.runtime copied into the build
+    helpers: tuple = ()                 # fixed files of dynamica.templates.native copied into the build
     kinds: tuple = ("lagrangian", "hamiltonian", "iterative")   # ModuleIR.entries it renders
     description: str = ""
 

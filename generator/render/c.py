@@ -9,15 +9,15 @@ the module kind needs (`ENTRY_POINTS`).
 
 from __future__ import annotations
 
-from dynamica import __version__
-from dynamica.generator import ir
-from dynamica.generator.printers import CPrinter
+from dynamica.generator.ir import nodes as ir
 from dynamica.generator.render import Backend, common, register
 from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size
+from dynamica.generator.render.printers import CPrinter
+from dynamica.version import __version__
 
 PREFIX = "dyn_k_"      # kernels
 ENTRY = "dyn_"        # entry points (the module's C interface)
-#: kernel hint -> function attribute (runtime/dynamica_helpers.h)
+#: kernel hint -> function attribute (templates/native/dynamica_helpers.h)
 HINTS = {"O1": "DYN_O1"}
 
 
@@ -119,13 +119,13 @@ def hamiltonian_entries(mod: ir.ModuleIR) -> list:
     ]
 
 
-#: doubles of work space per coordinate of the iterative solver (DYN_ITR_WORK in runtime/dynamica_itr.h)
+#: doubles of work space per coordinate of the iterative solver (DYN_ITR_WORK in templates/native/dynamica_itr.h)
 ITR_WORK = 8
 
 
 def iterative_entries(mod: ir.ModuleIR) -> list:
     """An iterative module (forms/iterative.py): the Lagrangian entry points around the
-    quasi-Newton solver of runtime/dynamica_itr.h, whose state `dyn_itr_st` (inverse estimate
+    quasi-Newton solver of templates/native/dynamica_itr.h, whose state `dyn_itr_st` (inverse estimate
     and counters) is static in the module (`iterative_preamble`); plus the solver's controls.
 
     qdd: itr_terms -> Q, ws; dyn_itr_solve(Q, ws, itr_mx); on request a direct solve with M
@@ -179,7 +179,7 @@ def iterative_preamble(mod: ir.ModuleIR) -> list:
 
 
 def numeric_entries(mod: ir.ModuleIR) -> list:
-    """Numeric mode (forms/numeric.py): the form's recursion in runtime/numeric_core.h over the
+    """Numeric mode (forms/numeric.py): the form's recursion in templates/native/numeric_core.h over the
     generated terms kernel and the topology tables (`numeric_preamble`)."""
     n, form = len(mod.coordinates), mod.form
     terms = f"{PREFIX}numeric_terms"
@@ -211,7 +211,7 @@ def numeric_preamble(mod: ir.ModuleIR) -> list:
 
 
 def derivative_entries(mod: ir.ModuleIR) -> list:
-    """A derivatives module (generator/derivatives.py): its kernels as they are; the solves are
+    """A derivatives module (generator/kinds/derivatives.py): its kernels as they are; the solves are
     composed in the module file (render/module.py COMPOSED)."""
     state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
     jac = "residual_jacobian" if "residual_jacobian" in kernel_names(mod) else "residual_partials"
@@ -260,7 +260,7 @@ def tables(mod: ir.ModuleIR, per_line=24) -> list:
 
 
 def with_states(mod: ir.ModuleIR, entries: list) -> list:
-    """A module with extra states (generator/signals.py): the kind's rhs becomes `rhs_mech` on
+    """A module with extra states (generator/mechanics/signals.py): the kind's rhs becomes `rhs_mech` on
     [q, qd] (or [q, pm]); `rhs` on y = [.., s] copies s into its slots of p, calls it and appends
     s' = states(t, q, qd, p), qd being the first n entries of ydot in every kind."""
     if "states" not in kernel_names(mod):
@@ -282,7 +282,7 @@ def with_states(mod: ir.ModuleIR, entries: list) -> list:
 
 
 def output_entry(mod: ir.ModuleIR) -> list:
-    """The entry point of the `outputs` kernel (generator/outputs.py), if the module has one; a
+    """The entry point of the `outputs` kernel (generator/mechanics/outputs.py), if the module has one; a
     kernel that takes q'' (numeric mode) gets it from the module's qdd entry point."""
     k = next((k for k in mod.kernels if k.name == "outputs"), None)
     if k is None:

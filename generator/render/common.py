@@ -8,7 +8,7 @@ from importlib import resources
 
 import jinja2
 
-from dynamica.generator import ir
+from dynamica.generator.ir import nodes as ir
 
 #: expression nodes per generated function: bounds the compiler's time and memory on large programs
 CHUNK = 4000
@@ -39,8 +39,8 @@ def env() -> jinja2.Environment:
 
 
 def helper_files(names) -> tuple:
-    """Fixed files of dynamica.runtime, copied next to the generated ones."""
-    return tuple((h, resources.files("dynamica.runtime").joinpath(h).read_text()) for h in names)
+    """Fixed files of dynamica.templates.native, copied next to the generated ones."""
+    return tuple((h, resources.files("dynamica.templates.native").joinpath(h).read_text()) for h in names)
 
 
 def _vars(node, acc):

@@ -1,8 +1,8 @@
-"""The module file's layer for closed loops (generator/constraints.py, docs/loops.md).
+"""The module file's layer for closed loops (generator/mechanics/constraints.py, docs/loops.md).
 
 Over the backend's entry points (the form's own q'' as `qdd_free`, the mass matrix, the loops'
 kernels con_phi, con_jac, con_bias, con_outputs), the module file binds the hand-written solve of
-runtime/dynamica_constraints.h and makes it what Python and compiled integrators call:
+templates/native/dynamica_constraints.h and makes it what Python and compiled integrators call:
 
   qdd, rhs, outputs    constrained (M q'' + J^T lambda = Q, J q'' = gamma); NaN where the loops'
                        equations are inconsistent (con_qdd says which)
@@ -15,7 +15,7 @@ runtime/dynamica_constraints.h and makes it what Python and compiled integrators
 
 from __future__ import annotations
 
-from dynamica.generator import ir
+from dynamica.generator.ir import nodes as ir
 from dynamica.generator.render.common import kernel_output_size
 from dynamica.generator.render.module import LAYERS, Entry, Layer
 

@@ -10,12 +10,12 @@ several statements (`_statement`).
 
 from __future__ import annotations
 
-from dynamica import __version__
-from dynamica.generator import ir
-from dynamica.generator.printers import FortranPrinter
+from dynamica.generator.ir import nodes as ir
 from dynamica.generator.render import Backend, common, register
 from dynamica.generator.render.c import tables as c_tables
 from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size
+from dynamica.generator.render.printers import FortranPrinter
+from dynamica.version import __version__
 
 #: free-form source lines are at most 132 characters: statements are cut at this width with `&`
 FORTRAN_WIDTH = 100
@@ -184,7 +184,7 @@ def entry_symbol(mod: ir.ModuleIR, name: str) -> str:
 
 
 def _with_states(mod: ir.ModuleIR, ents: list) -> list:
-    """Extra states (generator/signals.py, as render/c.py with_states): the kind's rhs becomes
+    """Extra states (generator/mechanics/signals.py, as render/c.py with_states): the kind's rhs becomes
     rhs_mech; rhs on [.., s] copies s into its slots of p and appends s' = states(t, q, qd, p)."""
     if "states" not in kernel_names(mod):
         return ents
@@ -225,7 +225,7 @@ def lookup_declarations(mod: ir.ModuleIR) -> list:
     ids = lookup_ids(mod)
     if not ids:
         return []
-    from dynamica.generator.printers import CPrinter
+    from dynamica.generator.render.printers import CPrinter
     pr = CPrinter({}, {"a": "a", "b": "b"})
     lines = ['#include "dynamica_helpers.h"']
     lines += [f"double {entry_symbol(mod, 'lookup')}(int id, double a, double b)", "{", "    switch (id) {"]

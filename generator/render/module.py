@@ -1,7 +1,7 @@
 """The module file every backend shares: `<module>.c` (templates/module.c.j2).
 
 It reaches the backend's entry points through `declarations`, gives each Python-callable entry
-a one-line adapter with the uniform signature of runtime/dynamica_module.h, lists them in a
+a one-line adapter with the uniform signature of templates/native/dynamica_module.h, lists them in a
 table, and carries the module's metadata as a Python literal; dynamica_module.h does the rest.
 
 Python-callable entries by module kind (`ENTRIES`; every kind adds `outputs` when the module
@@ -9,10 +9,10 @@ has an outputs kernel):
   lagrangian, numeric   qdd(t, q, qd, p, out), mass_matrix(t, q, p, out), rhs(t, y, p, ydot)
   hamiltonian           rhs(t, y, p, ydot) on y = [q, pm], momenta, velocities, mass_matrix
   iterative             the Lagrangian ones and the solver's controls (`_itr_*`, wrapped in
-                        Python by runtime/itr_controls.py, whose text runs in the module)
+                        Python by templates/native/itr_controls.py, whose text runs in the module)
   derivatives           residual, residual_jacobian, mass_matrix (the backend's) and qdd,
                         qdd_jacobian, rhs, jacobian composed from them in the module file
-                        (`COMPOSED`, runtime/dynamica_linalg.h)
+                        (`COMPOSED`, templates/native/dynamica_linalg.h)
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from importlib import resources
 
-from dynamica import __version__
-from dynamica.generator import ir
+from dynamica.generator.ir import nodes as ir
 from dynamica.generator.render.common import env, kernel_names, kernel_output_size
-from dynamica.runtime.itr_controls import ITR_SETTINGS, ITR_STATS
+from dynamica.templates.native.itr_controls import ITR_SETTINGS, ITR_STATS
+from dynamica.version import __version__
 
 #: the first thing a Python call passes, before the arrays (dynamica_module.h DYN_FIRST_*)
 FIRST = {"": "DYN_FIRST_NONE", "t": "DYN_FIRST_DOUBLE", "flag": "DYN_FIRST_INT"}
@@ -105,7 +105,7 @@ def _derivatives(mod) -> list:
 
 def _derivative_solves(mod, symbol) -> tuple:
     """q'', dq''/d[q, qd], the state Jacobian and rhs composed from the backend's residual,
-    residual_jacobian and mass_matrix entry points by runtime/dynamica_linalg.h."""
+    residual_jacobian and mass_matrix entry points by templates/native/dynamica_linalg.h."""
     n = len(mod.coordinates)
     res, mass = f"(dyn_residual_fn){symbol('residual')}", f"(dyn_mass_fn){symbol('mass_matrix')}"
     lines, names = ['#include "dynamica_linalg.h"'], {}
@@ -114,7 +114,7 @@ def _derivative_solves(mod, symbol) -> tuple:
             "static void dyn_m_mass_matrix(double t, const double *q, const double *p, double *M)",
             f"{{ dyn_dv_mass_by_columns({n}, (dyn_mass_times_fn){symbol('mass_times')}, t, q, p, M); }}"]
         mass, names = "(dyn_mass_fn)dyn_m_mass_matrix", {"mass_matrix": "dyn_m_mass_matrix"}
-    if "residual_partials" in kernel_names(mod):       # the tape (generator/tangent.py tape_kernel)
+    if "residual_partials" in kernel_names(mod):       # the tape (generator/ir/tangent.py tape_kernel)
         size = kernel_output_size(mod, "residual_partials", "P")
         lines += [
             "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
@@ -181,7 +181,7 @@ def exported(mod: ir.ModuleIR) -> list:
 
 
 def _with_states(mod: ir.ModuleIR, ents: list) -> list:
-    """rhs over y = [q, qd, s] (generator/signals.py) and the extra states' rates."""
+    """rhs over y = [q, qd, s] (generator/mechanics/signals.py) and the extra states' rates."""
     if "states" not in kernel_names(mod):
         return ents
     n, np_, k = len(mod.coordinates), len(mod.parameter_defaults), len(mod.states)
@@ -246,7 +246,7 @@ def metadata(mod: ir.ModuleIR, backend: str) -> dict:
 
 
 def _slots(mod: ir.ModuleIR) -> dict:
-    from dynamica.generator.signals import SlotLayout
+    from dynamica.generator.mechanics.signals import SlotLayout
     n0 = sum(size for _, size in mod.parameters)
     return SlotLayout(n0, tuple(mod.inputs), tuple(mod.states)).metadata()
 
@@ -299,7 +299,7 @@ def module_context(mod: ir.ModuleIR, backend: str, declarations, symbol) -> dict
         table.append(f'{{"{e.name}", {a["cname"]}, {FIRST[e.first]}, {int(e.returns_int)}, {len(e.arrays)}, '
                      f'{{{sizes}}}, {{{writable}}}, "{names}", {c_string(e.doc, 10**6)}}}')
     python = PYTHON_CODE.get(mod.entries)
-    code = resources.files("dynamica.runtime").joinpath(python).read_text() if python else ""
+    code = resources.files("dynamica.templates.native").joinpath(python).read_text() if python else ""
     ctx = {
         "version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
         "module_name": mod.module_name, "declarations": list(declarations), "functions": functions,

@@ -1,4 +1,4 @@
-/* Test driver of runtime/dynamica_linalg.h's solves (tests/test_linalg_header.py): reads cases from
+/* Test driver of templates/native/dynamica_linalg.h's solves (tests/generator/render/test_linalg_header.py): reads cases from
    stdin as whitespace-separated numbers
        kind n nrhs sign   F (n*n, row-major)   B (n*nrhs, row-major)   (piv, n ints, for kind 0)
    kind 0: dyn_lu_solve with F = the LU of dyn_lu and its pivots; kind 1: dyn_ldl_solve;

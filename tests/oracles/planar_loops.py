@@ -1,5 +1,5 @@
 """Planar mechanisms with closed loops, written by hand with sympy (shares no code with
-dynamica's generator or runtime), for tests/test_singular_loops.py.
+dynamica's generator or runtime), for tests/runtime/test_singular_loops.py.
 
 A mechanism is its tree coordinates q (names as in the model file), its rigid bodies (mass m,
 moment of inertia I about the centre of mass, centre (x_c(q), y_c(q)), absolute angle theta(q))

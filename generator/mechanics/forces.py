@@ -1,0 +1,251 @@
+"""Force elements: a registry with one entry per type (dissertation 5.1.2: forces on bodies,
+between pairs of bodies, in joints; the peer package's limit stops).
+
+An entry (`ForceType`) holds what the loader checks, the schema {key: (kind, default)} (kinds:
+generator/spec/force_sections.py FIELD_KINDS) and `check` for what the schema cannot say, and `build`: the
+element's contribution to the equations, through a `ForceContext`:
+
+    ctx.P(text)                          the sympy expression of a field
+    ctx.point_state(body, point)         position and velocity of a body point (ground frame)
+    ctx.frame_of(body)                   (G_0i, angular velocity (body axes), origin) of a body
+    ctx.apply(body, point, ...)          a force and torque on a body at a point
+    ctx.gen[coordinate] += Q             a generalized force of one coordinate
+    ctx.let / ctx.let_vector             program intermediates named after the element
+
+`build` returns the element's values for the outputs ({quantity: [expressions]}, exported as
+`<name>.<quantity>` with `outputs: {forces: true}`). Adding a force type is one entry here.
+The numeric reference (runtime/reference/numeric.py) has its own implementation on purpose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import sympy as sp
+
+from dynamica.generator.ir.program import add, cross, dot, matTvec, matvec, scale, sub
+from dynamica.generator.spec import expr as ex
+
+REQUIRED = object()
+Z3 = [sp.Integer(0)] * 3
+#: names a spring_damper `law` may use besides parameters, coordinates and t
+LAW_LOCALS = ("elongation", "elongation_rate")
+
+
+@dataclass(frozen=True)
+class ForceType:
+    name: str
+    schema: dict                  # key -> (kind, default); default REQUIRED, or None: optional, no value
+    build: Callable               # (ctx, force) -> {quantity: [expressions]}
+    check: Callable = None        # (the force's mapping, its checked fields) -> [(key or "", message)]
+    doc: str = ""
+
+
+FORCE_TYPES: dict = {}
+
+
+def register(name, schema, check=None, doc=""):
+    def deco(build):
+        FORCE_TYPES[name] = ForceType(name, schema, build, check, doc)
+        return build
+    return deco
+
+
+@dataclass
+class ForceContext:
+    """What a force element's `build` reaches: the kinematics, the forward pass and the sums."""
+    kin: object
+    fp: object                    # positions, orientations, velocities (common.ForwardPass or lazy)
+    F: list                       # per body: the active wrench at O_i, frame i (6)
+    gen: dict                     # coordinate -> generalized force
+    tag: str = ""                 # program names of the current element: `<tag>_<what>`
+
+    def P(self, text):
+        return ex.parse(text, self.kin.spec.scope(coordinates_allowed=True))
+
+    def law(self, text, **local):
+        """A `law` expression with its local names replaced (elongation, elongation_rate)."""
+        e = ex.parse(text, self.kin.spec.scope(coordinates_allowed=True).child(local=LAW_LOCALS))
+        return e.xreplace({ex.local_symbol(k): v for k, v in local.items()})
+
+    def let(self, what, value):
+        return self.kin.program.let(f"{self.tag}_{what}", value)
+
+    def let_vector(self, what, values):
+        return self.kin.program.let_vector(f"{self.tag}_{what}", values)
+
+    def let_matrix(self, what, value):
+        return self.kin.program.let_matrix(f"{self.tag}_{what}", value)
+
+    def point_state(self, body, point):
+        """Position and velocity (ground frame) of a body-fixed point."""
+        if body == "ground":
+            return point, list(Z3)
+        fp, i = self.fp, self.kin.topo.index(body)
+        pos = add(fp.r0[i], matTvec(fp.R0[i], point))
+        vel = matTvec(fp.R0[i], add(fp.v[i][:3], cross(fp.v[i][3:], point)))
+        return pos, vel
+
+    def frame_of(self, body):
+        """(G_0i: ground -> body axes, angular velocity in body axes, origin in ground) of a body or the ground."""
+        if body == "ground":
+            return sp.eye(3), list(Z3), list(Z3)
+        i = self.kin.topo.index(body)
+        return self.fp.R0[i], self.fp.v[i][3:], self.fp.r0[i]
+
+    def apply(self, body, point, f_ground=None, f_body=None, t_body=None):
+        """A force (ground or body axes) at a body point and a torque (body axes) on `body`."""
+        if body == "ground":
+            return
+        i = self.kin.topo.index(body)
+        fb = f_body if f_body is not None else matvec(self.fp.R0[i], f_ground)
+        tb = t_body if t_body is not None else list(Z3)
+        self.F[i] = [a + b for a, b in zip(self.F[i], fb + add(tb, cross(point, fb)))]
+
+
+def active_forces(kin, fp):
+    """Active body forces F_i (6, frame i, at O_i, bound as `Fa<i>`), generalized forces per
+    coordinate and the values of every element: (F, gen, {"<name>.<quantity>": [expressions]})."""
+    N = kin.topo.n_bodies
+    ctx = ForceContext(kin, fp, [[sp.Integer(0)] * 6 for _ in range(N + 1)],
+                       {c: sp.Integer(0) for c in kin.coordinates})
+    values = {}
+    for n, f in enumerate(kin.spec.forces):
+        ctx.tag = f"f{n}"
+        for quantity, exprs in FORCE_TYPES[f.type].build(ctx, f).items():
+            values[f"{f['name']}.{quantity}"] = exprs
+    F = [None] + [kin.program.let_vector(f"Fa{i}", ctx.F[i]) for i in range(1, N + 1)]
+    return F, ctx.gen, values
+
+
+# ------------------------------------------------------------------ the force types
+@register("joint_spring_damper", {"coordinate": ("coordinate", REQUIRED), "stiffness": ("expr", 0),
+                                  "damping": ("expr", 0), "neutral": ("expr", 0)},
+          doc="-stiffness (q - neutral) - damping q' on one coordinate")
+def _joint_spring_damper(ctx, f):
+    c = f["coordinate"]
+    Q = -ctx.P(f["stiffness"]) * (ex.coord_symbol(c) - ctx.P(f["neutral"])) - ctx.P(f["damping"]) * ex.rate_symbol(c)
+    ctx.gen[c] += Q
+    return {"generalized_force": [Q]}
+
+
+@register("generalized_force", {"coordinate": ("coordinate", REQUIRED), "value": ("expr", REQUIRED)},
+          doc="an expression added to one coordinate's generalized force")
+def _generalized_force(ctx, f):
+    Q = ctx.P(f["value"])
+    ctx.gen[f["coordinate"]] += Q
+    return {"generalized_force": [Q]}
+
+
+@register("body_force", {"body": ("body", REQUIRED), "point": ("point", None), "force": ("vector", [0, 0, 0]),
+                         "torque": ("vector", [0, 0, 0]), "frame": ("frame", "ground")},
+          doc="a force at a point of a body and a torque, in ground or body axes")
+def _body_force(ctx, f):
+    i = ctx.kin.topo.index(f["body"])
+    point = [ctx.P(x) for x in f["point"]]
+    force = [ctx.P(x) for x in f["force"]]
+    torque = [ctx.P(x) for x in f["torque"]]
+    values = {"force": force, "torque": torque}              # as given, in `frame`
+    if f["frame"] == "ground":
+        force = ctx.let_vector("f", matvec(ctx.fp.R0[i], force))
+        torque = ctx.let_vector("t", matvec(ctx.fp.R0[i], torque))
+    ctx.apply(f["body"], point, f_body=force, t_body=torque)
+    return values
+
+
+def _spring_damper_check(given, fields):
+    out = []
+    if ("law" in given) == ("stiffness" in given):
+        out.append(("", "a `spring_damper` needs either `stiffness` (linear) or `law` (an expression of "
+                        f"{' and '.join(LAW_LOCALS)}), not {'both' if 'law' in given else 'neither'}"))
+    if "law" in given and "damping" in given:
+        out.append(("damping", "with a `law`, put the damping into the law (elongation_rate)"))
+    return out
+
+
+@register("spring_damper", {"body_a": ("body_or_ground", REQUIRED), "point_a": ("point", REQUIRED),
+                            "body_b": ("body_or_ground", REQUIRED), "point_b": ("point", REQUIRED),
+                            "stiffness": ("expr", None), "damping": ("expr", 0),
+                            "free_length": ("expr", REQUIRED), "law": ("law", None)},
+          check=_spring_damper_check, doc="along the line between two points: linear, or a `law`")
+def _spring_damper(ctx, f):
+    pa = [ctx.P(x) for x in f["point_a"]]
+    pb = [ctx.P(x) for x in f["point_b"]]
+    xa, va = ctx.point_state(f["body_a"], pa)
+    xb, vb = ctx.point_state(f["body_b"], pb)
+    d = ctx.let_vector("d", sub(xb, xa))
+    L = ctx.let("L", sp.sqrt(dot(d, d)))
+    Ldot = ctx.let("Ld", dot(d, sub(vb, va)) / L)
+    if "law" in dict(f.fields):                              # nonlinear: law(elongation, rate)
+        tension = ctx.let("T", ctx.law(f["law"], elongation=L - ctx.P(f["free_length"]), elongation_rate=Ldot))
+    else:
+        tension = ctx.let("T", ctx.P(f["stiffness"]) * (L - ctx.P(f["free_length"])) + ctx.P(f["damping"]) * Ldot)
+    e = ctx.let_vector("e", scale(tension / L, d))          # tension * unit vector
+    ctx.apply(f["body_b"], pb, f_ground=[-x for x in e])
+    ctx.apply(f["body_a"], pa, f_ground=e)
+    return {"length": [L], "tension": [tension]}
+
+
+def _limit_check(given, fields):
+    return [] if "lower" in fields or "upper" in fields else [("", "a `limit` needs `lower`, `upper` or both")]
+
+
+@register("limit", {"coordinate": ("coordinate", REQUIRED), "lower": ("expr", None), "upper": ("expr", None),
+                    "stiffness": ("expr", REQUIRED), "damping": ("expr", 0), "decay": ("expr", REQUIRED)},
+          check=_limit_check, doc="stops of a coordinate with an exponential contact law")
+def _limit(ctx, f):
+    # the peer package's contact law: F = (k - mu q') exp(-a (q - q1)) pushes up from a lower bound q1;
+    # mirrored, -(k + mu q') exp(a (q - q2)) pushes down from an upper bound q2
+    c = f["coordinate"]
+    q, qd = ex.coord_symbol(c), ex.rate_symbol(c)
+    k, mu, a = ctx.P(f["stiffness"]), ctx.P(f["damping"]), ctx.P(f["decay"])
+    fields = dict(f.fields)
+    Q = sp.Integer(0)
+    if "lower" in fields:
+        Q += ctx.let("lo", (k - mu * qd) * sp.exp(-a * (q - ctx.P(fields["lower"]))))
+    if "upper" in fields:
+        Q += ctx.let("up", -(k + mu * qd) * sp.exp(a * (q - ctx.P(fields["upper"]))))
+    ctx.gen[c] += Q
+    return {"generalized_force": [Q]}
+
+
+
+def bushing_frames(ctx, f):
+    """(p_a, p_b, x_a, v_a, x_b, v_b, G_a, w_a, G_b, w_b): the bushing's two points in their bodies'
+    frames and in the ground's, their velocities, and
+    its bodies' rotations and angular velocities (the bushing's wrench and its potential,
+    generator/mechanics/energy.py)."""
+    pa = [ctx.P(x) for x in f["point_a"]]
+    pb = [ctx.P(x) for x in f["point_b"]]
+    xa, va = ctx.point_state(f["body_a"], pa)
+    xb, vb = ctx.point_state(f["body_b"], pb)
+    Ga, wa, _ = ctx.frame_of(f["body_a"])
+    Gb, wb, _ = ctx.frame_of(f["body_b"])
+    return pa, pb, xa, va, xb, vb, Ga, wa, Gb, wb
+
+@register("bushing", {"body_a": ("body_or_ground", REQUIRED), "point_a": ("point", [0, 0, 0]),
+                      "body_b": ("body_or_ground", REQUIRED), "point_b": ("point", [0, 0, 0]),
+                      "stiffness": ("vector", [0, 0, 0]), "damping": ("vector", [0, 0, 0]),
+                      "rotational_stiffness": ("vector", [0, 0, 0]), "rotational_damping": ("vector", [0, 0, 0])},
+          doc="a 6-DOF linear spring-damper between frames fixed in two bodies (axes of body_a)")
+def _bushing(ctx, f):
+    # frame a: axes of body_a at point_a; frame b: axes of body_b at point_b. In frame a:
+    # d = G_a (x_b - x_a), d' = G_a (v_b - v_a) - w_a x d, rotation angles
+    # theta = vee(R - R^T)/2 of R = G_a G_b^T (exact small-angle linearization; for an
+    # isotropic rotational stiffness the torque k sin(phi) has potential k (1 - cos phi)),
+    # relative angular velocity w = G_a G_b^T w_b - w_a. Force on b -(K d + C d'),
+    # torque on b -(K_r theta + C_r w); the opposite on a at the same spatial point.
+    pa, pb, xa, va, xb, vb, Ga, wa, Gb, wb = bushing_frames(ctx, f)
+    d = ctx.let_vector("d", matvec(Ga, sub(xb, xa)))
+    dd = ctx.let_vector("dd", sub(matvec(Ga, sub(vb, va)), cross(wa, d)))
+    R = ctx.let_matrix("R", Ga * Gb.T)
+    th = [(R[2, 1] - R[1, 2]) / 2, (R[0, 2] - R[2, 0]) / 2, (R[1, 0] - R[0, 1]) / 2]
+    w = sub(matvec(R, wb), wa)
+    K, C = [ctx.P(x) for x in f["stiffness"]], [ctx.P(x) for x in f["damping"]]
+    Kr, Cr = [ctx.P(x) for x in f["rotational_stiffness"]], [ctx.P(x) for x in f["rotational_damping"]]
+    Fb = ctx.let_vector("F", [-(K[j] * d[j] + C[j] * dd[j]) for j in range(3)])
+    Tq = ctx.let_vector("M", [-(Kr[j] * th[j] + Cr[j] * w[j]) for j in range(3)])
+    ctx.apply(f["body_b"], pb, f_ground=matTvec(Ga, Fb), t_body=matvec(Gb, matTvec(Ga, Tq)))
+    ctx.apply(f["body_a"], add(pa, d), f_body=[-x for x in Fb], t_body=[-x for x in Tq])
+    return {"force": Fb, "torque": Tq}                          # on body_b, frame a

@@ -1,0 +1,66 @@
+"""Command-line pieces about model files: the options of robot descriptions (--floating,
+--mimic, --limits) on every command that loads a model, `dynamica convert` and `dynamica params`."""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_import_options(p):
+    p.add_argument("--floating", action="store_true", help="URDF: the root link on a free joint (6 coordinates "
+                   "<root>_x ... <root>_rz) instead of welded to the ground")
+    p.add_argument("--mimic", choices=("independent", "coupled"), default=None,
+                   help="URDF: mimic joints as independent coordinates (default, with a warning) or coupled")
+    p.add_argument("--limits", action="store_true", help="URDF: joint limits as `limit` forces")
+    p.add_argument("--warnings", action="store_true", help="print every warning, also those an earlier "
+                   "command printed about this model")
+
+
+def import_options(args) -> dict:
+    """The robot-description options given (none for a model file unless asked, which is an error there)."""
+    out = {}
+    if getattr(args, "floating", False):
+        out["floating"] = True
+    if getattr(args, "mimic", None):
+        out["mimic"] = args.mimic
+    if getattr(args, "limits", False):
+        out["limits"] = True
+    return out
+
+
+def cmd_convert(args):
+    from dynamica.runtime.cli.convert import convert
+    out = convert(args.model, args.output, **import_options(args))
+    print(f"model file written to {out.resolve()}")
+    return 0
+
+
+def cmd_params(args):
+    from dynamica.runtime.cli.main import _load
+    from dynamica.runtime.paramsets import dump_set, overrides
+    model = _load(args, check_mass_matrix=False)
+    text = dump_set(model, overrides(args, model))
+    if args.output:
+        from pathlib import Path
+        Path(args.output).write_text(text)
+        print(f"parameter set written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def add_parsers(sub, common):
+    from dynamica.runtime import paramsets
+    p = sub.add_parser("convert", help="write a robot description (URDF) as a model file (YAML)",
+                       description="A URDF robot (docs/urdf.md) as a readable model file (docs/model_format.md).")
+    p.add_argument("model", help="robot description (.urdf)")
+    p.add_argument("-o", "--output", required=True, help="the model file to write (YAML)")
+    add_import_options(p)
+    p.set_defaults(fn=cmd_convert)
+
+    p = sub.add_parser("params", help="write the model's parameters (values, units, descriptions) as a "
+                       "parameter set, to stdout or -o FILE")
+    common(p)
+    p.add_argument("-o", "--output", help="write the set to this file instead of stdout")
+    paramsets.add_options(p)
+    p.set_defaults(fn=cmd_params)

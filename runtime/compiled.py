@@ -1,0 +1,411 @@
+"""The compiled model: a generated module with named coordinates and parameters (docs/api.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dynamica.generator.spec.model import ModelSpec, evaluate
+
+
+class CompiledModel:
+    """A compiled equation-of-motion module with named coordinates and parameters."""
+
+    def __init__(self, module, spec: ModelSpec, path: Path | None = None):
+        self.module = module
+        self.spec = spec
+        self.path = path
+        self.name = module.MODEL_NAME
+        self.form = module.FORM
+        self.kind = module.KIND
+        self.coordinates = tuple(module.COORDINATES)
+        self.n = int(module.N)
+        self._layout = tuple(module.PARAMETERS)                    # ((name, size), ...)
+        self._defaults = np.array(module.PARAMETER_DEFAULTS, dtype=float)
+        #: the declared parameters -> default values (floats, tuples for vectors)
+        self.parameters = {}
+        declared = {p.name: p for p in spec.parameters}
+        #: every slot of the layout -> scalar or not (the loops' references are vectors of their own)
+        self._scalar = {}
+        k = 0
+        for name, size in self._layout:
+            vals = self._defaults[k:k + size]
+            vector = name not in declared or isinstance(declared[name].value, tuple)   # loop references
+            self._scalar[name] = not vector
+            if name in declared:
+                self.parameters[name] = tuple(float(v) for v in vals) if vector else float(vals[0])
+            k += size
+        self._references = None              # closed loops: set by `assemble` (runtime/assembly.py)
+        self.backend, self.mode, self.cache = "c", "symbolic", None     # set by api.load
+        #: where the loops' references start in p: right after the declared parameters
+        self._reference_slot = sum(size for name, size in self._layout if name in declared)
+        #: extra first-order states and inputs (generator/mechanics/signals.py): y = [q, qd, s]; their slots in p
+        self.states = tuple(getattr(module, "STATES", ()))
+        self.inputs = tuple(getattr(module, "INPUTS", ()))
+        self.slots = dict(getattr(module, "SLOTS", {"states": len(self._defaults), "size": len(self._defaults)}))
+        self.state_size = int(getattr(module, "STATE_SIZE", 2 * self.n))
+        self._inertia_check = self._body_inertia_check()
+        #: evaluations at the default parameters check the body inertias too (set by `load` after its
+        #: own checks of the initial state; generator/mechanics/body_inertias.py)
+        self.check_defaults = False
+        self._initial_references()
+
+    def _body_inertia_check(self):
+        """(checker, slots of its parameters in p) for the forms that invert every body's M_i
+        (generator/mechanics/body_inertias.py), after checking the defaults; else None."""
+        from dynamica.generator.mechanics import body_inertias
+        if self.form not in body_inertias.INVERTS_BODY_INERTIAS:
+            return None
+        check = body_inertias.BodyInertiaCheck(self.spec, self.form)
+        check.check_defaults()
+        if not check.symbols:
+            return None                     # numbers only: checked once, no parameter changes them
+        from dynamica.generator.spec import expr as ex
+        slot, k = {}, 0
+        for name, size in self._layout:
+            if size == 1 and self._scalar[name]:
+                slot[ex.param_symbol(name)] = k
+            else:
+                slot.update((ex.param_symbol(name, j), k + j) for j in range(size))
+            k += size
+        return check, np.array([slot[s] for s in check.symbols], dtype=np.intp)
+
+    def _initial_references(self):
+        """The loops' references (prismatic, weld: the relative orientation they keep) before any
+        call of `assemble`: those of assembling the initial values, so that qdd, constraints,
+        outputs and linearize of a fresh model see the same mechanism as simulate; where the
+        initial values cannot be assembled, those at the initial values as given (assemble and
+        simulate then say why)."""
+        if not sum(size for _, size in self.module.INFO.get("loop_references", ())):
+            return
+        import warnings
+
+        from dynamica.errors import DynamicaError
+        from dynamica.runtime import assembly as loops
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                loops.assemble(self)
+        except (DynamicaError, ValueError, ArithmeticError, np.linalg.LinAlgError):
+            q0, _ = self.initial_state()
+            refs = np.empty(max(1, sum(size for _, size in self.module.INFO["loop_references"])))
+            self.module.con_refs(0.0, q0, self.param_vector(), refs)
+            self.set_references(refs)
+
+    def __repr__(self):
+        return f"<dynamica model {self.name!r} form={self.form!r} n={self.n}>"
+
+    # -- parameters
+    def param_vector(self, params=None, inputs=None, s=None) -> np.ndarray:
+        """The flat array p of the module: the parameters (defaults overridden by `params`), then
+        the loops' references of the last assembly, the inputs' slots (`inputs`: name -> value, held
+        constant; missing ones 0) and the extra states' (`s`, default 0; the module's `rhs` takes them from y)."""
+        p = self._params(params)
+        if inputs:
+            from dynamica.runtime.inputs import set_inputs
+            set_inputs(self, p, inputs, 0.0)
+        if s is not None and self.states:
+            k = self.slots["states"]
+            p[k:k + len(self.states)] = self._vec(s, "s", len(self.states))
+        return p
+
+    def _params(self, params=None) -> np.ndarray:
+        p = self._defaults.copy()
+        if self._references is not None:
+            k = self._reference_slot
+            p[k:k + len(self._references)] = self._references
+        if not params:
+            if self._inertia_check is not None and self.check_defaults:   # LGR, HLGR: warned at load
+                check, slots = self._inertia_check
+                check.check(p[slots])
+            return p
+        offsets, k = {}, 0
+        for name, size in self._layout:
+            offsets[name] = (k, size)
+            k += size
+        unknown = [k for k in params if k not in offsets]
+        if unknown:
+            raise KeyError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; "
+                           f"the model has {', '.join(self.parameters) or 'none'}")
+        for name, value in params.items():
+            k, size = offsets[name]
+            arr = np.atleast_1d(np.asarray(value, dtype=float))
+            if arr.shape != (size,) or (size == 1 and np.ndim(value) != 0 and self._scalar[name]):
+                raise ValueError(f"parameter {name!r} expects {'a scalar' if size == 1 else f'{size} values'}, "
+                                 f"got {value!r}")
+            p[k:k + size] = arr
+        if self._inertia_check is not None:          # LGR, HLGR: M_i^-1 at these values (cached)
+            check, slots = self._inertia_check
+            check.check(p[slots], params)
+        return p
+
+    # -- equations
+    def _vec(self, x, name, size=None):
+        a = np.ascontiguousarray(x, dtype=float).reshape(-1)
+        n = self.n if size is None else size
+        if a.shape[0] != n:
+            raise ValueError(f"`{name}` has length {a.shape[0]}, expected {n} ({', '.join(self.coordinates)})")
+        return a
+
+    @property
+    def hamiltonian(self) -> bool:
+        """True when the state is [q, pm] with Poisson momenta pm (the Hamiltonian forms)."""
+        return self.kind == "hamiltonian"
+
+    def _p(self, params, inputs, s=None):
+        """p for an evaluation at a state: inputs not given are 0 (a simulation needs every one)."""
+        return self.param_vector(params, inputs, s)
+
+    def qdd(self, q, qd, t=0.0, params=None, inputs=None, s=None) -> np.ndarray:
+        """Generalized accelerations; `inputs` the values of the model's inputs (name -> value;
+        missing ones are 0), `s` the extra states (default: their initial values)."""
+        if self.hamiltonian:
+            raise TypeError(f"form {self.form!r} is Hamiltonian (state [q, pm]): use rhs(t, y) with "
+                            "y = to_state(q, qd), or a Lagrangian form for qdd")
+        if self.loops:
+            from dynamica.runtime import assembly as loops
+            return loops.solve(self, q, qd, t, params)[0]
+        out = np.empty(self.n)
+        self.module.qdd(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._p(params, inputs, self._s(s, params)),
+                        out)
+        return out
+
+    def _s(self, s, params=None):
+        if not self.states:
+            return None
+        return self.initial_states(params) if s is None else self._vec(s, "s", len(self.states))
+
+    def state_rates(self, q, qd, s=None, t=0.0, params=None, inputs=None) -> np.ndarray:
+        """s' of the extra states at (t, q, qd, s)."""
+        out = np.empty(len(self.states))
+        if self.states:
+            self.module.states(float(t), self._vec(q, "q"), self._vec(qd, "qd"),
+                               self._p(params, inputs, self._s(s, params)), out)
+        return out
+
+    def inverse_dynamics(self, q, qd, qdd, t=0.0, params=None, inputs=None, s=None) -> np.ndarray:
+        """The generalized forces tau with M qdd = Q(t, q, qd) + tau: what must act besides the model's
+        own forces for the motion (q, qd, qdd) (recursive Newton-Euler, generator/kinds/inverse.py; the
+        module is generated on first use)."""
+        from dynamica.runtime.kinds.inverse import companion
+        out = np.empty(self.n)
+        companion(self).inverse_dynamics(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
+                                         self._p(params, inputs, self._s(s, params)), out)
+        return out
+
+    def gravity_forces(self, q, t=0.0, params=None) -> np.ndarray:
+        """The generalized gravity forces g(q): those that hold the system still against gravity."""
+        from dynamica.runtime.kinds.inverse import companion
+        out = np.empty(self.n)
+        companion(self).gravity_forces(float(t), self._vec(q, "q"), self.param_vector(params), out)
+        return out
+
+    def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
+        out = np.empty(self.n * self.n)
+        self.module.mass_matrix(float(t), self._vec(q, "q"), self.param_vector(params), out)
+        return out.reshape(self.n, self.n)
+
+    def rhs(self, t, y, params=None, inputs=None) -> np.ndarray:
+        """The state derivative of y = [q, qd, s] ([q, pm, s] for the Hamiltonian forms)."""
+        out = np.empty(self.state_size)
+        self.module.rhs(float(t), self._vec(y, "y", self.state_size), self._p(params, inputs), out)
+        return out
+
+    def split_state(self, y):
+        """(q, qd or pm, s) of an integrator state y."""
+        y = self._vec(y, "y", self.state_size)
+        n = self.n
+        return y[:n].copy(), y[n:2 * n].copy(), y[2 * n:].copy()
+
+    def solver_stats(self) -> dict:
+        """Counters of a form with an inner solver (the iterative one: iterations per call, fallbacks);
+        empty for the direct forms."""
+        return dict(self.module.itr_stats()) if hasattr(self.module, "itr_stats") else {}
+
+    def reset_solver(self):
+        """Forget state kept between calls (the iterative form's inverse estimate) and its counters."""
+        if hasattr(self.module, "itr_reset"):
+            self.module.itr_reset()
+
+    def to_state(self, q, qd, t=0.0, params=None, s=None) -> np.ndarray:
+        """The integrator state of (q, qd, s): [q, qd, s] (Lagrangian) or [q, pm, s] (Hamiltonian,
+        (1.49)); s the extra states (default: their initial values; none for most models)."""
+        q, qd = self._vec(q, "q"), self._vec(qd, "qd")
+        s = self._s(s, params)
+        tail = [] if s is None else [s]
+        if not self.hamiltonian:
+            return np.concatenate([q, qd] + tail)
+        pm = np.empty(self.n)
+        self.module.momenta(float(t), q, qd, self.param_vector(params), pm)
+        return np.concatenate([q, pm] + tail)
+
+    def from_state(self, y, t=0.0, params=None):
+        """(q, qd) of an integrator state y (inverse of `to_state`; `split_state` gives s too)."""
+        y = self._vec(y, "y", self.state_size)
+        q = y[:self.n].copy()
+        if not self.hamiltonian:
+            return q, y[self.n:2 * self.n].copy()
+        qd = np.empty(self.n)
+        self.module.velocities(float(t), q, np.ascontiguousarray(y[self.n:2 * self.n]), self.param_vector(params), qd)
+        return q, qd
+
+    def rhs_function(self, params=None, inputs=None):
+        """A fast `f(t, y)` closure for scipy's integrators (parameters and inputs bound once)."""
+        p = self._p(params, inputs)
+        rhs, n2 = self.module.rhs, self.state_size
+
+        def f(t, y):
+            out = np.empty(n2)
+            rhs(float(t), np.ascontiguousarray(y, dtype=float), p, out)
+            return out
+        return f
+
+    @property
+    def output_layout(self) -> tuple:
+        """((key, shape), ...) of `outputs`, in order."""
+        info = getattr(self.module, "INFO", {})
+        return tuple(info.get("output_layout", (("qdd", (self.n,)),)))
+
+    def _output_slices(self) -> tuple:
+        """((key, shape, start, size), ...) of the flat array of the module's `outputs`, and its size."""
+        if getattr(self, "_slices", None) is None:
+            slices, k = [], 0
+            for key, shape in self.output_layout:
+                size = int(np.prod(shape))
+                slices.append((key, tuple(shape), k, size))
+                k += size
+            self._slices = (tuple(slices), k)
+        return self._slices
+
+    def outputs(self, t, q, qd, params=None, inputs=None, s=None) -> dict:
+        """What the model's `outputs` section asks for (docs/model_format.md), plus "qdd", the extra
+        states and the inputs by their names: name -> ndarray."""
+        q, qd, s = self._vec(q, "q"), self._vec(qd, "qd"), self._s(s, params)
+        p = self._p(params, inputs, s)
+        if not hasattr(self.module, "outputs"):            # no outputs section: qdd only
+            out = {"qdd": self.qdd(q, qd, t, params, inputs, s) if not self.hamiltonian else np.full(self.n, np.nan)}
+        else:
+            layout = self.output_layout
+            flat = np.empty(sum(int(np.prod(sh)) for _, sh in layout))
+            self.module.outputs(float(t), q, qd, p, flat)
+            out, k = {}, 0
+            for key, shape in layout:
+                size = int(np.prod(shape))
+                out[key] = np.array(flat[k]) if shape == () else flat[k:k + size].reshape(shape).copy()
+                k += size
+        from dynamica.runtime.inputs import signal_values
+        out.update({k: np.asarray(v, dtype=float) for k, v in signal_values(self, p, t).items()})
+        return out                      # every value an ndarray, a scalar's of shape ()
+
+    def output_series(self, t, Q, QD, params=None, S=None, U=None) -> dict:
+        """`outputs` along a trajectory: name -> array with a leading time axis. `S` the extra
+        states per row, `U` the inputs (name -> values per row)."""
+        if len(t) == 0:
+            return {}
+        if S is not None or U is not None or self.states or self.inputs:
+            rows = [self.outputs(tk, q, qd, params, None if U is None else {k: v[j] for k, v in U.items()},
+                                 None if S is None else S[j]) for j, (tk, q, qd) in enumerate(zip(t, Q, QD))]
+            return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+        if not hasattr(self.module, "outputs"):
+            rows = [self.outputs(tk, q, qd, params) for tk, q, qd in zip(t, Q, QD)]
+            return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+        Q = np.ascontiguousarray(Q, dtype=float).reshape(len(t), self.n)
+        QD = np.ascontiguousarray(QD, dtype=float).reshape(len(t), self.n)
+        slices, total = self._output_slices()
+        flat, p, kernel = np.empty((len(t), total)), self.param_vector(params), self.module.outputs
+        for j in range(len(t)):                     # one C call per row, parameters packed once
+            kernel(float(t[j]), Q[j], QD[j], p, flat[j])
+        return {key: flat[:, k].copy() if shape == () else flat[:, k:k + size].reshape((len(t), *shape)).copy()
+                for key, shape, k, size in slices}
+
+    # -- closed loops (runtime/assembly.py, docs/loops.md)
+    @property
+    def loops(self) -> bool:
+        """True when the model has closed kinematic loops (its q are the tree's coordinates)."""
+        return hasattr(self.module, "con_phi")
+
+    def constraints(self, q, t=0.0, params=None) -> np.ndarray:
+        """The position constraint residual phi(q) of the loops (one entry per equation)."""
+        from dynamica.runtime import assembly as loops
+        return loops.residual(self, q, t, params)
+
+    def assemble(self, q=None, qd=None, t=0.0, params=None, hold=None):
+        """(q, qd) satisfying the loops' position and velocity constraints, from the given values
+        (default: the model's initial values) with the smallest change, `hold` (default: the
+        model's `assembly.hold`: coordinates and der(coordinate)s) kept."""
+        from dynamica.runtime import assembly as loops
+        return loops.assemble(self, q, qd, t, params, hold)
+
+    def set_references(self, refs):
+        """The loops' references (prismatic, weld) fixed at an assembly."""
+        size = sum(size for _, size in self.module.INFO.get("loop_references", ()))
+        self._references = np.array(refs[:size], dtype=float) if size else None
+
+    def clear_references(self):
+        self._references = None
+
+    # -- initial state
+    def parameter_values(self, params=None) -> dict:
+        """Parameter symbol (generator.expr.param_symbol) -> value at `params` (defaults overridden)."""
+        from dynamica.generator.spec import expr as ex
+        p = self.param_vector(params)
+        subs, k = {}, 0
+        for name, size in self._layout:
+            if size == 1 and self._scalar[name]:
+                subs[ex.param_symbol(name)] = p[k]
+            else:
+                for j in range(size):
+                    subs[ex.param_symbol(name, j)] = p[k + j]
+            k += size
+        return subs
+
+    def initial_states(self, params=None) -> np.ndarray:
+        """The extra states' initial values (`states: {name: {initial: ...}}`), at the given parameters."""
+        if not self.states:
+            return np.zeros(0)
+        subs = self.parameter_values(params)
+        return np.array([evaluate(self.spec, [st.initial], extra=subs)[0] for st in self.spec.states])
+
+    def _initial_terms(self):
+        """((key, expression, its free symbols), ...) of the `initial` section, parsed once, and
+        ((parameter symbol, index in the parameter vector), ...)."""
+        if getattr(self, "_initial", None) is None:
+            from dynamica.generator.spec import expr as ex
+            scope = self.spec.scope(time_allowed=True)
+            terms = []
+            for key, text in self.spec.initial:
+                e = ex.parse(text, scope)
+                terms.append((key, e, tuple(e.free_symbols)))
+            slots, k = [], 0
+            for name, size in self._layout:
+                if size == 1 and self._scalar[name]:
+                    slots.append((ex.param_symbol(name), k))
+                else:
+                    slots += [(ex.param_symbol(name, j), k + j) for j in range(size)]
+                k += size
+            self._initial = (tuple(terms), tuple(slots))
+        return self._initial
+
+    def initial_state(self, params=None):
+        """(q0, qd0) from the model's `initial` section (default 0), at the given parameters
+        (each expression evaluated as `generator.model.evaluate` does: sympy Floats substituted)."""
+        q0, qd0 = np.zeros(self.n), np.zeros(self.n)
+        if not self.spec.initial:
+            return q0, qd0
+        import sympy as sp
+
+        from dynamica.generator.spec import expr as ex
+        terms, slots = self._initial_terms()
+        p = self.param_vector(params)
+        values = {ex.T: 0.0, **{sym: float(p[k]) for sym, k in slots}}
+        for key, e, free in terms:
+            val = float(e.xreplace({s: sp.Float(values[s]) if s in values else s for s in free}) if free else e)
+            if key.startswith("der("):
+                qd0[self.coordinates.index(key[4:-1])] = val
+            else:
+                q0[self.coordinates.index(key)] = val
+        return q0, qd0
+
+
+# ------------------------------------------------------------------ load

@@ -1,0 +1,564 @@
+"""Simulation: `simulate` and its integrators (docs/api.md, docs/adams.md)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from dynamica.runtime.compiled import CompiledModel
+from dynamica.runtime.results.result import SimulationResult
+
+
+def _output_times(t0, t_end, output_step):
+    if not output_step:
+        return None
+    k = int(np.floor((t_end - t0) / output_step + 1e-9))
+    t_eval = np.minimum(t0 + output_step * np.arange(k + 1), t_end)     # t_end - 1e-9 step < last <= t_end
+    if t_eval[-1] < t_end - 1e-12 * max(1.0, abs(t_end)):
+        t_eval = np.append(t_eval, t_end)
+    return t_eval
+
+
+def _result(model, t, Y, method, nfev, info, message="", params=None, inputs=None):
+    """SimulationResult from states Y of shape (len(t), STATE_SIZE) (Hamiltonian states converted
+    to (q, qd)); the extra states and the inputs (name -> values per row) join the outputs."""
+    n = model.n
+    Y, t = np.asarray(Y).reshape(len(t), model.state_size), np.asarray(t)
+    q, qd, S = Y[:, :n].copy(), Y[:, n:2 * n].copy(), Y[:, 2 * n:]
+    if model.hamiltonian:
+        info = {**info, "momenta": qd}
+        qd = np.array([model.from_state(y, tk, params)[1] for tk, y in zip(t, Y)]).reshape(len(t), n)
+    signals = model.states or model.inputs
+    return SimulationResult(t=t, q=q, qd=qd, coordinates=model.coordinates, method=method, nfev=int(nfev),
+                            message=message, info=info,
+                            outputs=model.output_series(t, q, qd, params, S, inputs)
+                            if hasattr(model.module, "outputs") or signals else {})
+
+
+def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
+    """The compiled Adams PECE loop (runtime/native/adams_core.pyx) on the module's C entry point."""
+    from dynamica.runtime.integrators.compiled_adams import solve
+    if t_eval is None:
+        t_eval = np.linspace(t0, t_end, 201)
+    res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
+                rtol=rtol, atol=atol, events=events)
+    info = {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12", "steps": res.nsteps,
+            "rejected": res.nrejected, "order_histogram": res.order_histogram}
+    if events:
+        info.update(t_events=res.t_events, y_events=res.y_events, status=res.status)
+    Y = np.asarray(res.y).T
+    if model.loops:                  # rows between steps come from the interpolant: onto the constraints too
+        Y = np.array(Y, dtype=float)
+        _project_rows(model, res.t, Y, params)
+    return _result(model, res.t, Y, "adams", res.nfev, info, params=params)
+
+
+def _project_rows(model, t, Y, params):
+    """Each row of Y (states [q, qd, ...]) onto the loops' constraints, in place, as after a step."""
+    from dynamica.runtime.assembly import PROJECT_ITERATIONS, PROJECT_TOL
+    p, opts = model.param_vector(params), np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
+    n2 = 2 * model.n
+    for k in range(len(t)):
+        y = np.ascontiguousarray(Y[k, :n2])
+        model.module.project(float(t[k]), y, p, opts)
+        Y[k, :n2] = y
+
+
+def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
+    """Fixed-step Stoermer-Cowell 6 (runtime/integrators/stoermer.py); rtol/atol are not used."""
+    if events:
+        raise ValueError("stoermer6 does not locate events; use adams or a scipy method")
+    from dynamica.runtime.integrators.stoermer import stoermer6_first_order
+    h = step or (t_eval[1] - t_eval[0] if t_eval is not None and len(t_eval) > 1 else (t_end - t0) / 1000.0)
+    if model.hamiltonian:
+        raise ValueError("stoermer6 integrates q'' = f(q, q'): it needs a Lagrangian form, not "
+                         f"{model.form!r}")
+    if model.states:
+        raise ValueError("stoermer6 integrates q'' = f(q, q'): not the extra states of this model (`states:`); "
+                         "use adams or a scipy method")
+    t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
+    return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
+
+
+#: scipy's methods that use a Jacobian: given the generated one (runtime/kinds/derivatives.py) unless
+#: simulate(jacobian="numeric") asks for scipy's finite differences
+IMPLICIT = ("Radau", "BDF", "LSODA")
+
+
+def _jacobian(model, scipy_method, params, jacobian):
+    if jacobian not in (None, "analytic", "numeric"):
+        raise ValueError(f"jacobian must be 'analytic' or 'numeric', not {jacobian!r}")
+    if scipy_method not in IMPLICIT or jacobian == "numeric" or model.hamiltonian or model.loops or model.spec.inputs:
+        return None           # (the derivatives module's Jacobian: state [q, qd, s], no loops, no inputs)
+    from dynamica.runtime.kinds.derivatives import derivatives
+    return derivatives(model).jacobian_function(params)
+
+
+#: scipy's one-step methods, which take the projection onto the loops' constraints after each step
+#: (a multistep method's history would no longer match the projected state)
+ONE_STEP = ("RK45", "DOP853", "Radau")
+
+
+class _Stepped:
+    """scipy's solver class stepped directly, as solve_ivp does, with its output rows handed on as
+    they are reached (`rows()`), so that a run can stream them (progress, out) without restarting.
+    For a model with closed loops and a one-step method (ONE_STEP) the state is projected onto
+    the constraints after every step (the module's `project`: positions, then velocities, as the
+    compiled adams does) and so are the rows; without it the drift grows, and near a singular
+    configuration the solution leaves its branch (docs/loops.md)."""
+
+    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian):
+        import scipy.integrate as si
+        jac = _jacobian(model, scipy_method, params, jacobian)
+        self.extra = {"jac": jac} if jac is not None else {}
+        self.solver = getattr(si, scipy_method)(model.rhs_function(params), t0, y0, t_end, rtol=rtol, atol=atol,
+                                                **self.extra)
+        self.t0, self.y0 = t0, np.array(y0, dtype=float)
+        self.every_step = t_eval is None                 # solve_ivp's rows then: t0 and every step
+        self.times = np.array([t0]) if self.every_step else np.asarray(t_eval, dtype=float)
+        self.projected = bool(model.loops) and scipy_method in ONE_STEP
+        if self.projected:
+            from dynamica.runtime.assembly import PROJECT_ITERATIONS, PROJECT_TOL
+            self.p = model.param_vector(params)
+            self.opts = np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
+            self.project = model.module.project
+        self.message = "The solver successfully reached the end of the integration interval."
+
+    def _onto(self, t, y):
+        if self.projected:
+            self.project(float(t), y, self.p, self.opts)
+        return y
+
+    def rows(self):
+        """(t, y) of each output row in order; IntegrationError if the solver fails."""
+        from dynamica.errors import IntegrationError
+        solver, times, j = self.solver, self.times, 0
+        while j < len(times) and times[j] <= self.t0:
+            yield times[j], self.y0.copy()
+            j += 1
+        while solver.status == "running":
+            t_old = solver.t
+            msg = solver.step()
+            if solver.status == "failed":
+                raise IntegrationError(f"integration failed at t = {t_old}: {msg}")
+            sol = None
+            while j < len(times) and times[j] <= solver.t:
+                sol = sol or solver.dense_output()
+                yield times[j], self._onto(times[j], np.array(sol(times[j]), dtype=float))
+                j += 1
+            if self.projected:
+                solver.y = self._onto(solver.t, np.array(solver.y, dtype=float))
+                if hasattr(solver, "f") and solver.status == "running":   # the next step's first stage
+                    solver.f = solver.fun(solver.t, solver.y)
+            if self.every_step:
+                yield solver.t, np.array(solver.y, dtype=float)
+
+    def info(self, name):
+        out = {"integrator": f"scipy {name}" + (", projected onto the loops' constraints after each step"
+                                                 if self.projected else "")}
+        if name in IMPLICIT:
+            out.update(jacobian="analytic" if self.extra else "numeric", njev=int(getattr(self.solver, "njev", 0)))
+        return out
+
+
+def _scipy_runner(scipy_method):
+    def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
+        from dynamica.errors import IntegrationError
+        if not events:                 # (solve_ivp's own loop below locates events)
+            stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
+            rows = list(stepped.rows())
+            t, Y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+            return _result(model, t, Y, run.name, stepped.solver.nfev, stepped.info(scipy_method), stepped.message,
+                           params=params)
+        from scipy.integrate import solve_ivp
+        jac = _jacobian(model, scipy_method, params, jacobian)
+        extra = {"jac": jac} if jac is not None else {}
+        sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
+                        t_eval=t_eval, events=events, **extra)
+        if sol.status < 0:
+            raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
+        info = {"integrator": f"scipy solve_ivp {scipy_method}"}
+        if scipy_method in IMPLICIT:
+            info.update(jacobian="analytic" if jac is not None else "numeric", njev=int(sol.njev))
+        if events:
+            info.update(t_events=sol.t_events, y_events=sol.y_events, status=sol.status)
+        return _result(model, sol.t, sol.y.T, run.name, sol.nfev, info, sol.message, params=params)
+    return run
+
+
+#: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
+#: jacobian=None) -> SimulationResult
+INTEGRATORS = {"adams": _run_adams, "stoermer6": _run_stoermer6}
+#: integrator name -> scipy's solve_ivp method
+SCIPY_METHODS = {"radau": "Radau", "RK45": "RK45", "DOP853": "DOP853", "LSODA": "LSODA", "BDF": "BDF",
+                 "Radau": "Radau"}
+for _name, _scipy in SCIPY_METHODS.items():
+    INTEGRATORS[_name] = _scipy_runner(_scipy)
+    INTEGRATORS[_name].name = _name
+
+
+def _run_still(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None, method=""):
+    """A model without state (a stage that locks every coordinate): nothing to integrate, time
+    advances over the output times (those of adams by default), the outputs are computed at each;
+    events, functions of t alone here, are located by their sign changes on those times and
+    refined by Brent's method (terminal ones end the run, as solve_ivp's)."""
+    from scipy.optimize import brentq
+    t = np.linspace(t0, t_end, 201) if t_eval is None else np.asarray(t_eval, dtype=float)
+    y0 = np.asarray(y0, dtype=float)
+    info = {"integrator": "none: the model has no state, time advances"}
+    if events:
+        t_events, end = [], None
+        for ev in events:
+            g = np.array([ev(tk, y0) for tk in t])
+            d = getattr(ev, "direction", 0)
+            hits = []
+            for k in np.nonzero(np.sign(g[:-1]) != np.sign(g[1:]))[0]:
+                if g[k] == 0 and k > 0:
+                    continue                          # counted as the end of the previous interval
+                if d and (g[k + 1] - g[k]) * d < 0:
+                    continue
+                hits.append(t[k + 1] if g[k + 1] == 0 else t[k] if g[k] == 0 else
+                            brentq(lambda x: ev(x, y0), t[k], t[k + 1], xtol=1e-14, rtol=4 * np.finfo(float).eps))
+            if getattr(ev, "terminal", False) and hits:
+                hits = hits[:1]
+                end = hits[0] if end is None else min(end, hits[0])
+            t_events.append(np.array(hits))
+        if end is not None:                           # solve_ivp: the rows before the event
+            t = t[t < end] if np.any(t < end) else np.array([t0])
+            t_events = [te[te <= end] for te in t_events]
+        info.update(t_events=t_events, y_events=[np.tile(y0, (len(te), 1)) for te in t_events],
+                    status=1 if end is not None else 0)
+    return _result(model, t, np.tile(y0, (len(t), 1)), method, 0, info, params=params)
+
+
+def _run_ida(*args, **kw):
+    """SUNDIALS IDA on the constrained equations of a model with loops (runtime/integrators/ida.py)."""
+    from dynamica.runtime.integrators.ida import run_ida
+    return run_ida(*args, **kw)
+
+
+INTEGRATORS["ida"] = _run_ida
+
+
+#: output rows per piece when results stream to a file: bounds the memory of a long run
+STREAM_ROWS = 10000
+
+
+#: the run's numbers: name -> what they must be (None: not given, the model's default)
+_RUN_NUMBERS = {"t0": "finite", "t_end": "finite", "output_step": "positive", "step": "positive",
+                "rtol": "nonnegative", "atol": "nonnegative"}
+
+
+def _check_numbers(**given):
+    """A ValueError naming the first setting that is not a finite number of its kind."""
+    for name, value in given.items():
+        if value is None:
+            continue
+        kind = _RUN_NUMBERS[name]
+        try:                                # tolerances may be given per component
+            x = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number, got {value!r}") from None
+        if not (np.all(np.isfinite(x)) and (kind != "positive" or np.all(x > 0))
+                and (kind != "nonnegative" or np.all(x >= 0))):
+            raise ValueError(f"{name} must be a {'' if kind == 'finite' else kind + ' '}finite number, got {value!r}")
+
+
+def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
+             params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
+             keep=None, jacobian=None, inputs=None, controller=None, sample_time=None, s0=None) -> SimulationResult:
+    """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
+
+    `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
+    variable step and order 1-12 (runtime/native/adams_core.pyx) calling the module's C entry point
+    with no Python per step; `"stoermer6"` is the fixed-step 6th-order Stoermer-Cowell method
+    of the dissertation's timing experiments with step `step` (default: the output step, else
+    (t_end - t0)/1000); the other names (`INTEGRATORS`) run scipy's `solve_ivp` on the compiled RHS.
+
+    `events`: functions g(t, y) of the integrator state y (= to_state(q, qd)) with scipy's optional
+    `terminal` and `direction` attributes; their zeros are located on the integrator's
+    interpolant and returned in `result.info["t_events"]`, `["y_events"]` (adams and the scipy
+    methods). `progress(result_so_far, new)` (optional) makes the run go in `segments` pieces ending at
+    output points and is called after each with the partial result and the slice of new rows
+    (for progress bars and for writing results as they come). With adams and the scipy methods
+    the pieces are those of one run (`STREAMS`): the rows and the RHS calls are the same as
+    without progress or out. stoermer6 and ida restart at each piece from the state reached, like
+    a stage boundary: results agree with one piece to the integration tolerance, and cost a few
+    start-up steps per piece.
+
+    `jacobian`: for radau, BDF and LSODA, "analytic" (the default: d[q', q'']/d[q, q'] of the
+    model's derivatives module, runtime/kinds/derivatives.py, built on first use) or "numeric"
+    (scipy's finite differences); Hamiltonian forms always use scipy's.
+
+    `out`: a CSV file the rows are streamed to as they come (pieces of at most `STREAM_ROWS`
+    rows), written as `<out>.partial` and renamed to `out` when the run completes. With `out`
+    the rows are not kept (`keep=False`, the default then): the result holds the last row only,
+    `info["rows"]` counts them, and memory stays bounded however long the run. `keep=False`
+    without `out` does the same for a `progress` callback that consumes the rows itself, which
+    then gets each piece as `result_so_far`.
+
+    Models with extra states (`states:`) integrate y = [q, qd, s] (`s0`: their initial values,
+    default the model's); the states join `result.outputs` under their names. Models with
+    inputs (`inputs:`) need them at run time (runtime/inputs.py): `inputs={name: u(t) |
+    (t_array, values) | "file.csv"}` and/or `controller=f(t, q, qd, s) -> {name: value}` called
+    every `sample_time` from t0 on, its values held until the next sample; the inputs join
+    `result.outputs` too (adams and the scipy methods; not with progress, out or events).
+    """
+    if not isinstance(model, CompiledModel):
+        from dynamica.runtime.api import load
+        model = load(model)
+    _check_numbers(t0=t0, t_end=t_end, output_step=output_step, step=step, rtol=rtol, atol=atol)
+    if model.spec.stages:                 # the cyclogram (runtime/stages/cyclogram.py)
+        return _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out,
+                           progress)
+    from dynamica.errors import IntegrationError
+    try:
+        return simulate_stage(model, t_end, method, rtol, atol, output_step, q0, qd0, params, t0, step, progress,
+                              segments, events, out, keep, jacobian, inputs, controller, sample_time, s0)
+    except IntegrationError as exc:
+        hint = _singular_mass_hint(model, params, q0, t0) if params and "non-finite" in str(exc) else ""
+        if not hint and model.loops and "non-finite" in str(exc):
+            hint = ("; with closed loops the constrained solve returns NaN where the loops' equations are "
+                    "inconsistent at a state (not merely redundant): model.qdd(q, qd) there raises a ConstraintError "
+                    "naming the loop (docs/loops.md)")
+        if not hint:
+            raise
+        raise IntegrationError(f"{exc}{hint}") from exc
+
+
+def _singular_mass_hint(model, params, q0, t0) -> str:
+    """Why the right-hand side is not finite with parameter overrides, when M is the reason (load
+    checks M at the defaults only): its smallest eigenvalue at the initial state."""
+    from dynamica.runtime.api import SINGULAR_RTOL
+    try:
+        q = model.initial_state(params)[0] if q0 is None else np.asarray(q0, dtype=float)
+        w = np.abs(np.linalg.eigvalsh(model.mass_matrix(q, t0, params)))
+    except Exception:                   # noqa: BLE001 - only a hint: the error itself stands
+        return ""
+    if np.all(np.isfinite(w)) and w.min() > SINGULAR_RTOL * w.max():
+        return ""
+    return (f"; with the parameters given ({', '.join(f'{k} = {v}' for k, v in dict(params).items())}) the mass "
+            f"matrix is singular at the initial state (its eigenvalues' magnitudes from {w.min():.3g} to "
+            f"{w.max():.3g}): a zero mass or inertia?")
+
+
+def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
+                   params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
+                   keep=None, jacobian=None, inputs=None, controller=None, sample_time=None,
+                   s0=None) -> SimulationResult:
+    """`simulate` of one kinematic structure (a model without stages, or one stage of a cyclogram)."""
+    sim = model.spec.simulate
+    t_end = sim.t_end if t_end is None else float(t_end)
+    method = method or sim.integrator
+    rtol = sim.rtol if rtol is None else rtol
+    atol = sim.atol if atol is None else atol
+    output_step = output_step if output_step is not None else sim.output_step
+    if method not in INTEGRATORS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(INTEGRATORS)}")
+    if not t_end > t0:
+        raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+    keep = (out is None) if keep is None else bool(keep)
+    iq0, iqd0 = model.initial_state(params)
+    q0 = iq0 if q0 is None else model._vec(q0, "q0")
+    qd0 = iqd0 if qd0 is None else model._vec(qd0, "qd0")
+    if model.loops:               # closed loops: a consistent state (and the loops' references)
+        q0, qd0 = model.assemble(q0, qd0, t0, params)
+    y0 = model.to_state(q0, qd0, t0, params, s0)
+    t_eval = _output_times(t0, t_end, output_step)
+    run = INTEGRATORS[method]
+    if not len(y0):               # every coordinate locked (a held stage): no state, time advances
+        run = functools.partial(_run_still, method=method)
+    model.reset_solver()          # the iterative form starts from a direct solve: runs are reproducible
+    if model.inputs or inputs or controller is not None:
+        if progress is not None or out is not None or events or keep is False:
+            raise ValueError("a run with inputs or a controller does not take progress, out, keep or events")
+        from dynamica.runtime.integrators.driven import run_driven
+        t, Y, nfev, info, U = run_driven(model, t0, t_end, y0, t_eval, rtol, atol, params, method, inputs,
+                                         controller, sample_time)
+        return _result(model, t, Y, method, nfev, info, params=params, inputs=U)
+    if progress is None and out is None and keep:
+        return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events, jacobian=jacobian)
+    if events:
+        raise ValueError("events with progress, out or keep=False are not supported (a piece would restart "
+                         "the events)")
+    if t_eval is None:
+        t_eval = np.linspace(t0, t_end, 201)
+    pieces = max(2, min(segments, len(t_eval) - 1) + 1)
+    if out is not None or not keep:
+        pieces = max(pieces, -(-len(t_eval) // STREAM_ROWS) + 1)
+    cuts = np.unique(np.linspace(0, len(t_eval) - 1, pieces).astype(int))
+    writer = _open_writer(model, out, t0, y0, params) if out is not None else None
+    rows = _Rows(model.coordinates, keep)
+    stream = STREAMS.get(method)
+    try:
+        if stream is not None:      # one integration, its rows handed on piece by piece
+            chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)
+            pieces = (_result(model, t, Y, method, nfev, info, message, params=params)
+                      for t, Y, nfev, info, message in chunks)
+        else:                       # restarted at each piece
+            pieces = _restarted(model, run, y0, t_eval, cuts, rtol, atol, params, step, jacobian)
+        for piece in pieces:
+            start = 0 if rows.count == 0 else 1          # the first row repeats the previous piece's last
+            if writer is not None:
+                writer.write(piece.t[start:], piece.q[start:], piece.qd[start:],
+                             {k: v[start:] for k, v in piece.outputs.items()})
+            rows.add(piece, start)
+            if progress is not None:
+                progress(*rows.so_far())
+    except BaseException:
+        if writer is not None:
+            writer.abort()                              # the rows so far stay in <out>.partial
+        raise
+    if writer is not None:
+        writer.close()
+    return rows.result(out)
+
+
+def _restarted(model, run, y0, t_eval, cuts, rtol, atol, params, step, jacobian):
+    """The pieces of a run between the output rows `cuts`, each a new integration from the state
+    the previous one reached (the integrators that cannot hand on their rows as they go)."""
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        te = t_eval[a:b + 1]
+        piece = run(model, float(te[0]), float(te[-1]), y0, te, rtol, atol, params, step, jacobian=jacobian)
+        y0 = model.to_state(piece.q[-1], piece.qd[-1], te[-1], params,
+                            [piece.outputs[s][-1] for s in model.states] if model.states else None)
+        yield piece
+
+
+def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+    """The compiled Adams loop of `_run_adams` (compiled_adams.solve, its defaults), stepped from
+    Python so that the output rows between `cuts` are handed on as they are reached: (t, Y, nfev
+    of the piece, info, message) per piece, the rows those of one uninterrupted run (each filled
+    by the interpolant of the step that reaches it, as `Stepper.run` does)."""
+    from dynamica.runtime.integrators.compiled_adams import _check, _resolve, _warn_stiff, core
+    max_steps = 500_000
+    f, y0, p = _resolve(model, y0, model.param_vector(params), True)
+    st = core().Stepper(f, t0, y0, t_end, p, rtol, atol, None, float(np.inf), max_steps, False, False,
+                        getattr(model.module, "project_capsule", None), 1e-12)
+    _check(st, st.begin(), rtol, atol, max_steps, "warn")
+    nfev, last = 0, None                                  # last: the previous piece's last row
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        tv = np.ascontiguousarray(t_eval[a:b + 1] if a == cuts[0] else t_eval[a + 1:b + 1], dtype=float)
+        Y = np.full((len(tv), len(y0)), np.nan)
+        j = 0
+        while j < len(tv) and tv[j] == t0:                # outputs at t0 are y0 itself
+            Y[j] = y0
+            j += 1
+        while j < len(tv) and tv[j] <= st.t and st.nsteps:    # reached by the step that ended the last piece
+            Y[j] = st.intrp(tv[j])
+            j += 1
+        while j < len(tv):
+            code, j = st.run(tv, Y, j, 1)
+            _check(st, code, rtol, atol, max_steps, "warn")
+            if st.done and j < len(tv):
+                break
+        info = st.info()
+        if b == cuts[-1]:
+            _warn_stiff(info, "warn")
+        rows = tv if a == cuts[0] else np.concatenate([[t_eval[a]], tv])
+        if a != cuts[0]:                                  # the piece starts at the previous one's last row
+            Y = np.vstack([last, Y])
+        if model.loops:                                   # as _run_adams: the rows onto the constraints
+            _project_rows(model, rows, Y, params)
+        last = Y[-1:].copy()
+        yield (rows, Y, info["nfev"] - nfev, {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12",
+                                            "steps": info["nsteps"], "rejected": info["nrejected"],
+                                            "order_histogram": info["order_histogram"]}, "")
+        nfev = info["nfev"]
+
+
+def _stream_scipy(scipy_method, name):
+    """The `_Stepped` run of scipy's method, its rows handed on piece by piece between `cuts` as
+    `_stream_adams` does: the rows and RHS calls of one uninterrupted run."""
+    def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+        stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
+        rows, nfev, last = stepped.rows(), 0, None
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            piece = [next(rows) for _ in range(b - a + 1 if last is None else b - a)]
+            if last is not None:                          # the piece starts at the previous one's last row
+                piece.insert(0, last)
+            last = piece[-1]
+            yield (np.array([r[0] for r in piece]), np.array([r[1] for r in piece]), stepped.solver.nfev - nfev,
+                   stepped.info(scipy_method), stepped.message)
+            nfev = stepped.solver.nfev
+    return stream
+
+
+#: integrators that hand on the rows of one run piece by piece (progress, out, keep=False); the
+#: others are restarted at each piece
+STREAMS = {"adams": _stream_adams, **{name: _stream_scipy(method, name) for name, method in SCIPY_METHODS.items()}}
+
+
+#: how a model with stages runs: the cyclogram (runtime/stages/cyclogram.py), which sits above the
+#: integrators (it runs them stage by stage) and registers its `run` here when imported (dynamica's
+#: package file imports it with `simulate`)
+STAGED_RUNNER = {}
+
+
+def _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):
+    run = STAGED_RUNNER.get("cyclogram")
+    if run is None:
+        raise RuntimeError("a model with stages runs through its cyclogram: import dynamica.runtime.stages.cyclogram "
+                           "(dynamica.simulate does)")
+    unsupported = [k for k, v in (("t0", t0 != 0.0), ("q0", q0 is not None), ("qd0", qd0 is not None),
+                                  ("events", events)) if v]
+    if unsupported:
+        raise ValueError(f"a model with stages starts from its initial values at t = 0 and its stages end by "
+                         f"their own events: {', '.join(unsupported)} cannot be given")
+    res = run(model, t_end=t_end, method=method, rtol=rtol, atol=atol, output_step=output_step,
+              params=params, progress=progress)
+    if out is not None:
+        res.to_csv(out)
+        res.info["out"] = str(out)
+    return res
+
+
+def _open_writer(model, out, t0, y0, params):
+    """The CSV writer of `simulate(out=...)`: its output columns from the outputs at the start."""
+    from dynamica.runtime.results.result import CsvWriter, output_columns
+    probe = {}
+    if hasattr(model.module, "outputs") or model.states:
+        q, qd = model.from_state(y0, t0, params)
+        s = model.split_state(y0)[2] if model.states else None
+        probe = {k: np.asarray(v)[None] for k, v in model.outputs(t0, q, qd, params, s=s).items()}
+    return CsvWriter(out, model.coordinates, output_columns(probe))
+
+
+class _Rows:
+    """The rows of a run in pieces: all of them (keep) or only the latest piece."""
+
+    def __init__(self, coordinates, keep):
+        self.coordinates, self.keep = coordinates, keep
+        self.parts, self.count, self.nfev, self.last, self.pieces = [], 0, 0, None, 0
+
+    def add(self, piece, start):
+        self.nfev += piece.nfev
+        self.pieces += 1
+        self.count += len(piece.t) - start
+        self.last = piece
+        sliced = (piece.t[start:], piece.q[start:], piece.qd[start:], {k: v[start:] for k, v in piece.outputs.items()})
+        self.parts = self.parts + [sliced] if self.keep else [sliced]
+
+    def _result(self, parts):
+        p = self.last
+        return SimulationResult(t=np.concatenate([x[0] for x in parts]), q=np.concatenate([x[1] for x in parts]),
+                                qd=np.concatenate([x[2] for x in parts]), coordinates=self.coordinates,
+                                method=p.method, nfev=self.nfev, message=p.message,
+                                info={**p.info, "segments": self.pieces, "rows": self.count},
+                                outputs={k: np.concatenate([x[3][k] for x in parts]) for k in p.outputs})
+
+    def so_far(self):
+        """(result so far, slice of its new rows) for `progress`."""
+        res = self._result(self.parts)
+        return res, slice(len(res.t) - len(self.parts[-1][0]), len(res.t))
+
+    def result(self, out):
+        if self.keep:
+            res = self._result(self.parts)
+        else:                                       # the last row only
+            t, q, qd, o = self.parts[-1]
+            res = self._result([(t[-1:], q[-1:], qd[-1:], {k: v[-1:] for k, v in o.items()})])
+        if out is not None:
+            res.info["out"] = str(out)
+        return res

@@ -1,0 +1,247 @@
+"""The derivatives of a model's equations: a compiled module of its own.
+
+`derivatives(model)` generates (generator/kinds/derivatives.py), compiles and caches the model's
+derivatives module on first use, with the backend of the model's module, whatever its form
+and mode, and keeps it on the model: by default (`default_variant`) the analytical recursive derivatives
+(generator/kinds/derivatives_recursive.py) up to RECURSIVE_MAX_COORDINATES coordinates, else the tape
+(generator/ir/tangent.py tape_kernel); the unrolled tangent program on request. What it computes
+(r = M(q) q'' - Q(t, q, q') is the residual of the equations of motion, J = [dr/dq | dr/dq'] at fixed q''):
+
+    d.residual(q, qd, qdd)          r
+    d.residual_jacobian(q, qd, qdd) (r, dr/dq, dr/dqd)
+    d.mass_matrix(q)                M
+    d.qdd(q, qd)                    q'' = -M^-1 r(q, q', 0)
+    d.qdd_jacobian(q, qd)           (q'', dq''/dq, dq''/dqd) = -M^-1 J at q''
+    d.state_jacobian(t, y)          d[q', q'']/d[q, q'], the Jacobian implicit integrators use
+    d.force_jacobian(q, qd)         (Q, dQ/dq, dQ/dqd): the active and inertial forces at q'' = 0
+
+All arguments take `t=0.0, params=None` as the model's entries do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+
+class Derivatives:
+    """A compiled derivatives module with the named coordinates and parameters of its model."""
+
+    def __init__(self, module, model):
+        self.module = module
+        self.model = model
+        self.n = int(module.N)
+        self.coordinates = tuple(module.COORDINATES)
+        if self.coordinates != tuple(model.coordinates):
+            raise RuntimeError(f"internal error: the derivatives module of {model.name!r} has the coordinates "
+                               f"{self.coordinates}, the model {model.coordinates}")
+
+    def __repr__(self):
+        return f"<dynamica derivatives of {self.model.name!r} n={self.n} backend={self.module.BACKEND!r}>"
+
+    def _state(self, q, qd=None):
+        m = self.model
+        q = m._vec(q, "q")
+        qd = np.zeros(self.n) if qd is None else m._vec(qd, "qd")
+        return q, qd
+
+    def _p(self, params=None, s=None, u=None) -> np.ndarray:
+        """p with the extra states s and the inputs u (held) in their slots (default 0)."""
+        m = self.model
+        inputs = None if u is None or not m.inputs else dict(zip(m.inputs, m._vec(u, "u", len(m.inputs))))
+        return m.param_vector(params, inputs=inputs, s=s)
+
+    def residual(self, q, qd, qdd, t=0.0, params=None, s=None, u=None) -> np.ndarray:
+        q, qd = self._state(q, qd)
+        out = np.empty(self.n)
+        self.module.residual(float(t), q, qd, self.model._vec(qdd, "qdd"), self._p(params, s, u), out)
+        return out
+
+    def residual_jacobian(self, q, qd, qdd, t=0.0, params=None, s=None, u=None):
+        """(r, dr/dq, dr/dqd) at fixed q'' (and fixed extra states s and inputs u, default 0)."""
+        q, qd = self._state(q, qd)
+        r, J = np.empty(self.n), np.empty(2 * self.n * self.n)
+        self.module.residual_jacobian(float(t), q, qd, self.model._vec(qdd, "qdd"), self._p(params, s, u), r, J)
+        J = J.reshape(self.n, 2 * self.n)
+        return r, J[:, :self.n].copy(), J[:, self.n:].copy()
+
+    def force_jacobian(self, q, qd=None, t=0.0, params=None, s=None, u=None):
+        """(Q, dQ/dq, dQ/dqd) of the generalized forces Q = -r(q, q', 0) (active, gravity, velocity terms)."""
+        r, K, C = self.residual_jacobian(q, qd, np.zeros(self.n), t, params, s, u)
+        return -r, -K, -C
+
+    def signal_jacobian(self, q, qd, qdd, s=None, u=None, t=0.0, params=None) -> dict:
+        """A model with extra states or inputs: the residual r(q, q', q'', s, u) and the
+        states' rates s'(q, q', s, u) with their Jacobians, as {"r", "r_q", "r_qd", "r_s", "r_u",
+        "sd", "sd_q", "sd_qd", "sd_s", "sd_u"} (s, u default 0)."""
+        m, n = self.model, self.n
+        k, nu = len(m.states), len(m.spec.inputs)
+        q, qd = self._state(q, qd)
+        args = [float(t), q, qd, m._vec(qdd, "qdd")]
+        sig = ([m._vec(np.zeros(k) if s is None else s, "s", k)] if k else []) + \
+              ([m._vec(np.zeros(nu) if u is None else u, "u", nu)] if nu else [])
+        p = self._p(params)
+        D = 2 * n + k + nu
+        cuts = np.cumsum([n, n, k])
+
+        def split(prefix, J, rows):
+            return dict(zip((f"{prefix}_q", f"{prefix}_qd", f"{prefix}_s", f"{prefix}_u"),
+                            np.split(J.reshape(rows, D), cuts, axis=1)))
+        r, J = np.empty(n), np.empty(n * D)
+        self.module.residual_jacobian_full(*args, *sig, p, r, J)
+        out = {"r": r, **split("r", J, n)}
+        if k:
+            sd, G = np.empty(k), np.empty(k * D)
+            self.module.state_rates_jacobian(*args[:3], *sig, p, sd, G)
+            out.update({"sd": sd, **split("sd", G, k)})
+        return out
+
+    def first_order(self, q, qd, s=None, u=None, t=0.0, params=None) -> dict:
+        """A model with extra states or inputs: x' = f(x, u) over x = [q, q', s] linearised,
+        {"A": df/dx, "B": df/du (None without inputs), "M", "qdd", "J": signal_jacobian at q''}
+        (runtime/analysis/linear.py's module docstring has the blocks)."""
+        import scipy.linalg as sla
+        n, k, m = self.n, len(self.model.states), len(self.model.spec.inputs)
+        M = self.mass_matrix(q, t, params)
+        lu = sla.lu_factor(M)
+        qdd = -sla.lu_solve(lu, self.residual(q, qd, np.zeros(n), t, params, s, u))
+        J = self.signal_jacobian(q, qd, qdd, s, u, t, params)
+        rows = [np.hstack([np.zeros((n, n)), np.eye(n), np.zeros((n, k))]),
+                -sla.lu_solve(lu, np.hstack([J["r_q"], J["r_qd"], J["r_s"]]))]
+        B = [np.zeros((n, m)), -sla.lu_solve(lu, J["r_u"])]
+        if k:
+            rows.append(np.hstack([J["sd_q"], J["sd_qd"], J["sd_s"]]))
+            B.append(J["sd_u"])
+        return {"A": np.vstack(rows), "B": np.vstack(B) if m else None, "M": M, "qdd": qdd, "J": J}
+
+    def constraint_force_jacobian(self, q, lam, x=None, t=0.0, params=None):
+        """A model with closed loops: (g, dg/dq, c, dc/dq) of g = Phi_q^T lam (the generalized forces
+        of the multipliers) and c = Phi_q x at fixed lam and x (default 0): the curvature of the
+        constraints weighted by the multipliers, and along x."""
+        n = self.n
+        q = self.model._vec(q, "q")
+        lam = np.ascontiguousarray(lam, dtype=float)
+        m = len(lam)
+        x = np.zeros(n) if x is None else self.model._vec(x, "x")
+        g, c, J = np.empty(n), np.empty(m), np.empty((n + m) * n)
+        self.module.con_force_jacobian(float(t), q, lam, x, self.model.param_vector(params), g, c, J)
+        J = J.reshape(n + m, n)
+        return g, J[:n].copy(), c, J[n:].copy()
+
+    def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
+        out = np.empty(self.n * self.n)
+        self.module.mass_matrix(float(t), self.model._vec(q, "q"), self.model.param_vector(params), out)
+        return out.reshape(self.n, self.n)
+
+    def qdd(self, q, qd, t=0.0, params=None, s=None, u=None) -> np.ndarray:
+        q, qd = self._state(q, qd)
+        out = np.empty(self.n)
+        self.module.qdd(float(t), q, qd, self._p(params, s, u), out)
+        return out
+
+    def qdd_jacobian(self, q, qd, t=0.0, params=None, s=None, u=None):
+        """(q'', dq''/dq, dq''/dqd) (at fixed extra states s and inputs u, default 0)."""
+        q, qd = self._state(q, qd)
+        qdd, J = np.empty(self.n), np.empty(2 * self.n * self.n)
+        self.module.qdd_jacobian(float(t), q, qd, self._p(params, s, u), qdd, J)
+        J = J.reshape(self.n, 2 * self.n)
+        return qdd, J[:, :self.n].copy(), J[:, self.n:].copy()
+
+    def state_jacobian(self, t, y, params=None) -> np.ndarray:
+        """d y'/d y of the integrators' state (with extra states: over [q, q', s], inputs 0)."""
+        if self.model.states:
+            return self.jacobian_function(params)(t, self.model._vec(y, "y", self.model.state_size))
+        out = np.empty(4 * self.n * self.n)
+        self.module.jacobian(float(t), self.model._vec(y, "y", 2 * self.n), self.model.param_vector(params), out)
+        return out.reshape(2 * self.n, 2 * self.n)
+
+    def jacobian_function(self, params=None):
+        """A fast `jac(t, y)` for scipy's implicit integrators (parameters bound once); with extra
+        states (and no inputs), over y = [q, q', s] from the signal kernels."""
+        if self.model.states:
+            n = self.n
+            return lambda t, y: self.first_order(y[:n], y[n:2 * n], y[2 * n:], None, t, params)["A"]
+        p = self.model.param_vector(params)
+        jac, n2 = self.module.jacobian, 2 * self.n
+
+        def f(t, y):
+            out = np.empty(n2 * n2)
+            jac(float(t), np.ascontiguousarray(y, dtype=float), p, out)
+            return out.reshape(n2, n2)
+        return f
+
+
+#: the recursive variant (analytical derivatives, generator/kinds/derivatives_recursive.py) is the
+#: default up to this many coordinates: its qdd_jacobian (q'', M's factors and J from one kernel)
+#: is the fastest of the three from 2 coordinates on (us per call from Python, 1-DOF chains of
+#: benchmarks/bench_derivatives.py, benchmarks/results/derivatives.txt, quiet machine, the
+#: AVX2 solves of dynamica_linalg.h; first build s):
+#:   N   unrolled   recursive   tape      recursive gen + cc   tape gen + cc
+#:   2     0.46       0.42       1.01
+#:   3     0.82       0.66       2.24
+#:   5     2.09       1.30       4.79
+#:  10     7.28       3.00      13.22
+#:  20    33.1        8.86      42.6        3.7 + 7.0           0.8 + 2.3
+#:  30      -        19.0       91.6        7.2 + 12.1          1.3 + 2.4
+#:  40      -        36.5      161.1       11.8 + 20.0          1.8 + 2.9
+#: and on the bundled models (qdd_jacobian, us, unrolled / recursive, before those solves): star 2.63 / 2.02,
+#: chain7 2.77 / 2.04, spherical_chain 2.96 / 2.18, forces_demo 0.69 / 0.61, double_pendulum
+#: 0.37 / 0.33, governor 0.73 / 0.95 (its tangent is small: 4 coordinates on a shallow tree).
+#: Above 30 coordinates its first build (20-30 s at 30 and 40) outweighs the evaluation for
+#: one-off analyses, and the tape (O(n) code: a 100-body chain builds in 10 s,
+#: benchmarks/results/modes.txt) is the default.
+#: The unrolled tangent (on request) grows as n^2 x depth: a 20-body chain's has 115 000
+#: operations and compiles in 15-70 s, a 40-body chain's 460 000 and takes minutes.
+RECURSIVE_MAX_COORDINATES = 30
+
+
+def default_variant(model) -> str:
+    """"recursive" up to RECURSIVE_MAX_COORDINATES coordinates, else "tape"."""
+    return "recursive" if model.n <= RECURSIVE_MAX_COORDINATES else "tape"
+
+
+def derivatives(model, variant=None, progress=None) -> Derivatives:
+    """The derivatives module of a compiled model, built (or fetched from the cache) on first use.
+    variant: "unrolled" (the tangent program), "tape" (partials generated, tangents carried by a
+    loop), "recursive" (analytical recursive derivatives), None: `default_variant(model)`."""
+    from dynamica.generator.kinds.derivatives import VARIANTS
+    variant = variant or default_variant(model)
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
+    cached = getattr(model, "_derivatives", None) or {}
+    if variant not in cached:
+        cached[variant] = Derivatives(_load_module(model, variant, progress), model)
+        model._derivatives = cached
+    return cached[variant]
+
+
+def _load_module(model, variant, progress):
+    from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
+    from dynamica.runtime.api import _index_path, _indexed, _write_index
+    backend = getattr(model.module, "BACKEND", "c")
+    # keyed by the model's content, not its file: a stage's structure shares its model's file
+    parts = [tool_fingerprint().encode(), repr(dataclasses.replace(model.spec, file="")).encode(), b"derivatives",
+             backend.encode(), variant.encode()]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()
+    cache = Path(model.cache) if getattr(model, "cache", None) else cache_root()
+    idx = _index_path(cache, key) if key else None
+    so = _indexed(idx) if idx else None
+    if so is not None:
+        try:
+            return import_extension(so)
+        except Exception:               # pruned between finding and loading it: build again
+            pass
+    from dynamica.generator.pipeline import generate_derivatives
+    gen = generate_derivatives(model.spec, backend=backend, progress=progress, variant=variant)
+    from dynamica.generator.kinds.derivatives import VARIANTS
+    mode = VARIANTS[variant].mode
+    so = compile_bundle(gen.bundle, cache=cache, progress=progress,
+                        meta={"model": model.spec.name, "form": "derivatives", "mode": mode})
+    if idx is not None:
+        _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
+                           "signature": gen.module_ir.signature, "model": model.spec.name,
+                           "form": "derivatives", "mode": mode})
+    return import_extension(so)

@@ -1,0 +1,350 @@
+"""Parameter studies on a Dask cluster: `sweep` (docs/sweep.md).
+
+    table = dynamica.sweep("model.yaml", {"l1": [0.8, 1.0], "m2": [0.5, 1.0]}, t_end=1.0)
+
+The client loads (compiles) the model, checks the cases against it, cuts them into batches
+and submits one task per batch to the cluster (runtime/studies/worker.py runs them); rows come
+back as batches finish, are kept (runtime/studies/store.py: written at once with `out=`) and
+make one table, one row a case, indexed by case number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import sys
+import time
+
+from dynamica.errors import DynamicaError
+from dynamica.runtime.studies import cases as sweep_cases
+from dynamica.runtime.studies.cases import grid, sample
+from dynamica.runtime.studies.store import FileStore, MemoryStore, TrajectoryWriter, read_table
+from dynamica.runtime.studies.worker import (
+    LOST,
+    OK,
+    REDUCTIONS,
+    RunSettings,
+    SweepSetupError,
+    keep,
+    package,
+    reduced_column,
+    run_batch,
+)
+
+__all__ = ["sweep", "grid", "sample", "read_table", "SweepSetupError", "REDUCTIONS"]
+
+#: batches per worker thread when the batch size is chosen: enough for load balance, a fine
+#: progress bar and little lost work per failed worker; few enough that the ~2 ms a Dask task
+#: costs stays small against the cases of a batch
+TASKS_PER_SLOT = 16
+#: largest batch chosen automatically (cases)
+MAX_BATCH = 100
+
+
+# ------------------------------------------------------------------ where the batches run
+class SerialExecutor:
+    """Every batch in this process, one after the other (`scheduler="serial"`)."""
+
+    slots = 1
+
+    def __init__(self, model):
+        from dynamica.runtime.studies.worker import _warm_up
+        self.model = model
+        _warm_up(model)
+
+    def run(self, pkg, batches, roles, settings, on_batch):
+        for batch in batches:
+            on_batch(run_batch(None, batch, roles, settings, model=self.model))
+
+    def close(self):
+        pass
+
+
+class DaskExecutor:
+    """Batches as Dask tasks: on a LocalCluster of this machine (scheduler None), the
+    scheduler at an address ("tcp://host:8786") or through a `distributed.Client`."""
+
+    def __init__(self, scheduler, workers=None, timeout=60.0):
+        self.cluster = None
+        self.client = self._connect(scheduler, workers, timeout)
+        self.own = not _is_client(scheduler)
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except Exception as exc:                     # TimeoutError, or the scheduler went away
+            self.close()
+            raise DynamicaError(f"no Dask worker joined the scheduler {self.client.scheduler.address} within "
+                                f"{timeout:g} s ({type(exc).__name__}): start workers with "
+                                f"`dask worker {self.client.scheduler.address}`") from None
+        self.slots = max(1, sum(self.client.nthreads().values()))
+
+    def _connect(self, scheduler, workers, timeout):
+        from distributed import Client, LocalCluster
+        if _is_client(scheduler):
+            return scheduler
+        if scheduler is None:
+            try:
+                self.cluster = LocalCluster(n_workers=workers or _cores(), threads_per_worker=1, processes=True,
+                                            dashboard_address=":0", silence_logs=logging.ERROR)
+            except Exception as exc:
+                raise DynamicaError(f"cannot start a local Dask cluster ({type(exc).__name__}: {exc}); a script that "
+                                    "calls dynamica.sweep must run it under `if __name__ == \"__main__\":` "
+                                    "(the workers are new processes that import the script)") from None
+            return Client(self.cluster)
+        try:
+            return Client(str(scheduler), timeout=timeout)
+        except Exception as exc:                     # OSError, TimeoutError: nothing answers there
+            raise DynamicaError(f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s "
+                                f"({type(exc).__name__}: {exc})") from None
+
+    def run(self, pkg, batches, roles, settings, on_batch):
+        from distributed import as_completed
+        from distributed.scheduler import KilledWorker
+        # the package as a task's result, not scattered data: when every worker holding it dies,
+        # the scheduler computes it again (scattered data would be lost, and the study with it)
+        shipped = self.client.submit(keep, pkg, pure=False, key=f"dynamica-model-{pkg.key[:16]}-{os.urandom(6).hex()}")
+        pending, suspects, suspect_running = {}, [], [False]
+
+        def submit(batch, suspect=False):
+            f = self.client.submit(run_batch, shipped, batch, roles, settings, pure=False,
+                                   key=f"dynamica-sweep-{batch[0][0]}-{os.urandom(6).hex()}")
+            pending[f] = (batch, suspect)
+            return f
+
+        def next_suspect():
+            # the cases of a batch whose workers died run one task at a time, so that a case that
+            # kills workers never shares a death with another suspect (which would lose it too)
+            if suspects and not suspect_running[0]:
+                suspect_running[0] = True
+                done.add(submit([suspects.pop(0)], suspect=True))
+        done = as_completed([submit(b) for b in batches])
+        try:
+            for f in done:
+                batch, suspect = pending.pop(f)
+                if suspect:
+                    suspect_running[0] = False
+                try:
+                    rows = f.result()
+                except KilledWorker as exc:
+                    if len(batch) > 1:               # find the case that kills workers: one task each
+                        suspects.extend(batch)
+                        next_suspect()
+                        continue
+                    rows = [(batch[0][0], {"status": f"{LOST} every worker that ran it died ({exc})"}, None)]
+                except SweepSetupError:
+                    raise
+                except Exception as exc:             # not a case's error (those are rows): the cluster's
+                    raise DynamicaError(f"a task of the study failed on the cluster: {type(exc).__name__}: "
+                                        f"{exc}") from exc
+                f.release()
+                on_batch(rows)
+                next_suspect()
+        finally:
+            for f in pending:
+                f.cancel()
+            shipped.release()
+
+    def close(self):
+        if self.own:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def _is_client(scheduler) -> bool:
+    from distributed import Client
+    return isinstance(scheduler, Client)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _executor(scheduler, model, workers, timeout):
+    if isinstance(scheduler, str) and scheduler == "serial":
+        return SerialExecutor(model)
+    if not (scheduler is None or isinstance(scheduler, str) or _is_client(scheduler)):
+        raise TypeError(f"scheduler must be None (a local cluster), an address such as 'tcp://host:8786', "
+                        f"a distributed.Client or 'serial', not {type(scheduler).__name__}")
+    return DaskExecutor(scheduler, workers, timeout)
+
+
+# ------------------------------------------------------------------ progress
+class CaseBar:
+    """Completed cases on one line of stderr."""
+
+    def __init__(self, total, done, enabled, width=30):
+        self.total, self.enabled, self.width = total, enabled, width
+        self.start, self.first = time.perf_counter(), done
+        self.update(done)
+
+    def update(self, done):
+        if not self.enabled:
+            return
+        frac = done / self.total if self.total else 1.0
+        k = int(round(frac * self.width))
+        dt = time.perf_counter() - self.start
+        rate = (done - self.first) / dt if dt > 0 else 0.0
+        eta = f"  ETA {(self.total - done) / rate:6.0f} s" if 0 < rate and done < self.total else ""
+        print(f"\r[dynamica] sweep [{'#' * k}{'.' * (self.width - k)}] {done}/{self.total} cases  {dt:7.1f} s{eta}",
+              end="", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self.enabled:
+            print(file=sys.stderr, flush=True)
+
+
+def _progress(progress, total, done):
+    """progress: None/False (nothing), True (a bar on stderr) or a callable(done, total)."""
+    if callable(progress):
+        progress(done, total)
+        return (lambda n: progress(n, total)), (lambda: None)
+    bar = CaseBar(total, done, bool(progress))
+    return bar.update, bar.close
+
+
+# ------------------------------------------------------------------ the study
+def _series(model, outputs) -> tuple:
+    """The time series named by `outputs` (model output keys, `key[j]` components, coordinates,
+    der(coordinate)), as `SimulationResult.series()` names them."""
+    if outputs is None:
+        return ()
+    if isinstance(outputs, str):
+        outputs = [o for o in outputs.split(",") if o.strip()]
+    states = [*model.coordinates, *(f"der({c})" for c in model.coordinates)]
+    names, unknown = [], []
+    layout = dict(model.output_layout) if hasattr(model.module, "outputs") else {}
+    for key in (o.strip() for o in outputs):
+        shape = layout.get(key)
+        if key in states or shape == ():
+            names.append(key)
+        elif shape is not None:
+            names += [f"{key}[{j}]" for j in range(math.prod(shape))]
+        elif key.endswith("]") and "[" in key and key[:key.rindex("[")] in layout and \
+                key[key.rindex("[") + 1:-1].isdigit() and int(key[key.rindex("[") + 1:-1]) < math.prod(
+                    layout[key[:key.rindex("[")]]):
+            names.append(key)
+        else:
+            unknown.append(key)
+    if unknown:
+        have = [k if s == () else f"{k}[0..{math.prod(s) - 1}]" for k, s in layout.items()]
+        raise ValueError(f"unknown output(s) {', '.join(map(repr, unknown))} of model {model.name!r}; available: "
+                         f"{', '.join([*states, *have])}")
+    return tuple(dict.fromkeys(names))
+
+
+def _fingerprint(model, table, settings) -> dict:
+    """What makes two runs the same study (`FileStore` resumes only the same one)."""
+    from dynamica.build import tool_fingerprint
+    from dynamica.version import __version__
+    extra = settings.extra_columns
+    return {"model": hashlib.sha256(open(model.spec.file, "rb").read()).hexdigest(),
+            "module": f"{model.form} {model.module.BACKEND}",
+            "dynamica": f"{__version__} {tool_fingerprint()}",
+            "cases": hashlib.sha256(table.to_csv().encode()).hexdigest(),
+            "settings": repr((settings.t_end, settings.method, settings.rtol, settings.atol, settings.output_step,
+                              settings.series, settings.reductions, settings.trajectories,
+                              getattr(extra, "__qualname__", repr(extra)) if extra else None))}
+
+
+def _batches(todo, table, size):
+    records = table.to_dict("index")
+    return [[(int(i), records[i]) for i in todo[k:k + size]] for k in range(0, len(todo), size)]
+
+
+def _columns(model, table, roles, settings) -> list:
+    inputs = [sweep_cases.input_column(c, roles[c]) for c in table.columns]
+    state = [*model.coordinates, *(f"der({c})" for c in model.coordinates)]
+    reduced = [reduced_column(r, s) for s in settings.series for r in settings.reductions]
+    return list(dict.fromkeys([*inputs, *state, *reduced]))
+
+
+def _assemble(frames, model, table, roles, settings):
+    """One table, one row a case in case order: inputs, final state, reduced outputs, extra
+    columns, wall_time, worker, status."""
+    import pandas as pd
+    rows = pd.concat(frames) if frames else pd.DataFrame(index=pd.RangeIndex(0, name="case"))
+    rows = rows[~rows.index.duplicated(keep="last")].sort_index()
+    inputs = table.rename(columns={c: sweep_cases.input_column(c, roles[c]) for c in table.columns})
+    fixed = _columns(model, table, roles, settings)
+    tail = ["wall_time", "worker", "status"]
+    extra = [c for c in rows.columns if c not in fixed and c not in tail]
+    out = inputs.join(rows.drop(columns=[c for c in inputs.columns if c in rows.columns]), how="left")
+    for c in fixed + extra + tail:
+        if c not in out.columns:
+            out[c] = float("nan") if c not in ("worker", "status") else ""
+    return out[fixed + extra + tail]
+
+
+def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=("final", "min", "max", "rms"),
+          method=None, rtol=None, atol=None, output_step=None, out=None, trajectories=None, resume=True,
+          batch_size=None, workers=None, modules="ship", progress=None, extra_columns=None, timeout=60.0,
+          form=None, backend="c", mode="symbolic"):
+    """Run every case of a study and return its table (pandas DataFrame indexed by case number).
+
+    model: a model file (compiled here once) or a loaded `CompiledModel`. cases: dict name ->
+    values (every combination), a DataFrame (one row a case) or a CSV/Parquet file of one; names
+    as the model's: parameters (`r[1]` a component of a vector one), coordinates (initial value)
+    and `der(coordinate)` (initial rate). t_end: final time (default the model's simulate.t_end).
+    outputs: model output keys (a vector key gives `key[j]` per component), coordinates or
+    der(coordinate) to reduce over the run by `reductions` (`REDUCTIONS`: "final" as the bare
+    name, the others as `min(name)`, ...). scheduler: None (a LocalCluster of `workers`
+    processes, default one per core), "tcp://host:port", a `distributed.Client`, or "serial"
+    (this process, no Dask). out: Parquet (or .csv) file, written as the study goes so that it
+    resumes (`resume`). trajectories: a directory for one Parquet file per case. modules: "ship"
+    or "build" (runtime/studies/worker.py). extra_columns(result, case) -> dict: more columns per
+    case, computed on the worker. progress: True (a bar on stderr) or callable(done, total).
+    """
+    from dynamica.runtime.api import load
+    from dynamica.runtime.compiled import CompiledModel
+    if not isinstance(model, CompiledModel):
+        model = load(model, form=form, backend=backend, mode=mode)
+    table = sweep_cases.case_table(cases)
+    roles = sweep_cases.roles(model, list(table.columns))
+    bad = [r for r in reductions if r not in REDUCTIONS]
+    if bad or not reductions:
+        raise ValueError(f"unknown reduction(s) {', '.join(map(repr, bad)) or '(none given)'}; "
+                         f"available: {', '.join(REDUCTIONS)}")
+    settings = RunSettings(t_end=float(model.spec.simulate.t_end if t_end is None else t_end), method=method,
+                           rtol=rtol, atol=atol, output_step=output_step, series=_series(model, outputs),
+                           reductions=tuple(reductions), trajectories=trajectories is not None,
+                           extra_columns=extra_columns)
+    if not settings.t_end > 0:
+        raise ValueError(f"t_end must be positive, not {settings.t_end}")
+    store = FileStore(out, _fingerprint(model, table, settings), resume) if out is not None else MemoryStore()
+    writer = TrajectoryWriter(trajectories) if trajectories is not None else None
+    done = store.done()
+    todo = [i for i in range(len(table)) if i not in done]
+    start = time.perf_counter()
+    slots = 0
+    if todo:
+        pkg = package(model, modules) if scheduler != "serial" else None
+        executor = _executor(scheduler, model, workers, timeout)
+        slots = executor.slots
+        size = (
+            int(batch_size) if batch_size else max(1, min(MAX_BATCH, math.ceil(len(todo) / (TASKS_PER_SLOT * slots))))
+        )
+        tick, close = _progress(progress, len(table), len(done))
+        count = [len(done)]
+
+        def on_batch(rows):
+            import pandas as pd
+            frame = pd.DataFrame([row for _, row, _ in rows], index=pd.Index([n for n, _, _ in rows], name="case"))
+            if writer is not None:
+                for n, _, traj in rows:
+                    if traj is not None:
+                        writer.write(n, traj)
+            store.add(frame)
+            count[0] += len(rows)
+            tick(count[0])
+        try:
+            executor.run(pkg, _batches(todo, table, size), roles, settings, on_batch)
+        finally:
+            close()
+            executor.close()
+    result = _assemble(store.frames, model, table, roles, settings)
+    result.attrs["study"] = {"inputs": [sweep_cases.input_column(c, roles[c]) for c in table.columns],
+                             "cases": len(table), "ran": len(todo), "workers": slots,
+                             "seconds": time.perf_counter() - start, "failed": int((result["status"] != OK).sum())}
+    return store.finish(result)

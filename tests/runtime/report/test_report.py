@@ -1,0 +1,181 @@
+"""The HTML report (runtime/report/page.py): one self-contained file, checked in a real headless
+browser (the distribution's Chromium driven by Playwright; skipped with a message where there
+is none): it loads with no console errors and no network request, the canvas draws, and moving
+the time slider moves the mechanism (two screenshots of the canvas differ; the same frame
+twice gives the same picture). Also what the page holds (plots with units, one panel per unit,
+stage boundaries, parameters of the run) and the 3-D placements against the model's outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import dynamica
+from dynamica.runtime.cli.main import main
+
+from conftest import REPO_ROOT
+
+ROOT = str(REPO_ROOT)
+PENDULUM = os.path.join(ROOT, "models", "double_pendulum.yaml")
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "pendulum.html"
+    assert main(["simulate", PENDULUM, "--t-end", "3", "--output-step", "0.01", "--report", str(out),
+                 "--set", "l2=0.9", "-q"]) == 0
+    return out
+
+
+def test_report_is_self_contained(report):
+    text = report.read_text()
+    assert "<script src=" not in text and "<link " not in text           # nothing fetched
+    assert not re.search(r"""<(script|link|img|iframe)\b[^>]*(src|href)=["']https?://""", text)
+    assert "Plotly.newPlot" in text and "plotly.js" in text
+    assert '<canvas id="scene"' in text and 'type="range"' in text and 'id="play"' in text
+
+
+def _figure(text):
+    m = re.search(r'Plotly\.newPlot\(\s*"plots",\s*(\[.*?\]),\s*(\{.*?\})\s*,\s*\{"displaylogo"', text, re.S)
+    return json.loads(m.group(1)), json.loads(m.group(2))
+
+
+def test_plots_have_units_and_one_panel_per_unit(report):
+    data, layout = _figure(report.read_text())
+    titles = [layout[k]["title"]["text"] for k in sorted(k for k in layout if k.startswith("yaxis"))]
+    assert any("[rad]" in t for t in titles) and any("[rad/s]" in t for t in titles)
+    assert any("[m]" in t for t in titles) and any("[J]" in t for t in titles)       # tip position; energy
+    assert any("[rad/s^2]" in t for t in titles)                                      # angular accelerations
+    assert layout["xaxis"]["title"]["text"] if "title" in layout.get("xaxis", {}) else True
+    axis_of = {}
+    for trace in data:
+        axis_of.setdefault(trace.get("yaxis", "y"), set()).add(trace["name"])
+    assert {"phi1", "phi2"} in axis_of.values()
+    assert all(layout[k]["x"] > 1 for k in layout if k.startswith("legend"))   # legends beside the data
+
+
+def test_parameters_of_the_run(report):
+    text = report.read_text()
+    row = re.search(r"<tr><td>l2</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>", text)
+    assert row.groups() == ("0.9", "0.7", "m")
+
+
+def test_stage_boundaries_are_marked(tmp_path):
+    from dynamica.runtime.report.page import write_report
+    model = dynamica.load(PENDULUM)
+    res = dynamica.simulate(model, t_end=2.0, output_step=0.01)
+    out = write_report(model, res, tmp_path / "r.html", boundaries=[(0.5, "release"), (1.5, "lock")])
+    _, layout = _figure(out.read_text())
+    lines = [s for s in layout["shapes"] if s.get("type") == "line"]
+    assert {s["x0"] for s in lines} == {0.5, 1.5}
+    assert {a["text"] for a in layout["annotations"]} >= {"release", "lock"}
+
+
+def test_scene_placements_match_the_outputs():
+    """The report's body frames (numpy composition of the joints) put the pendulum's tip where
+    the compiled outputs do (tip = origin of link2 + R (0, 0, -l2))."""
+    from dynamica.runtime.report.scene import placements
+    model = dynamica.load(PENDULUM)
+    res = dynamica.simulate(model, t_end=1.0, output_step=0.05)
+    rows = np.arange(len(res.t))
+    R, p = placements(model, res, rows)
+    k = [b.name for b in model.spec.bodies].index("link2")
+    tip = p[:, k] + R[:, k] @ np.array([0.0, 0.0, -model.parameters["l2"]])
+    assert np.max(np.abs(tip - res.outputs["tip.position"])) < 1e-12
+
+
+def test_equivalent_inertia_box():
+    """A uniform box's inertia gives back its edges (closed form I = m (b^2 + c^2) / 12)."""
+    from dynamica.runtime.report.scene import equivalent_box
+    m, a, b, c = 2.0, 0.3, 0.2, 0.1
+    I = np.diag([m * (b * b + c * c), m * (a * a + c * c), m * (a * a + b * b)]) / 12
+    edges, _ = equivalent_box(m, I)
+    assert np.allclose(sorted(edges), sorted([a, b, c]), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- in a real browser
+BROWSER_ARGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox"]
+
+
+@pytest.fixture(scope="module")
+def page_of():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install .[test])")
+    exe = chromium()
+    if exe is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium; .ci/run installs it)")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=BROWSER_ARGS)
+
+        def open_page(path):
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.problems, page.requests = [], []
+            page.on("console", lambda m: page.problems.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: page.problems.append(str(e)))
+            page.on("request", lambda r: page.requests.append(r.url))
+            page.goto(path.as_uri())
+            page.wait_for_function("document.getElementById('scene-status').textContent.length > 0")
+            page.wait_for_timeout(300)
+            return page
+        yield open_page
+        browser.close()
+
+
+def _canvas_png(page):
+    return page.locator("#scene").screenshot()
+
+
+def _pixels(png):
+    import io
+
+    from PIL import Image
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
+
+
+def test_report_in_a_browser(report, page_of):
+    page = page_of(report)
+    assert page.problems == []
+    assert all(u.startswith(("file:", "data:", "blob:", "about:")) for u in page.requests), page.requests
+    assert "WebGL is not available" not in page.inner_text("#scene-status")
+    first = _pixels(_canvas_png(page))
+    background = np.array([247, 247, 250])
+    assert np.mean(np.any(np.abs(first - background) > 30, axis=2)) > 0.01          # the canvas draws
+    page.locator("#frame").fill("150")
+    page.wait_for_timeout(200)
+    assert page.inner_text("#time").startswith("t = 1.5")
+    moved = _pixels(_canvas_png(page))
+    assert np.mean(np.any(np.abs(moved - first) > 30, axis=2)) > 0.002              # the slider moves it
+    page.locator("#frame").fill("0")
+    page.wait_for_timeout(200)
+    assert np.array_equal(_pixels(_canvas_png(page)), first)                          # and back
+    page.click("#play")
+    page.wait_for_timeout(600)
+    assert int(page.locator("#frame").input_value()) > 0                              # playing advances
+    page.click("#play")
+    assert page.problems == []
+    page.close()
+
+
+if os.environ.get("DYNAMICA_SCREENSHOT"):      # a tool, collected only when asked: refreshes docs/'s screenshot
+    def test_docs_screenshot(page_of, tmp_path):
+        from oracles.pin_urdf import robot_file
+        urdf = robot_file("robots/ur_description/urdf/ur5_robot.urdf")
+        out = tmp_path / "ur5.html"
+        assert main(["simulate", str(urdf), "--t-end", "2", "--output-step", "0.01", "--report", str(out), "-q"]) == 0
+        page = page_of(out)
+        page.locator("#frame").fill("120")
+        page.wait_for_timeout(500)
+        page.screenshot(path=os.environ["DYNAMICA_SCREENSHOT"], full_page=False)
+        assert page.problems == []

@@ -1,0 +1,369 @@
+"""Parameter studies (runtime/sweep*.py, docs/sweep.md).
+
+Oracles: `dynamica.simulate` run case by case in this process (the sweep's rows on a real Dask
+cluster must equal it to 1e-12); reductions recomputed here from the serial run (explicit
+trapezoidal sums); scipy.stats for the sampled marginals; the closed-form Sobol indices of the
+Ishigami function; the closed-form derivative of a harmonic oscillator's final position.
+The cluster is real: `dask scheduler` and two `dask worker` processes on 127.0.0.1
+(tests/dask_cluster.py), each worker with an empty module cache of its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from dask_cluster import TestCluster
+
+import dynamica
+from dynamica.runtime.studies import cases as sweep_cases
+from dynamica.runtime.studies.sweep import read_table, sweep
+from dynamica.runtime.studies.worker import SweepSetupError, package, prepared
+
+from conftest import MODELS, write_model
+from helpers import max_rel_err
+
+PENDULUM = MODELS / "double_pendulum.yaml"
+T_END = 0.5
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with TestCluster(tmp_path_factory.mktemp("dask"), workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    return dynamica.load(PENDULUM)
+
+
+def serial_run(model, case: dict, t_end=T_END, **kw):
+    """The oracle: dynamica.simulate of one case, its initial values set by hand."""
+    params = {k: v for k, v in case.items() if k in model.parameters}
+    q0, qd0 = model.initial_state(params)
+    for name, value in case.items():
+        if name in model.coordinates:
+            q0[model.coordinates.index(name)] = value
+        elif name.startswith("der("):
+            qd0[model.coordinates.index(name[4:-1])] = value
+    return dynamica.simulate(model, t_end=t_end, params=params, q0=q0, qd0=qd0, **kw)
+
+
+def trapezoid_rms(t, x):
+    dt = np.diff(t)
+    return math.sqrt(float(np.sum(0.5 * (x[1:] ** 2 + x[:-1] ** 2) * dt)) / (t[-1] - t[0]))
+
+
+def check_rows(model, table, cases, outputs=()):
+    """Every ok row equals the serial run of its case: final state, and final/min/max/rms of outputs."""
+    for k, case in cases.iterrows():
+        row = table.loc[k]
+        ref = serial_run(model, case.to_dict())
+        assert row["status"] == "ok", row["status"]
+        got = row[[*model.coordinates, *(f"der({c})" for c in model.coordinates)]].to_numpy(float)
+        assert max_rel_err(got, np.concatenate([ref.q[-1], ref.qd[-1]])) <= 1e-12
+        series = ref.series()
+        for name in outputs:
+            x = series[name]
+            want = {name: x[-1], f"min({name})": x.min(), f"max({name})": x.max(),
+                    f"rms({name})": trapezoid_rms(ref.t, x)}
+            for col, value in want.items():
+                assert abs(row[col] - value) <= 1e-12 * max(1.0, abs(value)), col
+
+
+# ------------------------------------------------------------------ on a real cluster
+def test_cluster_rows_equal_serial_runs_and_a_failing_case_is_its_row(cluster, pendulum):
+    cases = sweep_cases.grid({"l2": [0.5, 0.7, 0.9], "der(phi2)": [0.0, 1.5]})
+    cases["phi1"] = np.linspace(0.2, 0.7, len(cases))
+    cases.loc[len(cases)] = {"l2": 0.7, "der(phi2)": 0.0, "phi1": 0.3}
+    bad = len(cases)
+    cases.loc[bad] = {"l2": float("nan"), "der(phi2)": 0.0, "phi1": 0.3}    # q'' not finite: it fails
+    table = sweep(PENDULUM, cases, T_END, outputs=["tip.position[2]", "potential_energy"],
+                  scheduler=cluster.address, batch_size=2)
+    assert len(table) == len(cases) and list(table.index) == list(range(len(cases)))
+    assert list(table.columns[:3]) == ["l2", "der(phi2)(0)", "phi1(0)"]       # inputs, initial values as (0)
+    assert table.loc[bad, "status"].startswith("IntegrationError") and "nan" in table.loc[bad, "status"]
+    assert np.isnan(table.loc[bad, "phi1"])
+    check_rows(pendulum, table, cases.drop(index=bad), ["tip.position[2]", "potential_energy"])
+    assert set(table["worker"]) <= set(cluster.client.nthreads())
+    # shipped: the workers compiled nothing (their caches were empty and stay so)
+    assert not any(c.exists() and any(c.glob("double_pendulum*")) for c in cluster.caches)
+
+
+def test_modules_built_on_each_worker(cluster, pendulum):
+    cases = pd.DataFrame({"m2": [0.6, 1.1, 0.9, 1.3]})
+    table = sweep(PENDULUM, cases, T_END, scheduler=cluster.client, modules="build", batch_size=1)
+    check_rows(pendulum, table, cases)
+    built = [c for c in cluster.caches if any(c.glob("double_pendulum_composite-*"))]
+    assert len(built) == len(set(table["worker"]))           # every worker that ran a case compiled it
+
+
+def test_interrupted_study_keeps_its_rows_and_resumes(cluster, pendulum, tmp_path):
+    out = tmp_path / "study.parquet"
+    cases = sweep_cases.grid({"l1": [0.8, 1.0, 1.2, 1.4], "g": [9.0, 10.0]})
+
+    def interrupt(done, total):
+        if done >= 2:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        sweep(PENDULUM, cases, T_END, scheduler=cluster.client, out=out, batch_size=1, progress=interrupt)
+    partial = out.with_name(out.name + ".partial")
+    assert not out.exists() and partial.is_dir()
+    kept = pd.concat(pd.read_parquet(p) for p in partial.glob("part-*.parquet"))
+    assert 2 <= len(kept) < len(cases)
+    with pytest.raises(ValueError, match="differs from this one"):              # another study: refused
+        sweep(PENDULUM, cases, 2 * T_END, scheduler=cluster.client, out=out)
+    seen = []
+    table = sweep(PENDULUM, cases, T_END, scheduler=cluster.client, out=out, batch_size=1,
+                  progress=lambda done, total: seen.append(done))
+    assert seen[0] == len(kept) and seen[-1] == len(cases)            # only the missing cases ran
+    for k in kept.index:                                             # the kept rows, not recomputed
+        assert table.loc[k, "wall_time"] == kept.loc[k, "wall_time"]
+    check_rows(pendulum, table, cases)
+    assert out.exists() and not partial.exists()
+    pd.testing.assert_frame_equal(read_table(out), table, check_like=False)
+
+
+def test_command_line_sweep(cluster, tmp_path, capsys):
+    from dynamica.runtime.cli import main as cli
+    out = tmp_path / "grid.csv"
+    code = cli.main(["sweep", str(PENDULUM), "--grid", "l2=0.5:0.9:3", "--grid", "m2=0.5,1", "--t-end", str(T_END),
+                     "--outputs", "potential_energy", "--reduce", "final,max", "--scheduler", cluster.address,
+                     "--out", str(out), "--no-progress"])
+    assert code == 0
+    assert "6 cases" in capsys.readouterr().out
+    table = read_table(out)
+    assert list(table["l2"]) == [0.5, 0.5, 0.7, 0.7, 0.9, 0.9] and list(table["m2"]) == [0.5, 1.0] * 3
+    assert "max(potential_energy)" in table.columns and "min(potential_energy)" not in table.columns
+
+
+def test_a_killed_worker_loses_no_finished_row(tmp_path, pendulum):
+    """SIGKILL one of two workers mid-study: the rows received before stay as they were, the
+    rest are run on the other worker, every case completes."""
+    out = tmp_path / "study.parquet"
+    cases = pd.DataFrame({"l2": np.linspace(0.5, 1.0, 40)})
+    snapshot = {}
+
+    def slow(result, case):                       # the hook of extra columns, and time to kill in
+        import time
+        time.sleep(0.1)
+        return {"tip_x": float(result.outputs["tip.position"][-1, 0])}
+
+    with TestCluster(tmp_path / "dask", workers=2) as c:
+        victim = c.worker_address(1)
+        c.client.run(importlib.import_module, "dynamica.runtime.api")    # both start at once
+
+        def kill_when_both_ran(done, total):
+            if done >= 4 and not snapshot:
+                partial = out.with_name(out.name + ".partial")
+                rows = pd.concat(pd.read_parquet(p) for p in partial.glob("part-*.parquet"))
+                if victim in set(rows["worker"]):
+                    snapshot["rows"] = rows
+                    c.kill_worker(1)
+        table = sweep(PENDULUM, cases, T_END, scheduler=c.client, out=out, batch_size=1, extra_columns=slow,
+                      progress=kill_when_both_ran)
+    assert snapshot, "the second worker ran no case before the study ended: nothing was killed"
+    before = snapshot["rows"]
+    assert len(before) >= 4 and (table["status"] == "ok").all()
+    for k in before.index:
+        assert table.loc[k, "worker"] == before.loc[k, "worker"]
+        assert table.loc[k, "wall_time"] == before.loc[k, "wall_time"]
+    assert c.workers[1].poll() is not None                        # it was killed, mid-study
+    assert victim in set(table["worker"]) and len(set(table["worker"])) == 2
+    assert len(before) < len(cases)
+    check_rows(pendulum, table, cases)
+    ref = [serial_run(pendulum, {"l2": v}).outputs["tip.position"][-1, 0] for v in cases["l2"]]
+    np.testing.assert_allclose(table["tip_x"], ref, rtol=1e-12, atol=1e-12)
+
+
+def _crash_at_07(result, case):
+    import os
+    if case["l2"] == 0.7:
+        os._exit(3)                               # as a crash in compiled code would: the process dies
+    return {}
+
+
+@pytest.mark.slow
+def test_a_case_that_kills_its_workers_is_found_and_reported():
+    """Workers under nannies (a LocalCluster) restart; the batch with the crashing case is run
+    again one case a task, and only that case's row says it was lost."""
+    import dask
+    from distributed import Client, LocalCluster
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as lc, Client(lc) as client:
+            cases = pd.DataFrame({"l2": [0.5, 0.6, 0.7, 0.8]})
+            table = sweep(PENDULUM, cases, T_END, scheduler=client, batch_size=2, extra_columns=_crash_at_07)
+    assert table.loc[2, "status"].startswith("lost:")
+    assert (table.drop(index=2)["status"] == "ok").all()
+
+
+def test_local_cluster_by_default(pendulum):
+    cases = {"l1": [0.9, 1.1], "m1": [1.0, 2.0]}
+    table = sweep(PENDULUM, cases, T_END, workers=2)
+    assert table.attrs["study"]["workers"] == 2
+    check_rows(pendulum, table, sweep_cases.grid(cases))
+
+
+# ------------------------------------------------------------------ in this process
+def test_serial_trajectories_and_hook(pendulum, tmp_path):
+    cases = pd.DataFrame({"phi2": [0.1, -0.3], "der(phi1)": [0.0, 0.5]})
+    table = sweep(pendulum, cases, T_END, outputs=["tip.position"], scheduler="serial", trajectories=tmp_path / "runs",
+                  reductions=("final",), extra_columns=lambda result, case: {"nfev": result.nfev})
+    check_rows(pendulum, table, cases)
+    for k, case in cases.iterrows():
+        ref = serial_run(pendulum, case.to_dict())
+        traj = pd.read_parquet(tmp_path / "runs" / f"case-{k:06d}.parquet")
+        np.testing.assert_array_equal(traj["t"], ref.t)
+        np.testing.assert_array_equal(traj["der(phi2)"], ref.qd[:, 1])
+        np.testing.assert_array_equal(traj["tip.position[2]"], ref.outputs["tip.position"][:, 2])
+        assert table.loc[k, "tip.position[1]"] == ref.outputs["tip.position"][-1, 1]
+        assert table.loc[k, "nfev"] == ref.nfev
+    assert list(table.columns[-3:]) == ["wall_time", "worker", "status"]
+
+
+def test_bad_studies_are_one_clear_error(pendulum):
+    with pytest.raises(ValueError, match=r"'L2'.*parameters are m1, m2, l1, l2, r_rod, g.*der\(coordinate\)"):
+        sweep(pendulum, {"L2": [1.0]}, T_END, scheduler="serial")
+    with pytest.raises(ValueError, match=r"unknown output\(s\) 'tip\.speed'.*tip\.position\[0\.\.2\]"):
+        sweep(pendulum, {"l2": [1.0]}, T_END, outputs=["tip.speed"], scheduler="serial")
+    with pytest.raises(ValueError, match="unknown reduction"):
+        sweep(pendulum, {"l2": [1.0]}, T_END, outputs=["phi1"], reductions=("median",), scheduler="serial")
+    with pytest.raises(ValueError, match="not numeric"):
+        sweep(pendulum, pd.DataFrame({"l2": ["long"]}), T_END, scheduler="serial")
+    with pytest.raises(dynamica.DynamicaError, match="cannot reach the Dask scheduler"):
+        sweep(pendulum, {"l2": [1.0]}, T_END, scheduler="tcp://127.0.0.1:1", timeout=2)
+
+
+def test_a_worker_of_another_platform_is_refused(pendulum):
+    import dataclasses
+    pkg = dataclasses.replace(package(pendulum, "ship"), key="0" * 64, abi=".cpython-27-sparc.so SunOS sparc")
+    with pytest.raises(SweepSetupError, match="modules='build'"):
+        prepared(pkg)
+
+
+def test_command_line_errors(capsys):
+    from dynamica.runtime.cli import main as cli
+    for argv, message in ((["--dist", "l2=normal(1,0.1)"], "--dist needs --samples"),
+                          (["--samples", "4"], "--samples needs the distributions"),
+                          (["--grid", "l2=1,2", "--samples", "3"], "--samples 3: the grid has 2 cases"),
+                          (["--samples", "4", "--dist", "l2=gauss(1,0.1)"], "expected one of normal(mu, sigma)"),
+                          (["--grid", "l2=1:2"], "NAME=start:stop:count"),
+                          ([], "no cases")):
+        assert cli.main(["sweep", str(PENDULUM), "--scheduler", "serial", *argv]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_samples_of_a_grid_on_the_command_line():
+    """The contract's line `dynamica sweep MODEL --grid k=1,2,3 [--samples N] ...`: N of the grid's
+    cases, drawn without replacement"""
+    import argparse
+
+    from dynamica.runtime.cli.sweep import _cases
+    args = argparse.Namespace(grid=["a=1,2,3", "b=10,20"], dist=None, samples=4, design="sobol", seed=3, cases=None)
+    table = _cases(args)
+    full = sweep_cases.grid({"a": [1.0, 2.0, 3.0], "b": [10.0, 20.0]})
+    rows = {tuple(r) for r in table.values.tolist()}
+    assert len(table) == 4 and len(rows) == 4 and rows <= {tuple(r) for r in full.values.tolist()}
+    assert _cases(args).equals(table)                       # the same draw for the same seed
+
+
+# ------------------------------------------------------------------ cases
+def test_grid_is_every_combination_first_axis_slowest():
+    g = sweep_cases.grid({"a": [1, 2], "b": sweep_cases.parse_grid("b=0.5:1.0:3")[1]})
+    assert g.values.tolist() == [[1, 0.5], [1, 0.75], [1, 1.0], [2, 0.5], [2, 0.75], [2, 1.0]]
+    assert sweep_cases.parse_grid("k=1,2,3")[1].tolist() == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("design", ["sobol", "lhs", "halton", "random"])
+def test_samples_follow_their_distributions(design):
+    from scipy import stats
+
+    s = sweep_cases.sample(
+        {"k": "normal(2, 0.1)", "c": "uniform(1, 3)", "r": "lognormal(0, 0.5)"}, 1024, design, seed=3
+    )
+    for col, dist in (("k", stats.norm(2, 0.1)), ("c", stats.uniform(1, 2)), ("r", stats.lognorm(0.5))):
+        assert stats.kstest(s[col], dist.cdf).pvalue > 0.01, (design, col)
+    if design == "lhs":                           # one point in each of the n equal-probability strata
+        strata = np.floor(stats.norm(2, 0.1).cdf(s["k"]) * len(s)).astype(int)
+        assert sorted(strata) == list(range(len(s)))
+
+
+def test_vector_parameter_components_are_inputs(tmp_path):
+    path = write_model(tmp_path, {
+        "name": "vec", "parameters": {"r": [0.3, 0.0, -0.5], "m": 1.0, "g": 9.81}, "gravity": [0, 0, "-g"],
+        "bodies": [{"name": "b", "parent": "ground", "joint": [{"rotate": "x", "q": "a"}], "mass": "m",
+                    "com": ["r[0]", "r[1]", "r[2]"], "inertia": [0.01, 0.01, 0.01]}],
+        "initial": {"a": 0.3}})
+    model = dynamica.load(path)
+    table = sweep(model, {"r[2]": [-0.5, -1.0]}, 0.3, scheduler="serial")
+    for k, z in enumerate([-0.5, -1.0]):
+        ref = dynamica.simulate(model, t_end=0.3, params={"r": (0.3, 0.0, z)})
+        assert max_rel_err(table.loc[k, ["a", "der(a)"]].to_numpy(float), [ref.q[-1, 0], ref.qd[-1, 0]]) <= 1e-12
+
+
+# ------------------------------------------------------------------ sensitivity
+ISHIGAMI_A, ISHIGAMI_B = 7.0, 0.1
+
+
+def ishigami_indices():
+    """Closed form (Ishigami & Homma 1990; Sobol & Levitan 1999): S1 and ST of x1, x2, x3."""
+    a, b, pi = ISHIGAMI_A, ISHIGAMI_B, math.pi
+    v1 = 0.5 * (1 + b * pi ** 4 / 5) ** 2
+    v2 = a ** 2 / 8
+    v13 = b ** 2 * pi ** 8 * (1 / 18 - 1 / 50)
+    v = v1 + v2 + v13
+    return np.array([v1 / v, v2 / v, 0.0]), np.array([(v1 + v13) / v, v2 / v, v13 / v])
+
+
+def test_sobol_indices_of_ishigami_within_sampling_error():
+    from dynamica.runtime.studies.sensitivity import sobol_design, sobol_indices
+    design = sobol_design({f"x{i}": f"uniform({-math.pi}, {math.pi})" for i in (1, 2, 3)}, 2 ** 13, seed=7)
+    assert len(design) == 2 ** 13 * 5
+    x1, x2, x3 = (design[f"x{i}"].to_numpy() for i in (1, 2, 3))
+    y = np.sin(x1) + ISHIGAMI_A * np.sin(x2) ** 2 + ISHIGAMI_B * x3 ** 4 * np.sin(x1)
+    si = sobol_indices(pd.DataFrame({"y": y}), ["x1", "x2", "x3"]).loc["y"]
+    s1, st = ishigami_indices()
+    for j, name in enumerate(["x1", "x2", "x3"]):
+        assert si.loc[name, "S1_conf"] < 0.05 and si.loc[name, "ST_conf"] < 0.05
+        assert abs(si.loc[name, "S1"] - s1[j]) <= 2 * si.loc[name, "S1_conf"], name
+        assert abs(si.loc[name, "ST"] - st[j]) <= 2 * si.loc[name, "ST_conf"], name
+
+
+def test_sobol_of_a_model_output_through_the_sweep(tmp_path):
+    """The Ishigami function as an output expression of a model's parameters: the design goes
+    through sweep, the indices come out of the table."""
+    path = write_model(tmp_path, {
+        "name": "ishigami", "parameters": {"x1": 0.0, "x2": 0.0, "x3": 0.0},
+        "bodies": [{"name": "b", "parent": "ground", "joint": [{"translate": "x", "q": "s"}], "mass": 1.0,
+                    "com": [0, 0, 0], "inertia": [1, 1, 1]}],
+        "outputs": {"expressions": {"y": f"sin(x1) + {ISHIGAMI_A}*sin(x2)**2 + {ISHIGAMI_B}*x3**4*sin(x1)"}}})
+    pi = f"uniform({-math.pi}, {math.pi})"
+    indices, table = dynamica.sobol(path, {"x1": pi, "x2": pi, "x3": pi}, 2 ** 9, t_end=1e-3, outputs=["y"],
+                                    scheduler="serial", reductions=("final",), seed=5)
+    assert len(table) == 2 ** 9 * 5 and (table["status"] == "ok").all()
+    s1, st = ishigami_indices()
+    got = indices.loc["y"]
+    for j, name in enumerate(["x1", "x2", "x3"]):
+        assert abs(got.loc[name, "S1"] - s1[j]) <= 2.5 * got.loc[name, "S1_conf"] + 0.01, name
+        assert abs(got.loc[name, "ST"] - st[j]) <= 2.5 * got.loc[name, "ST_conf"] + 0.01, name
+    assert abs(indices.loc[("s", "x1"), "S1"]) < 1e-9 or np.isnan(indices.loc[("s", "x1"), "S1"])
+
+
+def test_local_derivatives_of_an_oscillator_match_the_closed_form(tmp_path):
+    """x(t) = x0 cos(w t), w = sqrt(k/m): dx/dk = -x0 t sin(w t) / (2 sqrt(k m)), dx/dx0 = cos(w t)."""
+    path = write_model(tmp_path, {
+        "name": "oscillator", "parameters": {"k": 40.0, "m": 2.0},
+        "bodies": [{"name": "b", "parent": "ground", "joint": [{"translate": "x", "q": "x"}], "mass": "m",
+                    "com": [0, 0, 0], "inertia": [1, 1, 1]}],
+        "forces": [{"type": "joint_spring_damper", "coordinate": "x", "stiffness": "k"}],
+        "initial": {"x": 0.1}})
+    t, k, m, x0 = 1.3, 40.0, 2.0, 0.1
+    d = dynamica.local_derivatives(path, ["k", "x"], t_end=t, scheduler="serial", rtol=1e-13, atol=1e-15)
+    w = math.sqrt(k / m)
+    assert d.loc["x", "k"] == pytest.approx(-x0 * t * math.sin(w * t) / (2 * math.sqrt(k * m)), rel=1e-6)
+    assert d.loc["x", "x"] == pytest.approx(math.cos(w * t), rel=1e-6)
+    assert d.loc["der(x)", "x"] == pytest.approx(-w * math.sin(w * t), rel=1e-6)
