@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from dynamica.errors import ModelError
 from dynamica.generator.forms import check_form, form_equations
 from dynamica.generator.ir.lower import lower
+from dynamica.generator.ir.nodes import ModuleIR
 from dynamica.generator.mechanics.constraints import attach_constraints
 from dynamica.generator.mechanics.kinematics import derive_kinematics
 from dynamica.generator.mechanics.outputs import attach_outputs, wanted
@@ -40,7 +41,7 @@ class Generated:
     topology: object
     kinematics: object
     equations: object
-    module_ir: object
+    module_ir: ModuleIR
     bundle: object
     timings: dict
 

@@ -20,7 +20,7 @@ __all__ = ["load", "CompiledModel", "FORM_CHOOSERS"]
 #: form="auto": select_by -> chooser(path, spec) -> form name. "predicted" is the flop formulas of
 #: chapter 4; "measured" (timing every compiled form) is registered by runtime/analysis/selection.py,
 #: which sits above the integrators it times with (dynamica's package file imports it with `load`)
-FORM_CHOOSERS = {}
+FORM_CHOOSERS: dict = {}
 
 
 def _index_path(cache: Path, key: str) -> Path:
@@ -64,7 +64,7 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     form="auto" picks the cheapest form: by the flop formulas of chapter 4 (select_by=
     "predicted", the dissertation's choice) or by timing every compiled form ("measured").
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
-    run as hand-written loops (generator/forms/parts/numeric.py; composite, articulated and ltdl forms).
+    run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
     A URDF file (docs/urdf.md) takes `import_options`: floating=True (a free root link),
     mimic="independent" (default) or "coupled", limits=True (joint limits as `limit` forces).
     """

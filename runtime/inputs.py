@@ -110,18 +110,18 @@ def make_signal(model, name, given, t0, t_end, sample_time) -> Signal:
             _fail(model, f"{where}: {given}: {exc}")
         given = (t, vals)
     try:
-        t, vals = (np.asarray(x, dtype=float).reshape(-1) for x in given)
+        t_arr, v_arr = (np.asarray(x, dtype=float).reshape(-1) for x in given)
     except (TypeError, ValueError):
         _fail(model, f"{where}: expected a callable u(t), (t_array, values) or a CSV file name, found "
                      f"{type(given).__name__}")
-    if t.shape != vals.shape or len(t) < 1:
-        _fail(model, f"{where}: (t, values) of lengths {len(t)} and {len(vals)}: expected equal lengths >= 1")
-    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(vals))):
+    if t_arr.shape != v_arr.shape or len(t_arr) < 1:
+        _fail(model, f"{where}: (t, values) of lengths {len(t_arr)} and {len(v_arr)}: expected equal lengths >= 1")
+    if not (np.all(np.isfinite(t_arr)) and np.all(np.isfinite(v_arr))):
         _fail(model, f"{where}: the times and values must be finite numbers")
-    if np.any(np.diff(t) <= 0):
-        k = int(np.argmax(np.diff(t) <= 0)) + 1
-        _fail(model, f"{where}: the times must increase strictly (t[{k}] = {t[k]!r} after {t[k - 1]!r})")
-    return Signal(name, t, vals)
+    if np.any(np.diff(t_arr) <= 0):
+        k = int(np.argmax(np.diff(t_arr) <= 0)) + 1
+        _fail(model, f"{where}: the times must increase strictly (t[{k}] = {t_arr[k]!r} after {t_arr[k - 1]!r})")
+    return Signal(name, t_arr, v_arr)
 
 
 def sample_times(t0, t_end, sample_time, with_end=False) -> np.ndarray:

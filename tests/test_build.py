@@ -166,13 +166,14 @@ def _fake_package(root: Path) -> None:
 
 
 def test_fingerprint_covers_code_generation_only(tmp_path):
-    """Editing the HTML report's template keeps every cached module; editing a code-generation
-    template or a generator file invalidates them."""
+    """Editing the HTML report, the CLI, an analysis or an integrator keeps every cached module;
+    editing a code-generation template, the generated-code support or a generator file invalidates them."""
     from dynamica.build import fingerprint_of
     _fake_package(tmp_path)
     base = fingerprint_of(tmp_path)
     assert fingerprint_of(tmp_path) == base
-    for name in ("runtime/report/report.html.j2", "runtime/report/page.py",
+    for name in ("runtime/report/report.html.j2", "runtime/report/page.py", "runtime/cli/main.py",
+                 "runtime/analysis/statics.py", "runtime/integrators/adams.py", "runtime/native/adams_core.pyx",
                  "generator/__pycache__/pipeline.cpython.pyc"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("changed\n")

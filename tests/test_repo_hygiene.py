@@ -78,3 +78,21 @@ def test_version_is_pyprojects():
     assert dynamica.__version__ == declared
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert f"## [{declared}]" in changelog
+
+
+def test_every_package_folder_is_installed_and_says_what_it_holds():
+    """pyproject.toml lists every folder with an __init__.py (an unlisted one is missing from a
+    wheel), and each opens with a docstring saying what it holds (docs/contributing.md)."""
+    import ast
+    try:
+        import tomllib
+    except ModuleNotFoundError:                                 # Python 3.10
+        pytest.skip("tomllib needs Python 3.11")
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {"dynamica"} | {"dynamica." + ".".join(p.parent.relative_to(ROOT).parts)
+                            for top in ("generator", "runtime", "templates") for p in (ROOT / top).rglob("__init__.py")
+                            if "__pycache__" not in p.parts}
+    assert listed == found, (sorted(found - listed), sorted(listed - found))
+    for name in sorted(found - {"dynamica"}):
+        init = ROOT.joinpath(*name.split(".")[1:], "__init__.py")
+        assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), f"{init.relative_to(ROOT)}: no docstring"

@@ -129,7 +129,7 @@ def _needed(assignments, roots, aliases=None) -> list:
         return [assignments[k] for k in sorted(index[s] for s in need)]
     # Kahn's algorithm, smallest program index first
     import heapq
-    users = {s: [] for s in need}
+    users: dict = {s: [] for s in need}
     indeg = {s: len(dep[s]) for s in need}
     for s in need:
         for d in dep[s]:
@@ -174,7 +174,7 @@ def _rebuild(node, kids):
 
 def value_numbering(body: list) -> tuple[list, list]:
     """Global CSE over straight-line code: repeated composite subtrees become temporaries."""
-    counts = Counter()
+    counts: Counter = Counter()
 
     def count(node):
         if isinstance(node, _TRIVIAL):
@@ -186,7 +186,9 @@ def value_numbering(body: list) -> tuple[list, list]:
 
     for st in body:
         count(st.value)
-    out, temps, memo = [], [], {}
+    out: list = []
+    temps: list = []
+    memo: dict = {}
 
     def rewrite(node, top):
         if isinstance(node, _TRIVIAL):
@@ -226,7 +228,7 @@ def lower_kernel(name, program, inputs, outputs, symbols, aliases=None, lookups=
         if dst in symbols:                # unused aliases need nothing
             symbols[src] = symbols[dst]
     conv = ToIR(symbols, lookups)
-    body = [ir.Assign(sym.name, conv(e)) for sym, e in keep]
+    body: list = [ir.Assign(sym.name, conv(e)) for sym, e in keep]
     for arr, exprs in outputs:
         body += [ir.Store(arr, k, conv(sp.sympify(e))) for k, e in enumerate(exprs)]
     body, temps = value_numbering(body)
@@ -289,7 +291,8 @@ def lower(eom, spec) -> ir.ModuleIR:
     n = len(eom.coordinates)
     params, defaults, psym = parameter_layout(spec)
     roles = {"q": eom.q, "qd": eom.qd, "pm": eom.pm}
-    kernels, tables, lookups = [], list(eom.tables), set()
+    kernels, tables = [], list(eom.tables)
+    lookups: set = set()
     for ks in kernel_specs(eom):
         sizes = {"t": None, "p": len(defaults)}
         sym = dict(psym) if "p" in ks.inputs else {}
@@ -305,7 +308,8 @@ def lower(eom, spec) -> ir.ModuleIR:
         kernel = lower_kernel(ks.name, ks.program or eom.program, inputs, list(ks.outputs), sym, dict(ks.aliases),
                               lookups)
         if ks.tangent and ks.tangent_add:
-            kernel = tangent_added(kernel, ks.tangent, *ks.tangent_add, name=ks.name)
+            of, into = ks.tangent_add
+            kernel = tangent_added(kernel, ks.tangent, of, into, name=ks.name)
         elif ks.tangent:
             kernel = tangent_kernel(kernel, ks.tangent, name=ks.name)
         if ks.tape:

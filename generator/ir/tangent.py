@@ -320,8 +320,13 @@ def tape_kernel(kernel: ir.Kernel, wrt: tuple, output: str = "P", name: str | No
             hull[ir.Arg(w, j)] = (j * len(wrt) + a, j * len(wrt) + a + 1)
     D = sum(sizes[w] for w in wrt)
     last = _liveness(kernel.body)
-    row_of, free, rows = {}, [], 0
-    stmts, edges, body, partials = [], [], [], []
+    row_of: dict = {}
+    free: list = []
+    rows = 0
+    stmts: list = []
+    edges: list = []
+    body: list = []
+    partials: list = []
     outs = {}
     offsets, total_out = {}, 0
     for o in kernel.outputs:
@@ -351,7 +356,7 @@ def tape_kernel(kernel: ir.Kernel, wrt: tuple, output: str = "P", name: str | No
             if isinstance(leaf, ir.Var) and last.get(leaf.name, -1) <= k and leaf.name in row_of:
                 free.append(row_of.pop(leaf.name))
         if isinstance(st, ir.Assign):
-            hull[named] = (lo, hi)
+            hull[named] = (lo, hi)  # type: ignore[index]  # an Assign names its target
             row_of[st.target] = row
             if last.get(st.target, -1) <= k:      # never read: its row is free again
                 free.append(row_of.pop(st.target))

@@ -344,7 +344,7 @@ def attach_constraints(eom, spec, topo):
 
     from dynamica.errors import ModelError, Problem
     from dynamica.generator.forms import KernelSpec
-    from dynamica.generator.forms.parts.numeric import topology_tables
+    from dynamica.generator.forms.numeric import topology_tables
     if eom.kind != "lagrangian":
         raise ModelError(spec.file, [Problem("loops", f"the form `{eom.form}` cannot take closed loops (its "
                                                       "state is [q, p]); use a Lagrangian form, e.g. composite")])

@@ -189,7 +189,7 @@ def _scipy_runner(scipy_method):
 
 #: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
 #: jacobian=None) -> SimulationResult
-INTEGRATORS = {"adams": _run_adams, "stoermer6": _run_stoermer6}
+INTEGRATORS: dict = {"adams": _run_adams, "stoermer6": _run_stoermer6}
 #: integrator name -> scipy's solve_ivp method
 SCIPY_METHODS = {"radau": "Radau", "RK45": "RK45", "DOP853": "DOP853", "LSODA": "LSODA", "BDF": "BDF",
                  "Radau": "Radau"}
@@ -493,7 +493,7 @@ STREAMS = {"adams": _stream_adams, **{name: _stream_scipy(method, name) for name
 #: how a model with stages runs: the cyclogram (runtime/stages/cyclogram.py), which sits above the
 #: integrators (it runs them stage by stage) and registers its `run` here when imported (dynamica's
 #: package file imports it with `simulate`)
-STAGED_RUNNER = {}
+STAGED_RUNNER: dict = {}
 
 
 def _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):

@@ -1,4 +1,4 @@
-"""mode="numeric" (generator/forms/parts/numeric.py, templates/native/numeric_core.h) against mode="symbolic".
+"""mode="numeric" (generator/forms/numeric.py, templates/native/numeric_core.h) against mode="symbolic".
 
 For every bundled model and a few random trees (tests/oracles/pin_trees.py), the numeric module
 and the symbolic one agree on qdd and the mass matrix at random states, times and parameters to
