@@ -1,0 +1,271 @@
+"""A model's equations as a standalone C99 library (docs/export.md): no Python headers, no global
+mutable state.
+
+The library is made of the same generated kernels as the Python module (the C backend's
+`<module>_kernels.h`, generator/render/c.py) and the same layers (the closed loops' solve,
+generator/render/constrained.py); `<name>.c` wraps their entry points as the public functions
+of `<name>.h` (templates/export/library.*.j2), which return 0 when every number they wrote is
+finite. The iterative forms keep their inverse estimate in a caller-owned workspace
+(`<name>_workspace_new`) instead of the module's static one.
+
+Files: <name>.h, <name>.c, <name>_kernels.h, the fixed headers they include, dynamica_dopri.h
+(the embedded Dormand-Prince 5(4) integrator of main.c and the Co-Simulation FMU), main.c,
+Makefile, CMakeLists.txt.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from dynamica import __version__
+from dynamica.runtime.export import ExportError
+
+#: module kinds (ModuleIR.entries) that export
+KINDS = ("lagrangian", "numeric", "iterative")
+#: the fixed header of the embedded integrator (this package)
+DOPRI = "dynamica_dopri.h"
+#: the C standard and warnings the library is written for (tests/test_export_c.py)
+CFLAGS = "-std=c99 -O2 -Wall -Wextra -pedantic"
+
+
+@dataclass
+class Library:
+    """Everything the exporters need to know of one model's library."""
+    name: str                 # C prefix (the model's name as an identifier)
+    model: object             # the CompiledModel
+    mod: object               # its ModuleIR
+    files: dict               # file name -> text
+    p_names: tuple            # a name per slot of p
+    p_default: np.ndarray
+    y0: np.ndarray
+    output_names: tuple       # a name per entry of the outputs (empty: no outputs function)
+    iterative: bool
+    loops: bool
+
+    @property
+    def n(self) -> int:
+        return self.model.n
+
+    @property
+    def ny(self) -> int:
+        return self.model.state_size
+
+
+def c_identifier(name: str) -> str:
+    ident = re.sub(r"\W", "_", name)
+    return ident if re.match(r"[A-Za-z_]", ident) else f"m_{ident}"
+
+
+def _c_double(x: float) -> str:
+    x = float(x)
+    if np.isnan(x):
+        return "NAN"
+    if np.isinf(x):
+        return "HUGE_VAL" if x > 0 else "-HUGE_VAL"
+    return repr(x)
+
+
+def _c_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def load_model(model, form=None):
+    """A CompiledModel from a file name (loaded with `form`) or as given."""
+    from dynamica.runtime.model import CompiledModel
+    if isinstance(model, CompiledModel):
+        if form is not None and form != model.form:
+            raise ExportError(f"the model was loaded with form {model.form!r}; form={form!r} needs "
+                              f"dynamica.load(path, form={form!r}) or the file name")
+        return model
+    if not isinstance(model, (str, Path)):
+        raise ExportError(f"expected a model file name or a model from dynamica.load, not {type(model).__name__}")
+    from dynamica.runtime.api import load
+    return load(model, form=form)
+
+
+def parameter_names(model) -> tuple:
+    """A name per slot of p: the parameters (`name` or `name[j]` for vectors), the loops'
+    references, then the inputs `u`, their rates `rate(u)`, `t_segment` and the extra states."""
+    out = []
+    for name, size in model.module.PARAMETERS:
+        if size == 1 and model._scalar[name]:
+            out.append(name)
+        else:
+            out += [f"{name}[{j}]" for j in range(size)]
+    out += list(model.inputs) + [f"rate({u})" for u in model.inputs]
+    if model.inputs:
+        out.append("t_segment")
+    out += list(model.states)
+    if len(out) != len(model.module.PARAMETER_DEFAULTS):
+        raise ExportError(f"internal: {len(out)} names for {len(model.module.PARAMETER_DEFAULTS)} slots of p")
+    return tuple(out)
+
+
+def output_names(model) -> tuple:
+    """A name per entry of the flat outputs (`key`, `key[i]`, `key[i,j]`), if the module has them."""
+    if not hasattr(model.module, "outputs"):
+        return ()
+    out = []
+    for key, shape in model.output_layout:
+        for idx in np.ndindex(*shape):
+            out.append(key if not idx else f"{key}[{','.join(map(str, idx))}]")
+    return tuple(out)
+
+
+def initial_state(model) -> np.ndarray:
+    """y0 = [q0, qd0, s0] of the model's `initial` section (assembled when it has loops)."""
+    if model.loops:
+        q0, qd0 = model.assemble()
+    else:
+        q0, qd0 = model.initial_state()
+    return np.concatenate([q0, qd0, model.initial_states()])
+
+
+def check_exportable(model, mod):
+    where = f"model {model.name!r}"
+    if model.spec.stages:
+        raise ExportError(f"{where} has stages (a cyclogram): each stage is a system of its own structure, which "
+                          "one C library or FMU does not hold; export the stage's model file instead")
+    if mod.entries not in KINDS:
+        raise ExportError(f"{where}: form {model.form!r} ({mod.entries} module) does not export; the exports take "
+                          "a Lagrangian state [q, q'] (forms composite, direct, articulated, ltdl, iterative-m, ...)")
+    if mod.entries == "iterative" and mod.constrained:
+        raise ExportError(f"{where}: an iterative form with closed loops does not export; use form composite")
+
+
+def _iterative_context(ctx: dict) -> dict:
+    """The kernel header of an iterative module with the solver's state passed by the caller
+    (`dyn_itr_ws`) instead of the module's static `dyn_itr_st`."""
+    entries = ctx["entries"]
+    name = {id(e): re.match(r"\w+ (dyn_\w+)\(", e["signature"]).group(1) for e in entries}
+    ws = {name[id(e)] for e in entries if any("dyn_itr_st" in line for line in e["lines"])}
+    while True:                                   # every entry that calls one of them needs it too
+        more = {name[id(e)] for e in entries if any(re.search(rf"\b{w}\(", line) for line in e["lines"] for w in ws)}
+        if more <= ws:
+            break
+        ws |= more
+    out = []
+    for e in entries:
+        if name[id(e)] not in ws:
+            out.append(e)
+            continue
+        lines = [line.replace("&dyn_itr_st", "dyn_itr_ws") for line in e["lines"]]
+        for w in ws:
+            lines = [re.sub(rf"\b{w}\(", f"{w}(dyn_itr_ws, ", line) for line in lines]
+        sig = e["signature"].replace(f"{name[id(e)]}(", f"{name[id(e)]}(dyn_itr_state *dyn_itr_ws, ", 1)
+        out.append({"signature": sig, "lines": lines})
+    preamble = [line for line in ctx["preamble"] if line.startswith("#include")]
+    return dict(ctx, entries=out, preamble=preamble), ws
+
+
+def _symbols(mod) -> tuple:
+    """({entry name: C function}, C lines of the layers) as the module file binds them."""
+    from dynamica.generator.render import module as module_file
+    ents = module_file.entries(mod)
+    functions = []
+    for layer in module_file.LAYERS:
+        extra = layer(mod, lambda name: f"dyn_{name}")
+        if extra is None:
+            continue
+        functions += extra.functions
+        replaced = {e.name for e in extra.entries}
+        ents = [e for e in ents if e.name not in replaced] + list(extra.entries)
+    return {e.name: e.symbol or f"dyn_{e.entry or e.name}" for e in ents}, functions
+
+
+def build_library(model, form=None) -> Library:
+    """The library's files for a model (file name or CompiledModel)."""
+    from dynamica.generator.pipeline import generate
+    from dynamica.generator.render import c as c_backend
+    from dynamica.generator.render.common import env, helper_files
+    model = load_model(model, form)
+    gen = generate(model.spec, form=model.form, backend="c", mode=model.mode)
+    mod = gen.module_ir
+    check_exportable(model, mod)
+    name = c_identifier(model.name)
+    iterative = mod.entries == "iterative"
+    ctx, ws = c_backend.header_context(mod), set()
+    if iterative:
+        ctx, ws = _iterative_context(ctx)
+    ctx["guard"] = f"DYNAMICA_EXPORT_{name.upper()}_KERNELS_H"
+    kernels = env().get_template("kernels.h.j2").render(**ctx)
+    symbols, functions = _symbols(mod)
+    lib = Library(name=name, model=model, mod=mod, files={}, p_names=parameter_names(model),
+                  p_default=model.param_vector(), y0=initial_state(model), output_names=output_names(model),
+                  iterative=iterative, loops=bool(mod.constrained))
+    helpers = ["dynamica_helpers.h"]
+    if mod.constrained:
+        helpers.append("dynamica_constraints.h")
+    if iterative:
+        helpers.append("dynamica_itr.h")
+    if mod.entries == "numeric":
+        helpers.append("numeric_core.h")
+    context = library_context(lib, symbols, functions, ws)
+    files = {f"{name}.h": env().get_template("export/library.h.j2").render(**context),
+             f"{name}.c": env().get_template("export/library.c.j2").render(**context),
+             f"{name}_kernels.h": kernels}
+    files.update(dict(helper_files(helpers)))
+    files[DOPRI] = resources.files("dynamica.runtime.export").joinpath(DOPRI).read_text()
+    files["main.c"] = env().get_template("export/main.c.j2").render(**context)
+    files["Makefile"] = env().get_template("export/Makefile.j2").render(**context)
+    files["CMakeLists.txt"] = env().get_template("export/CMakeLists.txt.j2").render(**context)
+    lib.files = files
+    return lib
+
+
+#: public functions: (name, arguments, entry of the module, output array, its size (of n, ny, nout, ns))
+PUBLIC = (
+    ("rhs", "double t, const double *y, const double *p, double *ydot", "rhs", "ydot", "ny"),
+    ("qdd", "double t, const double *q, const double *qd, const double *p, double *qdd", "qdd", "qdd", "n"),
+    ("mass_matrix", "double t, const double *q, const double *p, double *M", "mass_matrix", "M", "nn"),
+    ("outputs", "double t, const double *q, const double *qd, const double *p, double *out", "outputs", "out", "nout"),
+    ("state_rates", "double t, const double *q, const double *qd, const double *p, double *sd", "states", "sd", "ns"),
+)
+
+
+def _publics(lib: Library, symbols: dict, ws: set) -> list:
+    sizes = {"ny": lib.ny, "n": lib.n, "nn": lib.n * lib.n, "nout": len(lib.output_names),
+             "ns": len(lib.model.states)}
+    out = []
+    for name, decl, entry, array, size in PUBLIC:
+        if entry not in symbols or (name == "outputs" and not lib.output_names):
+            continue
+        args = ", ".join(a.split()[-1].lstrip("*") for a in decl.split(","))
+        out.append({"name": name, "decl": decl, "args": args, "fn": symbols[entry], "ws": symbols[entry] in ws,
+                    "out": array, "size": sizes[size]})
+    return out
+
+
+def library_context(lib: Library, symbols: dict, functions: list, ws: set) -> dict:
+    model, mod = lib.model, lib.mod
+    n, np_ = model.n, len(lib.p_default)
+    units = {p.name: (p.unit or "", p.description or "") for p in model.spec.parameters}
+    return {
+        "version": __version__, "name": lib.name, "NAME": lib.name.upper(), "model_name": model.name,
+        "form": model.form, "signature": mod.signature, "n": n, "ny": lib.ny, "np": np_,
+        "nout": len(lib.output_names), "nstates": len(model.states), "ninputs": len(model.inputs),
+        "slots": model.slots, "iterative": lib.iterative, "loops": lib.loops,
+        "coordinates": [_c_str(c) for c in model.coordinates], "states": list(model.states),
+        "inputs": list(model.inputs),
+        "p_names": [_c_str(s) for s in lib.p_names], "p_default": [_c_double(x) for x in lib.p_default],
+        "y0": [_c_double(x) for x in lib.y0], "output_names": [_c_str(s) for s in lib.output_names],
+        "units": units, "sym": symbols, "functions": functions, "cflags": CFLAGS, "dopri": DOPRI,
+        "has_states_fn": "states" in symbols, "publics": _publics(lib, symbols, ws),
+    }
+
+
+def export_c(model, directory, form=None) -> Path:
+    """Write the standalone C library of a model into `directory` (created if missing); returns it."""
+    lib = build_library(model, form)
+    out = Path(directory)
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    for fname, text in lib.files.items():
+        (out / fname).write_text(text)
+    return out

@@ -1,0 +1,205 @@
+"""The standalone C library (runtime/export/c_library.py, docs/export.md): built with only the
+exported files by gcc (and clang when installed) with -std=c99 -Wall -Wextra -pedantic and no
+warning, its functions against the Python module's (itself checked against Pinocchio and
+sympy) at random states to 1e-12 relative, and its example main.c (the embedded Dormand-Prince
+integrator) against scipy's DOP853 on the Python module's rhs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from dynamica.runtime.export import ExportError, export_c
+from dynamica.runtime.export.c_library import build_library
+
+from conftest import MODELS
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
+COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
+FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic"]
+
+#: a C driver: reads samples (t, y, p) from stdin, prints rhs, qdd, M, outputs and state rates
+DRIVER = r"""
+#include <stdio.h>
+#include "NAME.h"
+static void show(const double *x, int n) { for (int k = 0; k < n; ++k) printf("%.17g ", x[k]); printf("\n"); }
+int main(void)
+{
+    int count;
+    if (scanf("%d", &count) != 1) return 2;
+    for (int s = 0; s < count; ++s) {
+        double t, y[UP_NY], p[UP_NP], ydot[UP_NY], qdd[UP_NQ], M[UP_NQ * UP_NQ + 1];
+        if (scanf("%lf", &t) != 1) return 2;
+        for (int k = 0; k < UP_NY; ++k) if (scanf("%lf", &y[k]) != 1) return 2;
+        for (int k = 0; k < UP_NP; ++k) if (scanf("%lf", &p[k]) != 1) return 2;
+        printf("%d\n", NAME_rhs(t, y, p, ydot)); show(ydot, UP_NY);
+        printf("%d\n", NAME_qdd(t, y, y + UP_NQ, p, qdd)); show(qdd, UP_NQ);
+        printf("%d\n", NAME_mass_matrix(t, y, p, M)); show(M, UP_NQ * UP_NQ);
+#if UP_NOUT > 0
+        { double out[UP_NOUT]; printf("%d\n", NAME_outputs(t, y, y + UP_NQ, p, out)); show(out, UP_NOUT); }
+#endif
+#if UP_NS > 0
+        { double sd[UP_NS + 1]; printf("%d\n", NAME_state_rates(t, y, y + UP_NQ, p, sd)); show(sd, UP_NS); }
+#endif
+    }
+    return 0;
+}
+"""
+
+#: model, form, parameters changed, inputs given
+CASES = [
+    ("double_pendulum", "composite", {"l2": 0.9, "m1": 1.3}, {}),          # a tree with outputs
+    ("chain7", "articulated", {}, {}),
+    ("fourbar", "composite", {}, {}),                                        # closed loop: the C constraint layer
+    ("dc_motor_joint", "composite", {"R": 1.5}, {"u": 3.0}),                 # an extra state, an input
+    ("double_pendulum", "iterative-m", {}, {}),                              # workspace of the iterative form
+]
+
+
+def _compile(cc, folder, sources, out, extra=()):
+    cmd = [cc, *FLAGS, *extra, "-I.", *sources, "-lm", "-o", out]
+    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr
+
+
+def _samples(model, params, inputs, rng, count=5):
+    base = model.param_vector(params, inputs)
+    rows = []
+    for _ in range(count):
+        q0, qd0 = model.initial_state()
+        if model.loops:
+            q, qd = model.assemble(q0 + 0.1 * rng.standard_normal(model.n), rng.standard_normal(model.n))
+        else:
+            q, qd = rng.uniform(-2, 2, model.n), rng.uniform(-2, 2, model.n)
+        s = rng.uniform(-1, 1, len(model.states))
+        t = float(rng.uniform(0, 2))
+        p = base.copy()
+        if model.states:
+            p[model.slots["states"]:model.slots["states"] + len(s)] = s
+        rows.append((t, np.concatenate([q, qd, s]), p, s))
+    return rows
+
+
+@pytest.mark.parametrize("name,form,params,inputs", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_library_matches_module(tmp_path, bundled, name, form, params, inputs):
+    model = bundled(name, form)
+    folder = export_c(model, tmp_path / "lib")
+    cname = model.name
+    up = cname.upper()
+    (folder / "driver.c").write_text(DRIVER.replace("NAME", cname).replace("UP_", f"{up}_"))
+    for cc in COMPILERS:
+        warnings = _compile(cc, folder, ["driver.c", f"{cname}.c"], f"driver_{cc}")
+        assert warnings == "", f"{cc}: {warnings}"
+    rng = np.random.default_rng(7)
+    rows = _samples(model, params, inputs, rng)
+    text = f"{len(rows)}\n" + "\n".join(" ".join(repr(float(x)) for x in [t, *y, *p]) for t, y, p, _ in rows)
+    proc = subprocess.run([str(folder / f"driver_{COMPILERS[0]}")], input=text, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    k = 0
+
+    def take():
+        nonlocal k
+        status, values = int(lines[k]), np.array(lines[k + 1].split(), dtype=float)
+        k += 2
+        return status, values
+
+    tol = dict(rtol=1e-12)
+    for t, y, p, s in rows:
+        n = model.n
+        q, qd = y[:n], y[n:2 * n]
+        ref_rhs = model.rhs(t, y, params, inputs)
+        st, rhs = take()
+        assert st == 0
+        np.testing.assert_allclose(rhs, ref_rhs, atol=1e-12 * np.abs(ref_rhs).max(), **tol)
+        st, qdd = take()
+        ref_qdd = model.qdd(q, qd, t, params, inputs, s=s if model.states else None)
+        assert st == 0
+        np.testing.assert_allclose(qdd, ref_qdd, atol=1e-12 * max(1, np.abs(ref_qdd).max()), **tol)
+        st, M = take()
+        ref_M = model.mass_matrix(q, t, params).ravel()
+        np.testing.assert_allclose(M, ref_M, atol=1e-12 * np.abs(ref_M).max(), **tol)
+        if hasattr(model.module, "outputs"):
+            st, out = take()
+            ref = np.empty_like(out)
+            model.module.outputs(float(t), q, qd, p, ref)
+            assert st == 0
+            np.testing.assert_allclose(out, ref, atol=1e-12 * max(1, np.abs(ref).max()), **tol)
+        if model.states:
+            st, sd = take()
+            ref = model.state_rates(q, qd, s, t, params, inputs)
+            np.testing.assert_allclose(sd, ref, atol=1e-12 * max(1, np.abs(ref).max()), **tol)
+    assert k == len(lines)
+
+
+def _run_example(folder, cname, extra=(), t_end=2.0, step=0.5):
+    _compile("gcc", folder, ["main.c", f"{cname}.c"], "example", extra)
+    proc = subprocess.run(["./example", str(t_end), str(step), "1e-12", "1e-14"], cwd=folder, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    rows = np.array([line.split() for line in proc.stdout.splitlines() if not line.startswith("#")], dtype=float)
+    return rows
+
+
+@pytest.mark.parametrize("name", ["double_pendulum", "dc_motor_joint"])
+def test_example_integrates_like_scipy(tmp_path, bundled, name):
+    """main.c (Dormand-Prince 5(4), rtol 1e-12) against scipy's DOP853 at rtol 1e-13 on the
+    module's rhs from the same initial state: 1e-8 absolute over 2 s."""
+    model = bundled(name)
+    lib = build_library(model)
+    folder = export_c(model, tmp_path / "lib")
+    rows = _run_example(folder, model.name)
+    ref = solve_ivp(model.rhs_function(inputs={u: 0.0 for u in model.inputs}), (0, 2.0), lib.y0, method="DOP853",
+                    rtol=1e-13, atol=1e-14, t_eval=rows[:, 0])
+    np.testing.assert_allclose(rows[:, 1:], ref.y.T, rtol=0, atol=1e-8)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="sanitizers: linux")
+def test_example_under_sanitizers(tmp_path, bundled):
+    """The loop model's example (constraint layer, projection) under -fsanitize=address,undefined."""
+    model = bundled("fourbar")
+    folder = export_c(model, tmp_path / "lib")
+    rows = _run_example(folder, model.name, ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"),
+                        t_end=0.5, step=0.25)
+    q = rows[-1, 1:1 + model.n]
+    assert np.abs(model.constraints(q)).max() < 1e-10
+
+
+def test_library_has_no_writable_globals(tmp_path, bundled):
+    """Thread safety by construction: the object file of the library has nothing in writable data
+    (.data, .bss; the tables of names are in .data.rel.ro, read-only once relocated)."""
+    if shutil.which("objdump") is None:
+        pytest.skip("objdump not installed")
+    for name, form in (("fourbar", "composite"), ("double_pendulum", "iterative-m")):
+        folder = export_c(bundled(name, form), tmp_path / name)
+        subprocess.run(["gcc", *FLAGS, "-c", f"{name}.c", "-o", "lib.o"], cwd=folder, check=True)
+        table = subprocess.run(["objdump", "-t", "lib.o"], cwd=folder, capture_output=True, text=True,
+                               check=True).stdout
+        writable = [line for line in table.splitlines() if any(f" {sec}" in line and f" {sec}." not in line
+                                                               for sec in (".data", ".bss"))]
+        sizes = [int(line.split()[-2], 16) for line in writable]
+        assert sum(sizes) == 0, writable
+
+
+def test_makefile_builds(tmp_path, bundled):
+    if shutil.which("make") is None:
+        pytest.skip("make not installed")
+    folder = export_c(bundled("double_pendulum"), tmp_path / "lib")
+    proc = subprocess.run(["make"], cwd=folder, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr
+    out = subprocess.run(["./double_pendulum_main", "0.1", "0.05"], cwd=folder, capture_output=True, text=True)
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 4
+
+
+def test_unexportable_forms_say_why(tmp_path):
+    with pytest.raises(ExportError, match="Lagrangian state"):
+        export_c(MODELS / "double_pendulum.yaml", tmp_path / "h", form="hamilton-composite")
+    with pytest.raises(ExportError, match="model file name or a model"):
+        export_c(42, tmp_path / "x")
