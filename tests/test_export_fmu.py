@@ -1,0 +1,128 @@
+"""The FMI 2.0 FMU (runtime/export/fmu.py, docs/export.md), checked by an importer that shares no
+code with dynamica: FMPy validates modelDescription.xml and the binary (`validate_fmu`) and
+simulates the Model Exchange FMU with its CVode and the Co-Simulation FMU (the embedded
+Dormand-Prince integrator); both against scipy's DOP853 on the Python module's rhs, from the
+same initial state, outputs against the module's outputs along the reference."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from dynamica.runtime.export import ExportError, export_fmu
+from dynamica.runtime.export.c_library import initial_state
+
+from conftest import MODELS
+
+fmpy = pytest.importorskip("fmpy")
+from fmpy.validation import validate_fmu  # noqa: E402
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
+                                reason="no C compiler")
+#: FMPy's CVode at this relative tolerance (Model Exchange)
+ME_RTOL = 1e-10
+#: state agreement with the reference (|.|_inf): Model Exchange (CVode) and Co-Simulation (rtol 1e-10)
+ME_TOL, CS_TOL = 1e-6, 1e-8
+
+
+@pytest.fixture(scope="module")
+def fmus(tmp_path_factory, bundled):
+    folder = tmp_path_factory.mktemp("fmus")
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = export_fmu(bundled(name), folder / f"{name}.fmu", kind="both")
+        return cache[name]
+    return get
+
+
+def _reference(model, t, params=None, inputs=None):
+    y0 = initial_state(model) if not params else np.concatenate([*model.initial_state(params),
+                                                                 model.initial_states(params)])
+    f = model.rhs_function(params, inputs)
+    sol = solve_ivp(f, (t[0], t[-1]), y0, method="DOP853", rtol=1e-13, atol=1e-13, t_eval=t)
+    assert sol.success
+    return sol.y.T
+
+
+def _states(model, result):
+    names = list(model.coordinates) + [f"der({c})" for c in model.coordinates] + list(model.states)
+    return np.column_stack([result[n] for n in names])
+
+
+@pytest.mark.parametrize("name", ["double_pendulum", "fourbar", "dc_motor_joint"])
+def test_fmpy_validates(fmus, name):
+    path = fmus(name)
+    assert validate_fmu(str(path)) == []
+    md = fmpy.read_model_description(str(path), validate=True)
+    assert md.modelExchange is not None and md.coSimulation is not None
+    assert len(md.derivatives) == 2 * len(md.derivatives) // 2
+    with zipfile.ZipFile(path) as z:
+        assert f"binaries/linux64/{name}.so" in z.namelist()
+
+
+@pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
+def test_double_pendulum_against_scipy(fmus, bundled, fmi_type, tol):
+    model = bundled("double_pendulum")
+    outs = ["potential_energy", "tip.position[2]"]
+    names = list(model.coordinates) + [f"der({c})" for c in model.coordinates]
+    res = fmpy.simulate_fmu(str(fmus("double_pendulum")), fmi_type=fmi_type, stop_time=5.0, output_interval=0.01,
+                            relative_tolerance=ME_RTOL, output=names + outs)
+    ref = _reference(model, res["time"])
+    assert np.abs(_states(model, res) - ref).max() < tol
+    n = model.n
+    series = model.output_series(res["time"], ref[:, :n], ref[:, n:])
+    np.testing.assert_allclose(res["potential_energy"], series["potential_energy"], rtol=0, atol=10 * tol)
+    np.testing.assert_allclose(res["tip.position[2]"], series["tip.position"][:, 2], rtol=0, atol=10 * tol)
+
+
+@pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
+def test_input_extra_state_and_parameter(fmus, bundled, fmi_type, tol):
+    """dc_motor_joint: the armature voltage an input given through FMPy (a step from 0 to 6 V at
+    t = 0.2), the current an extra state, the resistance changed through a start value."""
+    model = bundled("dc_motor_joint")
+    t_step, volts, params = 0.2, 6.0, {"R": 1.5}
+    signal = np.array([(0.0, 0.0), (t_step, 0.0), (t_step, volts), (1.0, volts)],
+                      dtype=[("time", float), ("u", float)])
+    names = ["phi", "der(phi)", "i_m"]
+    res = fmpy.simulate_fmu(str(fmus("dc_motor_joint")), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
+                            relative_tolerance=ME_RTOL, input=signal, start_values=params,
+                            output=names + ["electrical_power", "torque"])
+    t = res["time"]           # (Model Exchange: the event at t_step appears twice; the states are continuous)
+    y0 = np.concatenate([*model.initial_state(params), model.initial_states(params)])
+    opts = dict(method="DOP853", rtol=1e-13, atol=1e-13, dense_output=True)
+    first = solve_ivp(model.rhs_function(params, {"u": 0.0}), (0.0, t_step), y0, **opts)
+    rest = solve_ivp(model.rhs_function(params, {"u": volts}), (t_step, 1.0), first.y[:, -1], **opts)
+    ref = np.array([first.sol(tk) if tk <= t_step else rest.sol(tk) for tk in t])
+    got = np.column_stack([res[n] for n in names])
+    assert np.abs(got - ref).max() < tol * max(1.0, np.abs(ref).max())
+    u = np.where(t > t_step + 1e-12, volts, 0.0)
+    np.testing.assert_allclose(res["electrical_power"][t > t_step + 0.02], (u * ref[:, 2])[t > t_step + 0.02],
+                               rtol=0, atol=10 * tol * volts * np.abs(ref[:, 2]).max())
+
+
+def test_loop_cosimulation_projects(fmus, bundled):
+    """The four-bar's Co-Simulation FMU stays on the loop's constraints and follows the reference."""
+    model = bundled("fourbar")
+    names = list(model.coordinates) + [f"der({c})" for c in model.coordinates]
+    res = fmpy.simulate_fmu(str(fmus("fourbar")), fmi_type="CoSimulation", stop_time=1.0, output_interval=0.01,
+                            output=names)
+    got = _states(model, res)
+    assert max(np.abs(model.constraints(q)).max() for q in got[:, :model.n]) < 1e-10
+    ref = _reference(model, res["time"])
+    assert np.abs(got - ref).max() < 1e-6
+
+
+def test_me_only_fmu_and_bad_requests(tmp_path, bundled):
+    path = export_fmu(bundled("double_pendulum"), tmp_path / "me.fmu", kind="me")
+    md = fmpy.read_model_description(str(path), validate=True)
+    assert md.coSimulation is None and md.modelExchange is not None
+    with pytest.raises(ExportError, match="kind must be one of"):
+        export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.fmu", kind="fast")
+    with pytest.raises(ExportError, match="ends in .fmu"):
+        export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.zip")
