@@ -11,8 +11,8 @@ __version__ = "0.2.0"    # the version of pyproject.toml (tests/test_repo_hygien
 from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelError
 
 __all__ = ["load", "simulate", "generate", "equilibrium", "statics", "linearize", "prony", "identify",
-           "sweep", "sobol", "local_derivatives", "DynamicaError", "ModelError", "BuildError", "IntegrationError",
-           "__version__"]
+           "sweep", "sobol", "local_derivatives", "export_c", "export_fmu", "DynamicaError", "ModelError",
+           "BuildError", "IntegrationError", "__version__"]
 
 #: analysis functions (docs/linear.md, docs/sweep.md) -> the runtime module that defines them
 _ANALYSIS = {"equilibrium": "statics", "statics": "statics", "linearize": "linear", "prony": "identify",
@@ -27,6 +27,9 @@ def __getattr__(name):
     if name in _ANALYSIS:
         import importlib
         return getattr(importlib.import_module(f"dynamica.runtime.{_ANALYSIS[name]}"), name)
+    if name in ("export_c", "export_fmu"):
+        from dynamica.runtime import export
+        return getattr(export, name)
     if name == "generate":
         from dynamica.generator.pipeline import generate
         return generate

@@ -203,3 +203,11 @@ def test_unexportable_forms_say_why(tmp_path):
         export_c(MODELS / "double_pendulum.yaml", tmp_path / "h", form="hamilton-composite")
     with pytest.raises(ExportError, match="model file name or a model"):
         export_c(42, tmp_path / "x")
+
+
+def test_command_line(tmp_path, capsys):
+    from dynamica.runtime.cli import main
+    assert main(["export", str(MODELS / "double_pendulum.yaml"), "--c", str(tmp_path / "lib"), "-q"]) == 0
+    assert (tmp_path / "lib" / "double_pendulum.h").is_file()
+    assert main(["export", str(MODELS / "double_pendulum.yaml"), "-q"]) == 2
+    assert "say what to export" in capsys.readouterr().err
