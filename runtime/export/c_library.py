@@ -255,6 +255,7 @@ def library_context(lib: Library, symbols: dict, functions: list, ws: set) -> di
         "p_names": [_c_str(s) for s in lib.p_names], "p_default": [_c_double(x) for x in lib.p_default],
         "y0": [_c_double(x) for x in lib.y0], "output_names": [_c_str(s) for s in lib.output_names],
         "units": units, "sym": symbols, "functions": functions, "cflags": CFLAGS, "dopri": DOPRI,
+        "nc": len(dict(mod.info).get("constraints", ())) if lib.loops else 0,
         "has_states_fn": "states" in symbols, "publics": _publics(lib, symbols, ws),
     }
 

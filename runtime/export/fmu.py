@@ -40,6 +40,8 @@ FMI_HEADERS = ("fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h")
 CS_RTOL, CS_ATOL = 1e-10, 1e-12
 #: the loops' projection tolerance in the FMU (position and velocity Newton steps)
 PROJECT_TOL = 1e-12
+#: Model Exchange: a step event (the state projected) when a loop's position residual exceeds this
+DRIFT_TOL = 1e-9
 COMPILE_ARGS = ("-std=c99", "-O2", "-fno-math-errno", "-fPIC", "-shared", "-fvisibility=hidden")
 
 
@@ -204,7 +206,8 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) 
     xml = model_description(lib, me, cs, guid, vars_)
     from dynamica.generator.render.common import env
     ctx = library_context(lib, {}, [], set())
-    ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL), dopri=DOPRI)
+    ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL), dopri=DOPRI,
+               drift_tol=_fmt(DRIFT_TOL))
     sources = dict(lib.files)
     for drop in ("main.c", "Makefile", "CMakeLists.txt"):
         sources.pop(drop)
