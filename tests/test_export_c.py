@@ -58,6 +58,9 @@ CASES = [
     ("fourbar", "composite", {}, {}),                                        # closed loop: the C constraint layer
     ("dc_motor_joint", "composite", {"R": 1.5}, {"u": 3.0}),                 # an extra state, an input
     ("double_pendulum", "iterative-m", {}, {}),                              # workspace of the iterative form
+    ("thrust_launch", "composite", {}, {}),                                  # a tabulated function (pchip)
+    ("hydraulic_drive", "composite", {}, {"u": 0.3}),                        # two extra states, an input
+    ("spherical_chain", "articulated@numeric", {}, {}),                      # numeric mode: numeric_core.h
 ]
 
 
@@ -88,7 +91,12 @@ def _samples(model, params, inputs, rng, count=5):
 
 @pytest.mark.parametrize("name,form,params,inputs", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_library_matches_module(tmp_path, bundled, name, form, params, inputs):
-    model = bundled(name, form)
+    if "@" in form:
+        import dynamica
+        form, mode = form.split("@")
+        model = dynamica.load(MODELS / f"{name}.yaml", form=form, mode=mode)
+    else:
+        model = bundled(name, form)
     folder = export_c(model, tmp_path / "lib")
     cname = model.name
     up = cname.upper()
@@ -201,6 +209,8 @@ def test_makefile_builds(tmp_path, bundled):
 def test_unexportable_forms_say_why(tmp_path):
     with pytest.raises(ExportError, match="Lagrangian state"):
         export_c(MODELS / "double_pendulum.yaml", tmp_path / "h", form="hamilton-composite")
+    with pytest.raises(ExportError, match="has stages"):
+        export_c(MODELS / "launcher" / "launcher.yaml", tmp_path / "l")
     with pytest.raises(ExportError, match="model file name or a model"):
         export_c(42, tmp_path / "x")
 

@@ -55,7 +55,7 @@ def _states(model, result):
     return np.column_stack([result[n] for n in names])
 
 
-@pytest.mark.parametrize("name", ["double_pendulum", "fourbar", "dc_motor_joint"])
+@pytest.mark.parametrize("name", ["double_pendulum", "fourbar", "dc_motor_joint", "hydraulic_drive", "thrust_launch"])
 def test_fmpy_validates(fmus, name):
     path = fmus(name)
     assert validate_fmu(str(path)) == []
@@ -132,6 +132,28 @@ def test_loop_stays_on_its_constraints(fmus, bundled, fmi_type, tol):
     assert drift < (1e-10 if fmi_type == "CoSimulation" else 1e-8)
     ref = _reference(model, res["time"])
     assert np.abs(got - ref).max() < tol * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("name,form", [("thrust_launch", "composite"), ("double_pendulum", "iterative-m"),
+                                       ("hydraulic_drive", "composite")])
+@pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
+def test_tables_iterative_and_states_against_scipy(tmp_path, bundled, name, form, fmi_type, tol):
+    """A thrust curve (pchip table), the iterative form (its workspace in the FMU instance), the
+    hydraulic drive (two pressure states of 1e6 Pa, the valve held at 0.2 through FMPy):
+    |y_fmu - y_ref| <= tol (|y_ref| + 1) per component."""
+    model = bundled(name, form)
+    path = export_fmu(model, tmp_path / f"{name}.fmu")
+    names = list(model.coordinates) + [f"der({c})" for c in model.coordinates] + list(model.states)
+    inputs = {u: 0.2 for u in model.inputs}
+    signal = None
+    if inputs:
+        signal = np.array([(0.0, *inputs.values()), (1.0, *inputs.values())],
+                          dtype=[("time", float)] + [(u, float) for u in inputs])
+    res = fmpy.simulate_fmu(str(path), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
+                            relative_tolerance=ME_RTOL, output=names, input=signal)
+    ref = _reference(model, res["time"], inputs=inputs or None)
+    got = np.column_stack([res[n] for n in names])
+    assert np.all(np.abs(got - ref) <= tol * (np.abs(ref) + 1.0))
 
 
 def test_me_only_fmu_and_bad_requests(tmp_path, bundled):

@@ -84,6 +84,10 @@ def load_model(model, form=None):
         return model
     if not isinstance(model, (str, Path)):
         raise ExportError(f"expected a model file name or a model from dynamica.load, not {type(model).__name__}")
+    from dynamica.generator.model import load_model as read
+    spec = read(model)
+    if spec.stages:                      # before compiling anything
+        raise ExportError(_STAGES.format(where=f"model {spec.name!r}"))
     from dynamica.runtime.api import load
     return load(model, form=form)
 
@@ -126,11 +130,14 @@ def initial_state(model) -> np.ndarray:
     return np.concatenate([q0, qd0, model.initial_states()])
 
 
+_STAGES = ("{where} has stages (a cyclogram): each stage is a system of its own structure, which one C library "
+           "or FMU does not hold; export a model file of one stage's structure instead")
+
+
 def check_exportable(model, mod):
     where = f"model {model.name!r}"
     if model.spec.stages:
-        raise ExportError(f"{where} has stages (a cyclogram): each stage is a system of its own structure, which "
-                          "one C library or FMU does not hold; export the stage's model file instead")
+        raise ExportError(_STAGES.format(where=where))
     if mod.entries not in KINDS:
         raise ExportError(f"{where}: form {model.form!r} ({mod.entries} module) does not export; the exports take "
                           "a Lagrangian state [q, q'] (forms composite, direct, articulated, ltdl, iterative-m, ...)")
