@@ -164,3 +164,50 @@ def test_me_only_fmu_and_bad_requests(tmp_path, bundled):
         export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.fmu", kind="fast")
     with pytest.raises(ExportError, match="ends in .fmu"):
         export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.zip")
+
+
+@pytest.mark.parametrize("name", ["dc_motor_joint", "double_pendulum"])
+def test_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name):
+    """A second route into the FMU: FMPy's low-level FMI 2.0 bindings (no FMPy solver), states,
+    time, a parameter and the inputs set by value reference from modelDescription.xml, the
+    derivatives (fmi2GetDerivatives) and outputs (fmi2GetReal) at random states equal the Python
+    module's rhs and outputs to 1e-12 relative."""
+    from fmpy.fmi2 import FMU2Model
+    model = bundled(name)
+    path = fmus(name)
+    md = fmpy.read_model_description(str(path))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    unzipped = fmpy.extract(str(path), unzipdir=str(tmp_path / "unzipped"))
+    fmu = FMU2Model(guid=md.guid, unzipDirectory=unzipped, modelIdentifier=md.modelExchange.modelIdentifier,
+                    instanceName="check")
+    fmu.instantiate()
+    params = {model.spec.parameters[0].name: model.spec.parameters[0].value * 1.25}
+    fmu.setReal([vr[k] for k in params], list(params.values()))
+    fmu.setupExperiment(startTime=0.0)
+    fmu.enterInitializationMode()
+    fmu.exitInitializationMode()
+    fmu.newDiscreteStates()
+    fmu.enterContinuousTimeMode()
+    rng = np.random.default_rng(3)
+    ny = model.state_size
+    outputs = [v.name for v in md.modelVariables if v.causality == "output"]
+    for _ in range(5):
+        t = float(rng.uniform(0, 2))
+        y = rng.uniform(-1.5, 1.5, ny)
+        inputs = {u: float(rng.uniform(-5, 5)) for u in model.inputs}
+        if inputs:
+            fmu.setReal([vr[u] for u in inputs], list(inputs.values()))
+        fmu.setTime(t)
+        x = (fmpy.fmi2.fmi2Real * ny)(*y)
+        fmu.setContinuousStates(x, ny)
+        dx = (fmpy.fmi2.fmi2Real * ny)()
+        fmu.getDerivatives(dx, ny)
+        ref = model.rhs(t, y, params, inputs)
+        np.testing.assert_allclose(np.array(dx[:]), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        got = np.array(fmu.getReal([vr[o] for o in outputs]))
+        p = model.param_vector(params, inputs, y[2 * model.n:] if model.states else None)
+        flat = np.empty(len(outputs))
+        model.module.outputs(t, y[:model.n].copy(), y[model.n:2 * model.n].copy(), p, flat)
+        np.testing.assert_allclose(got, flat, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(flat).max()))
+    fmu.terminate()
+    fmu.freeInstance()
