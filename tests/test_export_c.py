@@ -227,3 +227,11 @@ def test_command_line(tmp_path, capsys):
     assert (tmp_path / "lib" / "double_pendulum.h").is_file()
     assert main(["export", str(MODELS / "double_pendulum.yaml"), "-q"]) == 2
     assert "say what to export" in capsys.readouterr().err
+
+
+def test_c_names():
+    from dynamica.runtime.export.c_library import c_identifier
+    assert c_identifier("double_pendulum") == "double_pendulum"
+    assert c_identifier("7dof arm-2") == "model_7dof_arm_2"
+    assert c_identifier("dyn") == "model_dyn" and c_identifier("dyn_x") == "model_dyn_x"
+    assert c_identifier("bras\u00e9") == "bras_"

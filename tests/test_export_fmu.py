@@ -170,7 +170,7 @@ def test_me_only_fmu_and_bad_requests(tmp_path, bundled):
         export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.zip")
 
 
-@pytest.mark.parametrize("name", ["dc_motor_joint", "double_pendulum"])
+@pytest.mark.parametrize("name", ["dc_motor_joint", "double_pendulum", "fourbar"])
 def test_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name):
     """A second route into the FMU: FMPy's low-level FMI 2.0 bindings (no FMPy solver), states,
     time, a parameter and the inputs set by value reference from modelDescription.xml, the

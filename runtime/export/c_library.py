@@ -57,8 +57,12 @@ class Library:
 
 
 def c_identifier(name: str) -> str:
-    ident = re.sub(r"\W", "_", name)
-    return ident if re.match(r"[A-Za-z_]", ident) else f"m_{ident}"
+    """The C prefix of a model's functions: its name with every other character than letters,
+    digits and _ replaced by _, a leading digit prefixed, the kernels' own prefix `dyn` avoided."""
+    ident = re.sub(r"\W", "_", name, flags=re.ASCII)
+    if not re.match(r"[A-Za-z_]", ident) or ident == "dyn" or ident.startswith("dyn_"):
+        ident = f"model_{ident}"
+    return ident
 
 
 def _c_double(x: float) -> str:
