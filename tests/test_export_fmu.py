@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
+import dynamica
 from dynamica.runtime.export import ExportError, export_fmu
 from dynamica.runtime.export.c_library import initial_state
 
@@ -79,7 +80,7 @@ def test_double_pendulum_against_scipy(fmus, bundled, fmi_type, tol):
     series = model.output_series(res["time"], ref[:, :n], ref[:, n:])
     np.testing.assert_allclose(res["potential_energy"], series["potential_energy"], rtol=0, atol=10 * tol)
     np.testing.assert_allclose(res["tip.position[2]"], series["tip.position"][:, 2], rtol=0, atol=10 * tol)
-    import dynamica          # and dynamica.simulate (the Adams method) on the same output grid
+    # and dynamica.simulate (the Adams method) on the same output grid
     sim = dynamica.simulate(model, t_end=5.0, output_step=0.01, rtol=1e-11, atol=1e-12)
     assert np.array_equal(sim.t, res["time"])
     assert np.abs(_states(model, res) - np.column_stack([sim.q, sim.qd])).max() < tol
