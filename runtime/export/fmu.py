@@ -133,10 +133,13 @@ def model_description(lib, me: bool, cs: bool, guid: str, variables_: list) -> s
         "numberOfEventIndicators": "0"})
     common = {"modelIdentifier": lib.name, "canNotUseMemoryManagementFunctions": "true",
               "canGetAndSetFMUstate": "false", "canSerializeFMUstate": "false"}
-    if me:
-        ET.SubElement(root, "ModelExchange", common)
-    if cs:
-        ET.SubElement(root, "CoSimulation", {**common, "canHandleVariableCommunicationStepSize": "true"})
+    kinds = ([("ModelExchange", common)] if me else []) + \
+        ([("CoSimulation", {**common, "canHandleVariableCommunicationStepSize": "true"})] if cs else [])
+    for tag, attrs in kinds:
+        el = ET.SubElement(root, tag, attrs)
+        files = ET.SubElement(el, "SourceFiles")       # sources/: an importer may compile them itself
+        for fname in ("fmu.c", f"{lib.name}.c"):
+            ET.SubElement(files, "File", {"name": fname})
     units = sorted({v.unit for v in variables_ if v.unit})
     if units:
         defs = ET.SubElement(root, "UnitDefinitions")
