@@ -7,6 +7,7 @@ same initial state, outputs against the module's outputs along the reference."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import zipfile
 
 import numpy as np
@@ -57,7 +58,7 @@ def _states(model, result):
 
 
 @pytest.mark.parametrize("name", ["double_pendulum", "fourbar", "dc_motor_joint", "hydraulic_drive", "thrust_launch"])
-def test_fmpy_validates(fmus, name):
+def test_fmpy_validates(tmp_path, fmus, name):
     path = fmus(name)
     assert validate_fmu(str(path)) == []
     md = fmpy.read_model_description(str(path), validate=True)
@@ -65,6 +66,12 @@ def test_fmpy_validates(fmus, name):
     assert len(md.derivatives) == 2 * len(md.derivatives) // 2
     with zipfile.ZipFile(path) as z:
         assert f"binaries/linux64/{name}.so" in z.namelist()
+        z.extractall(tmp_path)
+    for cc in [c for c in ("gcc", "clang") if shutil.which(c)]:     # fmu.c too is warning-free C99
+        proc = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-pedantic", "-fPIC", "-shared", "-I.", "fmu.c",
+                               f"{name}.c", "-lm", "-o", f"check_{cc}.so"], cwd=tmp_path / "sources",
+                              capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
 @pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
