@@ -239,3 +239,82 @@ def test_c_names():
     assert c_identifier("7dof arm-2") == "model_7dof_arm_2"
     assert c_identifier("dyn") == "model_dyn" and c_identifier("dyn_x") == "model_dyn_x"
     assert c_identifier("bras\u00e9") == "bras_"
+
+
+#: four threads integrate the same motion at once (each with its own integrator record and, for an
+#: iterative form, its own workspace) and one alone: the same numbers, bit for bit
+THREADS = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include "NAME.h"
+#include "dynamica_dopri.h"
+typedef struct {
+    double y[UP_NY];
+    int rc;
+#if UP_ITERATIVE
+    NAME_workspace *w;
+#endif
+} job;
+static int rhs(void *ctx, double t, const double *y, double *ydot)
+{
+    job *j = (job *)ctx;
+#if UP_ITERATIVE
+    return NAME_rhs_ws(j->w, t, y, NAME_p_default, ydot);
+#else
+    (void)j;
+    return NAME_rhs(t, y, NAME_p_default, ydot);
+#endif
+}
+#if UP_LOOPS
+static int project(void *ctx, double t, double *y) { (void)ctx; return NAME_project(t, y, NAME_p_default, 1e-12); }
+#define PROJECT project
+#else
+#define PROJECT NULL
+#endif
+static void *run(void *arg)
+{
+    job *j = (job *)arg;
+    double work[DYN_DP_WORK(UP_NY)], t = 0.0;
+    dyn_dp s;
+    memcpy(j->y, NAME_y0, sizeof j->y);
+#if UP_ITERATIVE
+    j->w = NAME_workspace_new();
+#endif
+    dyn_dp_init(&s, UP_NY, 1e-10, 1e-12, work);
+    j->rc = dyn_dp_integrate(&s, rhs, PROJECT, j, &t, j->y, 0.5);
+#if UP_ITERATIVE
+    NAME_workspace_free(j->w);
+#endif
+    return NULL;
+}
+int main(void)
+{
+    job jobs[5];
+    pthread_t th[4];
+    run(&jobs[4]);
+    for (int k = 0; k < 4; ++k) pthread_create(&th[k], NULL, run, &jobs[k]);
+    for (int k = 0; k < 4; ++k) pthread_join(th[k], NULL);
+    for (int k = 0; k < 5; ++k)
+        if (jobs[k].rc != 0 || memcmp(jobs[k].y, jobs[4].y, sizeof jobs[4].y) != 0) { printf("differ\n"); return 1; }
+    printf("same\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="pthreads and the thread sanitizer: linux")
+@pytest.mark.parametrize("name,form", [("fourbar", "composite"), ("double_pendulum", "iterative-m")])
+def test_threads_under_the_thread_sanitizer(tmp_path, bundled, name, form):
+    model = bundled(name, form)
+    folder = export_c(model, tmp_path / "lib")
+    (folder / "threads.c").write_text(THREADS.replace("NAME", name).replace("UP_", f"{name.upper()}_"))
+    cmd = ["gcc", "-std=c99", "-O1", "-g", "-fsanitize=thread", "-pthread", "-I.", "threads.c", f"{name}.c", "-lm",
+           "-o", "threads"]
+    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    if proc.returncode != 0 and "tsan" in proc.stderr.lower():
+        pytest.skip("the thread sanitizer's library is not installed")
+    assert proc.returncode == 0, proc.stderr
+    run = subprocess.run(["./threads"], cwd=folder, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "same", run.stdout + run.stderr
+    assert "WARNING: ThreadSanitizer" not in run.stderr
