@@ -318,3 +318,17 @@ def test_threads_under_the_thread_sanitizer(tmp_path, bundled, name, form):
     run = subprocess.run(["./threads"], cwd=folder, capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip() == "same", run.stdout + run.stderr
     assert "WARNING: ThreadSanitizer" not in run.stderr
+
+
+def test_model_without_parameters(tmp_path):
+    """NP = 0: the arrays keep one unused slot (ISO C has no zero-size arrays), no warning."""
+    from conftest import write_model
+    path = write_model(tmp_path, {
+        "name": "bare", "gravity": [0, 0, -9.81], "initial": {"phi": 0.3},
+        "bodies": [{"name": "rod", "parent": "ground", "joint": [{"rotate": "x", "q": "phi"}], "mass": 1.0,
+                    "com": [0, 0, -0.25], "inertia": [0.02, 0.02, 0.001]}]})
+    folder = export_c(path, tmp_path / "lib")
+    for cc in COMPILERS:
+        assert _compile(cc, folder, ["main.c", "bare.c"], f"example_{cc}") == ""
+    out = subprocess.run(["./example_gcc", "0.5", "0.5"], cwd=folder, capture_output=True, text=True)
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 3
