@@ -62,11 +62,14 @@ CASES = [
     ("thrust_launch", "composite", {}, {}),                                  # a tabulated function (pchip)
     ("hydraulic_drive", "composite", {}, {"u": 0.3}),                        # two extra states, an input
     ("spherical_chain", "articulated@numeric", {}, {}),                      # numeric mode: numeric_core.h
+    ("double_pendulum", "composite#fortran", {"l2": 0.9}, {}),               # the Fortran backend's kernels
+    ("fourbar", "composite#fortran", {}, {}),
+    ("dc_motor_joint", "composite#fortran", {"R": 1.5}, {"u": 3.0}),
 ]
 
 
-def _compile(cc, folder, sources, out, extra=()):
-    cmd = [cc, *FLAGS, *extra, "-I.", *sources, "-lm", "-o", out]
+def _compile(cc, folder, sources, out, extra=(), libs=()):
+    cmd = [cc, *FLAGS, *extra, "-I.", *sources, *libs, "-lm", "-o", out]
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stderr
@@ -92,7 +95,14 @@ def _samples(model, params, inputs, rng, count=5):
 
 @pytest.mark.parametrize("name,form,params,inputs", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_library_matches_module(tmp_path, bundled, name, form, params, inputs):
-    if "@" in form:
+    objects, libs = [], []
+    if "#" in form:                          # the Fortran backend's kernels (gfortran), the rest C
+        if shutil.which("gfortran") is None:
+            pytest.skip("gfortran not installed")
+        form, backend = form.split("#")
+        model = dynamica.load(MODELS / f"{name}.yaml", form=form, backend=backend)
+        objects, libs = [f"{name}_f.o"], ["-lgfortran"]
+    elif "@" in form:
         form, mode = form.split("@")
         model = dynamica.load(MODELS / f"{name}.yaml", form=form, mode=mode)
     else:
@@ -100,9 +110,11 @@ def test_library_matches_module(tmp_path, bundled, name, form, params, inputs):
     folder = export_c(model, tmp_path / "lib")
     cname = model.name
     up = cname.upper()
+    if objects:
+        subprocess.run(["gfortran", "-O2", "-c", f"{name}_f.f90", "-o", objects[0]], cwd=folder, check=True)
     (folder / "driver.c").write_text(DRIVER.replace("NAME", cname).replace("UP_", f"{up}_"))
     for cc in COMPILERS:
-        warnings = _compile(cc, folder, ["driver.c", f"{cname}.c"], f"driver_{cc}")
+        warnings = _compile(cc, folder, ["driver.c", f"{cname}.c", *objects], f"driver_{cc}", libs=libs)
         assert warnings == "", f"{cc}: {warnings}"
     rng = np.random.default_rng(7)
     rows = _samples(model, params, inputs, rng)
@@ -332,3 +344,29 @@ def test_model_without_parameters(tmp_path):
         assert _compile(cc, folder, ["main.c", "bare.c"], f"example_{cc}") == ""
     out = subprocess.run(["./example_gcc", "0.5", "0.5"], cwd=folder, capture_output=True, text=True)
     assert out.returncode == 0 and len(out.stdout.splitlines()) == 3
+
+
+def test_fortran_library_makefile(tmp_path):
+    """The Fortran flavour's Makefile (gfortran for the kernels) builds the example, whose rows
+    equal the C flavour's to 1e-12."""
+    if shutil.which("gfortran") is None or shutil.which("make") is None:
+        pytest.skip("gfortran or make not installed")
+    rows = {}
+    for backend in ("c", "fortran"):
+        folder = export_c(MODELS / "double_pendulum.yaml", tmp_path / backend, backend=backend)
+        subprocess.run(["make"], cwd=folder, check=True, capture_output=True)
+        out = subprocess.run(["./double_pendulum_main", "1", "0.25"], cwd=folder, capture_output=True, text=True,
+                             check=True).stdout
+        rows[backend] = np.array([line.split() for line in out.splitlines()[1:]], dtype=float)
+    np.testing.assert_allclose(rows["fortran"], rows["c"], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_cmake_builds(tmp_path, bundled):
+    folder = export_c(bundled("double_pendulum"), tmp_path / "lib")
+    for cmd in (["cmake", "-S", str(folder), "-B", str(tmp_path / "build")], ["cmake", "--build", str(tmp_path / "build")]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = subprocess.run([str(tmp_path / "build" / "double_pendulum_main"), "0.1", "0.05"], capture_output=True,
+                         text=True)
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 4

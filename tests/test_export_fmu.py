@@ -176,6 +176,10 @@ def test_me_only_fmu_and_bad_requests(tmp_path, bundled):
         export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.fmu", kind="fast")
     with pytest.raises(ExportError, match="ends in .fmu"):
         export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.zip")
+    if shutil.which("gfortran"):
+        fortran = dynamica.load(MODELS / "double_pendulum.yaml", backend="fortran")
+        with pytest.raises(ExportError, match="C backend's kernels"):
+            export_fmu(fortran, tmp_path / "f.fmu")
 
 
 @pytest.mark.parametrize("name", ["dc_motor_joint", "double_pendulum", "fourbar"])

@@ -11,10 +11,10 @@ class ExportError(DynamicaError, ValueError):
     """A model (or a request) that does not export, with the reason."""
 
 
-def export_c(model, directory, form=None):
+def export_c(model, directory, form=None, backend="c"):
     """The standalone C library of a model (a file name or a loaded model) in `directory`."""
     from dynamica.runtime.export.c_library import export_c as run
-    return run(model, directory, form=form)
+    return run(model, directory, form=form, backend=backend)
 
 
 def export_fmu(model, path, kind="both", form=None, **options):

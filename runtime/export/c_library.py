@@ -78,8 +78,8 @@ def _c_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def load_model(model, form=None):
-    """A CompiledModel from a file name (loaded with `form`) or as given."""
+def load_model(model, form=None, backend="c"):
+    """A CompiledModel from a file name (loaded with `form` and `backend`) or as given."""
     from dynamica.runtime.model import CompiledModel
     if isinstance(model, CompiledModel):
         if form is not None and form != model.form:
@@ -93,7 +93,7 @@ def load_model(model, form=None):
     if spec.stages:                      # before compiling anything
         raise ExportError(_STAGES.format(where=f"model {spec.name!r}"))
     from dynamica.runtime.api import load
-    return load(model, form=form)
+    return load(model, form=form, backend=backend)
 
 
 def parameter_names(model) -> tuple:
@@ -174,38 +174,57 @@ def _iterative_context(ctx: dict) -> dict:
     return dict(ctx, entries=out, preamble=preamble), ws
 
 
-def _symbols(mod) -> tuple:
-    """({entry name: C function}, C lines of the layers) as the module file binds them."""
+def _symbols(mod, symbol) -> tuple:
+    """({entry name: C function}, C lines of the layers) as the module file binds them;
+    `symbol(entry)` is the backend's C name of an entry point."""
     from dynamica.generator.render import module as module_file
     ents = module_file.entries(mod)
     functions = []
     for layer in module_file.LAYERS:
-        extra = layer(mod, lambda name: f"dyn_{name}")
+        extra = layer(mod, symbol)
         if extra is None:
             continue
         functions += extra.functions
         replaced = {e.name for e in extra.entries}
         ents = [e for e in ents if e.name not in replaced] + list(extra.entries)
-    return {e.name: e.symbol or f"dyn_{e.entry or e.name}" for e in ents}, functions
+    return {e.name: e.symbol or symbol(e.entry or e.name) for e in ents}, functions
 
 
-def build_library(model, form=None) -> Library:
-    """The library's files for a model (file name or CompiledModel)."""
+def _fortran_kernels(mod, name) -> tuple:
+    """The Fortran backend's kernels (docs/fortran.md): ({file name: text}, C declarations, symbol)."""
+    from dynamica.generator.render import BACKENDS
+    from dynamica.generator.render.common import env
+    b = BACKENDS["fortran"]
+    files = {}
+    for template, pattern, context, _language in b.templates:
+        files[pattern.format(module=name)] = env().get_template(template).render(**context(mod))
+    return files, list(b.declarations(mod)), lambda entry: b.entry_symbol(mod, entry)
+
+
+def build_library(model, form=None, backend="c") -> Library:
+    """The library's files for a model (file name or CompiledModel); backend "fortran": the
+    kernels in Fortran (`<name>_f.f90`, gfortran), the rest in C."""
     from dynamica.generator.pipeline import generate
     from dynamica.generator.render import c as c_backend
     from dynamica.generator.render.common import env, helper_files
-    model = load_model(model, form)
-    gen = generate(model.spec, form=model.form, backend="c", mode=model.mode)
+    model = load_model(model, form, backend)
+    fortran = model.backend == "fortran"
+    gen = generate(model.spec, form=model.form, backend=model.backend, mode=model.mode)
     mod = gen.module_ir
     check_exportable(model, mod)
     name = c_identifier(model.name)
     iterative = mod.entries == "iterative"
-    ctx, ws = c_backend.header_context(mod), set()
-    if iterative:
-        ctx, ws = _iterative_context(ctx)
-    ctx["guard"] = f"DYNAMICA_EXPORT_{name.upper()}_KERNELS_H"
-    kernels = env().get_template("kernels.h.j2").render(**ctx)
-    symbols, functions = _symbols(mod)
+    ws = set()
+    if fortran:
+        kernel_files, declarations, symbol = _fortran_kernels(mod, name)
+    else:
+        ctx = c_backend.header_context(mod)
+        if iterative:
+            ctx, ws = _iterative_context(ctx)
+        ctx["guard"] = f"DYNAMICA_EXPORT_{name.upper()}_KERNELS_H"
+        kernel_files = {f"{name}_kernels.h": env().get_template("kernels.h.j2").render(**ctx)}
+        declarations, symbol = [f'#include "{name}_kernels.h"'], (lambda entry: f"dyn_{entry}")
+    symbols, functions = _symbols(mod, symbol)
     lib = Library(name=name, model=model, mod=mod, files={}, p_names=parameter_names(model),
                   p_default=model.param_vector(), y0=initial_state(model), output_names=output_names(model),
                   iterative=iterative, loops=bool(mod.constrained))
@@ -217,9 +236,9 @@ def build_library(model, form=None) -> Library:
     if mod.entries == "numeric":
         helpers.append("numeric_core.h")
     context = library_context(lib, symbols, functions, ws)
+    context.update(declarations=declarations, fortran=sorted(f for f in kernel_files if f.endswith(".f90")))
     files = {f"{name}.h": env().get_template("export/library.h.j2").render(**context),
-             f"{name}.c": env().get_template("export/library.c.j2").render(**context),
-             f"{name}_kernels.h": kernels}
+             f"{name}.c": env().get_template("export/library.c.j2").render(**context), **kernel_files}
     files.update(dict(helper_files(helpers)))
     files[DOPRI] = resources.files("dynamica.runtime.export").joinpath(DOPRI).read_text()
     files["main.c"] = env().get_template("export/main.c.j2").render(**context)
@@ -271,9 +290,10 @@ def library_context(lib: Library, symbols: dict, functions: list, ws: set) -> di
     }
 
 
-def export_c(model, directory, form=None) -> Path:
-    """Write the standalone C library of a model into `directory` (created if missing); returns it."""
-    lib = build_library(model, form)
+def export_c(model, directory, form=None, backend="c") -> Path:
+    """Write the standalone C library of a model into `directory` (created if missing); returns it.
+    backend="fortran" (or a model loaded with it): the kernels from the Fortran backend."""
+    lib = build_library(model, form, backend)
     out = Path(directory)
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} exists and is not a directory")

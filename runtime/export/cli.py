@@ -10,8 +10,8 @@ def cmd_export(args):
     from dynamica.runtime.export import ExportError
     if not args.c and not args.fmu:
         raise ExportError("say what to export: --c DIR (the C library) and/or --fmu OUT.fmu (an FMI 2.0 FMU)")
-    if args.backend != "c":
-        raise ExportError(f"the exports are made of the C backend's kernels; --backend {args.backend} does not export")
+    if args.fmu and args.backend != "c":
+        raise ExportError(f"the FMU is made of the C backend's kernels; --backend {args.backend} exports only --c")
     model = _load(args)
     if args.c:
         from dynamica.runtime.export.c_library import export_c

@@ -202,6 +202,9 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) 
     if path.suffix != ".fmu":
         raise ExportError(f"an FMU's file name ends in .fmu: {path}")
     me, cs = KINDS[kind]
+    if getattr(model, "backend", "c") != "c":
+        raise ExportError(f"the FMU is built from the C backend's kernels; the model was loaded with backend "
+                          f"{model.backend!r}: load it with backend='c' (or pass the file name)")
     lib = build_library(model, form)
     vars_ = variables(lib)
     digest = hashlib.sha256((lib.mod.signature + kind + model_description(lib, me, cs, "", vars_)).encode())
