@@ -364,7 +364,8 @@ def test_fortran_library_makefile(tmp_path):
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
 def test_cmake_builds(tmp_path, bundled):
     folder = export_c(bundled("double_pendulum"), tmp_path / "lib")
-    for cmd in (["cmake", "-S", str(folder), "-B", str(tmp_path / "build")], ["cmake", "--build", str(tmp_path / "build")]):
+    build = str(tmp_path / "build")
+    for cmd in (["cmake", "-S", str(folder), "-B", build], ["cmake", "--build", build]):
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     out = subprocess.run([str(tmp_path / "build" / "double_pendulum_main"), "0.1", "0.05"], capture_output=True,
