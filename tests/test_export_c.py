@@ -93,7 +93,13 @@ def _samples(model, params, inputs, rng, count=5):
     return rows
 
 
-@pytest.mark.parametrize("name,form,params,inputs", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+#: the developer's fast subset runs these; the others are marked slow (CI runs every one)
+FAST = {("double_pendulum", "composite"), ("fourbar", "composite"), ("dc_motor_joint", "composite"),
+        ("double_pendulum", "iterative-m"), ("double_pendulum", "composite#fortran")}
+
+
+@pytest.mark.parametrize("name,form,params,inputs", [
+    pytest.param(*c, id=f"{c[0]}-{c[1]}", marks=() if c[:2] in FAST else pytest.mark.slow) for c in CASES])
 def test_library_matches_module(tmp_path, bundled, name, form, params, inputs):
     objects, libs = [], []
     if "#" in form:                          # the Fortran backend's kernels (gfortran), the rest C

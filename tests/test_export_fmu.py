@@ -57,7 +57,8 @@ def _states(model, result):
     return np.column_stack([result[n] for n in names])
 
 
-@pytest.mark.parametrize("name", ["double_pendulum", "fourbar", "dc_motor_joint", "hydraulic_drive", "thrust_launch"])
+@pytest.mark.parametrize("name", ["double_pendulum", "fourbar", "dc_motor_joint",
+                                  pytest.param("hydraulic_drive", marks=pytest.mark.slow), "thrust_launch"])
 def test_fmpy_validates(tmp_path, fmus, name):
     path = fmus(name)
     assert validate_fmu(str(path)) == []
@@ -93,6 +94,7 @@ def test_double_pendulum_against_scipy(fmus, bundled, fmi_type, tol):
     assert np.abs(_states(model, res) - np.column_stack([sim.q, sim.qd])).max() < tol
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["chain7", "puma560"])
 @pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
 def test_chains_against_scipy(fmus, bundled, name, fmi_type, tol):
@@ -147,7 +149,7 @@ def test_loop_stays_on_its_constraints(fmus, bundled, fmi_type, tol):
 
 
 @pytest.mark.parametrize("name,form", [("thrust_launch", "composite"), ("double_pendulum", "iterative-m"),
-                                       ("hydraulic_drive", "composite")])
+                                       pytest.param("hydraulic_drive", "composite", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
 def test_tables_iterative_and_states_against_scipy(tmp_path, bundled, name, form, fmi_type, tol):
     """A thrust curve (pchip table), the iterative form (its workspace in the FMU instance), the
@@ -229,6 +231,7 @@ def test_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name
     fmu.freeInstance()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
 def test_fmpy_builds_the_binary_from_the_sources(tmp_path, fmus, bundled):
     """The sources in the FMU are complete: FMPy compiles them with its own CMake project
