@@ -65,6 +65,7 @@ CASES = [
     ("double_pendulum", "composite#fortran", {"l2": 0.9}, {}),               # the Fortran backend's kernels
     ("fourbar", "composite#fortran", {}, {}),
     ("dc_motor_joint", "composite#fortran", {"R": 1.5}, {"u": 3.0}),
+    *(("chain7", form, {}, {}) for form in ("direct", "ltdl", "lagrange1", "iterative-g")),   # the other forms
 ]
 
 
