@@ -10,8 +10,8 @@ from dynamica.errors import BuildError, DynamicaError, IntegrationError, ModelEr
 from dynamica.version import __version__
 
 __all__ = ["load", "simulate", "generate", "equilibrium", "statics", "linearize", "prony", "identify",
-           "sweep", "sobol", "local_derivatives", "DynamicaError", "ModelError", "BuildError", "IntegrationError",
-           "__version__"]
+           "sweep", "sobol", "local_derivatives", "export_c", "export_fmu", "DynamicaError", "ModelError",
+           "BuildError", "IntegrationError", "__version__"]
 
 #: analysis functions (docs/linear.md, docs/sweep.md) -> the runtime module that defines them
 _ANALYSIS = {"equilibrium": "analysis.statics", "statics": "analysis.statics", "linearize": "analysis.linear",
@@ -36,6 +36,9 @@ def __getattr__(name):
 
         import dynamica.runtime.stages.cyclogram  # noqa: F401
         return getattr(importlib.import_module(f"dynamica.runtime.{_ANALYSIS[name]}"), name)
+    if name in ("export_c", "export_fmu"):
+        from dynamica.runtime import export
+        return getattr(export, name)
     if name == "generate":
         from dynamica.generator.pipeline import generate
         return generate

@@ -154,7 +154,7 @@ _FINGERPRINT = None
 #: generated-code support copied into every build (templates/native) and this file; nothing of the runtime (the
 #: report's page, the CLI, an analysis rebuild no module). tests/test_build.py checks that every template and
 #: helper a backend uses is here.
-_FINGERPRINTED = ("generator/**/*.py", "templates/**/*.j2", "templates/native/*.h", "templates/native/*.py", "build.py")
+_FINGERPRINTED = ("generator/**/*.py", "templates/*.j2", "templates/native/*.h", "templates/native/*.py", "build.py")
 
 
 def fingerprint_files(root: Path) -> list:

@@ -394,6 +394,8 @@ def main(argv=None) -> int:
     cli_models.add_parsers(sub, common)
     from dynamica.runtime.cli import sweep as sweep_cli
     sweep_cli.add_parser(sub, common)
+    from dynamica.runtime.cli import export as export_cli
+    export_cli.add_parser(sub, common)
     _cache_parser(sub)
     from dynamica.runtime.cli.linear import add_commands
     add_commands(sub, common, f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}.")

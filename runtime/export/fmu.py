@@ -1,0 +1,242 @@
+"""A model's equations as an FMI 2.0 FMU for linux64 (docs/export.md): Model Exchange (the importer
+integrates), Co-Simulation (the FMU integrates with the embedded Dormand-Prince 5(4) method of
+dynamica_dopri.h, error-controlled steps, the inputs held over a communication step, the
+loops projected after every step) or both in one FMU.
+
+The FMU is the standalone C library (c_library.py) plus `fmu.c` (templates/export/fmu.c.j2),
+compiled into binaries/linux64/<name>.so with the C compiler Python was built with (as build.py
+builds the modules; $CC overrides it); its sources are in sources/. The variables
+(modelDescription.xml): the continuous states q, der(q) and the extra states with their
+derivatives der(der(q)), der(s); the model's parameters as tunable parameters (units and
+descriptions of the model file); its inputs as real inputs; its outputs (points, reactions,
+energy, expressions) as real outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import uuid
+import xml.etree.ElementTree as ET
+import zipfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from dynamica.errors import BuildError
+from dynamica.runtime.export import ExportError
+from dynamica.runtime.export.c_library import DOPRI, build_library, library_context
+from dynamica.version import __version__
+
+KINDS = {"me": (True, False), "cs": (False, True), "both": (True, True)}
+FMI_HEADERS = ("fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h")
+#: the Co-Simulation integrator's default tolerances (a tolerance from fmi2SetupExperiment sets rtol)
+CS_RTOL, CS_ATOL = 1e-10, 1e-12
+#: the loops' projection tolerance in the FMU (position and velocity Newton steps)
+PROJECT_TOL = 1e-12
+#: Model Exchange: a step event (the state projected) when a loop's position residual exceeds this
+DRIFT_TOL = 1e-9
+COMPILE_ARGS = ("-std=c99", "-O2", "-fno-math-errno", "-fPIC", "-shared", "-fvisibility=hidden")
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    vr: int
+    causality: str
+    variability: str
+    start: float | None = None
+    initial: str | None = None
+    unit: str = ""
+    description: str = ""
+    derivative: str | None = None     # the name of the state it is the derivative of
+
+
+def compiler() -> list:
+    """The C compiler: $CC, else the one Python was built with, else cc or gcc on PATH."""
+    cc = os.environ.get("CC") or (sysconfig.get_config_var("CC") or "")
+    cmd = shlex.split(cc)
+    if cmd and shutil.which(cmd[0]):
+        return cmd
+    for name in ("cc", "gcc", "clang"):
+        if shutil.which(name):
+            return [name]
+    raise BuildError("exporting an FMU needs a C compiler (gcc or clang), none found on PATH", "")
+
+
+def variables(lib) -> list:
+    """The FMU's variables in order, value references as fmu.c.j2 lays them out."""
+    from dynamica.runtime.results.units import variable_units
+    model = lib.model
+    n, ns = model.n, len(model.states)
+    units = variable_units(model)
+    spec_units = {p.name: (p.unit or "", p.description or "") for p in model.spec.parameters}
+    state_units = {s.name: (getattr(s, "unit", None) or "", getattr(s, "description", None) or "")
+                   for s in model.spec.states}
+    out = []
+    for j, c in enumerate(model.coordinates):
+        out.append(Variable(c, j, "local", "continuous", lib.y0[j], "exact", units.get(c, ""),
+                            f"coordinate {c}"))
+    for j, c in enumerate(model.coordinates):
+        out.append(Variable(f"der({c})", n + j, "local", "continuous", lib.y0[n + j], "exact",
+                            units.get(f"der({c})", ""), f"rate of {c}", derivative=c))
+    for j, s in enumerate(model.states):
+        out.append(Variable(s, 2 * n + j, "local", "continuous", lib.y0[2 * n + j], "exact", state_units[s][0],
+                            state_units[s][1] or f"extra state {s}"))
+    vr_der, vr_p = lib.ny, lib.ny + n + ns
+    for j, c in enumerate(model.coordinates):
+        out.append(Variable(f"der(der({c}))", vr_der + j, "local", "continuous", unit=units.get(f"qdd[{j}]", ""),
+                            description=f"acceleration of {c}", derivative=f"der({c})"))
+    for j, s in enumerate(model.states):
+        unit = state_units[s][0]
+        out.append(Variable(f"der({s})", vr_der + n + j, "local", "continuous", unit=f"{unit}/s" if unit else "",
+                            description=f"rate of {s}", derivative=s))
+    declared = {p.name for p in model.spec.parameters}
+    for k, name in enumerate(lib.p_names):
+        base = name.split("[")[0]
+        if base in declared:
+            unit, desc = spec_units[base]
+            out.append(Variable(name, vr_p + k, "parameter", "tunable", lib.p_default[k], "exact", unit,
+                                desc or f"parameter {name}"))
+    for j, u in enumerate(model.inputs):
+        out.append(Variable(u, vr_p + model.slots["inputs"] + j, "input", "continuous", 0.0,
+                            description=f"input {u} (held between communication points in Co-Simulation)"))
+    vr_out = vr_p + len(lib.p_names)
+    for j, name in enumerate(lib.output_names):
+        key = name.split("[")[0]
+        unit = units.get(name.replace(",", "]["), units.get(key, "")) if "," not in name else units.get(key, "")
+        out.append(Variable(f"{name}", vr_out + j, "output", "continuous", unit=unit or "",
+                            description=f"output {name}"))
+    names = [v.name for v in out]
+    dup = sorted({x for x in names if names.count(x) > 1})
+    if dup:
+        raise ExportError(f"model {model.name!r}: the FMU's variables would share the name(s) {', '.join(dup)}")
+    return out
+
+
+def _fmt(x: float) -> str:
+    return repr(float(x))
+
+
+def model_description(lib, me: bool, cs: bool, guid: str, variables_: list) -> str:
+    model = lib.model
+    root = ET.Element("fmiModelDescription", {
+        "fmiVersion": "2.0", "modelName": model.name, "guid": guid,
+        "description": (model.spec.description or f"model {model.name}").strip(),
+        "generationTool": f"dynamica {__version__}", "variableNamingConvention": "flat",
+        "numberOfEventIndicators": "0"})
+    common = {"modelIdentifier": lib.name, "canNotUseMemoryManagementFunctions": "true",
+              "canGetAndSetFMUstate": "false", "canSerializeFMUstate": "false"}
+    kinds = ([("ModelExchange", common)] if me else []) + \
+        ([("CoSimulation", {**common, "canHandleVariableCommunicationStepSize": "true"})] if cs else [])
+    for tag, attrs in kinds:
+        el = ET.SubElement(root, tag, attrs)
+        files = ET.SubElement(el, "SourceFiles")       # sources/: an importer may compile them itself
+        for fname in ("fmu.c", f"{lib.name}.c"):
+            ET.SubElement(files, "File", {"name": fname})
+    units = sorted({v.unit for v in variables_ if v.unit})
+    if units:
+        defs = ET.SubElement(root, "UnitDefinitions")
+        for u in units:
+            ET.SubElement(defs, "Unit", {"name": u})
+    sim = model.spec.simulate
+    exp = {"startTime": "0.0", "stopTime": _fmt(sim.t_end), "tolerance": _fmt(sim.rtol)}
+    if sim.output_step:
+        exp["stepSize"] = _fmt(sim.output_step)
+    ET.SubElement(root, "DefaultExperiment", exp)
+    mv = ET.SubElement(root, "ModelVariables")
+    index = {v.name: k + 1 for k, v in enumerate(variables_)}
+    for v in variables_:
+        attrs = {"name": v.name, "valueReference": str(v.vr), "description": v.description,
+                 "causality": v.causality, "variability": v.variability}
+        if v.initial:
+            attrs["initial"] = v.initial
+        sv = ET.SubElement(mv, "ScalarVariable", attrs)
+        real = {}
+        if v.start is not None:
+            real["start"] = _fmt(v.start)
+        if v.unit:
+            real["unit"] = v.unit
+        if v.derivative:
+            real["derivative"] = str(index[v.derivative])
+        ET.SubElement(sv, "Real", real)
+    ms = ET.SubElement(root, "ModelStructure")
+    outputs = [index[v.name] for v in variables_ if v.causality == "output"]
+    derivs = [index[v.name] for v in variables_ if v.derivative]
+    # states in the order of y: der(q) (derivative of q), der(der(q)) (of der(q)), der(s) (of s)
+    state_order = {name: k for k, name in enumerate(list(model.coordinates)
+                                                    + [f"der({c})" for c in model.coordinates] + list(model.states))}
+    derivs.sort(key=lambda k: state_order[variables_[k - 1].derivative])
+    if outputs:
+        el = ET.SubElement(ms, "Outputs")
+        for k in outputs:
+            ET.SubElement(el, "Unknown", {"index": str(k)})
+    el = ET.SubElement(ms, "Derivatives")
+    for k in derivs:
+        ET.SubElement(el, "Unknown", {"index": str(k)})
+    initial = sorted(set(outputs) | {k for k in derivs if variables_[k - 1].initial is None})
+    if initial:
+        el = ET.SubElement(ms, "InitialUnknowns")
+        for k in initial:
+            ET.SubElement(el, "Unknown", {"index": str(k)})
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) -> Path:
+    """Write the FMU of a model (file name or loaded model) to `path` (.fmu); kind "me", "cs" or
+    "both"; rtol, atol: the Co-Simulation integrator's defaults. Returns the path."""
+    if kind not in KINDS:
+        raise ExportError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise ExportError(f"the FMU's binary is built for linux64; this is {platform.system()} {platform.machine()}")
+    if not (rtol > 0 and atol > 0):
+        raise ExportError(f"rtol and atol must be positive, got {rtol!r}, {atol!r}")
+    path = Path(path)
+    if path.suffix != ".fmu":
+        raise ExportError(f"an FMU's file name ends in .fmu: {path}")
+    me, cs = KINDS[kind]
+    if getattr(model, "backend", "c") != "c":
+        raise ExportError(f"the FMU is built from the C backend's kernels; the model was loaded with backend "
+                          f"{model.backend!r}: load it with backend='c' (or pass the file name)")
+    lib = build_library(model, form)
+    vars_ = variables(lib)
+    digest = hashlib.sha256((lib.mod.signature + kind + model_description(lib, me, cs, "", vars_)).encode())
+    guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16])) + "}"
+    xml = model_description(lib, me, cs, guid, vars_)
+    from dynamica.generator.render.common import env
+    ctx = library_context(lib, {}, [], set())
+    ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL), dopri=DOPRI,
+               drift_tol=_fmt(DRIFT_TOL))
+    sources = dict(lib.files)
+    for drop in ("main.c", "Makefile", "CMakeLists.txt"):
+        sources.pop(drop)
+    sources["fmu.c"] = env().get_template("export/fmu.c.j2").render(**ctx)
+    fmi = resources.files("dynamica.runtime.export").joinpath("fmi2")
+    for h in FMI_HEADERS:
+        sources[h] = fmi.joinpath(h).read_text()
+    with tempfile.TemporaryDirectory(prefix="dynamica-fmu-") as tmp:
+        work = Path(tmp)
+        for fname, text in sources.items():
+            (work / fname).write_text(text)
+        so = f"{lib.name}.so"
+        cmd = [*compiler(), *COMPILE_ARGS, "-I.", "fmu.c", f"{lib.name}.c", "-lm", "-o", so]
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"compiling the FMU of {lib.model.name!r} failed (exit code {proc.returncode})",
+                             f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("modelDescription.xml", xml)
+            z.write(work / so, f"binaries/linux64/{so}")
+            for fname, text in sources.items():
+                z.writestr(f"sources/{fname}", text)
+        os.replace(partial, path)
+    return path
