@@ -86,7 +86,7 @@ class Oracle:
 
 
 def _loop(kind, rng, pmodel, data, attach, a, bodies):
-    b = str(rng.choice([x for x in bodies + ["ground"] if x != a]))
+    b = str(rng.choice([x for x in bodies if x != a]))
     Ra, ta = _placement(pmodel, data, attach, a)
     Rb, tb = _placement(pmodel, data, attach, b)
     pa = rng.uniform(-0.3, 0.3, 3)
