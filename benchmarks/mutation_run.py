@@ -54,7 +54,8 @@ class Mutation:
 
 
 #: the tests of the closed loops' solve (the mutations of runtime/dynamica_constraints.h)
-LOOP_TESTS = ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py")
+LOOP_TESTS = ("tests/test_iftomm_nfourbar.py", "tests/test_loops.py", "tests/test_singular_loops.py",
+              "tests/test_inconsistent_loops.py")
 
 MUTATIONS = [
     Mutation(
@@ -183,6 +184,24 @@ MUTATIONS = [
     Mutation("scipy_no_projection", "scipy's one-step methods not projected onto the loops after a step",
              "runtime/simulate.py", "self.projected = bool(model.loops) and scipy_method in ONE_STEP",
              "self.projected = False", LOOP_TESTS),
+    Mutation("loop_outputs_inconsistent", "the module's outputs keep the numbers of an inconsistent solve",
+             "generator/render/constrained.py",
+             '"    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK) {",',
+             '"    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK && 0) {",',
+             ("tests/test_inconsistent_loops.py",)),
+    Mutation("stage_lock_values", "a release after a lock evaluates the released body at the locked coordinates' "
+             "defaults (their held values dropped)", "runtime/cyclogram.py",
+             "lock_values = {c: state.q[c] for c in state.locked}", "lock_values = {}",
+             ("tests/test_stages_lock_release.py",)),
+    Mutation("loop_linear_damping", "the reduced damping of a linearised loop model halved (C_z = T^T C T / 2)",
+             "runtime/linear.py", "C=T.T @ C @ T, K=T.T @ Kc @ T", "C=0.5 * T.T @ C @ T, K=T.T @ Kc @ T",
+             ("tests/test_linear_loop_damping.py",)),
+    Mutation("loop_line_gamma", "the velocity term of gamma of a point on a line (cylindrical, prismatic) with the "
+             "wrong sign", "generator/constraints.py", "mul(2, dot(dv, wv))", "mul(-2, dot(dv, wv))",
+             ("tests/test_loop_types_dynamics.py",)),
+    Mutation("loop_direction_gamma", "the velocity term of gamma of two body directions (revolute, universal, "
+             "cylindrical, prismatic, weld) with the wrong sign", "generator/constraints.py",
+             "mul(2, dot(av, bv))", "mul(-2, dot(av, bv))", ("tests/test_loop_types_dynamics.py",)),
 ]
 
 

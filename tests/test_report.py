@@ -57,7 +57,9 @@ def test_plots_have_units_and_one_panel_per_unit(report):
     assert any("[rad]" in t for t in titles) and any("[rad/s]" in t for t in titles)
     assert any("[m]" in t for t in titles) and any("[J]" in t for t in titles)       # tip position; energy
     assert any("[rad/s^2]" in t for t in titles)                                      # angular accelerations
-    assert layout["xaxis"]["title"]["text"] if "title" in layout.get("xaxis", {}) else True
+    rows = len(titles)                                    # the shared time axis is titled under the bottom panel
+    assert layout["xaxis" if rows == 1 else f"xaxis{rows}"]["title"]["text"] == "t [s]"
+    assert all("title" not in layout[k] for k in layout if k.startswith("xaxis") and k != f"xaxis{rows}")
     axis_of = {}
     for trace in data:
         axis_of.setdefault(trace.get("yaxis", "y"), set()).add(trace["name"])
