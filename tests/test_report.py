@@ -127,10 +127,16 @@ def page_of():
             page.on("request", lambda r: page.requests.append(r.url))
             page.goto(path.as_uri())
             page.wait_for_function("document.getElementById('scene-status').textContent.length > 0")
-            page.wait_for_timeout(300)
+            _painted(page)
             return page
         yield open_page
         browser.close()
+
+
+def _painted(page):
+    """Wait (on a condition, not a clock) until the browser has presented what was last drawn: two
+    animation frames after the draw, which the viewer does synchronously on every change."""
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def _canvas_png(page):
@@ -153,16 +159,16 @@ def test_report_in_a_browser(report, page_of):
     background = np.array([247, 247, 250])
     assert np.mean(np.any(np.abs(first - background) > 30, axis=2)) > 0.01          # the canvas draws
     page.locator("#frame").fill("150")
-    page.wait_for_timeout(200)
-    assert page.inner_text("#time").startswith("t = 1.5")
+    page.wait_for_function("document.getElementById('time').textContent.startsWith('t = 1.5')")
+    _painted(page)
     moved = _pixels(_canvas_png(page))
     assert np.mean(np.any(np.abs(moved - first) > 30, axis=2)) > 0.002              # the slider moves it
     page.locator("#frame").fill("0")
-    page.wait_for_timeout(200)
+    page.wait_for_function("document.getElementById('time').textContent.startsWith('t = 0.000')")
+    _painted(page)
     assert np.array_equal(_pixels(_canvas_png(page)), first)                          # and back
     page.click("#play")
-    page.wait_for_timeout(600)
-    assert int(page.locator("#frame").input_value()) > 0                              # playing advances
+    page.wait_for_function("+document.getElementById('frame').value > 0", timeout=10000)      # playing advances
     page.click("#play")
     assert page.problems == []
     page.close()
@@ -176,6 +182,6 @@ if os.environ.get("DYNAMICA_SCREENSHOT"):      # a tool, collected only when ask
         assert main(["simulate", str(urdf), "--t-end", "2", "--output-step", "0.01", "--report", str(out), "-q"]) == 0
         page = page_of(out)
         page.locator("#frame").fill("120")
-        page.wait_for_timeout(500)
+        _painted(page)
         page.screenshot(path=os.environ["DYNAMICA_SCREENSHOT"], full_page=False)
         assert page.problems == []
