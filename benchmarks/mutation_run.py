@@ -314,7 +314,10 @@ def main(argv=None):
     if own:
         lines += ["", "Tests of the mutations with their own: " + "; ".join(
             f"{m.name}: " + ", ".join(f"`{t}`" for t in m.tests) for m in own) + "."]
-    verdict = "every mutation caught, control clean" if ok else "NOT every mutation caught (or the control failed)"
+    if args.no_control:
+        verdict = "every mutation caught (no control run: --no-control)" if ok else "NOT every mutation caught"
+    else:
+        verdict = "every mutation caught, control clean" if ok else "NOT every mutation caught (or the control failed)"
     lines += ["", f"Verdict: {verdict}."]
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
