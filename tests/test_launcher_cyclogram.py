@@ -3,7 +3,10 @@ linear and angular momentum of the whole machine are the same on both sides of t
 momenta are Pinocchio's (centroidal momentum) on trees read from the model file by
 tests/oracles/pin_yaml.py: before the release the file's tree without the removed mock-ups, after it
 the same with the released mock-up on a free joint to the ground as docs/stages.md defines it
-(origin along the ground axes, then Cardan angles R = Rx Ry Rz), not dynamica's derived specs."""
+(origin along the ground axes, then Cardan angles R = Rx Ry Rz), not dynamica's derived specs.
+D90's summary tables (runtime/summary.py) of the `fly` stages against the same numbers computed
+here from the result's rows: the values at each stage's first and last row, the largest deviation
+from the initial value, mean, population std, RMS about the initial value and range (1e-14)."""
 
 from __future__ import annotations
 
@@ -78,3 +81,25 @@ def test_momentum_across_each_release_of_the_launcher(tmp_path):
         assert np.linalg.norm(P1 - P0) < 1e-10 * np.linalg.norm(P0), (k, P0, P1)
         assert np.linalg.norm(H1 - H0) < 1e-10 * np.linalg.norm(H0), (k, H0, H1)
         assert np.linalg.norm(P0) > 1.0                            # the mock-up moves: a momentum to keep
+
+    # the summary tables of the fly stages, by hand from the rows
+    from dynamica.runtime.summary import stage_summary
+    variables = ["z_b", "pitch_b", "roll_b", "psi", "theta"]
+    summ = stage_summary(res, variables, at=["start", "end", "max"], stages="fly_*")
+    assert summ.stages == ["fly_1", "fly_2"]
+    cols = [res.coordinates.index(v) for v in variables]
+    rows = {s: np.nonzero(res.stage == s)[0] for s in summ.stages}
+    x0 = res.q[rows["fly_1"][0], cols]
+    by_hand = {"start": np.array([res.q[r[0], cols] for r in rows.values()]),
+               "end": np.array([res.q[r[-1], cols] for r in rows.values()]),
+               "max": np.array([np.max(np.abs(res.q[r][:, cols] - x0), axis=0) for r in rows.values()])}
+    for kind, table in by_hand.items():
+        got = summ.table(kind)
+        assert np.array_equal(got.row("initial" if "initial" in got.labels else got.labels[0]), x0)
+        for k, stage in enumerate(summ.stages):
+            assert np.max(np.abs(got.row(stage) - table[k])) <= 1e-14 * np.max(np.abs(table)), (kind, stage)
+        stats = {"mean": table.mean(axis=0), "std": table.std(axis=0), "range": table.max(axis=0) - table.min(axis=0)}
+        if kind != "max":
+            stats["initial RMS"] = np.sqrt(np.mean((table - x0) ** 2, axis=0))
+        for label, want in stats.items():
+            assert np.max(np.abs(got.row(label) - want)) <= 1e-12 * np.max(np.abs(table)), (kind, label)
