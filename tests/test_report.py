@@ -14,6 +14,7 @@ import shutil
 
 import numpy as np
 import pytest
+import yaml
 
 import dynamica
 from dynamica.runtime.cli import main
@@ -95,6 +96,17 @@ def test_scene_placements_match_the_outputs():
     k = [b.name for b in model.spec.bodies].index("link2")
     tip = p[:, k] + R[:, k] @ np.array([0.0, 0.0, -model.parameters["l2"]])
     assert np.max(np.abs(tip - res.outputs["tip.position"])) < 1e-12
+    # and the frames themselves against the pendulum's closed form, its lengths read from the file
+    # with yaml (not through the loader's parser both sides above share): link2's frame is
+    # R_x(phi1) R_y(phi2) at R_x(phi1) (0, 0, -l1)
+    par = yaml.safe_load(open(PENDULUM, encoding="utf-8"))["parameters"]
+    l1 = float(par["l1"]["value"])
+    rx = lambda a: np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]])  # noqa: E731
+    ry = lambda a: np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])  # noqa: E731
+    phi1, phi2 = res.q[:, res.coordinates.index("phi1")], res.q[:, res.coordinates.index("phi2")]
+    for f in range(len(rows)):
+        assert np.max(np.abs(R[f, k] - rx(phi1[f]) @ ry(phi2[f]))) < 1e-14
+        assert np.max(np.abs(p[f, k] - rx(phi1[f]) @ [0.0, 0.0, -l1])) < 1e-14
 
 
 def test_equivalent_inertia_box():
