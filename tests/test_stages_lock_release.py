@@ -1,7 +1,9 @@
 """A stage that locks a coordinate followed by one that releases a body (docs/stages.md): every body
 that remains keeps its position and velocity across the boundary, the released body flies from the
 boundary state computed here (the double pendulum's kinematics written with numpy rotations, not
-dynamica's), and the upper link moves on as a separate model of it alone started from that state."""
+dynamica's), the upper link moves on as a separate model of it alone started from that state, and
+the energy (kinetic from the centres' velocities and the body-frame angular velocities with the
+file's inertias, potential of gravity) is constant within each stage and continuous at the release."""
 
 from __future__ import annotations
 
@@ -18,6 +20,15 @@ G = 9.81
 L1, L2 = 1.0, 0.8
 AXIS_C = np.array([0.2, 1.0, 0.1]) / np.linalg.norm([0.2, 1.0, 0.1])
 COM_LOW = np.array([0.03, -0.04, -L2 / 2])
+COM_UP = np.array([0.05, 0.02, -0.5])
+#: mass, inertia about the centre of mass in body axes ([Ixx, Iyy, Izz, Ixy, Iyz, Ixz] of the file)
+BODIES = {"upper": (1.3, [0.11, 0.10, 0.03, 0.003, -0.002, 0.004]),
+          "lower": (0.9, [0.06, 0.05, 0.015, 0.002, 0.001, -0.003])}
+
+
+def _tensor(i):
+    ixx, iyy, izz, ixy, iyz, ixz = i
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
 
 
 def _rot(u, angle):
@@ -40,13 +51,14 @@ def _model(stages):
         "gravity": [0, 0, "-g"],
         "bodies": [
             {"name": "upper", "parent": "ground", "joint": {"type": "universal", "axes": ["y", "x"], "q": ["a", "b"]},
-             "mass": 1.3, "com": [0.05, 0.02, -0.5], "inertia": [0.11, 0.10, 0.03, 0.003, -0.002, 0.004]},
+             "mass": BODIES["upper"][0], "com": COM_UP.tolist(), "inertia": BODIES["upper"][1]},
             {"name": "lower", "parent": "upper",
              "joint": {"type": "revolute", "axis": AXIS_C.tolist(), "q": "c", "offset": [0.1, 0, "-L1"]},
-             "mass": 0.9, "com": COM_LOW.tolist(), "inertia": [0.06, 0.05, 0.015, 0.002, 0.001, -0.003]},
+             "mass": BODIES["lower"][0], "com": COM_LOW.tolist(), "inertia": BODIES["lower"][1]},
         ],
         "initial": {"a": 0.7, "b": -0.3, "c": 0.9, "der(a)": 0.4, "der(b)": 1.1, "der(c)": -0.8},
         "outputs": {"points": {"p_up": {"body": "upper", "at": [0.1, 0.2, -0.3]},
+                               "com_up": {"body": "upper", "at": COM_UP.tolist()},
                                "com_low": {"body": "lower", "at": COM_LOW.tolist()}},
                     "angular": ["upper", "lower"]},
         "simulate": {"rtol": 1e-11, "atol": 1e-12, "output_step": 0.01},
@@ -86,6 +98,21 @@ def test_release_after_a_lock_keeps_every_body_continuous(tmp_path):
     tau = res.t[fly] - 0.6
     expected = x0 + np.outer(tau, v0) + 0.5 * np.outer(tau ** 2, [0, 0, -G])
     assert np.max(np.abs(res.outputs["com_low.position"][fly] - expected)) < 1e-8
+
+    # the energy (gravity alone does work): constant within each stage, continuous across the release;
+    # the lock at the start of `held` stops c' and takes energy away (1e-9 J: the integration)
+    point = {"upper": "com_up", "lower": "com_low"}
+    E = sum(m * (0.5 * np.sum(res.outputs[f"{point[b]}.velocity"] ** 2, axis=1)
+                 + G * res.outputs[f"{point[b]}.position"][:, 2])
+            + 0.5 * np.einsum("fi,ij,fj->f", res.outputs[f"{b}.angular_velocity"], _tensor(i),
+                              res.outputs[f"{b}.angular_velocity"])
+            for b, (m, i) in BODIES.items())
+    for stage in ("swing", "held", "fly"):
+        e = E[res.stage == stage]
+        assert np.max(np.abs(e - e[0])) < 1e-9, stage
+    assert abs(E[k] - E[k - 1]) < 1e-12 * abs(E[k])
+    first_held = int(np.nonzero(res.stage == "held")[0][0])
+    assert E[first_held] < E[first_held - 1] - 1e-3
 
     # the upper link moves on as a model of it alone started from (a, b, a', b') at the boundary: 1e-8
     alone = _model([])
