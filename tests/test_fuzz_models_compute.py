@@ -1,7 +1,8 @@
 """What a mutated model file that loads computes (tests/test_fuzz_models.py only asks that it loads or
 names the file in a ModelError): the seeded structural mutants of a small bundled model that load
 are compiled, and their accelerations at random states equal those of sympy.physics.mechanics'
-KanesMethod built from the mutated file by tests/oracles/spm.py (relative 1e-9); where the oracle
+KanesMethod built from the mutated file by tests/oracles/spm.py (relative 1e-9), and those that do
+not load name the section that was changed in their ModelError's entry paths; where the oracle
 finds no finite accelerations (a mass or inertia made singular), dynamica gives no finite numbers
 either (an error, or NaN). A mutant the oracle does not read (OracleModelError: a key it does not
 know) is skipped, and at least a few mutants must be compared."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 import warnings
 
 import numpy as np
@@ -52,6 +54,7 @@ def _mutants():
 def test_loaded_mutants_compute_what_their_file_says(tmp_path):
     from oracles.spm import OracleModelError, kane_qdd_function
     rng = np.random.default_rng(7)
+    base = yaml.safe_load((MODELS / f"{MODEL}.yaml").read_text())
     compared, refused = [], []
     for k, (label, data) in enumerate(_mutants()):
         try:
@@ -65,6 +68,10 @@ def test_loaded_mutants_compute_what_their_file_says(tmp_path):
                 model = dynamica.load(str(path), check_mass_matrix=False)
         except ModelError as exc:
             assert str(path) in str(exc), (label, str(exc))        # the file named (tests/test_fuzz_models.py)
+            # and the entry: a problem's path starts at the top-level section that was changed
+            changed = {str(key) for key in set(base) | set(data) if base.get(key) != data.get(key)}
+            tops = {re.split(r"[.\[]", p.path)[0] for p in exc.problems}
+            assert tops & changed, (label, changed, [str(p) for p in exc.problems])
             refused.append(label)
             continue
         try:
