@@ -30,6 +30,8 @@ def pytest_make_collect_report(collector):
 ROOT = Path(__file__).resolve().parent.parent
 REPO_ROOT = ROOT        # the repository (the package `dynamica`), for tests in subfolders
 MODELS = ROOT / "models"
+#: the tests compile into a cache of this checkout (as .ci/run does), never into the user's default one
+os.environ.setdefault("DYNAMICA_CACHE", str(ROOT / ".dynamica-cache"))
 ALL_BUNDLED = sorted(p.stem for p in MODELS.glob("*.yaml"))
 #: the bundled models with closed loops: their qdd is the constrained solution, which neither the
 #: Hamiltonian forms nor the numeric reference (a tree) compute; tests/runtime/test_loops.py checks them

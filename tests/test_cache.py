@@ -182,25 +182,53 @@ print(compile_bundle(g.bundle, cache=sys.argv[2]))
 """
 
 
+#: BUILD with its compiler call held at a gate: it marks `started-<pid>` (its build folder exists by
+#: then) and waits for the file `go`, so that a test can act mid-build without racing a fast compiler
+BUILD_HELD = """
+import os
+import sys
+import time
+from pathlib import Path
+
+from dynamica import build
+
+gate, real = Path(sys.argv[3]), build._run
+
+
+def held(cmd, work, *args, **kw):
+    (gate / f"started-{os.getpid()}").write_text(str(work))
+    deadline = time.monotonic() + 300
+    while not (gate / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return real(cmd, work, *args, **kw)
+
+
+build._run = held
+""" + BUILD
+
+
 def test_three_builders_one_killed_mid_build(tmp_path):
     model = write_model(tmp_path, PENDULUM, "pendulum.yaml")
-    cache_dir = tmp_path / "cache"
+    cache_dir, gate = tmp_path / "cache", tmp_path / "gate"
     cache_dir.mkdir()
+    gate.mkdir()
     env = {**os.environ, "DYNAMICA_CACHE": str(cache_dir)}
-    procs = [subprocess.Popen([sys.executable, "-c", BUILD, str(model), str(cache_dir)], env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    procs = [subprocess.Popen([sys.executable, "-c", BUILD_HELD, str(model), str(cache_dir), str(gate)], env=env,
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
              for _ in range(3)]
     by_pid = {p.pid: p for p in procs}
     victim, deadline = None, time.monotonic() + 120
-    while victim is None and time.monotonic() < deadline:
-        for d in cache_dir.glob(".build-*"):                # .build-<entry>-<pid>-<random>
-            pid = int(d.name.rsplit("-", 2)[-2])
-            if pid in by_pid:
-                victim = by_pid[pid]
-                os.killpg(pid, signal.SIGKILL)              # the builder and its compiler
-                break
-        time.sleep(0.005)
-    assert victim is not None, "no build folder appeared"
+    while victim is None and time.monotonic() < deadline:     # a builder at its compiler call: kill it there
+        started = list(gate.glob("started-*"))
+        if started:
+            pid = int(started[0].name.split("-")[1])
+            assert any(int(d.name.rsplit("-", 2)[-2]) == pid for d in cache_dir.glob(".build-*"))
+            victim = by_pid[pid]
+            os.killpg(pid, signal.SIGKILL)                     # the builder (and a compiler, if any)
+            victim.wait(timeout=60)
+        time.sleep(0.01)
+    assert victim is not None, "no builder reached its compiler call"
+    (gate / "go").write_text("")                              # the others compile
     outs = {p.pid: p.communicate(timeout=300) for p in procs}
     assert victim.returncode == -signal.SIGKILL
     survivors = [p for p in procs if p is not victim]

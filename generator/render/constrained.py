@@ -93,7 +93,10 @@ def constrained_layer(mod: ir.ModuleIR, symbol):
               "{",
               f"    double qdd[{n}], lam[{m}];",
               "    dyn_con_report r;",
-              "    dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r);",
+              "    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK) {",
+              f"        for (int k = 0; k < {n}; ++k) qdd[k] = NAN;      /* as qdd and rhs: */",
+              f"        for (int a = 0; a < {m}; ++a) lam[a] = NAN;      /* no violated equation's numbers */",
+              "    }",
               f"    {symbol('con_outputs')}(t, q, qd, qdd, lam, p, out);",
               "}"]
         ents.append(Entry("outputs", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)),

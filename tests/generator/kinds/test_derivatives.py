@@ -410,6 +410,16 @@ def test_radau_uses_the_generated_jacobian(bundled):
     ref = dynamica.simulate(model, method="DOP853", **kw)
     assert ana.info["jacobian"] == "analytic" and num.info["jacobian"] == "numeric" and ana.info["njev"] > 0
     assert np.max(np.abs(ana.q - ref.q)) < 1e-7 and np.max(np.abs(num.q - ref.q)) < 1e-7
+    # radau converges with any reasonable Jacobian: the one it is given must itself be right, against
+    # central differences of the main module's rhs (1e-6 of the largest entry) at states of the motion
+    from dynamica.runtime.simulate import _jacobian
+    jac = _jacobian(model, "Radau", None, None)
+    h = 1e-6
+    for k in (0, len(ana.t) // 2, len(ana.t) - 1):
+        y = np.concatenate([ana.q[k], ana.qd[k]])
+        fd = np.array([(model.rhs(ana.t[k], y + h * e) - model.rhs(ana.t[k], y - h * e)) / (2 * h)
+                       for e in np.eye(y.size)]).T
+        assert np.max(np.abs(jac(ana.t[k], y) - fd)) < 1e-6 * np.max(np.abs(fd))
     with pytest.raises(ValueError, match="jacobian must be"):
         dynamica.simulate(model, method="radau", jacobian="exact", **kw)
 

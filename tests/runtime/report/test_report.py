@@ -14,6 +14,7 @@ import shutil
 
 import numpy as np
 import pytest
+import yaml
 
 import dynamica
 from dynamica.runtime.cli.main import main
@@ -59,7 +60,9 @@ def test_plots_have_units_and_one_panel_per_unit(report):
     assert any("[rad]" in t for t in titles) and any("[rad/s]" in t for t in titles)
     assert any("[m]" in t for t in titles) and any("[J]" in t for t in titles)       # tip position; energy
     assert any("[rad/s^2]" in t for t in titles)                                      # angular accelerations
-    assert layout["xaxis"]["title"]["text"] if "title" in layout.get("xaxis", {}) else True
+    rows = len(titles)                                    # the shared time axis is titled under the bottom panel
+    assert layout["xaxis" if rows == 1 else f"xaxis{rows}"]["title"]["text"] == "t [s]"
+    assert all("title" not in layout[k] for k in layout if k.startswith("xaxis") and k != f"xaxis{rows}")
     axis_of = {}
     for trace in data:
         axis_of.setdefault(trace.get("yaxis", "y"), set()).add(trace["name"])
@@ -95,6 +98,17 @@ def test_scene_placements_match_the_outputs():
     k = [b.name for b in model.spec.bodies].index("link2")
     tip = p[:, k] + R[:, k] @ np.array([0.0, 0.0, -model.parameters["l2"]])
     assert np.max(np.abs(tip - res.outputs["tip.position"])) < 1e-12
+    # and the frames themselves against the pendulum's closed form, its lengths read from the file
+    # with yaml (not through the loader's parser both sides above share): link2's frame is
+    # R_x(phi1) R_y(phi2) at R_x(phi1) (0, 0, -l1)
+    par = yaml.safe_load(open(PENDULUM, encoding="utf-8"))["parameters"]
+    l1 = float(par["l1"]["value"])
+    rx = lambda a: np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]])  # noqa: E731
+    ry = lambda a: np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])  # noqa: E731
+    phi1, phi2 = res.q[:, res.coordinates.index("phi1")], res.q[:, res.coordinates.index("phi2")]
+    for f in range(len(rows)):
+        assert np.max(np.abs(R[f, k] - rx(phi1[f]) @ ry(phi2[f]))) < 1e-14
+        assert np.max(np.abs(p[f, k] - rx(phi1[f]) @ [0.0, 0.0, -l1])) < 1e-14
 
 
 def test_equivalent_inertia_box():
@@ -127,10 +141,16 @@ def page_of():
             page.on("request", lambda r: page.requests.append(r.url))
             page.goto(path.as_uri())
             page.wait_for_function("document.getElementById('scene-status').textContent.length > 0")
-            page.wait_for_timeout(300)
+            _painted(page)
             return page
         yield open_page
         browser.close()
+
+
+def _painted(page):
+    """Wait (on a condition, not a clock) until the browser has presented what was last drawn: two
+    animation frames after the draw, which the viewer does synchronously on every change."""
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def _canvas_png(page):
@@ -153,16 +173,16 @@ def test_report_in_a_browser(report, page_of):
     background = np.array([247, 247, 250])
     assert np.mean(np.any(np.abs(first - background) > 30, axis=2)) > 0.01          # the canvas draws
     page.locator("#frame").fill("150")
-    page.wait_for_timeout(200)
-    assert page.inner_text("#time").startswith("t = 1.5")
+    page.wait_for_function("document.getElementById('time').textContent.startsWith('t = 1.5')")
+    _painted(page)
     moved = _pixels(_canvas_png(page))
     assert np.mean(np.any(np.abs(moved - first) > 30, axis=2)) > 0.002              # the slider moves it
     page.locator("#frame").fill("0")
-    page.wait_for_timeout(200)
+    page.wait_for_function("document.getElementById('time').textContent.startsWith('t = 0.000')")
+    _painted(page)
     assert np.array_equal(_pixels(_canvas_png(page)), first)                          # and back
     page.click("#play")
-    page.wait_for_timeout(600)
-    assert int(page.locator("#frame").input_value()) > 0                              # playing advances
+    page.wait_for_function("+document.getElementById('frame').value > 0", timeout=10000)      # playing advances
     page.click("#play")
     assert page.problems == []
     page.close()
@@ -176,6 +196,6 @@ if os.environ.get("DYNAMICA_SCREENSHOT"):      # a tool, collected only when ask
         assert main(["simulate", str(urdf), "--t-end", "2", "--output-step", "0.01", "--report", str(out), "-q"]) == 0
         page = page_of(out)
         page.locator("#frame").fill("120")
-        page.wait_for_timeout(500)
+        _painted(page)
         page.screenshot(path=os.environ["DYNAMICA_SCREENSHOT"], full_page=False)
         assert page.problems == []

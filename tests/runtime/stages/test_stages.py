@@ -394,27 +394,37 @@ def test_launcher_flops_equal_table_5_2(N):
 
 
 def test_launcher_mass_matrix_equals_pinocchio(tmp_path):
-    """The launcher's tree (N = 2) against Pinocchio's crba on the same tree built independently
-    by benchmarks/bench_stages.py (one Pinocchio joint per elementary motion, the screw as
-    HelicalUnaligned, whose coordinate is the angle 2 pi s / pitch)."""
+    """The launcher's tree (N = 2) against Pinocchio's crba and generalized gravity on the same tree
+    built from the model file by tests/oracles/pin_yaml.py (its own yaml reading and expression
+    evaluation; one Pinocchio joint per elementary motion, the screw as HelicalUnaligned, whose
+    coordinate is the angle 2 pi s / pitch): 1e-12 of the largest entry."""
     pin = pytest.importorskip("pinocchio")
     import importlib.util
-    spec_ = importlib.util.spec_from_file_location("bench_stages", MODELS.parent / "benchmarks" / "bench_stages.py")
-    bench = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(bench)
+
+    from oracles.pin_yaml import pinocchio_from_file
+    spec_ = importlib.util.spec_from_file_location("launcher", MODELS / "launcher.py")
+    launcher = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(launcher)
     path = tmp_path / "launcher_2.yaml"
-    path.write_text(yaml.safe_dump(bench.launcher_module().model(2), sort_keys=False))
-    model = dynamica.load(str(path))
-    pm = bench.pinocchio_of(model.spec)
+    path.write_text(yaml.safe_dump(launcher.model(2), sort_keys=False))
+    pm, names, screw = pinocchio_from_file(path)
     pd = pm.createData()
-    scale = np.array([2 * np.pi / model.parameters["pitch"] if c.startswith("s_") else 1.0 for c in model.coordinates])
+    model = dynamica.load(str(path))
+    assert sorted(names) == sorted(model.coordinates)
+    perm = [names.index(c) for c in model.coordinates]
+    scale = np.array([1.0 / screw.get(c, 1.0) for c in model.coordinates])     # Pinocchio's angle per s
     rng = np.random.default_rng(2)
     for _ in range(3):
         q = rng.uniform(-0.5, 0.5, model.n)
-        Mp = pin.crba(pm, pd, q * scale)
-        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        qp = np.empty(model.n)
+        qp[perm] = q * scale
+        Mp = pin.crba(pm, pd, qp)
+        Mp = (np.triu(Mp) + np.triu(Mp, 1).T)[np.ix_(perm, perm)]
         M = model.mass_matrix(q)
         assert np.max(np.abs(scale[:, None] * Mp * scale[None, :] - M)) < 1e-12 * np.max(np.abs(M))
+        gp = pin.computeGeneralizedGravity(pm, pd, qp)[perm] * scale
+        g = model.gravity_forces(q)                                # what holds it still: g of M q'' + g = tau
+        assert np.max(np.abs(gp - g)) < 1e-12 * np.max(np.abs(g))
 
 
 def test_cli_takes_every_stages_coordinates_in_vars(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -143,13 +144,22 @@ def test_command_line_sweep(cluster, tmp_path, capsys):
 
 def test_a_killed_worker_loses_no_finished_row(tmp_path, pendulum):
     """SIGKILL one of two workers mid-study: the rows received before stay as they were, the
-    rest are run on the other worker, every case completes."""
+    rest are run on the other worker, every case completes. Each case waits until both workers have
+    started one (a file per worker: a condition, not luck), so the victim always has rows to keep."""
     out = tmp_path / "study.parquet"
     cases = pd.DataFrame({"l2": np.linspace(0.5, 1.0, 40)})
     snapshot = {}
+    gate = tmp_path / "gate"
+    gate.mkdir()
 
     def slow(result, case):                       # the hook of extra columns, and time to kill in
         import time
+
+        from distributed import get_worker
+        (gate / re.sub(r"\W", "_", get_worker().address)).touch()
+        deadline = time.monotonic() + 120
+        while len(list(gate.iterdir())) < 2 and time.monotonic() < deadline:     # both workers at a case
+            time.sleep(0.01)
         time.sleep(0.1)
         return {"tip_x": float(result.outputs["tip.position"][-1, 0])}
 
