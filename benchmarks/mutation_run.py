@@ -54,8 +54,8 @@ class Mutation:
 
 
 #: the tests of the closed loops' solve (the mutations of templates/native/dynamica_constraints.h)
-LOOP_TESTS = ("tests/runtime/test_iftomm_nfourbar.py", "tests/runtime/test_loops.py", "tests/runtime/test_singular_loops.py",
-              "tests/runtime/test_inconsistent_loops.py")
+LOOP_TESTS = ("tests/runtime/test_iftomm_nfourbar.py", "tests/runtime/test_loops.py",
+              "tests/runtime/test_singular_loops.py", "tests/runtime/test_inconsistent_loops.py")
 
 MUTATIONS = [
     Mutation(
