@@ -20,7 +20,6 @@ from dynamica.errors import ModelError, Problem
 from dynamica.generator.spec import expr as ex
 
 
-
 def inverts_body_inertias(form: str) -> bool:
     """Whether `form` applies M_i^-1 of every body: registered with the form
     (`@register(..., inverts_body_inertias=(equation, alternatives))`, generator/forms/)."""
