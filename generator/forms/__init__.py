@@ -198,6 +198,9 @@ def form_equations(kin, form: str = "composite", mode: str = "symbolic") -> Equa
 def _discover():
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
+    # numeric mode's variants register in NUMERIC_FORMS from the shared parts (forms/parts/numeric.py),
+    # which the walk above does not enter
+    importlib.import_module(f"{__name__}.parts.numeric")
 
 
 _discover()
