@@ -169,11 +169,14 @@ def _import(spec, key, form, backend, mode, cache, progress, check_mass_matrix) 
 #: |eigenvalue| <= SINGULAR_RTOL * largest |eigenvalue|: the mass matrix is singular (and a
 #: pivot of its factorization that small is zero)
 SINGULAR_RTOL = 1e-12
-#: forms whose solve for q'' eliminates M's coordinates from the last to the first (the tree
-#: L^T D L of forms/cholesky.py, the joint blocks of the sweeps, the iterative forms' direct
-#: solve): they meet the pivots `_reverse_pivots` computes; LGR and HLGR factor another matrix
-_PIVOTS_OF_M = frozenset({"composite", "direct", "iterative-m", "iterative-g", "articulated", "ltdl",
-                          "hamilton-composite", "hamilton-articulated", "hamilton-ltdl"})
+
+
+def _meets_pivots_of_m(form: str) -> bool:
+    """Whether the solve of `form` eliminates M's coordinates from the last to the first, so that
+    it meets the pivots `_reverse_pivots` computes (registered with the form: `FormInfo.pivots_of_m`;
+    LGR and HLGR factor another matrix)."""
+    from dynamica.generator.forms import FORM_INFO
+    return FORM_INFO[form].pivots_of_m
 
 
 def _check_regular(model: CompiledModel):
@@ -199,7 +202,7 @@ def _check_regular(model: CompiledModel):
                       f"eigenvalues negative, the smallest {w[0]:.3g}): the kinetic energy is negative for some "
                       "motions; bodies with negative mass or inertia: "
                       + (", ".join(f"`{b}`" for b in bodies) or "none at the default parameters"))
-    if model.form not in _PIVOTS_OF_M:
+    if not _meets_pivots_of_m(model.form):
         return
     d = _reverse_pivots(M)
     j = int(np.argmin(np.abs(d)))

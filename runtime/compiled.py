@@ -55,7 +55,7 @@ class CompiledModel:
         """(checker, slots of its parameters in p) for the forms that invert every body's M_i
         (generator/mechanics/body_inertias.py), after checking the defaults; else None."""
         from dynamica.generator.mechanics import body_inertias
-        if self.form not in body_inertias.INVERTS_BODY_INERTIAS:
+        if not body_inertias.inverts_body_inertias(self.form):
             return None
         check = body_inertias.BodyInertiaCheck(self.spec, self.form)
         check.check_defaults()

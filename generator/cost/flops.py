@@ -1,6 +1,8 @@
 """Flop counts of the equation forms per right-hand-side evaluation (dissertation, chapter 4).
 
-Pure arithmetic, exact (``fractions.Fraction``): no sympy, no model loading.
+Exact arithmetic (``fractions.Fraction``), no model loading. Each form registers its formula with
+itself (`@register(..., cost=Formula(...))`, generator/forms/<form>.py, written with the helpers
+here); `FORMS`, `ACRONYMS`, `ITERATIVE` and `SELECTION` are read from that registry.
 
 Symbols (dissertation 4.1.1-4.1.2, docs/design.md); bodies 1..N, ground = 0:
 
@@ -43,35 +45,83 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = [
-    "FORMS", "ACRONYMS", "Tree", "Coefficients", "tree", "coefficients", "chain", "star", "star_of_chains",
-    "from_topology", "from_spec", "form_name", "count", "predict", "count_all", "predict_all",
-    "best", "ITERATIVE", "SELECTION",
+__all__ = [   # FORMS, ACRONYMS, ITERATIVE, SELECTION: read from the registry of forms (module __getattr__)
+    "FORMS", "ACRONYMS", "Formula", "NO_FORMULA", "Tree", "Coefficients", "tree", "coefficients",  # noqa: F822
+    "chain", "star", "star_of_chains", "from_topology", "from_spec", "form_name", "count", "predict", "count_all",
+    "predict_all", "best", "ITERATIVE", "SELECTION",  # noqa: F822
 ]
 
-#: the form names of the code, in the order of chapter 4
-FORMS = ("direct", "composite", "lagrange1", "iterative-m", "iterative-g", "articulated", "ltdl")
-#: the dissertation's acronyms
-ACRONYMS = {"direct": "DRT", "composite": "CBM", "lagrange1": "LGR", "iterative-m": "ITR-M",
-            "iterative-g": "ITR-G", "articulated": "ABM", "ltdl": "DEC"}
-_BY_NAME = {**{f: f for f in FORMS}, **{a.lower(): f for f, a in ACRONYMS.items()},
-            "itr_m": "iterative-m", "itr_g": "iterative-g", "itrm": "iterative-m", "itrg": "iterative-g",
-            "iterative_m": "iterative-m", "iterative_g": "iterative-g"}
-ITERATIVE = ("iterative-m", "iterative-g")
-#: the forms compared in section 4.2 / 5.2.3 (DRT and ABM are dominated by CBM and DEC)
-SELECTION = ("composite", "lagrange1", "iterative-g", "ltdl")
+
+@dataclass(frozen=True)
+class Formula:
+    """A form's flop count per right-hand-side evaluation, registered with the form itself
+    (`@register(..., cost=Formula(...))` in generator/forms/<form>.py).
+
+    equation: its number in chapter 4, e.g. "(4.1)"; the forms are listed in this order (`FORMS`).
+    flops: `Coefficients -> Fraction`, or `(Coefficients, K) -> Fraction` when `iterative` (K the
+      number of iterations per call).
+    candidate: one of the forms the selection of section 4.2 compares (`SELECTION`).
+    """
+
+    equation: str | None
+    flops: object
+    iterative: bool = False
+    candidate: bool = False
+
+    @property
+    def order(self) -> tuple:
+        return tuple(int(x) for x in self.equation.strip("()").split("."))
+
+
+#: the explicit "no formula" of a form the dissertation gives no flop count for (the Hamiltonian ones)
+NO_FORMULA = Formula(None, None)
+
+
+def _counted() -> dict:
+    """{form: Formula} of the registered forms that have a formula, in the order of chapter 4."""
+    from dynamica.generator.forms import FORM_INFO
+    have = [(f, i.cost) for f, i in FORM_INFO.items() if i.cost is not NO_FORMULA]
+    return dict(sorted(have, key=lambda x: x[1].order))
+
+
+def __getattr__(name):
+    # read from the registry of forms, where each form registers its formula (generator/forms/__init__.py)
+    if name == "FORMS":                  # the form names of the code, in the order of chapter 4
+        return tuple(_counted())
+    if name == "ACRONYMS":               # the dissertation's acronyms
+        from dynamica.generator.forms import FORM_INFO
+        return {f: FORM_INFO[f].acronym for f in _counted()}
+    if name == "ITERATIVE":              # the forms whose count depends on K
+        return tuple(f for f, c in _counted().items() if c.iterative)
+    if name == "SELECTION":              # the forms compared in section 4.2 / 5.2.3 (DRT and ABM are
+        return tuple(f for f, c in _counted().items() if c.candidate)     # dominated by CBM and DEC)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _by_name() -> dict:
+    """Spellings of the forms with a formula: code name (also with `_`), each acronym in lower
+    case (also with `_` or nothing for `-`)."""
+    from dynamica.generator.forms import FORM_INFO
+    out = {}
+    for f in _counted():
+        out.update({f: f, f.replace("-", "_"): f})
+        for a in FORM_INFO[f].acronyms:
+            a = a.lower()
+            out.update({a: f, a.replace("-", "_"): f, a.replace("-", ""): f})
+    return out
 
 
 def form_name(form: str) -> str:
     """Canonical code name of a form given by code name or acronym (case-insensitive)."""
     key = str(form).strip().lower()
-    if key in _BY_NAME:
-        return _BY_NAME[key]
     if key in ("iterative", "itr"):
         raise ValueError(f"form `{form}` is ambiguous: use `iterative-m` (ITR-M, residual with the mass "
                          f"matrix (2.53)) or `iterative-g` (ITR-G, recursive residual (2.54)-(2.55))")
+    by_name = _by_name()
+    if key in by_name:
+        return by_name[key]
     raise ValueError(f"unknown form `{form}`; known: "
-                     + ", ".join(f"{f} ({a})" for f, a in ACRONYMS.items()))
+                     + ", ".join(f"{f} ({a})" for f, a in __getattr__("ACRONYMS").items()))
 
 
 # ---------------------------------------------------------------- the tree and its coefficients
@@ -310,58 +360,19 @@ def coefficients(t: Tree) -> Coefficients:
                         tau=t.tau[1:], dofs=t.dofs[1:], mu=t.mu[1:])
 
 
-def _cube_sq_lin(x, a, b, c):
+def cube_sq_lin(x, a, b, c):
     """x^3/3 + a x^2 + b x + c with fractions."""
     return F(x ** 3, 3) + a * x * x + b * x + c
 
 
-def _nonroot(c: Coefficients):
+def nonroot(c: Coefficients):
+    """Indices of the non-root bodies (kappa_i != 0)."""
     return [i for i in range(c.N) if c.eta_parent[i] is not None]
-
-
-def _drt(c: Coefficients):
-    s = sum(_cube_sq_lin(e, F(17, 2), F(325, 6), 222) for e in c.eta)
-    return s - sum(_cube_sq_lin(c.eta_parent[i], F(5, 2), F(-251, 6), 0) for i in _nonroot(c))
-
-
-def _cbm(c: Coefficients):
-    s = sum(_cube_sq_lin(e, F(17, 2), F(109, 6), 222) + 42 * tau for e, tau in zip(c.eta, c.tau))
-    return s - sum(_cube_sq_lin(c.eta_parent[i], F(17, 2), F(109, 6), -205) for i in _nonroot(c))
-
-
-def _lgr(c: Coefficients):
-    s = sum(_cube_sq_lin(x, F(17, 2), F(361, 6), 420) for x in c.mu)
-    s -= sum(_cube_sq_lin(c.m[i], F(5, 2), F(1, 6), 0) for i in _nonroot(c))
-    return s - 48 * c.R
-
-
-def _itr_m(c: Coefficients, K):
-    n = c.n
-    s = sum((2 * K + 6) * (e * e - (ek or 0) ** 2) + 42 * tau for e, ek, tau in zip(c.eta, c.eta_parent, c.tau))
-    return s + (4 * K + 2) * n * n + (9 * K + 19) * n + 427 * c.N - 205 * c.R - 1
-
-
-def _itr_g(c: Coefficients, K):
-    n, N, R = c.n, c.N, c.R
-    return 2 * n * n + 37 * n + 405 * N - 144 * R - 1 + (4 * n * n + 33 * n + 135 * N - 96 * R) * K
-
-
-def _abm(c: Coefficients):
-    return (sum(_cube_sq_lin(x, F(35, 2), F(967, 6), 1242) for x in c.dofs)
-            - sum(72 * c.dofs[i] + 1122 for i in range(c.N) if c.eta_parent[i] is None))
-
-
-def _dec(c: Coefficients):
-    return (sum(_cube_sq_lin(x, F(39, 2), F(1105, 6), 864) for x in c.dofs)
-            - sum(84 * c.dofs[i] + 660 for i in range(c.N) if c.eta_parent[i] is None))
-
-
-_FORMULA = {"direct": _drt, "composite": _cbm, "lagrange1": _lgr, "articulated": _abm, "ltdl": _dec}
 
 
 def _K(K, form):
     if K is None:
-        raise ValueError(f"form `{form}` ({ACRONYMS[form]}) needs K, the number of iterations per call")
+        raise ValueError(f"form `{form}` ({__getattr__('ACRONYMS')[form]}) needs K, the number of iterations per call")
     if isinstance(K, (int, Fraction)):
         return F(K)
     return F(float(K))
@@ -389,11 +400,8 @@ def count(parents, dofs=None, form=None, K=None) -> Fraction:
     t, form = _args(parents, dofs, form)
     c = t if isinstance(t, Coefficients) else coefficients(t)
     f = form_name(form)
-    if f == "iterative-m":
-        return _itr_m(c, _K(K, f))
-    if f == "iterative-g":
-        return _itr_g(c, _K(K, f))
-    return _FORMULA[f](c)
+    formula = _counted()[f]
+    return formula.flops(c, _K(K, f)) if formula.iterative else formula.flops(c)
 
 
 def predict(parents, dofs=None, form=None, K=None) -> float:
@@ -401,27 +409,28 @@ def predict(parents, dofs=None, form=None, K=None) -> float:
     return float(count(parents, dofs, form, K))
 
 
-def count_all(parents, dofs=None, K=None, forms=FORMS) -> dict:
-    """{form: exact count}; the iterative forms are included only when K is given."""
+def count_all(parents, dofs=None, K=None, forms=None) -> dict:
+    """{form: exact count} of `forms` (default `FORMS`); the iterative forms are included only when K is given."""
     t = parents if isinstance(parents, Coefficients) and dofs is None else tree(parents, dofs)
     out = {}
-    for f in forms:
+    iterative = __getattr__("ITERATIVE")
+    for f in __getattr__("FORMS") if forms is None else forms:
         f = form_name(f)
-        if f in ITERATIVE and K is None:
+        if f in iterative and K is None:
             continue
         out[f] = count(t, form=f, K=K)
     return out
 
 
-def predict_all(parents, dofs=None, K=None, forms=FORMS) -> dict:
+def predict_all(parents, dofs=None, K=None, forms=None) -> dict:
     """{form: float flops}; the iterative forms are included only when K is given."""
     return {f: float(v) for f, v in count_all(parents, dofs, K, forms).items()}
 
 
-def best(parents, dofs=None, K=None, forms=SELECTION) -> str:
+def best(parents, dofs=None, K=None, forms=None) -> str:
     """The form with the fewest flops (section 4.2, step 4 of the selection algorithm); ties go to
-    the earlier form in `forms`. Default candidates: CBM, LGR, ITR-G, DEC (section 4.2)."""
-    costs = count_all(parents, dofs, K, forms)
+    the earlier form in `forms`. Default candidates (`SELECTION`): CBM, LGR, ITR-G, DEC (section 4.2)."""
+    costs = count_all(parents, dofs, K, __getattr__("SELECTION") if forms is None else forms)
     if not costs:
         raise ValueError("no candidate form (the iterative forms need K)")
     return min(costs, key=lambda f: (costs[f], list(costs).index(f)))
@@ -431,22 +440,25 @@ def best(parents, dofs=None, K=None, forms=SELECTION) -> str:
 DEFAULT_K = 2
 
 
-def inverts_body_inertias(spec) -> bool:
-    """LGR applies M_i^-1 of every body (2.24): false when a body is massless or its inertia singular
-    at the default parameters (a negative mass or inertia, a cut-out, is invertible); the check of
+def inverts_body_inertias(spec, form="lagrange1") -> bool:
+    """LGR applies M_i^-1 of every body (2.24), and so does every form registered with
+    `inverts_body_inertias`: false when a body is massless or its inertia singular at the default
+    parameters (a negative mass or inertia, a cut-out, is invertible); the check of
     generator/mechanics/body_inertias.py."""
     from dynamica.generator.mechanics.body_inertias import BodyInertiaCheck
-    check = BodyInertiaCheck(spec, "lagrange1")
+    check = BodyInertiaCheck(spec, form)
     defaults = spec.defaults()
     return not check.bad_bodies([defaults[x] for x in check.symbols])
 
 
 def cheapest_form(spec, K=DEFAULT_K, available=None) -> str:
-    """The section 4.2 choice by the formulas, among the candidates that are registered (LGR only
-    when every body inertia can be inverted)."""
-    from dynamica.generator.forms import EQUATION_FORMS
+    """The section 4.2 choice by the formulas, among the candidates that are registered (LGR, and
+    any form that inverts the body inertias, only when every body inertia can be inverted)."""
+    from dynamica.generator.forms import EQUATION_FORMS, FORM_INFO
     available = set(EQUATION_FORMS if available is None else available)
-    if not inverts_body_inertias(spec):
-        available.discard("lagrange1")
-    cands = [f for f in SELECTION if f in available] or [f for f in FORMS if f in available]
+    for f in sorted(available):
+        if f in _counted() and FORM_INFO[f].inverts_body_inertias and not inverts_body_inertias(spec, f):
+            available.discard(f)
+    selection, forms = __getattr__("SELECTION"), __getattr__("FORMS")
+    cands = [f for f in selection if f in available] or [f for f in forms if f in available]
     return best(from_spec(spec), K=K, forms=cands)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dynamica.generator.cost.flops import _K, ITERATIVE, F, Tree, _args, _cube_sq_lin, form_name
+from dynamica.generator.cost.flops import _K, ITERATIVE, F, Tree, _args, cube_sq_lin, form_name
 
 __all__ = ["Row", "breakdown", "fit_polynomial", "TABLE_VS_FORMULA"]
 
@@ -43,7 +43,7 @@ def _solve_row(table, obj, eq, total):
 def _chol(x):
     """Solve cost of one block row of width x of the factor, summed over its rows, (B.8):
     sum_{k=1}^{w} [(x-k+1)^2 + 4(x-k+1) - 2] = G(x) - G(x-w), G(x) = x^3/3 + 5x^2/2 + x/6."""
-    return _cube_sq_lin(x, F(5, 2), F(1, 6), 0)
+    return cube_sq_lin(x, F(5, 2), F(1, 6), 0)
 
 
 def breakdown(parents, dofs=None, form=None, K=None) -> list:

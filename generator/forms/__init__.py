@@ -1,8 +1,10 @@
 """Registry of equation forms (docs/design.md, "Equations: forms and modes").
 
 Each form is a function `form(kin) -> EquationsOfMotion`, registered with `@register(name,
-*acronyms)` in a module of this package; every module here is imported on first use, so a new
-form is a new file. Aliases are the dissertation's acronyms.
+*acronyms, cost=..., pivots_of_m=..., inverts_body_inertias=...)` in a module of this package
+(its `FormInfo`: the flop formula, how its solve meets M's pivots, whether it inverts the body
+inertias); every module here is imported on first use, so a new form is a new file. Aliases are
+the dissertation's acronyms.
 
 What a module computes is a set of kernels (straight-line functions of named inputs) fixed
 by the form's `kind`:
@@ -43,6 +45,8 @@ from dynamica.generator.ir.program import Program
 
 EQUATION_FORMS: dict = {}
 ALIASES: dict = {}
+#: form -> FormInfo: everything known about a form besides its equations, registered with it
+FORM_INFO: dict = {}
 #: forms with a numeric-mode variant (forms/numeric.py): name -> form(kin)
 NUMERIC_FORMS: dict = {}
 #: generation mode -> its registry of forms
@@ -123,9 +127,36 @@ def kernel_specs(eom: EquationsOfMotion) -> tuple:
     return tuple(KERNELS[kind](eom)) + tuple(eom.extra_kernels)
 
 
-def register(name: str, *aliases: str):
+@dataclass(frozen=True)
+class FormInfo:
+    """What the rest of the tool reads about a form, given where the form is registered.
+
+    acronyms: the dissertation's acronym first (printed in tables), then other aliases.
+    cost: its flop formula (generator/cost/flops.py `Formula`), or `flops.NO_FORMULA`.
+    pivots_of_m: its solve for q'' eliminates M's coordinates from the last to the first (the tree
+      L^T D L of forms/parts/cholesky.py, the joint blocks of the sweeps, the iterative forms'
+      direct solve), so it meets the pivots runtime/api.py `_reverse_pivots` computes.
+    inverts_body_inertias: (the equation that applies M_i^-1 of every body, the forms that take a
+      singular body inertia instead), or () (generator/mechanics/body_inertias.py).
+    """
+
+    name: str
+    acronyms: tuple
+    cost: object
+    pivots_of_m: bool
+    inverts_body_inertias: tuple = ()
+
+    @property
+    def acronym(self) -> str:
+        return self.acronyms[0] if self.acronyms else ""
+
+
+def register(name: str, *aliases: str, cost, pivots_of_m: bool, inverts_body_inertias: tuple = ()):
+    """Register a form `fn(kin) -> EquationsOfMotion` under `name` and its acronyms, with its
+    `FormInfo` (every field but `inverts_body_inertias` must be given: a new form states each)."""
     def deco(fn):
         EQUATION_FORMS[name] = fn
+        FORM_INFO[name] = FormInfo(name, tuple(aliases), cost, pivots_of_m, tuple(inverts_body_inertias))
         for a in aliases:
             ALIASES[a] = name
         return fn
@@ -165,8 +196,11 @@ def form_equations(kin, form: str = "composite", mode: str = "symbolic") -> Equa
 
 
 def _discover():
+    """Import every form module of this folder once: each registers its forms (numeric.py registers
+    numeric mode's variants); parts/ registers nothing."""
     for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
+        if not info.ispkg:
+            importlib.import_module(f"{__name__}.{info.name}")
 
 
 _discover()

@@ -30,13 +30,19 @@ to a literal or to another intermediate, e.g. `0` or `-ab_F1_0`, is given as tha
 
 from __future__ import annotations
 
+from dynamica.generator.cost.flops import F, Formula, cube_sq_lin
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.parts.passes import Variant, sweep
 
 ABM = Variant(form="articulated", prefix="ab", scale_first=True, rows="Yt", rows_scaled="Yh", rhs="z",
               rhs_scaled="nu", inertia="Ia", force="hb")
 
+def flops(c):
+    """(4.6): sum_i (n^3/3 + 35 n^2/2 + 967 n/6 + 1242) - sum_{roots} (72 n_r + 1122)."""
+    return (sum(cube_sq_lin(x, F(35, 2), F(967, 6), 1242) for x in c.dofs)
+            - sum(72 * c.dofs[i] + 1122 for i in range(c.N) if c.eta_parent[i] is None))
 
-@register("articulated", "ABM")
+
+@register("articulated", "ABM", cost=Formula("(4.6)", flops), pivots_of_m=True)
 def articulated(kin) -> EquationsOfMotion:
     return sweep(kin, ABM)

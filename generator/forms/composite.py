@@ -12,6 +12,7 @@ point and axes instead of a 6x6 triple product.
 
 from __future__ import annotations
 
+from dynamica.generator.cost.flops import F, Formula, cube_sq_lin, nonroot
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.parts.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
 from dynamica.generator.forms.parts.common import bias_forces, forward_pass, lagrangian_equations
@@ -26,7 +27,14 @@ from dynamica.generator.ir.program import dot
 from dynamica.generator.mechanics.forces import active_forces
 
 
-@register("composite", "CBM")
+def flops(c):
+    """(4.2): sum_i [eta^3/3 + 17 eta^2/2 + 109 eta/6 + 222 + 42 tau]
+    - sum_{kappa_i != 0} [eta_k^3/3 + 17 eta_k^2/2 + 109 eta_k/6 - 205]."""
+    s = sum(cube_sq_lin(e, F(17, 2), F(109, 6), 222) + 42 * tau for e, tau in zip(c.eta, c.tau))
+    return s - sum(cube_sq_lin(c.eta_parent[i], F(17, 2), F(109, 6), -205) for i in nonroot(c))
+
+
+@register("composite", "CBM", cost=Formula("(4.2)", flops, candidate=True), pivots_of_m=True)
 def composite(kin) -> EquationsOfMotion:
     prog = kin.program
     fp = forward_pass(kin)

@@ -14,6 +14,7 @@ joint k). The system is solved by the tree-sparse elimination of (2.23), root-fr
 
 from __future__ import annotations
 
+from dynamica.generator.cost.flops import F, Formula, cube_sq_lin, nonroot
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.parts.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
 from dynamica.generator.forms.parts.common import bias_forces, forward_pass, lagrangian_equations
@@ -35,8 +36,14 @@ def tangent_basis(kin, fp, tag="dr_B"):
         B.append(cols)
     return B
 
+def flops(c):
+    """(4.1): sum_i [eta^3/3 + 17 eta^2/2 + 325 eta/6 + 222]
+    - sum_{kappa_i != 0} [eta_k^3/3 + 5 eta_k^2/2 - 251 eta_k/6]."""
+    s = sum(cube_sq_lin(e, F(17, 2), F(325, 6), 222) for e in c.eta)
+    return s - sum(cube_sq_lin(c.eta_parent[i], F(5, 2), F(-251, 6), 0) for i in nonroot(c))
 
-@register("direct", "DRT")
+
+@register("direct", "DRT", cost=Formula("(4.1)", flops), pivots_of_m=True)
 def direct(kin) -> EquationsOfMotion:
     prog = kin.program
     n = len(kin.coordinates)

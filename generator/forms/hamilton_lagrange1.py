@@ -35,6 +35,7 @@ import numpy as np
 import sympy as sp
 
 from dynamica.errors import ModelError, Problem
+from dynamica.generator.cost.flops import NO_FORMULA
 from dynamica.generator.forms import register
 from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, small_inverse
 from dynamica.generator.forms.parts.cholesky import StructurallySingular, solve_reverse_ldl
@@ -150,7 +151,9 @@ class BodyInverse:
         return add(scale(self.im, x[:3]), cross(self.r, y)) + y
 
 
-@register("hamilton-lagrange1", "HLGR")
+@register("hamilton-lagrange1", "HLGR", cost=NO_FORMULA,
+          pivots_of_m=False,                                      # it factors H of (1.64), not M
+          inverts_body_inertias=("(1.64)", "hamilton-composite, hamilton-articulated or hamilton-ltdl"))
 def hamilton_lagrange1(kin):
     """Orthogonal projection (1.61)-(1.67)."""
     BodyInertiaCheck(kin.spec, "hamilton-lagrange1").check_defaults()   # (1.64) needs every M_i^{-1}

@@ -36,6 +36,7 @@ from __future__ import annotations
 import sympy as sp
 
 from dynamica.errors import ModelError, Problem
+from dynamica.generator.cost.flops import NO_FORMULA
 from dynamica.generator.forms import register
 from dynamica.generator.forms.hamiltonian import Z6, Hamiltonian, symmetric_inverse
 from dynamica.generator.forms.parts.cholesky import StructurallySingular, lower_rows, reverse_ldl
@@ -135,14 +136,14 @@ def _sweep(kin, tag, ltdl: bool):
     return H, qd, pmd
 
 
-@register("hamilton-articulated", "HABM")
+@register("hamilton-articulated", "HABM", cost=NO_FORMULA, pivots_of_m=True)
 def hamilton_articulated(kin):
     """Sweep of (1.54), (3.16)-(3.17)."""
     H, qd, pmd = _sweep(kin, "ha_", ltdl=False)
     return H.equations("hamilton-articulated", qd, pmd)
 
 
-@register("hamilton-ltdl", "HDEC")
+@register("hamilton-ltdl", "HDEC", cost=NO_FORMULA, pivots_of_m=True)
 def hamilton_ltdl(kin):
     """L^T D L elimination of (1.54), (3.32)-(3.40)."""
     H, qd, pmd = _sweep(kin, "hd_", ltdl=True)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from dynamica.generator.cost.flops import NO_FORMULA
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.parts.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
 from dynamica.generator.forms.parts.common import forward_pass
@@ -305,7 +306,7 @@ class Hamiltonian:
 
 
 # ------------------------------------------------------------------ hamilton-composite (HCBM)
-@register("hamilton-composite", "HCBM")
+@register("hamilton-composite", "HCBM", cost=NO_FORMULA, pivots_of_m=True)
 def hamilton_composite(kin) -> EquationsOfMotion:
     """(1.59): M q' = pm - A^T T^T M T v_hat^r (composite-body mass matrix (2.19)-(2.20),
     tree-sparse L^T D L (2.23)), then v by (1.13), p* = T^T M v (1.55) and pm' by (1.54)."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from dynamica.generator.cost.flops import Formula
 from dynamica.generator.forms import EquationsOfMotion, KernelSpec, register
 from dynamica.generator.forms.parts.common import bias_forces, forward_pass, lagrangian_equations
 from dynamica.generator.forms.parts.spatial import (
@@ -152,7 +153,15 @@ def recursive_mx(kin, fp, cache: Cache, x):
     return out
 
 
-@register("iterative-m", "ITR", "ITR-M", "iterative")
+def flops_m(c, K):
+    """(4.4): sum_i [(2K+6)(eta^2 - eta_k^2) + 42 tau] + (4K+2) n^2 + (9K+19) n + 427 N - 205 R - 1."""
+    n = c.n
+    s = sum((2 * K + 6) * (e * e - (ek or 0) ** 2) + 42 * tau for e, ek, tau in zip(c.eta, c.eta_parent, c.tau))
+    return s + (4 * K + 2) * n * n + (9 * K + 19) * n + 427 * c.N - 205 * c.R - 1
+
+
+@register("iterative-m", "ITR-M", "ITR", "iterative", cost=Formula("(4.4)", flops_m, iterative=True),
+          pivots_of_m=True)
 def iterative_m(kin) -> EquationsOfMotion:
     """ITR-M: residual (2.53) with the mass matrix of composite bodies."""
     n = len(kin.coordinates)
@@ -170,7 +179,13 @@ def iterative_m(kin) -> EquationsOfMotion:
               "ws": "mass matrix, row-major", "ws_size": n * n, "mass_nonzeros": nnz})
 
 
-@register("iterative-g", "ITR-G")
+def flops_g(c, K):
+    """(4.5): 2 n^2 + 37 n + 405 N - 144 R - 1 + (4 n^2 + 33 n + 135 N - 96 R) K."""
+    n, N, R = c.n, c.N, c.R
+    return 2 * n * n + 37 * n + 405 * N - 144 * R - 1 + (4 * n * n + 33 * n + 135 * N - 96 * R) * K
+
+
+@register("iterative-g", "ITR-G", cost=Formula("(4.5)", flops_g, iterative=True, candidate=True), pivots_of_m=True)
 def iterative_g(kin) -> EquationsOfMotion:
     """ITR-G: residual by the recursions (2.54)-(2.55), the mass matrix never formed per call."""
     n = len(kin.coordinates)

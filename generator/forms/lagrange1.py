@@ -51,6 +51,7 @@ import numpy as np
 import sympy as sp
 
 from dynamica.errors import ModelError, Problem
+from dynamica.generator.cost.flops import F, Formula, cube_sq_lin, nonroot
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.parts.cholesky import solve_reverse_ldl
 from dynamica.generator.forms.parts.common import forward_pass, lagrangian_equations
@@ -276,8 +277,16 @@ def lagrange1_system(kin) -> LagrangeSystem:
                                                          + ([dot(X[i][r], a[k])] if k else [])))
     return LagrangeSystem(Z=Z, offset=offset, H=H, R=R, F_prime=Fp, a=a, Y=Y, U=U, w_prime=wp, fp=fp)
 
+def flops(c):
+    """(4.3): sum_i [mu^3/3 + 17 mu^2/2 + 361 mu/6 + 420] - sum_{kappa_i != 0} [m^3/3 + 5 m^2/2 + m/6] - 48 R."""
+    s = sum(cube_sq_lin(x, F(17, 2), F(361, 6), 420) for x in c.mu)
+    s -= sum(cube_sq_lin(c.m[i], F(5, 2), F(1, 6), 0) for i in nonroot(c))
+    return s - 48 * c.R
 
-@register("lagrange1", "LGR")
+
+@register("lagrange1", "LGR", cost=Formula("(4.3)", flops, candidate=True),
+          pivots_of_m=False,                                      # it factors H (1.46), not M
+          inverts_body_inertias=("(2.24)", "composite, articulated or ltdl"))
 def lagrange1(kin) -> EquationsOfMotion:
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies

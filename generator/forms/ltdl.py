@@ -31,13 +31,19 @@ to a literal or to another intermediate, e.g. `0` or `-dc_F1_0`, is given as tha
 
 from __future__ import annotations
 
+from dynamica.generator.cost.flops import F, Formula, cube_sq_lin
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.parts.passes import Variant, sweep
 
 DEC = Variant(form="ltdl", prefix="dc", scale_first=False, rows="U", rows_scaled="Uh", rhs="u", rhs_scaled="",
               inertia="H", force="h")
 
+def flops(c):
+    """(4.7): sum_i (n^3/3 + 39 n^2/2 + 1105 n/6 + 864) - sum_{roots} (84 n_r + 660)."""
+    return (sum(cube_sq_lin(x, F(39, 2), F(1105, 6), 864) for x in c.dofs)
+            - sum(84 * c.dofs[i] + 660 for i in range(c.N) if c.eta_parent[i] is None))
 
-@register("ltdl", "DEC")
+
+@register("ltdl", "DEC", cost=Formula("(4.7)", flops, candidate=True), pivots_of_m=True)
 def ltdl(kin) -> EquationsOfMotion:
     return sweep(kin, DEC)

@@ -19,11 +19,14 @@ import sympy as sp
 from dynamica.errors import ModelError, Problem
 from dynamica.generator.spec import expr as ex
 
-#: form -> (acronym, the equation that inverts M_i, the forms that take a singular body inertia)
-INVERTS_BODY_INERTIAS = {
-    "lagrange1": ("LGR", "(2.24)", "composite, articulated or ltdl"),
-    "hamilton-lagrange1": ("HLGR", "(1.64)", "hamilton-composite, hamilton-articulated or hamilton-ltdl"),
-}
+
+def inverts_body_inertias(form: str) -> bool:
+    """Whether `form` applies M_i^-1 of every body: registered with the form
+    (`@register(..., inverts_body_inertias=(equation, alternatives))`, generator/forms/)."""
+    from dynamica.generator.forms import FORM_INFO
+    info = FORM_INFO.get(form)
+    return bool(info is not None and info.inverts_body_inertias)
+
 #: smallest |eigenvalue| of Theta_c <= RTOL * largest: singular (the module's M_i^-1 is not finite)
 RTOL = 1e-12
 
@@ -48,7 +51,10 @@ class BodyInertiaCheck:
 
     def __init__(self, spec, form: str):
         self.spec, self.form = spec, form
-        self.acronym, self.equation, self.alternatives = INVERTS_BODY_INERTIAS[form]
+        from dynamica.generator.forms import FORM_INFO
+        info = FORM_INFO[form]
+        self.acronym = info.acronym
+        self.equation, self.alternatives = info.inverts_body_inertias
         scope = spec.scope(time_allowed=True)
         fixed, varying = [], []              # bodies of numbers; (body, m, Theta_c) with parameters
         parsed = {}                          # text -> expression: bodies repeat their formulas

@@ -13,8 +13,12 @@ element's contribution to the equations, through a `ForceContext`:
     ctx.let / ctx.let_vector             program intermediates named after the element
 
 `build` returns the element's values for the outputs ({quantity: [expressions]}, exported as
-`<name>.<quantity>` with `outputs: {forces: true}`). Adding a force type is one entry here.
-The numeric reference (runtime/reference/numeric.py) has its own implementation on purpose.
+`<name>.<quantity>` with `outputs: {forces: true}`), and `potential` the element's potential
+energy and its time derivative for the energy outputs (generator/mechanics/energy.py), None
+when a particular element is not conservative, or `NO_POTENTIAL` for a type that never is.
+Adding a force type is one entry here, plus its law in the numeric reference
+(runtime/reference/forces.py), which is written apart on purpose (an independent oracle) and
+raises on a type it does not know; tests/test_registries.py checks both.
 """
 
 from __future__ import annotations
@@ -38,16 +42,27 @@ class ForceType:
     name: str
     schema: dict                  # key -> (kind, default); default REQUIRED, or None: optional, no value
     build: Callable               # (ctx, force) -> {quantity: [expressions]}
+    potential: object             # (ctx, force) -> (V, dV/dt along the motion) or None, or NO_POTENTIAL
     check: Callable = None        # (the force's mapping, its checked fields) -> [(key or "", message)]
     doc: str = ""
 
 
 FORCE_TYPES: dict = {}
+#: the explicit `potential` of a force type that is never conservative (an applied force): its
+#: power counts as non-conservative in the energy outputs (generator/mechanics/energy.py)
+class _NoPotential:
+    def __repr__(self):
+        return "NO_POTENTIAL"
 
 
-def register(name, schema, check=None, doc=""):
+NO_POTENTIAL = _NoPotential()
+
+
+def register(name, schema, *, potential, check=None, doc=""):
+    """Register the contribution `build` of force type `name` with its record (`potential` must
+    be given: a function, or NO_POTENTIAL)."""
     def deco(build):
-        FORCE_TYPES[name] = ForceType(name, schema, build, check, doc)
+        FORCE_TYPES[name] = ForceType(name, schema, build, potential, check, doc)
         return build
     return deco
 
@@ -119,10 +134,28 @@ def active_forces(kin, fp):
     return F, ctx.gen, values
 
 
+def constant_fields(ctx, *texts):
+    """The fields as expressions, when every one depends on parameters only (else None)."""
+    vals = [ctx.P(t) for t in texts]
+    if all(all(str(s).startswith("p:") for s in v.free_symbols) for v in vals):
+        return vals
+    return None
+
+
 # ------------------------------------------------------------------ the force types
+def _joint_spring_potential(ctx, f):
+    kn = constant_fields(ctx, f["stiffness"], f["neutral"])
+    if kn is None:
+        return None
+    k, n = kn
+    c = f["coordinate"]
+    x = ex.coord_symbol(c) - n
+    return k * x ** 2 / 2, k * x * ex.rate_symbol(c)
+
+
 @register("joint_spring_damper", {"coordinate": ("coordinate", REQUIRED), "stiffness": ("expr", 0),
                                   "damping": ("expr", 0), "neutral": ("expr", 0)},
-          doc="-stiffness (q - neutral) - damping q' on one coordinate")
+          potential=_joint_spring_potential, doc="-stiffness (q - neutral) - damping q' on one coordinate")
 def _joint_spring_damper(ctx, f):
     c = f["coordinate"]
     Q = -ctx.P(f["stiffness"]) * (ex.coord_symbol(c) - ctx.P(f["neutral"])) - ctx.P(f["damping"]) * ex.rate_symbol(c)
@@ -131,7 +164,7 @@ def _joint_spring_damper(ctx, f):
 
 
 @register("generalized_force", {"coordinate": ("coordinate", REQUIRED), "value": ("expr", REQUIRED)},
-          doc="an expression added to one coordinate's generalized force")
+          potential=NO_POTENTIAL, doc="an expression added to one coordinate's generalized force")
 def _generalized_force(ctx, f):
     Q = ctx.P(f["value"])
     ctx.gen[f["coordinate"]] += Q
@@ -140,7 +173,7 @@ def _generalized_force(ctx, f):
 
 @register("body_force", {"body": ("body", REQUIRED), "point": ("point", None), "force": ("vector", [0, 0, 0]),
                          "torque": ("vector", [0, 0, 0]), "frame": ("frame", "ground")},
-          doc="a force at a point of a body and a torque, in ground or body axes")
+          potential=NO_POTENTIAL, doc="a force at a point of a body and a torque, in ground or body axes")
 def _body_force(ctx, f):
     i = ctx.kin.topo.index(f["body"])
     point = [ctx.P(x) for x in f["point"]]
@@ -164,11 +197,28 @@ def _spring_damper_check(given, fields):
     return out
 
 
+def _spring_potential(ctx, f):
+    fields = dict(f.fields)
+    if "law" in fields:
+        return None
+    kl = constant_fields(ctx, f["stiffness"], f["free_length"])
+    if kl is None:
+        return None
+    k, L0 = kl
+    xa, va = ctx.point_state(f["body_a"], [ctx.P(x) for x in f["point_a"]])
+    xb, vb = ctx.point_state(f["body_b"], [ctx.P(x) for x in f["point_b"]])
+    d = ctx.let_vector("d", sub(xb, xa))
+    L = ctx.let("L", sp.sqrt(dot(d, d)))
+    Ld = ctx.let("Ld", dot(d, sub(vb, va)) / L)
+    return k * (L - L0) ** 2 / 2, k * (L - L0) * Ld
+
+
 @register("spring_damper", {"body_a": ("body_or_ground", REQUIRED), "point_a": ("point", REQUIRED),
                             "body_b": ("body_or_ground", REQUIRED), "point_b": ("point", REQUIRED),
                             "stiffness": ("expr", None), "damping": ("expr", 0),
                             "free_length": ("expr", REQUIRED), "law": ("law", None)},
-          check=_spring_damper_check, doc="along the line between two points: linear, or a `law`")
+          check=_spring_damper_check, potential=_spring_potential,
+          doc="along the line between two points: linear, or a `law`")
 def _spring_damper(ctx, f):
     pa = [ctx.P(x) for x in f["point_a"]]
     pb = [ctx.P(x) for x in f["point_b"]]
@@ -191,9 +241,30 @@ def _limit_check(given, fields):
     return [] if "lower" in fields or "upper" in fields else [("", "a `limit` needs `lower`, `upper` or both")]
 
 
+def _limit_potential(ctx, f):
+    # the stiff part of the limit's contact law, k exp(-a (q - q1)) and -k exp(a (q - q2)), has the
+    # potential (k / a) exp(-a (q - q1)) and (k / a) exp(a (q - q2))
+    fields = dict(f.fields)
+    ka = constant_fields(ctx, f["stiffness"], f["decay"], *(fields[b] for b in ("lower", "upper") if b in fields))
+    if ka is None:
+        return None
+    k, a = ka[:2]
+    c = f["coordinate"]
+    q, qd = ex.coord_symbol(c), ex.rate_symbol(c)
+    V = Vd = sp.Integer(0)
+    if "lower" in fields:
+        e = sp.exp(-a * (q - ctx.P(fields["lower"])))
+        V, Vd = V + k / a * e, Vd - k * e * qd
+    if "upper" in fields:
+        e = sp.exp(a * (q - ctx.P(fields["upper"])))
+        V, Vd = V + k / a * e, Vd + k * e * qd
+    return V, Vd
+
+
 @register("limit", {"coordinate": ("coordinate", REQUIRED), "lower": ("expr", None), "upper": ("expr", None),
                     "stiffness": ("expr", REQUIRED), "damping": ("expr", 0), "decay": ("expr", REQUIRED)},
-          check=_limit_check, doc="stops of a coordinate with an exponential contact law")
+          check=_limit_check, potential=_limit_potential,
+          doc="stops of a coordinate with an exponential contact law")
 def _limit(ctx, f):
     # the peer package's contact law: F = (k - mu q') exp(-a (q - q1)) pushes up from a lower bound q1;
     # mirrored, -(k + mu q') exp(a (q - q2)) pushes down from an upper bound q2
@@ -214,8 +285,7 @@ def _limit(ctx, f):
 def bushing_frames(ctx, f):
     """(p_a, p_b, x_a, v_a, x_b, v_b, G_a, w_a, G_b, w_b): the bushing's two points in their bodies'
     frames and in the ground's, their velocities, and
-    its bodies' rotations and angular velocities (the bushing's wrench and its potential,
-    generator/mechanics/energy.py)."""
+    its bodies' rotations and angular velocities (the bushing's wrench and its potential)."""
     pa = [ctx.P(x) for x in f["point_a"]]
     pb = [ctx.P(x) for x in f["point_b"]]
     xa, va = ctx.point_state(f["body_a"], pa)
@@ -224,10 +294,36 @@ def bushing_frames(ctx, f):
     Gb, wb, _ = ctx.frame_of(f["body_b"])
     return pa, pb, xa, va, xb, vb, Ga, wa, Gb, wb
 
+
+def _bushing_potential(ctx, f):
+    # translational springs: V = 1/2 d^T K d of d = G_a (x_b - x_a) (frame a), dV/dt = (K d) . d';
+    # an isotropic rotational spring: V = k (1 - cos phi) = k (3 - tr R) / 2, dV/dt = k theta . w
+    K = constant_fields(ctx, *f["stiffness"])
+    rot = f["rotational_stiffness"]
+    Kr = constant_fields(ctx, rot[0]) if rot[0] == rot[1] == rot[2] else None
+    if K is None and Kr is None:
+        return None
+    pa, pb, xa, va, xb, vb, Ga, wa, Gb, wb = bushing_frames(ctx, f)
+    V = Vd = sp.Integer(0)
+    if K is not None:
+        d = ctx.let_vector("d", matvec(Ga, sub(xb, xa)))
+        dd = sub(matvec(Ga, sub(vb, va)), cross(wa, d))
+        V += sum(K[j] * d[j] ** 2 for j in range(3)) / 2
+        Vd += sum(K[j] * d[j] * dd[j] for j in range(3))
+    if Kr is not None:
+        R = ctx.let_matrix("R", Ga * Gb.T)
+        th = [(R[2, 1] - R[1, 2]) / 2, (R[0, 2] - R[2, 0]) / 2, (R[1, 0] - R[0, 1]) / 2]
+        w = sub(matvec(R, wb), wa)
+        V += Kr[0] * (3 - R[0, 0] - R[1, 1] - R[2, 2]) / 2
+        Vd += Kr[0] * dot(th, w)
+    return V, Vd
+
+
 @register("bushing", {"body_a": ("body_or_ground", REQUIRED), "point_a": ("point", [0, 0, 0]),
                       "body_b": ("body_or_ground", REQUIRED), "point_b": ("point", [0, 0, 0]),
                       "stiffness": ("vector", [0, 0, 0]), "damping": ("vector", [0, 0, 0]),
                       "rotational_stiffness": ("vector", [0, 0, 0]), "rotational_damping": ("vector", [0, 0, 0])},
+          potential=_bushing_potential,
           doc="a 6-DOF linear spring-damper between frames fixed in two bodies (axes of body_a)")
 def _bushing(ctx, f):
     # frame a: axes of body_a at point_a; frame b: axes of body_b at point_b. In frame a:

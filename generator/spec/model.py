@@ -21,13 +21,14 @@ import sympy as sp
 
 from dynamica.errors import Problem
 from dynamica.generator.spec import expr as ex
+from dynamica.generator.spec import integrators
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1),
         "-x": (-1, 0, 0), "-y": (0, -1, 0), "-z": (0, 0, -1)}
 INERTIA_KEYS = ("Ixx", "Iyy", "Izz", "Ixy", "Iyz", "Ixz")
-#: integrators `simulate` accepts
-INTEGRATORS = ("adams", "stoermer6", "radau", "RK45", "DOP853", "LSODA", "BDF", "Radau", "ida")
+#: integrators `simulate` accepts: the names of their records (generator/spec/integrators.py)
+INTEGRATORS = tuple(integrators.INTEGRATORS)
 
 
 class DynamicaWarning(UserWarning):

@@ -105,7 +105,7 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
            modes=MODES) -> SelectReport:
     """Predicted flops, generated operations and (measure=True) measured us per call of each form,
     in each of `modes` (numeric mode only for the forms it has: forms.NUMERIC_FORMS)."""
-    from dynamica.generator.forms import ALIASES, EQUATION_FORMS, resolve
+    from dynamica.generator.forms import EQUATION_FORMS, FORM_INFO, resolve
     from dynamica.generator.spec.model import load_model
     SUPPORTED_FORMS = tuple(NUMERIC_FORMS)
     from dynamica.generator.mechanics.topology import build_topology
@@ -117,9 +117,7 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
     tree = cost.from_topology(topo, spec)
     order = {f: k for k, f in enumerate(cost.FORMS)}
     names = [resolve(f) for f in forms] if forms else sorted(EQUATION_FORMS, key=lambda f: (order.get(f, 99), f))
-    acr = dict(cost.ACRONYMS)
-    for a, f in ALIASES.items():
-        acr.setdefault(f, a)
+    acr = {f: FORM_INFO[f].acronym for f in FORM_INFO}
     rep = SelectReport(model=spec.name, n=len(spec.coordinates), bodies=topo.n_bodies, K=K)
     lgr_ok = _inverts_body_inertias(spec)
     from dynamica.generator.mechanics import body_inertias
@@ -132,7 +130,7 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
                 row.predicted = float(cost.count(tree, form=f, K=K))
             except (KeyError, ValueError):
                 row.note = "no flop formula in the dissertation"
-            if f in body_inertias.INVERTS_BODY_INERTIAS and not lgr_ok:
+            if body_inertias.inverts_body_inertias(f) and not lgr_ok:
                 check = body_inertias.BodyInertiaCheck(spec, f)
                 defaults = spec.defaults()
                 bad = check.bad_bodies([defaults[x] for x in check.symbols])

@@ -6,6 +6,7 @@ import functools
 
 import numpy as np
 
+from dynamica.generator.spec.integrators import INTEGRATORS as INTEGRATOR_RECORDS
 from dynamica.runtime.compiled import CompiledModel
 from dynamica.runtime.results.result import SimulationResult
 
@@ -81,9 +82,11 @@ def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, event
     return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
 
 
-#: scipy's methods that use a Jacobian: given the generated one (runtime/kinds/derivatives.py) unless
-#: simulate(jacobian="numeric") asks for scipy's finite differences
-IMPLICIT = ("Radau", "BDF", "LSODA")
+#: scipy's methods that use a Jacobian (their records' option `jacobian`, generator/spec/integrators.py):
+#: given the generated one (runtime/kinds/derivatives.py) unless simulate(jacobian="numeric") asks for
+#: scipy's finite differences
+IMPLICIT = tuple(dict.fromkeys(r.options["method"] for r in INTEGRATOR_RECORDS.values()
+                               if r.kind == "scipy" and r.options["jacobian"]))
 
 
 def _jacobian(model, scipy_method, params, jacobian):
@@ -96,8 +99,9 @@ def _jacobian(model, scipy_method, params, jacobian):
 
 
 #: scipy's one-step methods, which take the projection onto the loops' constraints after each step
-#: (a multistep method's history would no longer match the projected state)
-ONE_STEP = ("RK45", "DOP853", "Radau")
+#: (a multistep method's history would no longer match the projected state): option `one_step`
+ONE_STEP = tuple(dict.fromkeys(r.options["method"] for r in INTEGRATOR_RECORDS.values()
+                               if r.kind == "scipy" and r.options["one_step"]))
 
 
 class _Stepped:
@@ -187,15 +191,14 @@ def _scipy_runner(scipy_method):
     return run
 
 
-#: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
-#: jacobian=None) -> SimulationResult
-INTEGRATORS: dict = {"adams": _run_adams, "stoermer6": _run_stoermer6}
-#: integrator name -> scipy's solve_ivp method
-SCIPY_METHODS = {"radau": "Radau", "RK45": "RK45", "DOP853": "DOP853", "LSODA": "LSODA", "BDF": "BDF",
-                 "Radau": "Radau"}
-for _name, _scipy in SCIPY_METHODS.items():
-    INTEGRATORS[_name] = _scipy_runner(_scipy)
-    INTEGRATORS[_name].name = _name
+#: integrator name -> scipy's solve_ivp method (the records of kind "scipy")
+SCIPY_METHODS = {r.name: r.options["method"] for r in INTEGRATOR_RECORDS.values() if r.kind == "scipy"}
+
+
+def _named_scipy_runner(record):
+    run = _scipy_runner(record.options["method"])
+    run.name = record.name
+    return run
 
 
 def _run_still(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None, method=""):
@@ -238,7 +241,12 @@ def _run_ida(*args, **kw):
     return run_ida(*args, **kw)
 
 
-INTEGRATORS["ida"] = _run_ida
+#: integrator kind (generator/spec/integrators.py) -> record -> its runner
+RUNNERS = {"adams": lambda record: _run_adams, "stoermer": lambda record: _run_stoermer6,
+           "scipy": _named_scipy_runner, "ida": lambda record: _run_ida}
+#: integrator name -> runner(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
+#: jacobian=None) -> SimulationResult: one per record (a record of an unknown kind fails here, at import)
+INTEGRATORS = {r.name: RUNNERS[r.kind](r) for r in INTEGRATOR_RECORDS.values()}
 
 
 #: output rows per piece when results stream to a file: bounds the memory of a long run
@@ -487,7 +495,8 @@ def _stream_scipy(scipy_method, name):
 
 #: integrators that hand on the rows of one run piece by piece (progress, out, keep=False); the
 #: others are restarted at each piece
-STREAMS = {"adams": _stream_adams, **{name: _stream_scipy(method, name) for name, method in SCIPY_METHODS.items()}}
+STREAMS = {r.name: _stream_adams if r.kind == "adams" else _stream_scipy(r.options["method"], r.name)
+           for r in INTEGRATOR_RECORDS.values() if r.kind in ("adams", "scipy")}
 
 
 #: how a model with stages runs: the cyclogram (runtime/stages/cyclogram.py), which sits above the

@@ -9,7 +9,8 @@ docs/model_format.md, into sympy), numbers the bodies itself, builds the element
 itself, and takes the joint quantities from differentiating rho_i(q, t) and
 G_i(q, t) as (1.2)-(1.5) define them (the generator composes velocities through the transforms
 instead); the recursions use explicit 6x6 matrices C_i, M_i and T_ij ((1.13), (1.33), (1.36),
-(2.19)-(2.22)) in ordinary loops, and the force laws are written out from docs/model_format.md.
+(2.19)-(2.22)) in ordinary loops, and the force laws are written out from docs/model_format.md
+(runtime/reference/forces.py: one law per force type; a type without one is an error).
 `dynamica check` and the tests compare the compiled module with it at random states and
 parameters; a convention error in the generator (an axis sign, a rotation's sense, the order of
 the inertia components, a force's frame) is therefore not repeated here.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from dynamica.runtime.reference.forces import LAWS, ActiveSums
 from dynamica.runtime.reference.names import LAW_LOCALS, Names, joint_transforms, skew, unskew
 
 
@@ -133,17 +135,19 @@ class NumericReference:
         names = self.names
         args = [[names.q[c] for c in self.coordinates], [names.qd[c] for c in self.coordinates], names.t, self.psyms]
         law_args = args + [[names.local[n] for n in LAW_LOCALS]]
-        vectors = ("force", "torque", "point", "point_a", "point_b", "stiffness", "damping",
-                   "rotational_stiffness", "rotational_damping")
         self.forces = []
         for f in self.spec.forces:
+            if f.type not in LAWS:
+                raise ValueError(f"force `{f['name']}`: the numeric reference has no law for the force type "
+                                 f"`{f.type}` (runtime/reference/forces.py)")
+            law = LAWS[f.type]
             fn = {}
             for key, v in f.fields:
                 if key == "law":
                     fn[key] = sp.lambdify(law_args, names.expr(v, law=True), "numpy")
-                elif key in vectors and isinstance(v, tuple):
+                elif key in law.vectors and isinstance(v, tuple):
                     fn[key] = sp.lambdify(args, names.vector(v), "numpy")
-                elif key in ("stiffness", "damping", "neutral", "value", "free_length", "lower", "upper", "decay"):
+                elif key in law.scalars:
                     fn[key] = sp.lambdify(args, names.expr(v), "numpy")
                 else:
                     fn[key] = v
@@ -198,90 +202,11 @@ class NumericReference:
 
     def _active(self, st, q, qd, t, p):
         N = self.N
-        F = [np.zeros(6) for _ in range(N + 1)]
-        gen = np.zeros(len(self.coordinates))
-        names = self.topo.names
+        sums = ActiveSums(q, qd, t, p, st, [np.zeros(6) for _ in range(N + 1)], np.zeros(len(self.coordinates)),
+                          self.topo.names, self.coordinates)
         for ftype, fn in self.forces:
-            if ftype == "joint_spring_damper":
-                k = self.coordinates.index(fn["coordinate"])
-                gen[k] += -fn["stiffness"](q, qd, t, p) * (q[k] - fn["neutral"](q, qd, t, p)) \
-                    - fn["damping"](q, qd, t, p) * qd[k]
-            elif ftype == "generalized_force":
-                gen[self.coordinates.index(fn["coordinate"])] += fn["value"](q, qd, t, p)
-            elif ftype == "body_force":
-                i = names.index(fn["body"])
-                f = np.asarray(fn["force"](q, qd, t, p), float).reshape(3)
-                tq = np.asarray(fn["torque"](q, qd, t, p), float).reshape(3)
-                pt = np.asarray(fn["point"](q, qd, t, p), float).reshape(3)
-                if fn["frame"] == "ground":
-                    f, tq = st["R0"][i] @ f, st["R0"][i] @ tq
-                F[i] += np.concatenate([f, tq + np.cross(pt, f)])
-            elif ftype == "spring_damper":
-                xs, vs = [], []
-                for side in ("a", "b"):
-                    b = fn[f"body_{side}"]
-                    pt = np.asarray(fn[f"point_{side}"](q, qd, t, p), float).reshape(3)
-                    if b == "ground":
-                        xs.append(pt), vs.append(np.zeros(3))
-                    else:
-                        i = names.index(b)
-                        xs.append(st["r0"][i] + st["R0"][i].T @ pt)
-                        vs.append(st["R0"][i].T @ (st["v"][i][:3] + np.cross(st["v"][i][3:], pt)))
-                d = xs[1] - xs[0]
-                L = np.linalg.norm(d)
-                e = d / L
-                if "law" in fn:
-                    T = fn["law"](q, qd, t, p, [L - fn["free_length"](q, qd, t, p), e @ (vs[1] - vs[0])])
-                else:
-                    T = fn["stiffness"](q, qd, t, p) * (L - fn["free_length"](q, qd, t, p)) \
-                        + fn["damping"](q, qd, t, p) * e @ (vs[1] - vs[0])
-                for side, sgn in (("a", 1.0), ("b", -1.0)):
-                    b = fn[f"body_{side}"]
-                    if b != "ground":
-                        i = names.index(b)
-                        pt = np.asarray(fn[f"point_{side}"](q, qd, t, p), float).reshape(3)
-                        fb = st["R0"][i] @ (sgn * T * e)
-                        F[i] += np.concatenate([fb, np.cross(pt, fb)])
-            elif ftype == "limit":
-                k = self.coordinates.index(fn["coordinate"])
-                kk, mu, a = (fn[x](q, qd, t, p) for x in ("stiffness", "damping", "decay"))
-                if "lower" in fn:
-                    gen[k] += (kk - mu * qd[k]) * np.exp(-a * (q[k] - fn["lower"](q, qd, t, p)))
-                if "upper" in fn:
-                    gen[k] -= (kk + mu * qd[k]) * np.exp(a * (q[k] - fn["upper"](q, qd, t, p)))
-            elif ftype == "bushing":
-                # ground-frame kinematics of the two frames, then the law in frame a (docs/model_format.md, `bushing`)
-                fr = {}
-                for side in ("a", "b"):
-                    b = fn[f"body_{side}"]
-                    pt = np.asarray(fn[f"point_{side}"](q, qd, t, p), float).reshape(3)
-                    if b == "ground":
-                        fr[side] = (np.eye(3), pt, np.zeros(3), np.zeros(3), pt)
-                    else:
-                        i = names.index(b)
-                        R = st["R0"][i]
-                        w_g = R.T @ st["v"][i][3:]
-                        fr[side] = (R, st["r0"][i] + R.T @ pt, R.T @ st["v"][i][:3] + np.cross(w_g, R.T @ pt),
-                                    w_g, pt)
-                Ra, xa, va, wa, pa = fr["a"]
-                Rb, xb, vb, wb, pb = fr["b"]
-                dg = xb - xa
-                d = Ra @ dg
-                dd = Ra @ (vb - va) - Ra @ np.cross(wa, dg)            # d/dt (Ra dg), Ra' = -Ra wa~ (ground wa)
-                R = Ra @ Rb.T
-                th = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-                w = Ra @ (wb - wa)
-                vec = lambda key: np.asarray(fn[key](q, qd, t, p), float).reshape(3)  # noqa: E731
-                Fa = -(vec("stiffness") * d + vec("damping") * dd)           # on b, frame a
-                Ta = -(vec("rotational_stiffness") * th + vec("rotational_damping") * w)
-                if fn["body_b"] != "ground":
-                    i = names.index(fn["body_b"])
-                    fb, tb = Rb @ Ra.T @ Fa, Rb @ Ra.T @ Ta
-                    F[i] += np.concatenate([fb, tb + np.cross(pb, fb)])
-                if fn["body_a"] != "ground":
-                    i = names.index(fn["body_a"])
-                    F[i] += np.concatenate([-Fa, -Ta + np.cross(pa + d, -Fa)])
-        return F, gen
+            LAWS[ftype].contribute(sums, fn)          # every type has a law (checked in _forces)
+        return sums.F, sums.gen
 
     def _params(self, params):
         return self.defaults if params is None else np.asarray(params, dtype=float)

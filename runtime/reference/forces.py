@@ -1,0 +1,157 @@
+"""The force laws of the numeric reference: one `Law` per force type, written out from
+docs/model_format.md with numpy, apart from the generator's (generator/mechanics/forces.py) on
+purpose, so that a convention error there (a force's frame, a sign) is not repeated here.
+
+A law says which fields of the element are expressions (`scalars`, evaluated to numbers) and
+which are 3-vectors (`vectors`), and `contribute(a, fn)` adds the element's wrenches to `a.F`
+(per body, at O_i, frame i) and its generalized forces to `a.gen`, where `fn` maps each field to
+a function (q, qd, t, p) -> value (the law's `law` field: (q, qd, t, p, locals)) or to its plain
+value, and `a` is the reference's state (`ActiveSums`). The reference raises on a force type
+without a law (NumericReference); tests/test_registries.py checks that
+every registered force type has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Law:
+    name: str
+    contribute: Callable          # (a: ActiveSums, fn) -> None
+    scalars: tuple = ()           # fields that are expressions
+    vectors: tuple = ()           # fields that are 3-vectors of expressions
+
+
+#: force type -> its law in the reference
+LAWS: dict = {}
+
+
+def law(name, scalars=(), vectors=()):
+    def deco(fn):
+        LAWS[name] = Law(name, fn, tuple(scalars), tuple(vectors))
+        return fn
+    return deco
+
+
+@dataclass
+class ActiveSums:
+    """What a law reaches: the state (q, qd, t, p), the forward pass `st` (R0, r0, v per body), the
+    sums F (6 per body) and gen (per coordinate), body and coordinate indices by name."""
+    q: object
+    qd: object
+    t: object
+    p: object
+    st: dict
+    F: list
+    gen: object
+    bodies: tuple                 # names, ground first
+    coordinates: list
+
+    def body(self, name) -> int:
+        return self.bodies.index(name)
+
+    def coordinate(self, name) -> int:
+        return self.coordinates.index(name)
+
+    def value(self, fn, key):
+        return fn[key](self.q, self.qd, self.t, self.p)
+
+    def vector(self, fn, key):
+        return np.asarray(fn[key](self.q, self.qd, self.t, self.p), float).reshape(3)
+
+
+@law("joint_spring_damper", scalars=("stiffness", "damping", "neutral"))
+def _joint_spring_damper(a, fn):
+    k = a.coordinate(fn["coordinate"])
+    a.gen[k] += -a.value(fn, "stiffness") * (a.q[k] - a.value(fn, "neutral")) - a.value(fn, "damping") * a.qd[k]
+
+
+@law("generalized_force", scalars=("value",))
+def _generalized_force(a, fn):
+    a.gen[a.coordinate(fn["coordinate"])] += a.value(fn, "value")
+
+
+@law("body_force", vectors=("force", "torque", "point"))
+def _body_force(a, fn):
+    i = a.body(fn["body"])
+    f, tq, pt = a.vector(fn, "force"), a.vector(fn, "torque"), a.vector(fn, "point")
+    if fn["frame"] == "ground":
+        f, tq = a.st["R0"][i] @ f, a.st["R0"][i] @ tq
+    a.F[i] += np.concatenate([f, tq + np.cross(pt, f)])
+
+
+@law("spring_damper", scalars=("stiffness", "damping", "free_length"), vectors=("point_a", "point_b"))
+def _spring_damper(a, fn):
+    st, xs, vs = a.st, [], []
+    for side in ("a", "b"):
+        b = fn[f"body_{side}"]
+        pt = a.vector(fn, f"point_{side}")
+        if b == "ground":
+            xs.append(pt), vs.append(np.zeros(3))
+        else:
+            i = a.body(b)
+            xs.append(st["r0"][i] + st["R0"][i].T @ pt)
+            vs.append(st["R0"][i].T @ (st["v"][i][:3] + np.cross(st["v"][i][3:], pt)))
+    d = xs[1] - xs[0]
+    L = np.linalg.norm(d)
+    e = d / L
+    if "law" in fn:
+        T = fn["law"](a.q, a.qd, a.t, a.p, [L - a.value(fn, "free_length"), e @ (vs[1] - vs[0])])
+    else:
+        T = a.value(fn, "stiffness") * (L - a.value(fn, "free_length")) + a.value(fn, "damping") * e @ (vs[1] - vs[0])
+    for side, sgn in (("a", 1.0), ("b", -1.0)):
+        b = fn[f"body_{side}"]
+        if b != "ground":
+            i = a.body(b)
+            pt = a.vector(fn, f"point_{side}")
+            fb = st["R0"][i] @ (sgn * T * e)
+            a.F[i] += np.concatenate([fb, np.cross(pt, fb)])
+
+
+@law("limit", scalars=("lower", "upper", "stiffness", "damping", "decay"))
+def _limit(a, fn):
+    k = a.coordinate(fn["coordinate"])
+    kk, mu, dec = (a.value(fn, x) for x in ("stiffness", "damping", "decay"))
+    if "lower" in fn:
+        a.gen[k] += (kk - mu * a.qd[k]) * np.exp(-dec * (a.q[k] - a.value(fn, "lower")))
+    if "upper" in fn:
+        a.gen[k] -= (kk + mu * a.qd[k]) * np.exp(dec * (a.q[k] - a.value(fn, "upper")))
+
+
+@law("bushing", vectors=("point_a", "point_b", "stiffness", "damping", "rotational_stiffness",
+                         "rotational_damping"))
+def _bushing(a, fn):
+    # ground-frame kinematics of the two frames, then the law in frame a (docs/model_format.md, `bushing`)
+    st, fr = a.st, {}
+    for side in ("a", "b"):
+        b = fn[f"body_{side}"]
+        pt = a.vector(fn, f"point_{side}")
+        if b == "ground":
+            fr[side] = (np.eye(3), pt, np.zeros(3), np.zeros(3), pt)
+        else:
+            i = a.body(b)
+            R = st["R0"][i]
+            w_g = R.T @ st["v"][i][3:]
+            fr[side] = (R, st["r0"][i] + R.T @ pt, R.T @ st["v"][i][:3] + np.cross(w_g, R.T @ pt), w_g, pt)
+    Ra, xa, va, wa, pa = fr["a"]
+    Rb, xb, vb, wb, pb = fr["b"]
+    dg = xb - xa
+    d = Ra @ dg
+    dd = Ra @ (vb - va) - Ra @ np.cross(wa, dg)            # d/dt (Ra dg), Ra' = -Ra wa~ (ground wa)
+    R = Ra @ Rb.T
+    th = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    w = Ra @ (wb - wa)
+    Fa = -(a.vector(fn, "stiffness") * d + a.vector(fn, "damping") * dd)           # on b, frame a
+    Ta = -(a.vector(fn, "rotational_stiffness") * th + a.vector(fn, "rotational_damping") * w)
+    if fn["body_b"] != "ground":
+        i = a.body(fn["body_b"])
+        fb, tb = Rb @ Ra.T @ Fa, Rb @ Ra.T @ Ta
+        a.F[i] += np.concatenate([fb, tb + np.cross(pb, fb)])
+    if fn["body_a"] != "ground":
+        i = a.body(fn["body_a"])
+        a.F[i] += np.concatenate([-Fa, -Ta + np.cross(pa + d, -Fa)])
