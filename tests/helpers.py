@@ -60,3 +60,58 @@ def n_pendulum(tmp_path, N):
                "mass": 1.3, "com": [0, 0, -0.7], "inertia": [0, 0, 0]} for i in range(1, N + 1)]
     return write_model(tmp_path, {"name": f"pendulum{N}", "gravity": [0, 0, -9.81], "bodies": bodies,
                                   "initial": {f"a{i}": 0.2 * (-1) ** i for i in range(1, N + 1)}}, f"p{N}.yaml")
+
+
+#: a rigid pendulum (m, l, J about the centre of mass, g) whose q'' has a closed form
+M, L, J, G = 1.3, 0.9, 0.05, 9.81
+PENDULUM = {
+    "name": "pendulum",
+    "parameters": {"m": {"value": M}, "l": {"value": L}, "J": {"value": J}, "g": {"value": G}},
+    "gravity": [0, 0, "-g"],
+    "bodies": [{"name": "rod", "parent": "ground", "joint": [{"rotate": "x", "q": "phi"}],
+                "mass": "m", "com": [0, 0, "-l"], "inertia": ["J", "J", "J"]}],
+    "initial": {"phi": 0.7},
+}
+
+
+def model_universal_spherical():
+    return {
+        "name": "uj_sph",
+        "parameters": {"m1": 1.0, "m2": 0.7, "l": 0.9, "g": 9.81, "off": [0.05, -0.02, -0.9]},
+        "gravity": [0.5, 0, "-g"],
+        "bodies": [
+            {"name": "arm", "parent": "ground",
+             "joint": {"type": "universal", "q": ["a", "b"], "axes": ["y", "x"],
+                       "offset": [0.1, 0.2, 0.3]},
+             "mass": "m1", "com": [0.01, 0.02, "-l/2"],
+             "inertia": [0.08, 0.07, 0.02, 0.003, -0.004, 0.002]},
+            {"name": "ball", "parent": "arm",
+             "joint": {"type": "spherical", "q": ["p", "r", "y"],
+                       "offset": ["off[0]", "off[1]", "off[2]"]},
+             "mass": "m2", "com": [0.03, -0.02, -0.15],
+             "inertia": [0.02, 0.03, 0.025, -0.002, 0.001, 0.003]},
+        ],
+        "forces": [
+            {"type": "joint_spring_damper", "coordinate": "y", "stiffness": 0.5, "damping": 0.05},
+        ],
+    }
+
+
+def model_free_body():
+    return {
+        "name": "free_body",
+        "parameters": {"m": 1.5, "g": 9.81, "k": 40.0, "d": 0.3},
+        "gravity": [0, 0, "-g"],
+        "bodies": [
+            {"name": "box", "parent": "ground",
+             "joint": {"type": "free", "q": ["x", "y", "z", "rx", "ry", "rz"],
+                       "offset": [0, 0, 1.0]},
+             "mass": "m", "com": [0.02, 0.01, -0.03],
+             "inertia": [0.1, 0.15, 0.2, 0.01, -0.005, 0.008]},
+        ],
+        "forces": [
+            {"type": "spring_damper", "body_a": "ground", "point_a": [0, 0, 2.0],
+             "body_b": "box", "point_b": [0.1, 0.05, 0.1], "stiffness": "k", "damping": "d",
+             "free_length": 0.6},
+        ],
+    }

@@ -27,16 +27,8 @@ from dynamica import build, cache
 from dynamica.errors import BuildError, CacheError
 
 from conftest import write_model
+from helpers import PENDULUM, G, J, L, M
 
-M, L, J, G = 1.3, 0.9, 0.05, 9.81
-PENDULUM = {
-    "name": "pendulum",
-    "parameters": {"m": {"value": M}, "l": {"value": L}, "J": {"value": J}, "g": {"value": G}},
-    "gravity": [0, 0, "-g"],
-    "bodies": [{"name": "rod", "parent": "ground", "joint": [{"rotate": "x", "q": "phi"}],
-                "mass": "m", "com": [0, 0, "-l"], "inertia": ["J", "J", "J"]}],
-    "initial": {"phi": 0.7},
-}
 ANGLES = (0.3, -1.1, 2.0)
 
 

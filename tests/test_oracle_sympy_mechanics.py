@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from helpers import max_rel_err as rel_err
+from helpers import model_free_body, model_universal_spherical
 from oracles.spm import OracleModelError, kane_qdd_function
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -328,49 +329,6 @@ def model_driven_turntable():
         "forces": [
             {"type": "body_force", "body": "bob", "force": ["F0*sin(w*t)", "0.2*t", 0],
              "torque": [0, 0, "0.1*cos(w*t)"], "frame": "body"},
-        ],
-    }
-
-
-def model_universal_spherical():
-    return {
-        "name": "uj_sph",
-        "parameters": {"m1": 1.0, "m2": 0.7, "l": 0.9, "g": 9.81, "off": [0.05, -0.02, -0.9]},
-        "gravity": [0.5, 0, "-g"],
-        "bodies": [
-            {"name": "arm", "parent": "ground",
-             "joint": {"type": "universal", "q": ["a", "b"], "axes": ["y", "x"],
-                       "offset": [0.1, 0.2, 0.3]},
-             "mass": "m1", "com": [0.01, 0.02, "-l/2"],
-             "inertia": [0.08, 0.07, 0.02, 0.003, -0.004, 0.002]},
-            {"name": "ball", "parent": "arm",
-             "joint": {"type": "spherical", "q": ["p", "r", "y"],
-                       "offset": ["off[0]", "off[1]", "off[2]"]},
-             "mass": "m2", "com": [0.03, -0.02, -0.15],
-             "inertia": [0.02, 0.03, 0.025, -0.002, 0.001, 0.003]},
-        ],
-        "forces": [
-            {"type": "joint_spring_damper", "coordinate": "y", "stiffness": 0.5, "damping": 0.05},
-        ],
-    }
-
-
-def model_free_body():
-    return {
-        "name": "free_body",
-        "parameters": {"m": 1.5, "g": 9.81, "k": 40.0, "d": 0.3},
-        "gravity": [0, 0, "-g"],
-        "bodies": [
-            {"name": "box", "parent": "ground",
-             "joint": {"type": "free", "q": ["x", "y", "z", "rx", "ry", "rz"],
-                       "offset": [0, 0, 1.0]},
-             "mass": "m", "com": [0.02, 0.01, -0.03],
-             "inertia": [0.1, 0.15, 0.2, 0.01, -0.005, 0.008]},
-        ],
-        "forces": [
-            {"type": "spring_damper", "body_a": "ground", "point_a": [0, 0, 2.0],
-             "body_b": "box", "point_b": [0.1, 0.05, 0.1], "stiffness": "k", "damping": "d",
-             "free_length": 0.6},
         ],
     }
 

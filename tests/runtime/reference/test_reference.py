@@ -94,7 +94,7 @@ def test_parameters_and_vector_parameters_in_order():
 def test_joint_shorthands_read_from_the_file(tmp_path):
     """From a file, the reference expands the shorthands and maps the named axes itself
     (docs/model_format.md); from a mapping it takes the loader's expansion. Both must agree."""
-    from test_oracle_sympy_mechanics import model_free_body, model_universal_spherical
+    from helpers import model_free_body, model_universal_spherical
     for model in (model_universal_spherical(), model_free_body()):
         model["parameters"]["ax"] = [0.3, -1.0, 0.5]
         model["bodies"].append({"name": "tip", "parent": model["bodies"][0]["name"],

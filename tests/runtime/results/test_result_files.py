@@ -18,13 +18,13 @@ import time
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
-from test_cache import PENDULUM, G, J, L, M
 
 import dynamica
 from dynamica.runtime.integrators import simulate as sim_module
 from dynamica.runtime.results.result import CsvWriter, SimulationResult
 
 from conftest import write_model
+from helpers import PENDULUM, G, J, L, M
 
 K = M * G * L / (J + M * L * L)
 
