@@ -303,6 +303,10 @@ class CompiledModel:
         states per row, `U` the inputs (name -> values per row)."""
         if len(t) == 0:
             return {}
+        from dynamica.runtime.series import output_rows
+        out = output_rows(self, t, Q, QD, params, S, U)         # every row in one call from C
+        if out is not None:
+            return out
         if S is not None or U is not None or self.states or self.inputs:
             rows = [self.outputs(tk, q, qd, params, None if U is None else {k: v[j] for k, v in U.items()},
                                  None if S is None else S[j]) for j, (tk, q, qd) in enumerate(zip(t, Q, QD))]
