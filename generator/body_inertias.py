@@ -14,10 +14,8 @@ bodies whose mass and inertia are numbers are checked once, when the checker is 
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator import expr as ex
 
 #: form -> (acronym, the equation that inverts M_i, the forms that take a singular body inertia)
 INVERTS_BODY_INERTIAS = {
@@ -47,6 +45,10 @@ class BodyInertiaCheck:
     """M_i invertible for every body of `spec` at given parameter values (the module docstring)."""
 
     def __init__(self, spec, form: str):
+        # imported here: the module's constants are read without sympy (a cached model, runtime/fastload.py)
+        import sympy as sp
+
+        from dynamica.generator import expr as ex
         self.spec, self.form = spec, form
         self.acronym, self.equation, self.alternatives = INVERTS_BODY_INERTIAS[form]
         scope = spec.scope(time_allowed=True)

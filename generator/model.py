@@ -15,12 +15,17 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
 
 from dynamica.errors import Problem
-from dynamica.generator import expr as ex
+
+if TYPE_CHECKING:
+    from dynamica.generator import expr as ex
+
+# sympy and the expression parser (generator/expr.py) are imported where they are used: a
+# ModelSpec is plain data, and a model loaded from the cache (runtime/fastload.py) never needs them
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1),
@@ -158,6 +163,7 @@ class ModelSpec:
 
     @cached_property
     def _base_scope(self) -> ex.Scope:
+        from dynamica.generator import expr as ex
         from dynamica.generator.tables import scope_functions
         scalars = frozenset(p.name for p in self.parameters if p.size == 1 and not isinstance(p.value, tuple))
         vectors = {p.name: p.size for p in self.parameters if isinstance(p.value, tuple)}
@@ -170,6 +176,7 @@ class ModelSpec:
 
     def defaults(self) -> dict:
         """Symbol -> default value, for every parameter slot."""
+        from dynamica.generator import expr as ex
         out = {}
         for p in self.parameters:
             if isinstance(p.value, tuple):
@@ -196,6 +203,7 @@ def load_model(source, **import_options) -> ModelSpec:
 OUTPUT_KEYS_RESERVED = ("qdd",)
 
 def _scope_of(params, coords) -> ex.Scope:
+    from dynamica.generator import expr as ex
     return ex.Scope(scalars=frozenset(p.name for p in params if not isinstance(p.value, tuple)),
                     vectors={p.name: p.size for p in params if isinstance(p.value, tuple)},
                     coordinates=coords, values={p.name: p.value for p in params})
@@ -208,6 +216,9 @@ def evaluate(spec: ModelSpec, texts, extra=None) -> np.ndarray:
 
 def _evaluator(spec: ModelSpec, extra=None):
     """`evaluate` with the scope and substitutions prepared once (for per-body loops)."""
+    import sympy as sp
+
+    from dynamica.generator import expr as ex
     scope = spec.scope(time_allowed=True)
     subs = spec.defaults()
     subs[ex.T] = 0.0
@@ -268,6 +279,9 @@ def overflow_problem(spec: ModelSpec) -> Problem:
     """Generated code with a constant that is not a finite double: every entry's constants are
     finite (load_model checks them), so the equations multiply them beyond the double range.
     Names the entries with the most extreme constants."""
+    import sympy as sp
+
+    from dynamica.generator import expr as ex
     from dynamica.generator.forces import LAW_LOCALS
     scope = spec.scope(coordinates_allowed=True, local=LAW_LOCALS)
     extremes = []

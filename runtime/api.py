@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.model import load_model
 from dynamica.runtime.model import CompiledModel
 from dynamica.runtime.results import SimulationResult
 from dynamica.runtime.simulate import INTEGRATORS, simulate
@@ -66,7 +65,14 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     mimic="independent" (default) or "coupled", limits=True (joint limits as `limit` forces).
     """
     from dynamica.build import cache_root, tool_fingerprint
+    from dynamica.runtime import fastload
     cache = Path(cache) if cache is not None else cache_root()
+    fast = None if import_options else fastload.key(path, form, backend, mode, select_by)
+    if fast is not None:                 # loaded before: from the cache, without the generator
+        model = fastload.lookup(cache, fast, check_mass_matrix)
+        if model is not None:
+            return model
+    from dynamica.generator.model import load_model
     spec = load_model(path, cache=cache, **import_options)
     form = form or spec.simulate.form or "composite"
     if form == "auto":
@@ -95,8 +101,11 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
         parts.append(json.dumps(import_options, sort_keys=True, default=str).encode())
     if spec.functions:                              # the tables' data files are part of the model
         parts.append(repr(spec.functions).encode())
-    return _import(spec, hashlib.sha256(b"\0".join(parts)).hexdigest(), form, backend, mode, cache, progress,
-                   check_mass_matrix)
+    model = _import(spec, hashlib.sha256(b"\0".join(parts)).hexdigest(), form, backend, mode, cache, progress,
+                    check_mass_matrix)
+    if fast is not None:
+        fastload.remember(cache, fast, model, select_by)
+    return model
 
 
 def spec_key(spec, form, backend="c", mode="symbolic") -> str:

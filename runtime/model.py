@@ -37,6 +37,9 @@ class CompiledModel:
                 self.parameters[name] = tuple(float(v) for v in vals) if vector else float(vals[0])
             k += size
         self._references = None              # closed loops: set by `assemble` (runtime/loops.py)
+        #: (q0, qd0, s0) at the default parameters, as `initial_state` and `initial_states` give them
+        #: (set by runtime/fastload.py, which loads a model without sympy)
+        self._initial_at_defaults = None
         self.backend, self.mode, self.cache = "c", "symbolic", None     # set by api.load
         #: where the loops' references start in p: right after the declared parameters
         self._reference_slot = sum(size for name, size in self._layout if name in declared)
@@ -368,6 +371,8 @@ class CompiledModel:
         """The extra states' initial values (`states: {name: {initial: ...}}`), at the given parameters."""
         if not self.states:
             return np.zeros(0)
+        if not params and self._initial_at_defaults is not None:      # a model from runtime/fastload.py
+            return self._initial_at_defaults[2].copy()
         subs = self.parameter_values(params)
         return np.array([evaluate(self.spec, [st.initial], extra=subs)[0] for st in self.spec.states])
 
@@ -397,6 +402,8 @@ class CompiledModel:
         q0, qd0 = np.zeros(self.n), np.zeros(self.n)
         if not self.spec.initial:
             return q0, qd0
+        if not params and self._initial_at_defaults is not None:      # a model from runtime/fastload.py
+            return self._initial_at_defaults[0].copy(), self._initial_at_defaults[1].copy()
         import sympy as sp
 
         from dynamica.generator import expr as ex
