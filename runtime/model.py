@@ -49,6 +49,8 @@ class CompiledModel:
         self.slots = dict(getattr(module, "SLOTS", {"states": len(self._defaults), "size": len(self._defaults)}))
         self.state_size = int(getattr(module, "STATE_SIZE", 2 * self.n))
         self._inertia_check = self._body_inertia_check()
+        #: p at the defaults for the calls that pass no parameters, inputs or states (`_plain_p`)
+        self._p_plain = None
         #: evaluations at the default parameters check the body inertias too (set by `load` after its
         #: own checks of the initial state; generator/body_inertias.py)
         self.check_defaults = False
@@ -160,9 +162,27 @@ class CompiledModel:
         """p for an evaluation at a state: inputs not given are 0 (a simulation needs every one)."""
         return self.param_vector(params, inputs, s)
 
+    def _plain_p(self):
+        """p of a call without parameters, inputs or states, made once (the kernels only read it);
+        None where such a call still has work to do in Python (extra states: their initial values;
+        LGR, HLGR: the inertia check at the defaults) or a closed loop's solve."""
+        p = self._p_plain
+        if p is None and not (self.states or self._inertia_check is not None or self.loops):
+            p = self._p_plain = self._params(None)
+        return p
+
     def qdd(self, q, qd, t=0.0, params=None, inputs=None, s=None) -> np.ndarray:
         """Generalized accelerations; `inputs` the values of the model's inputs (name -> value;
         missing ones are 0), `s` the extra states (default: their initial values)."""
+        if params is None and inputs is None and s is None and not self.hamiltonian:
+            p = self._p_plain if self._p_plain is not None else self._plain_p()
+            if p is not None:
+                out = np.empty(self.n)
+                try:                    # float64 vectors of length N go to the entry as they are
+                    self.module.qdd(t, q, qd, p, out)
+                    return out
+                except (TypeError, ValueError):
+                    pass                # anything else is converted (or named in the error) below
         if self.hamiltonian:
             raise TypeError(f"form {self.form!r} is Hamiltonian (state [q, pm]): use rhs(t, y) with "
                             "y = to_state(q, qd), or a Lagrangian form for qdd")
@@ -193,6 +213,14 @@ class CompiledModel:
         module is generated on first use)."""
         from dynamica.runtime.inverse import companion
         out = np.empty(self.n)
+        if params is None and inputs is None and s is None:
+            p = self._p_plain if self._p_plain is not None else self._plain_p()
+            if p is not None:
+                try:                    # as in `qdd`: float64 vectors of length N as they are
+                    companion(self).inverse_dynamics(t, q, qd, qdd, p, out)
+                    return out
+                except (TypeError, ValueError):
+                    pass
         companion(self).inverse_dynamics(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
                                          self._p(params, inputs, self._s(s, params)), out)
         return out
@@ -206,12 +234,28 @@ class CompiledModel:
 
     def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
         out = np.empty(self.n * self.n)
+        if params is None:
+            p = self._p_plain if self._p_plain is not None else self._plain_p()
+            if p is not None:
+                try:                    # as in `qdd`: a float64 vector of length N as it is
+                    self.module.mass_matrix(t, q, p, out)
+                    return out.reshape(self.n, self.n)
+                except (TypeError, ValueError):
+                    pass
         self.module.mass_matrix(float(t), self._vec(q, "q"), self.param_vector(params), out)
         return out.reshape(self.n, self.n)
 
     def rhs(self, t, y, params=None, inputs=None) -> np.ndarray:
         """The state derivative of y = [q, qd, s] ([q, pm, s] for the Hamiltonian forms)."""
         out = np.empty(self.state_size)
+        if params is None and inputs is None:
+            p = self._p_plain if self._p_plain is not None else self._plain_p()
+            if p is not None:
+                try:                    # as in `qdd`: a float64 vector of length STATE_SIZE as it is
+                    self.module.rhs(t, y, p, out)
+                    return out
+                except (TypeError, ValueError):
+                    pass
         self.module.rhs(float(t), self._vec(y, "y", self.state_size), self._p(params, inputs), out)
         return out
 
@@ -260,7 +304,10 @@ class CompiledModel:
 
         def f(t, y):
             out = np.empty(n2)
-            rhs(float(t), np.ascontiguousarray(y, dtype=float), p, out)
+            try:                        # a float64 vector of length STATE_SIZE as it is
+                rhs(t, y, p, out)
+            except (TypeError, ValueError):
+                rhs(float(t), np.ascontiguousarray(y, dtype=float), p, out)
             return out
         return f
 
@@ -289,16 +336,14 @@ class CompiledModel:
         if not hasattr(self.module, "outputs"):            # no outputs section: qdd only
             out = {"qdd": self.qdd(q, qd, t, params, inputs, s) if not self.hamiltonian else np.full(self.n, np.nan)}
         else:
-            layout = self.output_layout
-            flat = np.empty(sum(int(np.prod(sh)) for _, sh in layout))
+            slices, total = self._output_slices()
+            flat = np.empty(total)
             self.module.outputs(float(t), q, qd, p, flat)
-            out, k = {}, 0
-            for key, shape in layout:
-                size = int(np.prod(shape))
-                out[key] = np.array(flat[k]) if shape == () else flat[k:k + size].reshape(shape).copy()
-                k += size
-        from dynamica.runtime.signals import signal_values
-        out.update({k: np.asarray(v, dtype=float) for k, v in signal_values(self, p, t).items()})
+            out = {key: np.array(flat[k]) if shape == () else flat[k:k + size].reshape(shape)
+                   for key, shape, k, size in slices}              # (views of this call's own array)
+        if self.inputs or self.states:
+            from dynamica.runtime.signals import signal_values
+            out.update({k: np.asarray(v, dtype=float) for k, v in signal_values(self, p, t).items()})
         return out                      # every value an ndarray, a scalar's of shape ()
 
     def output_series(self, t, Q, QD, params=None, S=None, U=None) -> dict:
@@ -348,9 +393,11 @@ class CompiledModel:
         """The loops' references (prismatic, weld) fixed at an assembly."""
         size = sum(size for _, size in self.module.INFO.get("loop_references", ()))
         self._references = np.array(refs[:size], dtype=float) if size else None
+        self._p_plain = None
 
     def clear_references(self):
         self._references = None
+        self._p_plain = None
 
     # -- initial state
     def parameter_values(self, params=None) -> dict:
