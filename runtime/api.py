@@ -74,7 +74,10 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
             return model
     from dynamica.generator.model import load_model
     spec = load_model(path, cache=cache, **import_options)
-    form = form or spec.simulate.form or "composite"
+    if not (form or spec.simulate.form):        # the default: composite, ltdl for large trees
+        from dynamica.runtime.selection import default_form
+        form = default_form(spec, mode)
+    form = form or spec.simulate.form
     if form == "auto":
         from dynamica.runtime import selection
         if select_by == "predicted":

@@ -326,7 +326,7 @@ def main(argv=None) -> int:
     def common(p):
         p.add_argument("model", help=f"model file (YAML, {MODEL_DOC})")
         p.add_argument("--form", default=None, help="equation form (composite/CBM, or auto); default: "
-                       "the model's simulate.form, else composite")
+                       "the model's simulate.form, else composite (ltdl for large trees: docs/api.md)")
         p.add_argument("--backend", default="c", choices=backend_choices, metavar="BACKEND",
                        help="c (default; alias cython) or fortran (gfortran, docs/fortran.md)")
         p.add_argument("--mode", default="symbolic", choices=("symbolic", "numeric"),
