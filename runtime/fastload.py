@@ -98,10 +98,9 @@ def lookup(cache: Path, k: str, check_mass_matrix: bool):
         module = import_extension(so)
     except EntryVanished:
         return None
-    model = CompiledModel(module, spec, so)
+    initial = tuple(np.array(v, dtype=float) for v in rec["initial"])       # (q0, qd0, s0)
+    model = CompiledModel(module, spec, so, initial_at_defaults=initial)
     model.backend, model.mode, model.cache = rec["backend"], rec["mode"], cache
-    q0, qd0, s0 = (np.array(v, dtype=float) for v in rec["initial"])
-    model._initial_at_defaults = (q0, qd0, s0)
     if check_mass_matrix:
         from dynamica.runtime.api import _check_regular
         _check_regular(model)

@@ -12,7 +12,7 @@ from dynamica.generator.model import ModelSpec, evaluate
 class CompiledModel:
     """A compiled equation-of-motion module with named coordinates and parameters."""
 
-    def __init__(self, module, spec: ModelSpec, path: Path | None = None):
+    def __init__(self, module, spec: ModelSpec, path: Path | None = None, initial_at_defaults=None):
         self.module = module
         self.spec = spec
         self.path = path
@@ -38,8 +38,8 @@ class CompiledModel:
             k += size
         self._references = None              # closed loops: set by `assemble` (runtime/loops.py)
         #: (q0, qd0, s0) at the default parameters, as `initial_state` and `initial_states` give them
-        #: (set by runtime/fastload.py, which loads a model without sympy)
-        self._initial_at_defaults = None
+        #: (given by runtime/fastload.py, which loads a model without sympy)
+        self._initial_at_defaults = initial_at_defaults
         self.backend, self.mode, self.cache = "c", "symbolic", None     # set by api.load
         #: where the loops' references start in p: right after the declared parameters
         self._reference_slot = sum(size for name, size in self._layout if name in declared)
