@@ -80,11 +80,12 @@ def run(code, args=(), env=None, repeats=REPEATS):
     that writes the bytecode)."""
     env = {k: v for k, v in (env or os.environ).items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = PYC
-    subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, env=env)
+    subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, env=env, cwd=PYC)
     walls, loads = [], []
-    for _ in range(repeats):
+    for _ in range(repeats):                # (cwd: not the checkout, whose `dynamica` would be imported)
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env)
+        r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env,
+                           cwd=PYC)
         walls.append(time.perf_counter() - t0)
         if r.returncode != 0:
             raise SystemExit(f"failed: {code[:60]!r}\n{r.stderr}")
