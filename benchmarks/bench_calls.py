@@ -6,7 +6,9 @@ For each method: microseconds per call from Python (best of REPEATS timeit runs)
 entry called directly with prepared arrays (`module.<entry>(t, ..., p, out)`: the C wrapper and
 the kernel, no Python of dynamica's), and the kernel alone timed from C (`rhs_capsule` through
 runtime/ctiming.pyx: what `rhs` and `qdd` compute). The peers: pin.aba (q''), pin.rnea (inverse
-dynamics), pin.crba (mass matrix), each from Python. A plain script, run by hand:
+dynamics), pin.crba (mass matrix), each from Python. "converted": the same call with `params={}`,
+which takes the path every call took before (arguments converted, p made per call; the
+previous closure for rhs_function). A plain script, run by hand:
 python benchmarks/bench_calls.py [--sizes 7 20]
 """
 
@@ -49,39 +51,49 @@ def measure(n: int, folder: Path) -> list:
     inv = companion(model)
     flat = np.empty(model._output_slices()[1])
     f = model.rhs_function()
+    rhs = mod.rhs
+
+    def previous_f(t, y):               # rhs_function's closure before it passed arrays as they are
+        o = np.empty(2 * n)
+        rhs(float(t), np.ascontiguousarray(y, dtype=float), p, o)
+        return o
     kernel = min(ctiming().rhs_seconds_per_call(mod.rhs_capsule, 0.0, y, p, out2, 200000) for _ in range(5)) * 1e6
     pm = bs.pinocchio_chain(n)
     pd = pm.createData()
     zero = np.zeros(n)
     assert np.allclose(model.qdd(q, qd), pin.aba(pm, pd, q, qd, zero), rtol=1e-10, atol=1e-10)
     rows = [
-        ("qdd", per_call(lambda: model.qdd(q, qd)), per_call(lambda: mod.qdd(0.0, q, qd, p, out)), kernel,
-         "pin.aba", per_call(lambda: pin.aba(pm, pd, q, qd, zero))),
-        ("rhs", per_call(lambda: model.rhs(0.0, y)), per_call(lambda: mod.rhs(0.0, y, p, out2)), kernel,
+        ("qdd", per_call(lambda: model.qdd(q, qd)), per_call(lambda: model.qdd(q, qd, params={})),
+         per_call(lambda: mod.qdd(0.0, q, qd, p, out)), kernel, "pin.aba",
+         per_call(lambda: pin.aba(pm, pd, q, qd, zero))),
+        ("rhs", per_call(lambda: model.rhs(0.0, y)), per_call(lambda: model.rhs(0.0, y, params={})),
+         per_call(lambda: mod.rhs(0.0, y, p, out2)), kernel, "pin.aba", None),
+        ("rhs_function f(t, y)", per_call(lambda: f(0.0, y)), per_call(lambda: previous_f(0.0, y)), None, kernel,
          "pin.aba", None),
-        ("rhs_function f(t, y)", per_call(lambda: f(0.0, y)), None, kernel, "pin.aba", None),
         ("inverse_dynamics", per_call(lambda: model.inverse_dynamics(q, qd, qdd)),
+         per_call(lambda: model.inverse_dynamics(q, qd, qdd, params={})),
          per_call(lambda: inv.inverse_dynamics(0.0, q, qd, qdd, p, out)), None,
          "pin.rnea", per_call(lambda: pin.rnea(pm, pd, q, qd, qdd))),
-        ("mass_matrix", per_call(lambda: model.mass_matrix(q)), per_call(lambda: mod.mass_matrix(0.0, q, p, mm)),
-         None, "pin.crba", per_call(lambda: pin.crba(pm, pd, q))),
-        ("outputs", per_call(lambda: model.outputs(0.0, q, qd), number=5000),
+        ("mass_matrix", per_call(lambda: model.mass_matrix(q)), per_call(lambda: model.mass_matrix(q, params={})),
+         per_call(lambda: mod.mass_matrix(0.0, q, p, mm)), None, "pin.crba", per_call(lambda: pin.crba(pm, pd, q))),
+        ("outputs", per_call(lambda: model.outputs(0.0, q, qd), number=5000), None,
          per_call(lambda: mod.outputs(0.0, q, qd, p, flat)), None, "-", None),
     ]
-    peers = {r[4]: r[5] for r in rows if r[5] is not None}
-    return [(n, name, py, raw, ker, peer, peers.get(peer)) for name, py, raw, ker, peer, _ in rows]
+    peers = {r[5]: r[6] for r in rows if r[6] is not None}
+    return [(n, name, py, conv, raw, ker, peer, peers.get(peer)) for name, py, conv, raw, ker, peer, _ in rows]
 
 
 def report(rows, info) -> list:
-    head = ("N", "call", "Python us", "entry us", "kernel us (C)", "Python - entry", "peer", "peer us",
-            "Python / peer")
+    head = ("N", "call", "Python us", "converted us", "entry us", "kernel us (C)", "Python - entry", "peer",
+            "peer us", "Python / peer", "converted / peer")
     lines = info + ["", " | ".join(head), " | ".join("---" for _ in head)]
 
     def f(x, spec=".3f"):
         return "-" if x is None else format(x, spec)
-    for n, name, py, raw, ker, peer, pus in rows:
-        lines.append(" | ".join([str(n), name, f(py), f(raw), f(ker), f(None if raw is None else py - raw), peer,
-                                 f(pus), f(None if pus is None else py / pus, ".2f")]))
+    for n, name, py, conv, raw, ker, peer, pus in rows:
+        lines.append(" | ".join([str(n), name, f(py), f(conv), f(raw), f(ker), f(None if raw is None else py - raw),
+                                 peer, f(pus), f(None if pus is None else py / pus, ".2f"),
+                                 f(None if pus is None or conv is None else conv / pus, ".2f")]))
     return lines
 
 

@@ -51,6 +51,8 @@ class CompiledModel:
         self._inertia_check = self._body_inertia_check()
         #: p at the defaults for the calls that pass no parameters, inputs or states (`_plain_p`)
         self._p_plain = None
+        #: the inverse dynamics' module (runtime/inverse.py `companion`), once imported
+        self._inverse = None
         #: evaluations at the default parameters check the body inertias too (set by `load` after its
         #: own checks of the initial state; generator/body_inertias.py)
         self.check_defaults = False
@@ -211,18 +213,19 @@ class CompiledModel:
         """The generalized forces tau with M qdd = Q(t, q, qd) + tau: what must act besides the model's
         own forces for the motion (q, qd, qdd) (recursive Newton-Euler, generator/inverse.py; the
         module is generated on first use)."""
-        from dynamica.runtime.inverse import companion
         out = np.empty(self.n)
         if params is None and inputs is None and s is None:
             p = self._p_plain if self._p_plain is not None else self._plain_p()
-            if p is not None:
+            if p is not None and self._inverse is not None:
                 try:                    # as in `qdd`: float64 vectors of length N as they are
-                    companion(self).inverse_dynamics(t, q, qd, qdd, p, out)
+                    self._inverse.inverse_dynamics(t, q, qd, qdd, p, out)
                     return out
                 except (TypeError, ValueError):
                     pass
-        companion(self).inverse_dynamics(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
-                                         self._p(params, inputs, self._s(s, params)), out)
+        from dynamica.runtime.inverse import companion
+        self._inverse = companion(self)            # (the same module for the model's spec: kept)
+        self._inverse.inverse_dynamics(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
+                                       self._p(params, inputs, self._s(s, params)), out)
         return out
 
     def gravity_forces(self, q, t=0.0, params=None) -> np.ndarray:
