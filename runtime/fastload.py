@@ -2,22 +2,21 @@
 
 The usual `load` reads and validates the model file (generator/loader.py: PyYAML and sympy's
 parser for every expression) to find the cache key of its module. Once a model has loaded, a
-record keyed by what decides that result -- the tool fingerprint, the model file's place and
-bytes, the requested form, backend, mode and `select_by` -- names the module's cache entry and
-holds the validated ModelSpec (pickled into it, plain data: without its cached scope), the
-resolved form and the initial values at the default parameters (computed with sympy by the
-first load). A later `load` with the same inputs takes that record:
-it imports neither sympy, nor jinja2, nor PyYAML, nor the generator.
+record keyed by what decides that result -- the tool fingerprint, the model file's place (and
+the path as given: the spec names the file so) and bytes, the requested form, backend, mode and
+`select_by` -- names the module's cache entry and holds the validated ModelSpec (pickled into
+it, plain data: without its cached scope), the resolved form and the initial values at the
+default parameters (computed with sympy by the first load). A later `load` with the same inputs
+takes that record: it imports neither sympy, nor jinja2, nor PyYAML, nor the generator.
 
 A record is written only when reloading it gives what the full path gives: the loader's physics
-warnings (negative mass, indefinite inertia: generator/model.py) are kept in it and given again,
-the spec's classes all from
-generator/model.py (plain data: the stages' and tables' classes import sympy; a model with
-tables also names data files, which the key does not cover), a form that does
-not check body inertias at load (lagrange1, hamilton-lagrange1) and no robot description (URDF:
-its converter keeps its own cache). The check of the mass matrix at the initial state runs on
-every load, as before. Anything unexpected while reading a record sends `load` down the full
-path, which writes it again.
+warnings (negative mass, indefinite inertia: generator/model.py) are kept in it and given again;
+the spec's classes are all generator/model.py's (plain data: the stages' and tables' classes
+import sympy, and a model with tables also names data files, which the key does not cover); the
+form does not check body inertias at load (lagrange1, hamilton-lagrange1); the file is no robot
+description (URDF: its converter keeps its own cache); the form was not chosen by measuring. The
+check of the mass matrix at the initial state runs on every load, as before. Anything unexpected
+while reading a record sends `load` down the full path, which writes it again.
 """
 
 from __future__ import annotations
@@ -51,8 +50,8 @@ def key(path, form, backend, mode, select_by) -> str | None:
     except OSError:
         return None
     from dynamica.build import tool_fingerprint
-    parts = [tool_fingerprint().encode(), where.encode(), raw, repr(form).encode(), str(backend).encode(),
-             str(mode).encode(), str(select_by).encode()]
+    parts = [tool_fingerprint().encode(), where.encode(), str(path).encode(), raw, repr(form).encode(),
+             str(backend).encode(), str(mode).encode(), str(select_by).encode()]
     return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
 
