@@ -357,7 +357,7 @@ _HELPERS_LOCK = threading.Lock()
 
 
 def compiled_helper(name: str):
-    """A fixed compiled part of dynamica (`runtime/native/<name>.pyx`: `adams_core`, `ctiming`).
+    """A fixed compiled part of dynamica (`runtime/<name>.pyx`: `adams_core`, `ctiming`, `series_core`).
 
     Normally the extension built at install time (setup.py). When it is missing, or was built
     from another text of its source (a development checkout whose .pyx was edited after

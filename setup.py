@@ -1,5 +1,6 @@
 """Build of dynamica's fixed compiled parts at install time: the Adams integrator core
-(runtime/native/adams_core.pyx) and the C-level timing loop (runtime/native/ctiming.pyx).
+(runtime/native/adams_core.pyx), the C-level timing loop (runtime/native/ctiming.pyx) and the loop over the
+rows of a trajectory for its outputs (runtime/native/series_core.pyx).
 
 The generated equation-of-motion modules are built at run time (build.py). Each fixed part
 carries the SHA-256 of the source it was built from (`SOURCE_SHA`), so `build.compiled_helper`
@@ -12,7 +13,7 @@ from pathlib import Path
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-FIXED = ("adams_core", "ctiming")
+FIXED = ("adams_core", "ctiming", "series_core")
 
 
 def extension(name):

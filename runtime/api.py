@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.spec.model import load_model
 from dynamica.runtime.compiled import CompiledModel
 
 __all__ = ["load", "CompiledModel", "FORM_CHOOSERS"]
@@ -69,9 +68,19 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     mimic="independent" (default) or "coupled", limits=True (joint limits as `limit` forces).
     """
     from dynamica.build import cache_root, tool_fingerprint
+    from dynamica.runtime import fastload
     cache = Path(cache) if cache is not None else cache_root()
+    fast = None if import_options else fastload.key(path, form, backend, mode, select_by)
+    if fast is not None:                 # loaded before: from the cache, without the generator
+        model = fastload.lookup(cache, fast, check_mass_matrix)
+        if model is not None:
+            return model
+    from dynamica.generator.spec.model import load_model
     spec = load_model(path, cache=cache, **import_options)
-    form = form or spec.simulate.form or "composite"
+    if not (form or spec.simulate.form):        # the default: composite, ltdl for large trees
+        from dynamica.generator.cost.flops import default_form
+        form = default_form(spec, mode)
+    form = form or spec.simulate.form
     if form == "auto":
         if select_by not in ("predicted", "measured"):
             raise ValueError(f"select_by must be 'predicted' or 'measured', not {select_by!r}")
@@ -101,8 +110,11 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
         parts.append(json.dumps(import_options, sort_keys=True, default=str).encode())
     if spec.functions:                              # the tables' data files are part of the model
         parts.append(repr(spec.functions).encode())
-    return _import(spec, hashlib.sha256(b"\0".join(parts)).hexdigest(), form, backend, mode, cache, progress,
-                   check_mass_matrix)
+    model = _import(spec, hashlib.sha256(b"\0".join(parts)).hexdigest(), form, backend, mode, cache, progress,
+                    check_mass_matrix)
+    if fast is not None:
+        fastload.remember(cache, fast, model, select_by)
+    return model
 
 
 def spec_key(spec, form, backend="c", mode="symbolic") -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -12,7 +13,7 @@ from dynamica.generator.spec.model import ModelSpec, evaluate
 class CompiledModel:
     """A compiled equation-of-motion module with named coordinates and parameters."""
 
-    def __init__(self, module, spec: ModelSpec, path: Path | None = None):
+    def __init__(self, module, spec: ModelSpec, path: Path | None = None, initial_at_defaults=None):
         self.module = module
         self.spec = spec
         self.path = path
@@ -37,6 +38,9 @@ class CompiledModel:
                 self.parameters[name] = tuple(float(v) for v in vals) if vector else float(vals[0])
             k += size
         self._references = None              # closed loops: set by `assemble` (runtime/assembly.py)
+        #: (q0, qd0, s0) at the default parameters, as `initial_state` and `initial_states` give them
+        #: (given by runtime/fastload.py, which loads a model without sympy)
+        self._initial_at_defaults = initial_at_defaults
         self.backend, self.mode, self.cache = "c", "symbolic", None     # set by api.load
         #: where the loops' references start in p: right after the declared parameters
         self._reference_slot = sum(size for name, size in self._layout if name in declared)
@@ -46,6 +50,10 @@ class CompiledModel:
         self.slots = dict(getattr(module, "SLOTS", {"states": len(self._defaults), "size": len(self._defaults)}))
         self.state_size = int(getattr(module, "STATE_SIZE", 2 * self.n))
         self._inertia_check = self._body_inertia_check()
+        #: p at the defaults for the calls that pass no parameters, inputs or states (`_plain_p`)
+        self._p_plain = None
+        #: the inverse dynamics' module (runtime/kinds/inverse.py `companion`), once imported
+        self._inverse: Any = None
         #: evaluations at the default parameters check the body inertias too (set by `load` after its
         #: own checks of the initial state; generator/mechanics/body_inertias.py)
         self.check_defaults = False
@@ -157,9 +165,27 @@ class CompiledModel:
         """p for an evaluation at a state: inputs not given are 0 (a simulation needs every one)."""
         return self.param_vector(params, inputs, s)
 
+    def _plain_p(self):
+        """p of a call without parameters, inputs or states, made once (the kernels only read it);
+        None where such a call still has work to do in Python (extra states: their initial values;
+        LGR, HLGR: the inertia check at the defaults) or a closed loop's solve."""
+        p = self._p_plain
+        if p is None and not (self.states or self._inertia_check is not None or self.loops):
+            p = self._p_plain = self._params(None)
+        return p
+
     def qdd(self, q, qd, t=0.0, params=None, inputs=None, s=None) -> np.ndarray:
         """Generalized accelerations; `inputs` the values of the model's inputs (name -> value;
         missing ones are 0), `s` the extra states (default: their initial values)."""
+        if params is None and inputs is None and s is None and not self.hamiltonian:
+            p = self._p_plain if self._p_plain is not None else self._plain_p()
+            if p is not None:
+                out = np.empty(self.n)
+                try:                    # float64 vectors of length N go to the entry as they are
+                    self.module.qdd(t, q, qd, p, out)
+                    return out
+                except (TypeError, ValueError):
+                    pass                # anything else is converted (or named in the error) below
         if self.hamiltonian:
             raise TypeError(f"form {self.form!r} is Hamiltonian (state [q, pm]): use rhs(t, y) with "
                             "y = to_state(q, qd), or a Lagrangian form for qdd")
@@ -188,10 +214,19 @@ class CompiledModel:
         """The generalized forces tau with M qdd = Q(t, q, qd) + tau: what must act besides the model's
         own forces for the motion (q, qd, qdd) (recursive Newton-Euler, generator/kinds/inverse.py; the
         module is generated on first use)."""
-        from dynamica.runtime.kinds.inverse import companion
         out = np.empty(self.n)
-        companion(self).inverse_dynamics(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
-                                         self._p(params, inputs, self._s(s, params)), out)
+        if params is None and inputs is None and s is None:
+            p = self._p_plain if self._p_plain is not None else self._plain_p()
+            if p is not None and self._inverse is not None:
+                try:                    # as in `qdd`: float64 vectors of length N as they are
+                    self._inverse.inverse_dynamics(t, q, qd, qdd, p, out)
+                    return out
+                except (TypeError, ValueError):
+                    pass
+        from dynamica.runtime.kinds.inverse import companion
+        self._inverse = companion(self)            # (the same module for the model's spec: kept)
+        self._inverse.inverse_dynamics(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
+                                       self._p(params, inputs, self._s(s, params)), out)
         return out
 
     def gravity_forces(self, q, t=0.0, params=None) -> np.ndarray:
@@ -203,12 +238,28 @@ class CompiledModel:
 
     def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
         out = np.empty(self.n * self.n)
+        if params is None:
+            p = self._p_plain if self._p_plain is not None else self._plain_p()
+            if p is not None:
+                try:                    # as in `qdd`: a float64 vector of length N as it is
+                    self.module.mass_matrix(t, q, p, out)
+                    return out.reshape(self.n, self.n)
+                except (TypeError, ValueError):
+                    pass
         self.module.mass_matrix(float(t), self._vec(q, "q"), self.param_vector(params), out)
         return out.reshape(self.n, self.n)
 
     def rhs(self, t, y, params=None, inputs=None) -> np.ndarray:
         """The state derivative of y = [q, qd, s] ([q, pm, s] for the Hamiltonian forms)."""
         out = np.empty(self.state_size)
+        if params is None and inputs is None:
+            p = self._p_plain if self._p_plain is not None else self._plain_p()
+            if p is not None:
+                try:                    # as in `qdd`: a float64 vector of length STATE_SIZE as it is
+                    self.module.rhs(t, y, p, out)
+                    return out
+                except (TypeError, ValueError):
+                    pass
         self.module.rhs(float(t), self._vec(y, "y", self.state_size), self._p(params, inputs), out)
         return out
 
@@ -257,7 +308,10 @@ class CompiledModel:
 
         def f(t, y):
             out = np.empty(n2)
-            rhs(float(t), np.ascontiguousarray(y, dtype=float), p, out)
+            try:                        # a float64 vector of length STATE_SIZE as it is
+                rhs(t, y, p, out)
+            except (TypeError, ValueError):
+                rhs(float(t), np.ascontiguousarray(y, dtype=float), p, out)
             return out
         return f
 
@@ -286,16 +340,14 @@ class CompiledModel:
         if not hasattr(self.module, "outputs"):            # no outputs section: qdd only
             out = {"qdd": self.qdd(q, qd, t, params, inputs, s) if not self.hamiltonian else np.full(self.n, np.nan)}
         else:
-            layout = self.output_layout
-            flat = np.empty(sum(int(np.prod(sh)) for _, sh in layout))
+            slices, total = self._output_slices()
+            flat = np.empty(total)
             self.module.outputs(float(t), q, qd, p, flat)
-            out, k = {}, 0
-            for key, shape in layout:
-                size = int(np.prod(shape))
-                out[key] = np.array(flat[k]) if shape == () else flat[k:k + size].reshape(shape).copy()
-                k += size
-        from dynamica.runtime.inputs import signal_values
-        out.update({k: np.asarray(v, dtype=float) for k, v in signal_values(self, p, t).items()})
+            out = {key: np.array(flat[k]) if shape == () else flat[k:k + size].reshape(shape)
+                   for key, shape, k, size in slices}              # (views of this call's own array)
+        if self.inputs or self.states:
+            from dynamica.runtime.inputs import signal_values
+            out.update({k: np.asarray(v, dtype=float) for k, v in signal_values(self, p, t).items()})
         return out                      # every value an ndarray, a scalar's of shape ()
 
     def output_series(self, t, Q, QD, params=None, S=None, U=None) -> dict:
@@ -303,6 +355,10 @@ class CompiledModel:
         states per row, `U` the inputs (name -> values per row)."""
         if len(t) == 0:
             return {}
+        from dynamica.runtime.series import output_rows
+        out = output_rows(self, t, Q, QD, params, S, U)         # every row in one call from C
+        if out is not None:
+            return out
         if S is not None or U is not None or self.states or self.inputs:
             rows = [self.outputs(tk, q, qd, params, None if U is None else {k: v[j] for k, v in U.items()},
                                  None if S is None else S[j]) for j, (tk, q, qd) in enumerate(zip(t, Q, QD))]
@@ -341,9 +397,11 @@ class CompiledModel:
         """The loops' references (prismatic, weld) fixed at an assembly."""
         size = sum(size for _, size in self.module.INFO.get("loop_references", ()))
         self._references = np.array(refs[:size], dtype=float) if size else None
+        self._p_plain = None
 
     def clear_references(self):
         self._references = None
+        self._p_plain = None
 
     # -- initial state
     def parameter_values(self, params=None) -> dict:
@@ -364,6 +422,8 @@ class CompiledModel:
         """The extra states' initial values (`states: {name: {initial: ...}}`), at the given parameters."""
         if not self.states:
             return np.zeros(0)
+        if not params and self._initial_at_defaults is not None:      # a model from runtime/fastload.py
+            return self._initial_at_defaults[2].copy()
         subs = self.parameter_values(params)
         return np.array([evaluate(self.spec, [st.initial], extra=subs)[0] for st in self.spec.states])
 
@@ -393,6 +453,8 @@ class CompiledModel:
         q0, qd0 = np.zeros(self.n), np.zeros(self.n)
         if not self.spec.initial:
             return q0, qd0
+        if not params and self._initial_at_defaults is not None:      # a model from runtime/fastload.py
+            return self._initial_at_defaults[0].copy(), self._initial_at_defaults[1].copy()
         import sympy as sp
 
         from dynamica.generator.spec import expr as ex

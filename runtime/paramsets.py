@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import yaml
-
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.spec import expr as ex
+
+# PyYAML and the expression parser (sympy) are imported where they are used: a run without
+# parameter options imports neither (the start-up of `dynamica simulate`, runtime/fastload.py)
 
 
 def add_options(p):
@@ -73,18 +73,23 @@ def parameter_set(model, values=None) -> dict:
     return {"model": model.name, "parameters": params}
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
+def _dumper():
+    import yaml
 
+    class _Dumper(yaml.SafeDumper):
+        pass
 
-_Dumper.add_representer(list, lambda d, data: d.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True))
-_Dumper.add_representer(dict, lambda d, data: d.represent_mapping(
-    "tag:yaml.org,2002:map", data.items(), flow_style="value" in data))
+    _Dumper.add_representer(list, lambda d, data: d.represent_sequence("tag:yaml.org,2002:seq", data,
+                                                                       flow_style=True))
+    _Dumper.add_representer(dict, lambda d, data: d.represent_mapping(
+        "tag:yaml.org,2002:map", data.items(), flow_style="value" in data))
+    return _Dumper
 
 
 def dump_set(model, values=None) -> str:
+    import yaml
     head = f"# parameter set of model `{model.name}` ({model.spec.file}), written by `dynamica params`\n"
-    return head + yaml.dump(parameter_set(model, values), Dumper=_Dumper, sort_keys=False, width=120,
+    return head + yaml.dump(parameter_set(model, values), Dumper=_dumper(), sort_keys=False, width=120,
                             allow_unicode=True)
 
 
@@ -125,6 +130,7 @@ def imported(path, names: dict) -> dict:
 
 
 def _checked(values: dict, names: dict, where: str, strict: bool) -> dict:
+    from dynamica.generator.spec import expr as ex
     out, problems = {}, []
     for name, v in values.items():
         if name not in names:
@@ -143,6 +149,7 @@ def _checked(values: dict, names: dict, where: str, strict: bool) -> dict:
 
 def _value(v, default):
     """(value, None) or (None, what is wrong) for a value of a parameter whose default is `default`."""
+    from dynamica.generator.spec import expr as ex
     vector = isinstance(default, tuple)
     if vector:
         if not isinstance(v, (list, tuple)) or len(v) != len(default):
@@ -163,6 +170,11 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(\d+)\s*\])?\s
 def parse_assignments(items, names: dict, base: dict | None = None) -> dict:
     """`--set` items: NAME=VALUE (VALUE a YAML number or list: 0.7, 1e-3, [0, 0, 1]) or
     NAME[K]=NUMBER for one element of a vector parameter (from 0)."""
+    if not items:
+        return {}
+    import yaml
+
+    from dynamica.generator.spec import expr as ex
     from dynamica.generator.spec.loader import YamlLoader
     out, problems = {}, []
     for item in items:

@@ -126,13 +126,13 @@ def test_zero_runs_compute_the_same(tmp_path, monkeypatch, backend):
 
 
 def test_fixed_parts_are_built_at_install_time():
-    """The integrator core and the timing loop are ordinary extensions of the installed package
+    """The integrator core, the timing loop and the outputs loop are ordinary extensions of the installed package
     (setup.py), built from the source they ship with: the first `simulate` compiles nothing."""
     import importlib
     from importlib import resources
 
     from dynamica.build import compiled_helper
-    for name in ("adams_core", "ctiming"):
+    for name in ("adams_core", "ctiming", "series_core"):
         installed = importlib.import_module(f"dynamica.runtime.native.{name}")
         text = resources.files("dynamica.runtime.native").joinpath(f"{name}.pyx").read_text()
         assert installed.SOURCE_SHA == hashlib.sha256(text.encode()).hexdigest()

@@ -462,3 +462,28 @@ def cheapest_form(spec, K=DEFAULT_K, available=None) -> str:
     selection, forms = __getattr__("SELECTION"), __getattr__("FORMS")
     cands = [f for f in selection if f in available] or [f for f in forms if f in available]
     return best(from_spec(spec), K=K, forms=cands)
+
+
+#: the default form (`load` without a form, and no `simulate.form` in the file): composite, unless
+#: the formulas predict it at least DEFAULT_SWITCH times the flops of ltdl (section 4.2's DEC, the
+#: O(n) sweep without state or inverted body inertias); then ltdl. Chosen from the measured time
+#: per RHS call of benchmarks/results/forms.txt (chains and stars of 1-3 DOF joints, N = 5-100):
+#: every point with a predicted ratio CBM/DEC of 0.8 or more has composite 1.5x to 25x slower than
+#: ltdl (chain N = 20: ratio 1.14, 4.18 vs 1.96 us; chain N = 40: 2.07, 12.2 vs 3.93 us); below 0.8
+#: the two are within 0.8-1.2x of each other (chain N = 10: 0.78, 0.945 vs 0.873 us; N = 5: 0.63,
+#: 0.24 vs 0.30 us) but for large stars (ratio 0.52-0.65: up to 1.6x), which keep composite. The
+#: bundled models with 5 or more coordinates all have ratios below 0.8 (at most 0.75,
+#: spherical_chain) and keep composite.
+DEFAULT_SWITCH = 0.8
+#: ... for models of at least this many coordinates, the smallest measured there (a model of one
+#: coordinate, e.g. models/hydraulic_drive.yaml, has a ratio of 0.9 out of that range: composite)
+DEFAULT_MIN_COORDINATES = 5
+
+
+def default_form(spec, mode: str = "symbolic") -> str:
+    """The form `load` takes when none is asked for (DEFAULT_SWITCH); numeric mode keeps composite
+    (its recursions are compiled loops, which the flop formulas and that measurement do not cover)."""
+    if mode != "symbolic" or len(spec.coordinates) < DEFAULT_MIN_COORDINATES:
+        return "composite"
+    costs = count_all(from_spec(spec), None, None, ("composite", "ltdl"))
+    return "ltdl" if costs["composite"] >= DEFAULT_SWITCH * costs["ltdl"] else "composite"

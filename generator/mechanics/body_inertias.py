@@ -14,10 +14,8 @@ bodies whose mass and inertia are numbers are checked once, when the checker is 
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.spec import expr as ex
 
 
 def inverts_body_inertias(form: str) -> bool:
@@ -50,6 +48,10 @@ class BodyInertiaCheck:
     """M_i invertible for every body of `spec` at given parameter values (the module docstring)."""
 
     def __init__(self, spec, form: str):
+        # imported here: the module's constants are read without sympy (a cached model, runtime/fastload.py)
+        import sympy as sp
+
+        from dynamica.generator.spec import expr as ex
         self.spec, self.form = spec, form
         from dynamica.generator.forms import FORM_INFO
         info = FORM_INFO[form]

@@ -291,6 +291,9 @@ def module_context(mod: ir.ModuleIR, backend: str, declarations, symbol) -> dict
         ents = [e for e in ents if e.name not in replaced] + list(extra.entries)
         capsules = [c for c in capsules if c[0] not in {a for a, _, _ in extra.capsules}] + list(extra.capsules)
     adapters = [_adapter(e, e.symbol or symbol(e.entry or e.name)) for e in ents]
+    out = next((e for e in ents if e.name == "outputs"), None)
+    if out is not None:                 # the outputs of many rows in one call (runtime/native/series_core.pyx)
+        capsules.append(("outputs_capsule", "dynamica.outputs", out.symbol or symbol(out.entry or out.name)))
     table = []
     for e, a in zip(ents, adapters):
         sizes = ", ".join(str(s) for _, s, _ in e.arrays) or "0"

@@ -15,13 +15,18 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
 
 from dynamica.errors import Problem
-from dynamica.generator.spec import expr as ex
 from dynamica.generator.spec import integrators
+
+if TYPE_CHECKING:
+    from dynamica.generator.spec import expr as ex
+
+# sympy and the expression parser (generator/spec/expr.py) are imported where they are used: a
+# ModelSpec is plain data, and a model loaded from the cache (runtime/fastload.py) never needs them
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1),
@@ -160,6 +165,7 @@ class ModelSpec:
     @cached_property
     def _base_scope(self) -> ex.Scope:
         from dynamica.generator.mechanics.tables import scope_functions
+        from dynamica.generator.spec import expr as ex
         scalars = frozenset(p.name for p in self.parameters if p.size == 1 and not isinstance(p.value, tuple))
         vectors = {p.name: p.size for p in self.parameters if isinstance(p.value, tuple)}
         return ex.Scope(scalars=scalars, vectors=vectors, coordinates=frozenset(self.coordinates),
@@ -171,6 +177,7 @@ class ModelSpec:
 
     def defaults(self) -> dict:
         """Symbol -> default value, for every parameter slot."""
+        from dynamica.generator.spec import expr as ex
         out = {}
         for p in self.parameters:
             if isinstance(p.value, tuple):
@@ -197,6 +204,7 @@ def load_model(source, **import_options) -> ModelSpec:
 OUTPUT_KEYS_RESERVED = ("qdd",)
 
 def _scope_of(params, coords) -> ex.Scope:
+    from dynamica.generator.spec import expr as ex
     return ex.Scope(scalars=frozenset(p.name for p in params if not isinstance(p.value, tuple)),
                     vectors={p.name: p.size for p in params if isinstance(p.value, tuple)},
                     coordinates=coords, values={p.name: p.value for p in params})
@@ -209,6 +217,9 @@ def evaluate(spec: ModelSpec, texts, extra=None) -> np.ndarray:
 
 def _evaluator(spec: ModelSpec, extra=None):
     """`evaluate` with the scope and substitutions prepared once (for per-body loops)."""
+    import sympy as sp
+
+    from dynamica.generator.spec import expr as ex
     scope = spec.scope(time_allowed=True)
     subs = spec.defaults()
     subs[ex.T] = 0.0
@@ -269,7 +280,10 @@ def overflow_problem(spec: ModelSpec) -> Problem:
     """Generated code with a constant that is not a finite double: every entry's constants are
     finite (load_model checks them), so the equations multiply them beyond the double range.
     Names the entries with the most extreme constants."""
+    import sympy as sp
+
     from dynamica.generator.mechanics.forces import LAW_LOCALS
+    from dynamica.generator.spec import expr as ex
     scope = spec.scope(coordinates_allowed=True, local=LAW_LOCALS)
     extremes = []
     for path, text in _entries(spec):

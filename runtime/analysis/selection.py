@@ -89,6 +89,7 @@ def rhs_ops(module_ir) -> int:
 
 #: the section 4.2 choice by the formulas (generator/cost/flops.py), by the names this module had
 predicted_best, _inverts_body_inertias = cost.cheapest_form, cost.inverts_body_inertias
+default_form = cost.default_form
 
 
 def _symbolic_size(rep, form):

@@ -139,6 +139,7 @@ def cmd_simulate(args):
     if args.out:
         print(f"results written to {args.out}")
     if args.plot:
+        from dynamica.runtime.results.units import variable_units
         rep = plot_pages(res, args.plot, args.vars, deviation=args.deviation, title=f"{model.name} ({model.form})",
                          panels_per_page=args.panels, units=variable_units(model), stages=stages)
         print(f"plot: {rep.pages} page(s), {rep.panels} panel(s) in {', '.join(map(str, rep.files))}")
@@ -299,21 +300,35 @@ def _cache_parser(sub):
     q.set_defaults(fn=cmd_cache_prune)
 
 
+class _Backends:
+    """The names `--backend` accepts, found when first needed (generator/render imports jinja2 and
+    the backends: a run of a cached model does without them)."""
+
+    def _names(self):
+        from dynamica.generator.render import backend_names
+        return backend_names()
+
+    def __contains__(self, name):
+        return name in self._names()
+
+    def __iter__(self):
+        return iter(self._names())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="dynamica", description="Equations of motion of rigid-body trees "
                                  "as compiled extensions (after Dynamica90).",
                                  epilog=f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}. "
                                  "Each command has its own --help.")
     ap.add_argument("--version", action="version", version=f"dynamica {__import__('dynamica').__version__}")
-    from dynamica.generator.render import backend_names
-    backend_choices = backend_names()
+    backend_choices = _Backends()
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(p):
         p.add_argument("model", help=f"model file (YAML, {MODEL_DOC})")
         p.add_argument("--form", default=None, help="equation form (composite/CBM, or auto); default: "
-                       "the model's simulate.form, else composite")
-        p.add_argument("--backend", default="c", choices=backend_choices,
+                       "the model's simulate.form, else composite (ltdl for large trees: docs/api.md)")
+        p.add_argument("--backend", default="c", choices=backend_choices, metavar="BACKEND",
                        help="c (default; alias cython) or fortran (gfortran, docs/fortran.md)")
         p.add_argument("--mode", default="symbolic", choices=("symbolic", "numeric"),
                        help="symbolic (default: everything unrolled) or numeric (joint kinematics generated, "

@@ -89,7 +89,6 @@ def _bound_rhs(module, p, n2):
 
 def _error(code, info, rtol, atol, max_steps=None):
     """The exception for a failure status of the compiled core (None for OK)."""
-    from dynamica.runtime.integrators.adams import StiffnessError
     mod = core()
     rmax, amax = float(np.max(rtol)), float(np.max(atol))
     if code == mod.OK:
@@ -115,6 +114,9 @@ def _error(code, info, rtol, atol, max_steps=None):
         return IntegrationError(f"pure relative error test impossible: component {info['component']} "
                                 f"is zero with atol = 0 at t = {info['t']!r}")
     if code == mod.STIFF:
+        from dynamica.runtime.integrators.adams import (
+            StiffnessError,  # (here: runtime/integrators/adams.py imports scipy)
+        )
         return StiffnessError(_stiff_message(info))
     if code == mod.NOMEM:
         return MemoryError("compiled Adams: out of memory for the dense output")
@@ -136,8 +138,10 @@ def _stiff_note(info):
 
 
 def _warn_stiff(info, on_stiff, stacklevel=3):
-    from dynamica.runtime.integrators.adams import StiffnessWarning
     if info["nstiff"] and on_stiff == "warn":
+        from dynamica.runtime.integrators.adams import (
+            StiffnessWarning,  # (here: runtime/integrators/adams.py imports scipy)
+        )
         warnings.warn(f"{_stiff_message(info)} [{info['nstiff']} detection(s)]", StiffnessWarning,
                       stacklevel=stacklevel)
 

@@ -412,7 +412,7 @@ def test_radau_uses_the_generated_jacobian(bundled):
     assert np.max(np.abs(ana.q - ref.q)) < 1e-7 and np.max(np.abs(num.q - ref.q)) < 1e-7
     # radau converges with any reasonable Jacobian: the one it is given must itself be right, against
     # central differences of the main module's rhs (1e-6 of the largest entry) at states of the motion
-    from dynamica.runtime.simulate import _jacobian
+    from dynamica.runtime.integrators.simulate import _jacobian
     jac = _jacobian(model, "Radau", None, None)
     h = 1e-6
     for k in (0, len(ana.t) // 2, len(ana.t) - 1):

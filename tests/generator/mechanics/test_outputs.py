@@ -140,3 +140,48 @@ def test_every_output_is_an_ndarray_a_scalar_of_shape_empty(tmp_path):
     assert out and all(isinstance(v, np.ndarray) for v in out.values())
     scalars = [k for k, v in out.items() if v.shape == ()]
     assert scalars, "forces_demo has scalar outputs"
+
+
+def _row_by_row(model, t, Q, QD, S=None, U=None):
+    """`model.outputs` at each row: the oracle of the batched `output_series`."""
+    rows = [model.outputs(tk, q, qd, inputs=None if U is None else {k: v[j] for k, v in U.items()},
+                          s=None if S is None else S[j]) for j, (tk, q, qd) in enumerate(zip(t, Q, QD))]
+    return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+
+
+def _same_outputs(batched, rows):
+    assert list(batched) == list(rows)
+    for k, v in rows.items():
+        assert batched[k].shape == v.shape, k
+        assert np.abs(batched[k] - v).max(initial=0.0) <= 1e-14 * max(1.0, np.abs(v).max(initial=0.0)), k
+
+
+@pytest.mark.parametrize("name,form", [("double_pendulum.yaml", "composite"), ("fourbar.yaml", "composite"),
+                                       ("double_pendulum.yaml", "hamilton-composite")])
+def test_output_series_is_one_call_equal_to_row_by_row(name, form, monkeypatch):
+    """`simulate`'s outputs come from one C loop over the rows (runtime/native/series_core.pyx): the
+    same numbers as `outputs` called row by row (to 1e-14; bit for bit in practice), and no
+    Python call of the module's `outputs` per row."""
+    model = dynamica.load(MODELS / name, form=form)
+    assert hasattr(model.module, "outputs_capsule")
+    res = dynamica.simulate(model, t_end=0.5)
+    rows = _row_by_row(model, res.t, res.q, res.qd)
+    _same_outputs(res.outputs, rows)
+    calls = []
+    monkeypatch.setattr(model, "outputs", lambda *a, **k: calls.append(a))
+    _same_outputs(model.output_series(res.t, res.q, res.qd), rows)
+    assert not calls
+
+
+def test_output_series_with_states_and_inputs_equal_to_row_by_row():
+    """Per row: the extra states in their slots of p and the inputs (held) in theirs."""
+    model = dynamica.load(MODELS / "dc_motor_joint.yaml")
+    res = dynamica.simulate(model, t_end=0.2, inputs={"u": lambda t: 3.0 + np.sin(20 * t)}, sample_time=0.01)
+    S = np.column_stack([res.outputs[s] for s in model.states])
+    U = {"u": res.outputs["u"]}
+    rows = _row_by_row(model, res.t, res.q, res.qd, S, U)
+    _same_outputs(model.output_series(res.t, res.q, res.qd, S=S, U=U), rows)
+    _same_outputs(res.outputs, rows)
+    _same_outputs(model.output_series(res.t, res.q, res.qd), _row_by_row(model, res.t, res.q, res.qd))
+    with pytest.raises(dynamica.DynamicaError, match="not an input"):
+        model.output_series(res.t, res.q, res.qd, S=S, U={"v": U["u"]})

@@ -45,7 +45,7 @@ def wide_chain(n=40, seed=0):
 
 
 def first_order(M, C, K):
-    """A = [[0, E], [-M^-1 K, -M^-1 C]] of x' = A x, x = [q, q'], built here (not runtime/expm.py's)."""
+    """A = [[0, E], [-M^-1 K, -M^-1 C]] of x' = A x, x = [q, q'], built here (not runtime/analysis/expm.py's)."""
     n = len(M)
     return np.block([[np.zeros((n, n)), np.eye(n)], [-np.linalg.solve(M, K), -np.linalg.solve(M, C)]])
 

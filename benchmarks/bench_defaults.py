@@ -1,0 +1,112 @@
+#!/usr/bin/env python
+"""The default form against composite, articulated and Pinocchio on the N-link chain of
+bench_spine.py (N = 7, 20, 50), in one run.
+
+Per N and form: the form `dynamica.load` takes without one (runtime/analysis/selection.py default_form),
+the time per RHS call from C (runtime/native/ctiming.pyx, best of 5), and a 10 s simulation from the
+state of bench_sim.py (q = 0.4 cos(k), q' = 0) with the compiled adams at rtol = atol = TOL: wall
+time (best of RUNS), RHS calls, and the error of q at t = 1 s (the chain is chaotic after a few
+seconds) against DOP853 at 1e-13 on the composite RHS. The peer: pin.aba + scipy LSODA at the
+same tolerance, its RHS calls and its error measured the same way. A plain script, run by hand:
+python benchmarks/bench_defaults.py [--sizes 7 20 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_spine as bs
+
+HERE = Path(__file__).resolve().parent
+T_END, TOL, RUNS = 10.0, 1e-8, 3
+
+
+def best(fn, runs=RUNS):
+    out, times = None, []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def measure(n: int, folder: Path) -> list:
+    import pinocchio as pin
+
+    import dynamica
+    from dynamica.runtime.integrators.timing import ctiming
+    path = bs.write_chain_yaml(n, folder)
+    default = dynamica.load(path)
+    models = {"default": default, "composite": dynamica.load(path, form="composite"),
+              "articulated": dynamica.load(path, form="articulated")}
+    q0 = 0.4 * np.cos(np.arange(n))
+    y0 = np.concatenate([q0, np.zeros(n)])
+    ref = solve_ivp(models["composite"].rhs_function(), (0, 1.0), y0, method="DOP853", rtol=1e-13,
+                    atol=1e-13).y[:n, -1]
+    rows = []
+    for label, m in models.items():
+        out = np.empty(2 * n)
+        us = min(ctiming().rhs_seconds_per_call(m.module.rhs_capsule, 0.0, y0, m.param_vector(), out,
+                                                max(200, 20000 // n)) for _ in range(5)) * 1e6
+        wall, res = best(lambda m=m: dynamica.simulate(m, t_end=T_END, q0=q0, rtol=TOL, atol=TOL, output_step=1.0))
+        err = float(np.abs(res.q[1] - ref).max())
+        rows.append((n, f"{label} ({m.form})" if label == "default" else label, us, wall, res.nfev, err))
+    pm = bs.pinocchio_chain(n)
+    pd = pm.createData()
+    zero = np.zeros(n)
+
+    def f_pin(t, y):
+        return np.concatenate([y[n:], pin.aba(pm, pd, y[:n], y[n:], zero)])
+    t_eval = np.arange(0.0, T_END + 0.5, 1.0)
+    wall, sol = best(lambda: solve_ivp(f_pin, (0, T_END), y0, method="LSODA", rtol=TOL, atol=TOL, t_eval=t_eval))
+    rows.append((n, "pin.aba + LSODA", None, wall, sol.nfev, float(np.abs(sol.y[:n, 1] - ref).max())))
+    return rows
+
+
+def report(rows, info) -> list:
+    head = ("N", "form", "us per RHS (C)", "10 s wall ms", "RHS calls", "error of q at 1 s", "wall / pin")
+    lines = info + ["", " | ".join(head), " | ".join("---" for _ in head)]
+    pins = {r[0]: r[3] for r in rows if r[1].startswith("pin")}
+    for n, label, us, wall, nfev, err in rows:
+        lines.append(" | ".join([str(n), label, "-" if us is None else f"{us:.3f}", f"{1e3 * wall:.1f}", str(nfev),
+                                 f"{err:.1e}", f"{wall / pins[n]:.2f}"]))
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[7, 20, 50])
+    ap.add_argument("--out", default=str(HERE / "results" / "defaults.txt"))
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args(argv)
+    import platform
+
+    import pinocchio
+
+    import dynamica
+    tmp = Path(tempfile.mkdtemp(prefix="bench_defaults_"))
+    rows = []
+    for n in args.sizes:
+        rows += measure(n, tmp)
+        print(f"N = {n} done", file=sys.stderr, flush=True)
+    info = [f"# the default form: dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}, "
+            f"Python {platform.python_version()}, {platform.machine()}",
+            f"# chain of bench_spine.py, 10 s from q = 0.4 cos(k), rtol = atol = {TOL:g}; wall: best of {RUNS}; "
+            "error: max |q(1 s) - DOP853 at 1e-13|"]
+    lines = report(rows, info)
+    print("\n".join(lines))
+    if not args.no_save:
+        Path(args.out).write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

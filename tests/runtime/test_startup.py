@@ -1,0 +1,79 @@
+"""Start-up of a model already in the cache (runtime/fastload.py): which modules a cache hit
+imports (the import boundary, not the time), and that the model it gives is the one the full
+path gives (numbers, warnings, a changed file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import yaml
+
+import dynamica
+
+from conftest import MODELS
+
+#: what a cache hit must not import: the generator's heavy parts and what they use
+HEAVY = ("sympy", "jinja2", "yaml", "scipy", "matplotlib", "dynamica.generator.spec.expr",
+         "dynamica.generator.spec.loader", "dynamica.generator.render", "dynamica.generator.pipeline",
+         "dynamica.generator.forms")
+
+_PROBE = """
+import json, sys
+{body}
+heavy = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in {heavy!r}))
+print(json.dumps(heavy))
+"""
+
+
+def _run(tmp_path, body, *args):
+    env = {**os.environ, "DYNAMICA_CACHE": str(tmp_path / "cache")}
+    code = _PROBE.format(body=body, heavy=HEAVY)
+    r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1]), r
+
+
+def test_a_cache_hit_imports_no_generator_sympy_jinja2_yaml_or_scipy(tmp_path):
+    load = "import dynamica\nm = dynamica.load(sys.argv[1])\nr = dynamica.simulate(m, t_end=1.0)"
+    for name in ("double_pendulum", "fourbar"):   # (a tree; closed loops, assembled at load)
+        model = MODELS / f"{name}.yaml"
+        first, _ = _run(tmp_path, load, model)
+        assert "sympy" in first                   # the first load generates (and writes the record)
+        hit, _ = _run(tmp_path, load, model)
+        assert hit == [], name
+    cli = ("from dynamica.runtime.cli.main import main\n"
+           "assert main(['simulate', sys.argv[1], '--t-end', '1', '-q']) == 0")
+    hit, r = _run(tmp_path, cli, MODELS / "double_pendulum.yaml")
+    assert hit == [] and "simulated double_pendulum" in r.stdout
+
+
+def test_a_cache_hit_gives_the_model_of_the_full_path(tmp_path, monkeypatch):
+    """Same module, spec, initial state, run and warnings; a changed file is read again."""
+    monkeypatch.setenv("DYNAMICA_CACHE", str(tmp_path / "cache"))
+    d = yaml.safe_load((MODELS / "double_pendulum.yaml").read_text())
+    d["bodies"][1]["inertia"] = [0.01, 0.01, 0.05]             # violates the triangle inequality: a warning
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(d, sort_keys=False))
+    with warnings.catch_warnings(record=True) as w1:
+        warnings.simplefilter("always")
+        full = dynamica.load(path)
+    from dynamica.runtime import fastload
+    with warnings.catch_warnings(record=True) as w2:
+        warnings.simplefilter("always")
+        hit = fastload.lookup(tmp_path / "cache", fastload.key(path, None, "c", "symbolic", "predicted"), True)
+    assert hit is not None and hit.path == full.path and hit.spec == full.spec
+    assert [str(x.message) for x in w2] == [str(x.message) for x in w1] and w1
+    assert all(np.array_equal(a, b) for a, b in zip(hit.initial_state(), full.initial_state()))
+    full._initial_at_defaults = None                            # (the full path's own sympy evaluation)
+    assert all(np.array_equal(a, b) for a, b in zip(hit.initial_state(), full.initial_state()))
+    r1, r2 = dynamica.simulate(full, t_end=0.5), dynamica.simulate(hit, t_end=0.5)
+    assert np.array_equal(r1.q, r2.q) and all(np.array_equal(r1.outputs[k], r2.outputs[k]) for k in r1.outputs)
+    d["parameters"]["m1"]["value"] = 1.5
+    path.write_text(yaml.safe_dump(d, sort_keys=False))
+    assert dynamica.load(path).parameters["m1"] == 1.5
