@@ -115,9 +115,9 @@ def remember(cache: Path, k: str, model, select_by) -> None:
     it still works)."""
     from dataclasses import replace
 
-    from dynamica.generator.mechanics.body_inertias import INVERTS_BODY_INERTIAS
+    from dynamica.generator.mechanics.body_inertias import inverts_body_inertias
     spec = model.spec
-    if model.form in INVERTS_BODY_INERTIAS or select_by == "measured" or not _plain(spec) or model.path is None:
+    if inverts_body_inertias(model.form) or select_by == "measured" or not _plain(spec) or model.path is None:
         return
     try:
         so = Path(model.path)
