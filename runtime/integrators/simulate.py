@@ -265,10 +265,11 @@ def _check_numbers(**given):
             raise ValueError(f"{name} must be a {'' if kind == 'finite' else kind + ' '}finite number, got {value!r}")
 
 
-def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
+def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
              params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
              keep=None, jacobian=None, inputs=None, controller=None, sample_time=None, s0=None) -> SimulationResult:
     """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
+    `model` and `t_end` may be given by position, every other option by keyword only.
 
     `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
     variable step and order 1-12 (runtime/native/adams_core.pyx) calling the module's C entry point
@@ -310,12 +311,14 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
         model = load(model)
     _check_numbers(t0=t0, t_end=t_end, output_step=output_step, step=step, rtol=rtol, atol=atol)
     if model.spec.stages:                 # the cyclogram (runtime/stages/cyclogram.py)
-        return _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out,
-                           progress)
+        return _run_stages(model, t_end=t_end, method=method, rtol=rtol, atol=atol, output_step=output_step,
+                           params=params, t0=t0, q0=q0, qd0=qd0, events=events, out=out, progress=progress)
     from dynamica.errors import IntegrationError
     try:
-        return simulate_stage(model, t_end, method, rtol, atol, output_step, q0, qd0, params, t0, step, progress,
-                              segments, events, out, keep, jacobian, inputs, controller, sample_time, s0)
+        return simulate_stage(model, t_end, method=method, rtol=rtol, atol=atol, output_step=output_step, q0=q0,
+                              qd0=qd0, params=params, t0=t0, step=step, progress=progress, segments=segments,
+                              events=events, out=out, keep=keep, jacobian=jacobian, inputs=inputs,
+                              controller=controller, sample_time=sample_time, s0=s0)
     except IntegrationError as exc:
         hint = _singular_mass_hint(model, params, q0, t0) if params and "non-finite" in str(exc) else ""
         if not hint and model.loops and "non-finite" in str(exc):
@@ -343,11 +346,12 @@ def _singular_mass_hint(model, params, q0, t0) -> str:
             f"{w.max():.3g}): a zero mass or inertia?")
 
 
-def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
+def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
                    params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
                    keep=None, jacobian=None, inputs=None, controller=None, sample_time=None,
                    s0=None) -> SimulationResult:
-    """`simulate` of one kinematic structure (a model without stages, or one stage of a cyclogram)."""
+    """`simulate` of one kinematic structure (a model without stages, or one stage of a cyclogram);
+    the options as `simulate`'s, keyword-only."""
     sim = model.spec.simulate
     t_end = sim.t_end if t_end is None else float(t_end)
     method = method or sim.integrator
@@ -496,7 +500,7 @@ STREAMS = {"adams": _stream_adams, **{name: _stream_scipy(method, name) for name
 STAGED_RUNNER = {}
 
 
-def _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):
+def _run_stages(model, *, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):
     run = STAGED_RUNNER.get("cyclogram")
     if run is None:
         raise RuntimeError("a model with stages runs through its cyclogram: import dynamica.runtime.stages.cyclogram "

@@ -184,7 +184,7 @@ def event_function(stage, m, params):
 
 
 # ------------------------------------------------------------------ running the stages
-def run(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, params=None,
+def run(model, t_end=None, *, method=None, rtol=None, atol=None, output_step=None, params=None,
         progress=None) -> SimulationResult:
     """Run every stage of `model.spec.stages` from the model's initial state at t = 0 (docs/stages.md).
     `t_end` (optional) cuts the cyclogram there; `progress(stage_result, rows)` is called after
