@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
+from dynamica.files import write_atomic
 from dynamica.generator.spec.model import load_model
 from dynamica.runtime.compiled import CompiledModel
 
@@ -45,16 +45,10 @@ def _indexed(idx: Path) -> Path | None:
 
 def _write_index(idx: Path, record: dict):
     """Best effort: a cache that cannot take the index file still has the module."""
-    tmp = idx.with_suffix(f".{os.getpid()}.tmp")
     try:
-        idx.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(record))
-        os.replace(tmp, idx)
+        write_atomic(idx, json.dumps(record), parents=True)
     except OSError:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
+        pass
 
 
 def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_matrix=True,

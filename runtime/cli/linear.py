@@ -66,8 +66,8 @@ def cmd_statics(args):
     if "states" in eq.info:
         print("extra states: " + ", ".join(f"{k} = {v:.10g}" for k, v in eq.info["states"].items()))
     if args.out:
-        from dynamica.runtime.analysis.modes import write_text
-        write_text(args.out, "coordinate,start,equilibrium,held\n" + "".join(
+        from dynamica.files import write_atomic
+        write_atomic(args.out, "coordinate,start,equilibrium,held\n" + "".join(
             f"{c},{a:.17g},{b:.17g},{int(c in eq.held)}\n" for c, a, b in zip(eq.coordinates, eq.q0, eq.q)))
         print(f"written to {args.out}")
     return 0
@@ -157,7 +157,7 @@ def _plot_fit(path, t, Y, F, names):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dynamica.runtime.analysis.modes import _save
+    from dynamica.runtime.analysis.modes import save_figure
     fig, axes = plt.subplots(len(names), 1, figsize=(7.0, 2.4 * len(names)), squeeze=False, sharex=True)
     for k, (ax, name) in enumerate(zip(axes[:, 0], names)):
         ax.plot(t, Y[:, k], ".", ms=2, label=f"{name} (data)")
@@ -165,7 +165,7 @@ def _plot_fit(path, t, Y, F, names):
         ax.legend(fontsize=8)
     axes[-1, 0].set_xlabel("t, s")
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def cmd_identify(args):

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import DynamicaError
+from dynamica.files import write_atomic
 
 #: the status of a case that ran to t_end
 OK = "ok"
@@ -105,9 +106,7 @@ def _scratch() -> Path:
 def _write_once(path: Path, data: bytes):
     if path.exists() and path.stat().st_size == len(data):
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_atomic(path, data)
 
 
 def _ship(pkg: ModelPackage, folder: Path):

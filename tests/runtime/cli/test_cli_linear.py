@@ -207,7 +207,7 @@ def test_undamped_modes_print_zero_damping_and_an_infinite_half_time(tmp_path, m
     assert np.all(np.isinf(md.half_amplitude_times[swinging]))
     assert md.eigenvalues[0] == pytest.approx(-2.0, rel=1e-12)       # the filter: -1 / tau
     titles = []
-    monkeypatch.setattr(modes, "_save", lambda fig, p: titles.extend(ax.get_title() for ax in fig.axes))
+    monkeypatch.setattr(modes, "save_figure", lambda fig, p: titles.extend(ax.get_title() for ax in fig.axes))
     capsys.readouterr()
     assert cli.main(["modes", str(path), "--plot", str(tmp_path / "shapes.png"), "-q"]) == 0
     table = capsys.readouterr().out
