@@ -22,18 +22,16 @@ def _names(text):
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
-def _assignments(items, what="--set"):
-    """{name: float} of `name=value` items (a list, or one comma-separated string)."""
-    out = {}
-    for item in (items.split(",") if isinstance(items, str) else items or []):
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise ValueError(f"{what} expects name=value, got {item!r}")
-        try:
-            out[name.strip()] = float(value)
-        except ValueError:
-            raise ValueError(f"{what} {item!r}: the value is not a number") from None
-    return out
+def _params(model, args) -> dict | None:
+    """The parameter values of `--set NAME=VALUE ...` (runtime/paramsets.py: vectors, NAME[K]), or None."""
+    from dynamica.runtime.paramsets import parse_assignments
+    return parse_assignments(args.set, dict(model.parameters)) or None
+
+
+def _inputs(model, args) -> dict | None:
+    """The held inputs of `--input NAME=VALUE ...`, or None."""
+    from dynamica.runtime.paramsets import scalar_values
+    return scalar_values(args.input, "--input", model.inputs, "input") or None
 
 
 def _load(args):
@@ -43,13 +41,10 @@ def _load(args):
 
 def _start(model, args):
     """q0 of `--start name=value ...` (the others at their initial values), or None."""
-    given = _assignments(args.start, "--start")
+    from dynamica.runtime.paramsets import scalar_values
+    given = scalar_values(args.start, "--start", model.coordinates, "coordinate")
     if not given:
         return None
-    unknown = [c for c in given if c not in model.coordinates]
-    if unknown:
-        raise ValueError(f"--start: unknown coordinate(s) {', '.join(unknown)}; the model's are "
-                         f"{', '.join(model.coordinates)}")
     q0 = model.initial_state()[0]
     for c, v in given.items():
         q0[model.coordinates.index(c)] = v
@@ -60,7 +55,7 @@ def cmd_statics(args):
     from dynamica.runtime.analysis.statics import statics
     model = _load(args)
     eq = statics(model, q0=_start(model, args), free=_names(args.free), t=args.time,
-                 params=_assignments(args.set) or None, u=_assignments(args.input, "--input") or None)
+                 params=_params(model, args), u=_inputs(model, args))
     print(f"equilibrium of {model.name} at t = {args.time:g}")
     print(eq.text())
     if "states" in eq.info:
@@ -76,8 +71,8 @@ def cmd_statics(args):
 def cmd_modes(args):
     from dynamica.runtime.analysis.linear import linearize
     model = _load(args)
-    params = _assignments(args.set) or None
-    u = _assignments(args.input, "--input") or None
+    params = _params(model, args)
+    u = _inputs(model, args)
     if args.at == "equilibrium":
         lin = linearize(model, t=args.time, params=params, u=u, q0=_start(model, args),
                         independent=_names(args.independent))
@@ -174,7 +169,8 @@ def cmd_identify(args):
     params = _names(args.params)
     if not params:
         raise ValueError("identify needs --params NAME,NAME,... (the parameters to fit)")
-    kw = {"start": _assignments(args.start_values, "--start-values") or None, "fixed": _assignments(args.set) or None}
+    from dynamica.runtime.paramsets import scalar_values
+    kw = {"start": scalar_values(args.start_values, "--start-values") or None, "fixed": _params(model, args)}
     if (args.records is None) == (args.frequencies is None):
         raise ValueError("identify needs either --records DATA.csv or --frequencies F1,F2,... (Hz)")
     if args.records:

@@ -89,18 +89,10 @@ def cmd_compile(args):
     return 0
 
 
-def _input_file(text):
-    """`--input NAME=FILE.csv` -> (name, file)."""
-    name, sep, file = text.partition("=")
-    if not sep or not name or not file:
-        raise SystemExit(f"dynamica: error: --input expects NAME=FILE.csv, not {text!r}")
-    return name.strip(), file.strip()
-
-
 def cmd_simulate(args):
     from dynamica import simulate
     from dynamica.runtime.cli.terminal import SimulationProgress
-    from dynamica.runtime.paramsets import overrides
+    from dynamica.runtime.paramsets import overrides, split_assignment
     from dynamica.runtime.results.result import parse_vars, plot_pages, summary_table
     from dynamica.runtime.results.stages import parse_stages
     from dynamica.runtime.results.units import variable_units
@@ -122,7 +114,7 @@ def cmd_simulate(args):
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
     bar = SimulationProgress(0.0, t_end, show)
     keep = bool(args.plot or args.table or args.report or args.summary) or not args.out   # --out alone: streamed
-    inputs = dict(_input_file(x) for x in args.input or [])
+    inputs = dict(split_assignment(x, "--input", "NAME=FILE.csv") for x in args.input or [])   # runtime/paramsets.py
     driven = bool(model.inputs or inputs)                     # in segments: not streamed, no progress bar
     try:
         res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dynamica.runtime.paramsets import read_number, split_assignment
+
 
 # ------------------------------------------------------------------ distributions
 def _normal(mu, sigma):
@@ -82,30 +84,23 @@ def distribution(text: str):
     return dist
 
 
-def _assignment(text: str, what: str):
-    name, eq, value = text.partition("=")
-    if not eq or not name.strip() or not value.strip():
-        raise ValueError(f"{what} {text!r}: expected NAME=VALUES")
-    return name.strip(), value.strip()
-
-
 def parse_dist(text: str):
     """`k=normal(2,0.1)` -> ("k", frozen distribution)."""
-    name, value = _assignment(text, "--dist")
+    name, value = split_assignment(text, "--dist", "NAME=DIST, e.g. k=normal(2,0.1)")
     return name, distribution(value)
 
 
 def parse_grid(text: str):
     """`k=1,2,3` (values) or `l=0.5:1.0:6` (start:stop:count, both ends included) -> (name, values)."""
-    name, value = _assignment(text, "--grid")
+    name, value = split_assignment(text, "--grid", "NAME=v1,v2,... or NAME=start:stop:count")
     try:
         if ":" in value:
             start, stop, count = value.split(":")
             if int(count) < 1 or float(count) != int(count):
                 raise ValueError
-            return name, np.linspace(float(start), float(stop), int(count))
-        return name, np.array([float(v) for v in value.split(",")])
-    except ValueError:
+            return name, np.linspace(read_number(start), read_number(stop), int(count))
+        return name, np.array([read_number(v) for v in value.split(",")])
+    except ValueError:                       # (ExpressionError is one)
         raise ValueError(f"--grid {text!r}: expected NAME=v1,v2,... or NAME=start:stop:count "
                          "(count a positive integer)") from None
 

@@ -104,7 +104,7 @@ def test_statics_failure_is_one_error_line(tmp_path):
     r = run("statics", path)
     assert r.returncode == 2 and "no equilibrium" in r.stderr and "`h`" in r.stderr and "Traceback" not in r.stderr
     r = run("statics", TWO_MASS, "--set", "k1")
-    assert r.returncode == 2 and "--set expects name=value" in r.stderr
+    assert r.returncode == 2 and "--set 'k1': expected NAME=VALUE" in r.stderr
 
 
 def test_statics_and_modes_take_inputs_and_a_start():
@@ -118,7 +118,7 @@ def test_statics_and_modes_take_inputs_and_a_start():
     r = run("modes", model, "--input", "u=1.8", "--start", "phi=0.3", "--response", "u", "--outputs", "phi,i_m")
     assert r.returncode == 0 and "response i_m / u: peaks at" in r.stdout, r.stderr
     r = run("statics", model, "--start", "psi=1")
-    assert r.returncode == 2 and "--start: unknown coordinate(s) psi" in r.stderr
+    assert r.returncode == 2 and "--start 'psi=1': unknown coordinate `psi`" in r.stderr
 
 
 def test_modes_of_a_loop_model_in_independent_coordinates_of_ones_choice():
