@@ -23,11 +23,13 @@ __all__ = ["load", "CompiledModel", "FORM_CHOOSERS"]
 FORM_CHOOSERS = {}
 
 
-def _index_path(cache: Path, key: str) -> Path:
+def index_path(cache: Path, key: str) -> Path:
+    """The index file of a module built from content `key` (`<cache>/index/<key>.json`): load's
+    modules and the companions built on first use (derivatives, inverse dynamics, stages)."""
     return cache / "index" / f"{key}.json"
 
 
-def _indexed(idx: Path) -> Path | None:
+def indexed_extension(idx: Path) -> Path | None:
     """The extension the index file names, when its cache entry verifies (sizes and hash against
     its manifest, this tool and this Python); None sends `load` to generate and `compile_bundle`,
     which rebuilds a damaged entry with a warning."""
@@ -43,7 +45,7 @@ def _indexed(idx: Path) -> Path | None:
     return so
 
 
-def _write_index(idx: Path, record: dict):
+def write_index(idx: Path, record: dict):
     """Best effort: a cache that cannot take the index file still has the module."""
     try:
         write_atomic(idx, json.dumps(record), parents=True)
@@ -129,14 +131,14 @@ def _built(spec, key, form, backend, mode, cache, progress) -> Path:
     """The extension of cache key `key`: from the index when its entry verifies, else generated
     and compiled (and indexed)."""
     from dynamica.build import compile_bundle
-    idx = _index_path(cache, key)
-    so = _indexed(idx)
+    idx = index_path(cache, key)
+    so = indexed_extension(idx)
     if so is None:
         from dynamica.generator.pipeline import generate
         gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
         so = compile_bundle(gen.bundle, cache=cache, progress=progress,
                             meta={"model": spec.name, "form": form, "mode": mode})
-        _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
+        write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
                            "signature": gen.module_ir.signature, "model": spec.name, "form": form, "mode": mode})
     return so
 
@@ -187,9 +189,9 @@ def _check_regular(model: CompiledModel):
         raise ModelError(model.spec.file, [Problem("bodies", _singular_message(model, w, null))])
     if w[0] > 0:
         return
-    from dynamica.generator.spec.model import _warn, negative_bodies
+    from dynamica.generator.spec.model import negative_bodies, warn_model
     bodies = negative_bodies(model.spec)
-    _warn(model.spec, f"the mass matrix is indefinite at the initial state ({int(np.sum(w < 0))} of {len(w)} "
+    warn_model(model.spec, f"the mass matrix is indefinite at the initial state ({int(np.sum(w < 0))} of {len(w)} "
                       f"eigenvalues negative, the smallest {w[0]:.3g}): the kinetic energy is negative for some "
                       "motions; bodies with negative mass or inertia: "
                       + (", ".join(f"`{b}`" for b in bodies) or "none at the default parameters"))

@@ -310,7 +310,7 @@ def coefficients(t: Tree) -> Coefficients:
                         tau=t.tau[1:], dofs=t.dofs[1:], mu=t.mu[1:])
 
 
-def _cube_sq_lin(x, a, b, c):
+def cube_sq_lin(x, a, b, c):
     """x^3/3 + a x^2 + b x + c with fractions."""
     return F(x ** 3, 3) + a * x * x + b * x + c
 
@@ -320,18 +320,18 @@ def _nonroot(c: Coefficients):
 
 
 def _drt(c: Coefficients):
-    s = sum(_cube_sq_lin(e, F(17, 2), F(325, 6), 222) for e in c.eta)
-    return s - sum(_cube_sq_lin(c.eta_parent[i], F(5, 2), F(-251, 6), 0) for i in _nonroot(c))
+    s = sum(cube_sq_lin(e, F(17, 2), F(325, 6), 222) for e in c.eta)
+    return s - sum(cube_sq_lin(c.eta_parent[i], F(5, 2), F(-251, 6), 0) for i in _nonroot(c))
 
 
 def _cbm(c: Coefficients):
-    s = sum(_cube_sq_lin(e, F(17, 2), F(109, 6), 222) + 42 * tau for e, tau in zip(c.eta, c.tau))
-    return s - sum(_cube_sq_lin(c.eta_parent[i], F(17, 2), F(109, 6), -205) for i in _nonroot(c))
+    s = sum(cube_sq_lin(e, F(17, 2), F(109, 6), 222) + 42 * tau for e, tau in zip(c.eta, c.tau))
+    return s - sum(cube_sq_lin(c.eta_parent[i], F(17, 2), F(109, 6), -205) for i in _nonroot(c))
 
 
 def _lgr(c: Coefficients):
-    s = sum(_cube_sq_lin(x, F(17, 2), F(361, 6), 420) for x in c.mu)
-    s -= sum(_cube_sq_lin(c.m[i], F(5, 2), F(1, 6), 0) for i in _nonroot(c))
+    s = sum(cube_sq_lin(x, F(17, 2), F(361, 6), 420) for x in c.mu)
+    s -= sum(cube_sq_lin(c.m[i], F(5, 2), F(1, 6), 0) for i in _nonroot(c))
     return s - 48 * c.R
 
 
@@ -347,19 +347,21 @@ def _itr_g(c: Coefficients, K):
 
 
 def _abm(c: Coefficients):
-    return (sum(_cube_sq_lin(x, F(35, 2), F(967, 6), 1242) for x in c.dofs)
+    return (sum(cube_sq_lin(x, F(35, 2), F(967, 6), 1242) for x in c.dofs)
             - sum(72 * c.dofs[i] + 1122 for i in range(c.N) if c.eta_parent[i] is None))
 
 
 def _dec(c: Coefficients):
-    return (sum(_cube_sq_lin(x, F(39, 2), F(1105, 6), 864) for x in c.dofs)
+    return (sum(cube_sq_lin(x, F(39, 2), F(1105, 6), 864) for x in c.dofs)
             - sum(84 * c.dofs[i] + 660 for i in range(c.N) if c.eta_parent[i] is None))
 
 
 _FORMULA = {"direct": _drt, "composite": _cbm, "lagrange1": _lgr, "articulated": _abm, "ltdl": _dec}
 
 
-def _K(K, form):
+def iterations_of(K, form):
+    """K, the iterations per call assumed for an iterative form, as an exact number (an error
+    naming the form when it is not given)."""
     if K is None:
         raise ValueError(f"form `{form}` ({ACRONYMS[form]}) needs K, the number of iterations per call")
     if isinstance(K, (int, Fraction)):
@@ -367,7 +369,7 @@ def _K(K, form):
     return F(float(K))
 
 
-def _args(parents, dofs, form):
+def count_arguments(parents, dofs, form):
     """Accept count(tree, form), count(tree, form=...), count(parents, dofs, form)."""
     if isinstance(parents, (Tree, Coefficients)) and isinstance(dofs, str) and form is None:
         return parents, dofs
@@ -386,13 +388,13 @@ def count(parents, dofs=None, form=None, K=None) -> Fraction:
 
     count(tree, "ltdl"), count(tree, form="ITR-G", K=2), count([0, 1, 1], [3, 1, 1], "composite").
     """
-    t, form = _args(parents, dofs, form)
+    t, form = count_arguments(parents, dofs, form)
     c = t if isinstance(t, Coefficients) else coefficients(t)
     f = form_name(form)
     if f == "iterative-m":
-        return _itr_m(c, _K(K, f))
+        return _itr_m(c, iterations_of(K, f))
     if f == "iterative-g":
-        return _itr_g(c, _K(K, f))
+        return _itr_g(c, iterations_of(K, f))
     return _FORMULA[f](c)
 
 

@@ -195,7 +195,8 @@ def load_model(source, **import_options) -> ModelSpec:
 #: output keys the tool always writes (docs/api.md): an expression cannot take them
 OUTPUT_KEYS_RESERVED = ("qdd",)
 
-def _scope_of(params, coords) -> ex.Scope:
+def scope_of(params, coords) -> ex.Scope:
+    """The expression scope of a model: its parameters (scalars and vectors) and coordinates."""
     return ex.Scope(scalars=frozenset(p.name for p in params if not isinstance(p.value, tuple)),
                     vectors={p.name: p.size for p in params if isinstance(p.value, tuple)},
                     coordinates=coords, values={p.name: p.value for p in params})
@@ -252,16 +253,17 @@ def negative_bodies(spec: ModelSpec) -> list:
     return [b.name for b, m, ev, tol, _ in _mass_properties(spec) if m < 0 or ev.min() < -tol]
 
 
-def _physics_warnings(spec: ModelSpec, value):
+def physics_warnings(spec: ModelSpec, value):
     """Negative mass, indefinite inertia, triangle inequality: warnings naming the body.
     `value(text)` is an entry's value at the parameters' defaults (finite: checked at loading)."""
     for b, m, ev, tol, moments in _mass_properties(spec, value):
         if m < 0:
-            _warn(spec, f"body `{b.name}` has negative mass {m}")
+            warn_model(spec, f"body `{b.name}` has negative mass {m}")
         if ev.min() < -tol:
-            _warn(spec, f"inertia of body `{b.name}` is indefinite (principal moments {moments})")
+            warn_model(spec, f"inertia of body `{b.name}` is indefinite (principal moments {moments})")
         elif ev[2] > ev[0] + ev[1] + tol:
-            _warn(spec, f"inertia of body `{b.name}` violates the triangle inequality (principal moments {moments})")
+            warn_model(spec, f"inertia of body `{b.name}` violates the triangle inequality "
+                             f"(principal moments {moments})")
 
 
 def overflow_problem(spec: ModelSpec) -> Problem:
@@ -313,7 +315,7 @@ def _entries(spec: ModelSpec):
     yield from ((f"outputs.expressions.{name}", e) for name, e in spec.outputs.expressions)
 
 
-def _warn(spec, message):
+def warn_model(spec, message):
     """A warning attributed to the model file (not to a line of dynamica's code)."""
     warnings.warn_explicit(f"{spec.file}: {message}", DynamicaWarning, filename=spec.file, lineno=0,
                            module="dynamica.model")

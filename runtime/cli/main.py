@@ -52,7 +52,7 @@ def times(text):
     return [number()(x) for x in text.split(",") if x.strip()]
 
 
-def _load(args, progress=True, **kw):
+def load_for_command(args, progress=True, **kw):
     """dynamica.load with the command's options; prints nothing for a cached module."""
     from dynamica import load
     from dynamica.runtime.cli.models import import_options
@@ -67,7 +67,7 @@ def _load(args, progress=True, **kw):
 
 def cmd_compile(args):
     import importlib.machinery
-    model = _load(args, check_mass_matrix=False)
+    model = load_for_command(args, check_mass_matrix=False)
     src = Path(model.path)
     where = src.parent
     if args.output:
@@ -97,7 +97,7 @@ def cmd_simulate(args):
     from dynamica.runtime.results.stages import parse_stages
     from dynamica.runtime.results.units import variable_units
     stages = parse_stages(args.stages) if args.stages else None        # syntax checked before the run
-    model = _load(args)
+    model = load_for_command(args)
     params = overrides(args, model, report=None if args.quiet else lambda line: print(line, file=sys.stderr)) or None
     coords = list(model.coordinates)
     if model.spec.stages:                   # the results carry every stage's coordinates
@@ -168,7 +168,7 @@ def _write_summary(res, args, stages):
 def cmd_check(args):
     from dynamica.runtime.paramsets import overrides
     from dynamica.runtime.reference.check import check_against_reference
-    model = _load(args)
+    model = load_for_command(args)
     report = check_against_reference(model, samples=args.samples, seed=args.seed, params=overrides(args, model) or None)
     print(report.text())
     return 0 if report.ok(args.rtol) else 1

@@ -20,7 +20,7 @@ def _output_times(t0, t_end, output_step):
     return t_eval
 
 
-def _result(model, t, Y, method, nfev, info, message="", params=None, inputs=None):
+def simulation_result(model, t, Y, method, nfev, info, message="", params=None, inputs=None):
     """SimulationResult from states Y of shape (len(t), STATE_SIZE) (Hamiltonian states converted
     to (q, qd)); the extra states and the inputs (name -> values per row) join the outputs."""
     n = model.n
@@ -51,7 +51,7 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
     if model.loops:                  # rows between steps come from the interpolant: onto the constraints too
         Y = np.array(Y, dtype=float)
         _project_rows(model, res.t, Y, params)
-    return _result(model, res.t, Y, "adams", res.nfev, info, params=params)
+    return simulation_result(model, res.t, Y, "adams", res.nfev, info, params=params)
 
 
 def _project_rows(model, t, Y, params):
@@ -78,7 +78,8 @@ def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, event
         raise ValueError("stoermer6 integrates q'' = f(q, q'): not the extra states of this model (`states:`); "
                          "use adams or a scipy method")
     t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
-    return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
+    return simulation_result(model, t, Y, "stoermer6", nfev,
+                             {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
 
 
 #: scipy's methods that use a Jacobian: given the generated one (runtime/kinds/derivatives.py) unless
@@ -169,8 +170,8 @@ def _scipy_runner(scipy_method):
             stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
             rows = list(stepped.rows())
             t, Y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
-            return _result(model, t, Y, run.name, stepped.solver.nfev, stepped.info(scipy_method), stepped.message,
-                           params=params)
+            return simulation_result(model, t, Y, run.name, stepped.solver.nfev, stepped.info(scipy_method),
+                                     stepped.message, params=params)
         from scipy.integrate import solve_ivp
         jac = _jacobian(model, scipy_method, params, jacobian)
         extra = {"jac": jac} if jac is not None else {}
@@ -183,7 +184,7 @@ def _scipy_runner(scipy_method):
             info.update(jacobian="analytic" if jac is not None else "numeric", njev=int(sol.njev))
         if events:
             info.update(t_events=sol.t_events, y_events=sol.y_events, status=sol.status)
-        return _result(model, sol.t, sol.y.T, run.name, sol.nfev, info, sol.message, params=params)
+        return simulation_result(model, sol.t, sol.y.T, run.name, sol.nfev, info, sol.message, params=params)
     return run
 
 
@@ -229,7 +230,7 @@ def _run_still(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
             t_events = [te[te <= end] for te in t_events]
         info.update(t_events=t_events, y_events=[np.tile(y0, (len(te), 1)) for te in t_events],
                     status=1 if end is not None else 0)
-    return _result(model, t, np.tile(y0, (len(t), 1)), method, 0, info, params=params)
+    return simulation_result(model, t, np.tile(y0, (len(t), 1)), method, 0, info, params=params)
 
 
 def _run_ida(*args, **kw):
@@ -364,8 +365,8 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
         raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
     keep = (out is None) if keep is None else bool(keep)
     iq0, iqd0 = model.initial_state(params)
-    q0 = iq0 if q0 is None else model._vec(q0, "q0")
-    qd0 = iqd0 if qd0 is None else model._vec(qd0, "qd0")
+    q0 = iq0 if q0 is None else model.as_vector(q0, "q0")
+    qd0 = iqd0 if qd0 is None else model.as_vector(qd0, "qd0")
     if model.loops:               # closed loops: a consistent state (and the loops' references)
         q0, qd0 = model.assemble(q0, qd0, t0, params)
     y0 = model.to_state(q0, qd0, t0, params, s0)
@@ -380,7 +381,7 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
         from dynamica.runtime.integrators.driven import run_driven
         t, Y, nfev, info, U = run_driven(model, t0, t_end, y0, t_eval, rtol, atol, params, method, inputs,
                                          controller, sample_time)
-        return _result(model, t, Y, method, nfev, info, params=params, inputs=U)
+        return simulation_result(model, t, Y, method, nfev, info, params=params, inputs=U)
     if progress is None and out is None and keep:
         return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events, jacobian=jacobian)
     if events:
@@ -398,7 +399,7 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
     try:
         if stream is not None:      # one integration, its rows handed on piece by piece
             chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)
-            pieces = (_result(model, t, Y, method, nfev, info, message, params=params)
+            pieces = (simulation_result(model, t, Y, method, nfev, info, message, params=params)
                       for t, Y, nfev, info, message in chunks)
         else:                       # restarted at each piece
             pieces = _restarted(model, run, y0, t_eval, cuts, rtol, atol, params, step, jacobian)
@@ -435,12 +436,12 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
     Python so that the output rows between `cuts` are handed on as they are reached: (t, Y, nfev
     of the piece, info, message) per piece, the rows those of one uninterrupted run (each filled
     by the interpolant of the step that reaches it, as `Stepper.run` does)."""
-    from dynamica.runtime.integrators.compiled_adams import _check, _resolve, _warn_stiff, core
+    from dynamica.runtime.integrators.compiled_adams import check_status, core, resolve_rhs, warn_stiff
     max_steps = 500_000
-    f, y0, p = _resolve(model, y0, model.param_vector(params), True)
+    f, y0, p = resolve_rhs(model, y0, model.param_vector(params), True)
     st = core().Stepper(f, t0, y0, t_end, p, rtol, atol, None, float(np.inf), max_steps, False, False,
                         getattr(model.module, "project_capsule", None), 1e-12)
-    _check(st, st.begin(), rtol, atol, max_steps, "warn")
+    check_status(st, st.begin(), rtol, atol, max_steps, "warn")
     nfev, last = 0, None                                  # last: the previous piece's last row
     for a, b in zip(cuts[:-1], cuts[1:]):
         tv = np.ascontiguousarray(t_eval[a:b + 1] if a == cuts[0] else t_eval[a + 1:b + 1], dtype=float)
@@ -454,12 +455,12 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
             j += 1
         while j < len(tv):
             code, j = st.run(tv, Y, j, 1)
-            _check(st, code, rtol, atol, max_steps, "warn")
+            check_status(st, code, rtol, atol, max_steps, "warn")
             if st.done and j < len(tv):
                 break
         info = st.info()
         if b == cuts[-1]:
-            _warn_stiff(info, "warn")
+            warn_stiff(info, "warn")
         rows = tv if a == cuts[0] else np.concatenate([[t_eval[a]], tv])
         if a != cuts[0]:                                  # the piece starts at the previous one's last row
             Y = np.vstack([last, Y])
@@ -544,7 +545,7 @@ class _Rows:
         sliced = (piece.t[start:], piece.q[start:], piece.qd[start:], {k: v[start:] for k, v in piece.outputs.items()})
         self.parts = self.parts + [sliced] if self.keep else [sliced]
 
-    def _result(self, parts):
+    def _merged(self, parts):
         p = self.last
         return SimulationResult(t=np.concatenate([x[0] for x in parts]), q=np.concatenate([x[1] for x in parts]),
                                 qd=np.concatenate([x[2] for x in parts]), coordinates=self.coordinates,
@@ -554,15 +555,15 @@ class _Rows:
 
     def so_far(self):
         """(result so far, slice of its new rows) for `progress`."""
-        res = self._result(self.parts)
+        res = self._merged(self.parts)
         return res, slice(len(res.t) - len(self.parts[-1][0]), len(res.t))
 
     def result(self, out):
         if self.keep:
-            res = self._result(self.parts)
+            res = self._merged(self.parts)
         else:                                       # the last row only
             t, q, qd, o = self.parts[-1]
-            res = self._result([(t[-1:], q[-1:], qd[-1:], {k: v[-1:] for k, v in o.items()})])
+            res = self._merged([(t[-1:], q[-1:], qd[-1:], {k: v[-1:] for k, v in o.items()})])
         if out is not None:
             res.info["out"] = str(out)
         return res

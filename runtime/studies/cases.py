@@ -133,7 +133,8 @@ def _unit_random(n, d, seed):
 DESIGNS = {"sobol": _unit_sobol, "lhs": _unit_lhs, "halton": _unit_halton, "random": _unit_random}
 
 
-def _frozen(dist):
+def frozen_distribution(dist):
+    """A frozen scipy.stats distribution from one (returned as is) or its text (`distribution`)."""
     if isinstance(dist, str):
         return distribution(dist)
     if not hasattr(dist, "ppf"):
@@ -151,7 +152,7 @@ def sample(dists: dict, n: int, design: str = "sobol", seed=0):
     if int(n) < 1:
         raise ValueError(f"the number of samples must be positive, not {n}")
     import pandas as pd
-    frozen = {name: _frozen(d) for name, d in dists.items()}
+    frozen = {name: frozen_distribution(d) for name, d in dists.items()}
     if not frozen:
         raise ValueError("sampling needs at least one distribution (--dist NAME=normal(mu,sigma) ...)")
     u = DESIGNS[design](int(n), len(frozen), seed)

@@ -24,7 +24,7 @@ def sobol_design(dists: dict, n: int, seed=0, second_order=False):
     cases (n (2D + 2) with second order) in SALib's order, n best a power of 2."""
     import pandas as pd
     from SALib.sample import sobol as saltelli
-    frozen = {name: sweep_cases._frozen(d) for name, d in dists.items()}
+    frozen = {name: sweep_cases.frozen_distribution(d) for name, d in dists.items()}
     if not frozen:
         raise ValueError("Sobol indices need at least one distribution")
     problem = {"num_vars": len(frozen), "names": list(frozen), "bounds": [[0.0, 1.0]] * len(frozen)}

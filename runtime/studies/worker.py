@@ -155,13 +155,13 @@ def prepared(pkg: ModelPackage):
             except Exception as exc:          # anything at all: no case of this worker could run
                 raise SweepSetupError(f"worker {platform.node()} cannot prepare {pkg.source_name} "
                                       f"(modules={pkg.how!r}): {type(exc).__name__}: {exc}") from None
-            _warm_up(model)
+            warm_up(model)
             stateful = hasattr(model.module, "itr_reset")
             _PREPARED[pkg.key] = (model, threading.Lock() if stateful else None)
         return _PREPARED[pkg.key]
 
 
-def _warm_up(model):
+def warm_up(model):
     """Import what a run needs (the integrators, the expression evaluator of initial values)
     before the first case, so that its wall time is its own."""
     from dynamica.runtime.integrators.simulate import simulate
