@@ -92,5 +92,5 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     keep = np.isin(np.asarray(sol.t), t_eval)
     info = {"integrator": "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)",
             "constraint_rows": tuple(int(k) for k in rows), "residual_calls": calls[0]}
-    return simulation_result(model, np.asarray(sol.t)[keep], Y[keep, :2 * n], "ida", calls[0], info, str(sol.message),
-                   params=params)
+    return simulation_result(model, np.asarray(sol.t)[keep], Y[keep, :2 * n], "ida", calls[0], info,
+                             str(sol.message), params=params)
