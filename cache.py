@@ -34,6 +34,7 @@ except ImportError:                     # Windows: no advisory locks, entries ne
     fcntl = None
 
 from dynamica.errors import CacheError, CacheWarning  # noqa: F401 (CacheWarning: raised via build)
+from dynamica.files import is_temporary
 
 MANIFEST = "manifest.json"
 IN_USE = "in-use.lock"
@@ -331,7 +332,7 @@ class Info:
 def info(cache: Path) -> Info:
     cache = Path(cache)
     es = entries(cache)
-    index = list((cache / "index").glob("*.json")) if (cache / "index").is_dir() else []
+    index = [f for f in (cache / "index").glob("*.json") if not is_temporary(f)] if (cache / "index").is_dir() else []
     rest = sum(_tree_size(p) for p in leftovers(cache))
     return Info(location=cache, size=_tree_size(cache) if cache.is_dir() else 0, entries=es, leftover_size=rest,
                 index_files=len(index))
@@ -393,7 +394,7 @@ def _clean_index(cache: Path):
             record = json.loads(f.read_text())
             stale = not (cache / record["entry"] / record["file"]).exists()
         except (OSError, ValueError, KeyError, TypeError):
-            stale = f.suffix != ".tmp" or time.time() - f.stat().st_mtime > 3600
+            stale = not is_temporary(f) or time.time() - f.stat().st_mtime > 3600
         if stale:
             f.unlink(missing_ok=True)
 

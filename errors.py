@@ -36,6 +36,11 @@ class InputError(DynamicaError, ValueError):
     controller's answer): the message names the model file and the input."""
 
 
+class OptionError(DynamicaError, ValueError):
+    """An option of a command cannot be read (a NAME=VALUE entry of `--set`, `--start`, `--input`,
+    ...: runtime/paramsets.py): the message names the option and every bad entry."""
+
+
 class BuildError(DynamicaError):
     """Compiling a generated module failed; `log` holds the compiler output."""
 

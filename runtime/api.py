@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
+from dynamica.files import write_atomic
 from dynamica.runtime.compiled import CompiledModel
 
 __all__ = ["load", "CompiledModel", "FORM_CHOOSERS"]
@@ -22,11 +22,13 @@ __all__ = ["load", "CompiledModel", "FORM_CHOOSERS"]
 FORM_CHOOSERS: dict = {}
 
 
-def _index_path(cache: Path, key: str) -> Path:
+def index_path(cache: Path, key: str) -> Path:
+    """The index file of a module built from content `key` (`<cache>/index/<key>.json`): load's
+    modules and the companions built on first use (derivatives, inverse dynamics, stages)."""
     return cache / "index" / f"{key}.json"
 
 
-def _indexed(idx: Path) -> Path | None:
+def indexed_extension(idx: Path) -> Path | None:
     """The extension the index file names, when its cache entry verifies (sizes and hash against
     its manifest, this tool and this Python); None sends `load` to generate and `compile_bundle`,
     which rebuilds a damaged entry with a warning."""
@@ -42,18 +44,12 @@ def _indexed(idx: Path) -> Path | None:
     return so
 
 
-def _write_index(idx: Path, record: dict):
+def write_index(idx: Path, record: dict):
     """Best effort: a cache that cannot take the index file still has the module."""
-    tmp = idx.with_suffix(f".{os.getpid()}.tmp")
     try:
-        idx.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(record))
-        os.replace(tmp, idx)
+        write_atomic(idx, json.dumps(record), parents=True)
     except OSError:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
+        pass
 
 
 def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_matrix=True,
@@ -147,14 +143,14 @@ def _built(spec, key, form, backend, mode, cache, progress) -> Path:
     """The extension of cache key `key`: from the index when its entry verifies, else generated
     and compiled (and indexed)."""
     from dynamica.build import compile_bundle
-    idx = _index_path(cache, key)
-    so = _indexed(idx)
+    idx = index_path(cache, key)
+    so = indexed_extension(idx)
     if so is None:
         from dynamica.generator.pipeline import generate
         gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
         so = compile_bundle(gen.bundle, cache=cache, progress=progress,
                             meta={"model": spec.name, "form": form, "mode": mode})
-        _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
+        write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
                            "signature": gen.module_ir.signature, "model": spec.name, "form": form, "mode": mode})
     return so
 
@@ -173,7 +169,7 @@ def _import(spec, key, form, backend, mode, cache, progress, check_mass_matrix) 
     model = CompiledModel(module, spec, so)
     model.backend, model.mode, model.cache = backend, mode, cache      # how its stages' structures are built
     if check_mass_matrix:
-        _check_regular(model)
+        check_regular(model)
     model.check_defaults = True      # from here on an evaluation at singular default inertias raises (LGR, HLGR)
     return model
 
@@ -191,7 +187,7 @@ def _meets_pivots_of_m(form: str) -> bool:
     return FORM_INFO[form].pivots_of_m
 
 
-def _check_regular(model: CompiledModel):
+def check_regular(model: CompiledModel):
     """The mass matrix at the initial state: singular (an eigenvalue tiny against the largest)
     is an error naming the coordinates it involves; indefinite but regular (negative masses,
     e.g. cut-outs) is a warning naming the bodies, and an error only if the form's elimination
@@ -208,9 +204,9 @@ def _check_regular(model: CompiledModel):
         raise ModelError(model.spec.file, [Problem("bodies", _singular_message(model, w, null))])
     if w[0] > 0:
         return
-    from dynamica.generator.spec.model import _warn, negative_bodies
+    from dynamica.generator.spec.model import negative_bodies, warn_model
     bodies = negative_bodies(model.spec)
-    _warn(model.spec, f"the mass matrix is indefinite at the initial state ({int(np.sum(w < 0))} of {len(w)} "
+    warn_model(model.spec, f"the mass matrix is indefinite at the initial state ({int(np.sum(w < 0))} of {len(w)} "
                       f"eigenvalues negative, the smallest {w[0]:.3g}): the kinetic energy is negative for some "
                       "motions; bodies with negative mass or inertia: "
                       + (", ".join(f"`{b}`" for b in bodies) or "none at the default parameters"))

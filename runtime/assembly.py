@@ -45,7 +45,7 @@ def layout(model) -> tuple:
 def residual(model, q, t=0.0, params=None) -> np.ndarray:
     """phi(q): the constraint residual of every equation (model.constraints)."""
     out = np.empty(len(layout(model)))
-    model.module.con_phi(float(t), model._vec(q, "q"), model.param_vector(params), out)
+    model.module.con_phi(float(t), model.as_vector(q, "q"), model.param_vector(params), out)
     return out
 
 
@@ -53,7 +53,7 @@ def jacobian(model, q, t=0.0, params=None):
     """(J, phi_t) at q: J q' + phi_t = 0 on the constraint manifold."""
     m, n = len(layout(model)), model.n
     J, phit = np.empty(m * n), np.empty(m)
-    model.module.con_jac(float(t), model._vec(q, "q"), model.param_vector(params), J, phit)
+    model.module.con_jac(float(t), model.as_vector(q, "q"), model.param_vector(params), J, phit)
     return J.reshape(m, n), phit
 
 
@@ -79,8 +79,8 @@ def assemble(model, q=None, qd=None, t=0.0, params=None, hold=None):
     and velocity constraints, holding `hold` (coordinate names and der(name)s; default: what the
     model's `assembly.hold` lists); sets the model's loop references."""
     iq, iqd = model.initial_state(params)
-    q = np.array(iq if q is None else model._vec(q, "q"), dtype=float)
-    qd = np.array(iqd if qd is None else model._vec(qd, "qd"), dtype=float)
+    q = np.array(iq if q is None else model.as_vector(q, "q"), dtype=float)
+    qd = np.array(iqd if qd is None else model.as_vector(qd, "qd"), dtype=float)
     hold = set(model.spec.assembly_hold if hold is None else hold)
     unknown = hold - set(model.coordinates) - {f"der({c})" for c in model.coordinates}
     if unknown:
@@ -137,8 +137,8 @@ def solve(model, q, qd, t=0.0, params=None):
     """(q'', lambda) of the constrained system; ConstraintError if the equations are inconsistent."""
     n, m = model.n, len(layout(model))
     qdd, lam, report = np.empty(n), np.empty(m), np.empty(4)
-    status = model.module.con_qdd(float(t), model._vec(q, "q"), model._vec(qd, "qd"), model.param_vector(params),
-                                  qdd, lam, report)
+    status = model.module.con_qdd(float(t), model.as_vector(q, "q"), model.as_vector(qd, "qd"),
+                                  model.param_vector(params), qdd, lam, report)
     if status == 1:
         loop, what = layout(model)[int(report[1])]
         raise ConstraintError(f"{model.spec.file}: the equations of loop `{loop}` ({what}) are inconsistent, not "

@@ -57,6 +57,9 @@ class CompiledModel:
         #: evaluations at the default parameters check the body inertias too (set by `load` after its
         #: own checks of the initial state; generator/mechanics/body_inertias.py)
         self.check_defaults = False
+        #: modules built for this model on first use, by kind (runtime/kinds/derivatives.py keeps its
+        #: derivatives modules under "derivatives", variant -> Derivatives)
+        self.companions: dict = {}
         self._initial_references()
 
     def _body_inertia_check(self):
@@ -115,8 +118,15 @@ class CompiledModel:
             set_inputs(self, p, inputs, 0.0)
         if s is not None and self.states:
             k = self.slots["states"]
-            p[k:k + len(self.states)] = self._vec(s, "s", len(self.states))
+            p[k:k + len(self.states)] = self.as_vector(s, "s", len(self.states))
         return p
+
+    @property
+    def param_layout(self) -> tuple:
+        """((name, size, scalar), ...) of the module's parameter array p in order: the declared
+        parameters (`scalar` False for a vector one, even of size 1), then the loops' references;
+        the inputs' and extra states' slots follow (`slots`)."""
+        return tuple((name, size, self._scalar[name]) for name, size in self._layout)
 
     def _params(self, params=None) -> np.ndarray:
         p = self._defaults.copy()
@@ -149,7 +159,10 @@ class CompiledModel:
         return p
 
     # -- equations
-    def _vec(self, x, name, size=None):
+    def as_vector(self, x, name, size=None) -> np.ndarray:
+        """`x` as a contiguous float array of length `size` (default n, the coordinates'); a
+        ValueError naming the argument `name` otherwise. Every evaluation checks its q, qd, y,
+        ... with it (also the analyses and the derivatives module)."""
         a = np.ascontiguousarray(x, dtype=float).reshape(-1)
         n = self.n if size is None else size
         if a.shape[0] != n:
@@ -193,20 +206,20 @@ class CompiledModel:
             from dynamica.runtime import assembly as loops
             return loops.solve(self, q, qd, t, params)[0]
         out = np.empty(self.n)
-        self.module.qdd(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._p(params, inputs, self._s(s, params)),
-                        out)
+        self.module.qdd(float(t), self.as_vector(q, "q"), self.as_vector(qd, "qd"),
+                        self._p(params, inputs, self._s(s, params)), out)
         return out
 
     def _s(self, s, params=None):
         if not self.states:
             return None
-        return self.initial_states(params) if s is None else self._vec(s, "s", len(self.states))
+        return self.initial_states(params) if s is None else self.as_vector(s, "s", len(self.states))
 
     def state_rates(self, q, qd, s=None, t=0.0, params=None, inputs=None) -> np.ndarray:
         """s' of the extra states at (t, q, qd, s)."""
         out = np.empty(len(self.states))
         if self.states:
-            self.module.states(float(t), self._vec(q, "q"), self._vec(qd, "qd"),
+            self.module.states(float(t), self.as_vector(q, "q"), self.as_vector(qd, "qd"),
                                self._p(params, inputs, self._s(s, params)), out)
         return out
 
@@ -225,15 +238,15 @@ class CompiledModel:
                     pass
         from dynamica.runtime.kinds.inverse import companion
         self._inverse = companion(self)            # (the same module for the model's spec: kept)
-        self._inverse.inverse_dynamics(float(t), self._vec(q, "q"), self._vec(qd, "qd"), self._vec(qdd, "qdd"),
-                                       self._p(params, inputs, self._s(s, params)), out)
+        self._inverse.inverse_dynamics(float(t), self.as_vector(q, "q"), self.as_vector(qd, "qd"),
+                                       self.as_vector(qdd, "qdd"), self._p(params, inputs, self._s(s, params)), out)
         return out
 
     def gravity_forces(self, q, t=0.0, params=None) -> np.ndarray:
         """The generalized gravity forces g(q): those that hold the system still against gravity."""
         from dynamica.runtime.kinds.inverse import companion
         out = np.empty(self.n)
-        companion(self).gravity_forces(float(t), self._vec(q, "q"), self.param_vector(params), out)
+        companion(self).gravity_forces(float(t), self.as_vector(q, "q"), self.param_vector(params), out)
         return out
 
     def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
@@ -246,7 +259,7 @@ class CompiledModel:
                     return out.reshape(self.n, self.n)
                 except (TypeError, ValueError):
                     pass
-        self.module.mass_matrix(float(t), self._vec(q, "q"), self.param_vector(params), out)
+        self.module.mass_matrix(float(t), self.as_vector(q, "q"), self.param_vector(params), out)
         return out.reshape(self.n, self.n)
 
     def rhs(self, t, y, params=None, inputs=None) -> np.ndarray:
@@ -260,12 +273,12 @@ class CompiledModel:
                     return out
                 except (TypeError, ValueError):
                     pass
-        self.module.rhs(float(t), self._vec(y, "y", self.state_size), self._p(params, inputs), out)
+        self.module.rhs(float(t), self.as_vector(y, "y", self.state_size), self._p(params, inputs), out)
         return out
 
     def split_state(self, y):
         """(q, qd or pm, s) of an integrator state y."""
-        y = self._vec(y, "y", self.state_size)
+        y = self.as_vector(y, "y", self.state_size)
         n = self.n
         return y[:n].copy(), y[n:2 * n].copy(), y[2 * n:].copy()
 
@@ -282,7 +295,7 @@ class CompiledModel:
     def to_state(self, q, qd, t=0.0, params=None, s=None) -> np.ndarray:
         """The integrator state of (q, qd, s): [q, qd, s] (Lagrangian) or [q, pm, s] (Hamiltonian,
         (1.49)); s the extra states (default: their initial values; none for most models)."""
-        q, qd = self._vec(q, "q"), self._vec(qd, "qd")
+        q, qd = self.as_vector(q, "q"), self.as_vector(qd, "qd")
         s = self._s(s, params)
         tail = [] if s is None else [s]
         if not self.hamiltonian:
@@ -293,7 +306,7 @@ class CompiledModel:
 
     def from_state(self, y, t=0.0, params=None):
         """(q, qd) of an integrator state y (inverse of `to_state`; `split_state` gives s too)."""
-        y = self._vec(y, "y", self.state_size)
+        y = self.as_vector(y, "y", self.state_size)
         q = y[:self.n].copy()
         if not self.hamiltonian:
             return q, y[self.n:2 * self.n].copy()
@@ -335,7 +348,7 @@ class CompiledModel:
     def outputs(self, t, q, qd, params=None, inputs=None, s=None) -> dict:
         """What the model's `outputs` section asks for (docs/model_format.md), plus "qdd", the extra
         states and the inputs by their names: name -> ndarray."""
-        q, qd, s = self._vec(q, "q"), self._vec(qd, "qd"), self._s(s, params)
+        q, qd, s = self.as_vector(q, "q"), self.as_vector(qd, "qd"), self._s(s, params)
         p = self._p(params, inputs, s)
         if not hasattr(self.module, "outputs"):            # no outputs section: qdd only
             out = {"qdd": self.qdd(q, qd, t, params, inputs, s) if not self.hamiltonian else np.full(self.n, np.nan)}

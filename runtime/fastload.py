@@ -101,8 +101,8 @@ def lookup(cache: Path, k: str, check_mass_matrix: bool):
     model = CompiledModel(module, spec, so, initial_at_defaults=initial)
     model.backend, model.mode, model.cache = rec["backend"], rec["mode"], cache
     if check_mass_matrix:
-        from dynamica.runtime.api import _check_regular
-        _check_regular(model)
+        from dynamica.runtime.api import check_regular
+        check_regular(model)
     from dynamica.generator.spec.model import DynamicaWarning
     for message in rec["warnings"]:                  # as generator/spec/model.py `_warn` gives them
         warnings.warn_explicit(message, DynamicaWarning, filename=spec.file, lineno=0, module="dynamica.model")
@@ -126,10 +126,10 @@ def remember(cache: Path, k: str, model, select_by) -> None:
             return
         q0, qd0 = model.initial_state()
         s0 = model.initial_states()
-        from dynamica.generator.spec.model import _default_value, _physics_warnings
+        from dynamica.generator.spec.model import default_value, physics_warnings
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _physics_warnings(spec, _default_value(spec))
+            physics_warnings(spec, default_value(spec))
         spec_text = base64.b64encode(pickle.dumps(replace(spec), protocol=pickle.HIGHEST_PROTOCOL)).decode()
         rec = {"format": FORMAT, "entry": entry.name, "file": so.name, "spec": spec_text, "form": model.form,
                "backend": model.backend, "mode": model.mode, "select_by": select_by,

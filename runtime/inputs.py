@@ -42,7 +42,8 @@ def require_inputs(model, given, where):
                         "--input NAME=FILE.csv)" if "simulat" in where else ""))
 
 
-def _value(model, name, v, when=""):
+def input_value(model, name, v, when=""):
+    """The value `v` given for input `name` as a finite float (an InputError naming the input otherwise)."""
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -59,7 +60,7 @@ def set_inputs(model, p, values: dict, t_k: float, rates=None):
         if name not in model.inputs:
             _fail(model, f"`{name}` is not an input of the model; its inputs are {', '.join(model.inputs) or 'none'}")
         j = model.inputs.index(name)
-        p[slots["inputs"] + j] = _value(model, name, v)
+        p[slots["inputs"] + j] = input_value(model, name, v)
         p[slots["input_rates"] + j] = 0.0 if rates is None else rates.get(name, 0.0)
     if model.inputs:
         p[slots["segment_start"]] = t_k
@@ -97,7 +98,7 @@ def make_signal(model, name, given, t0, t_end, sample_time) -> Signal:
         t = sample_times(t0, t_end, sample_time, with_end=True)
         vals = []
         for tk in t:
-            vals.append(_value(model, name, given(float(tk)), f" at t = {tk!r}"))
+            vals.append(input_value(model, name, given(float(tk)), f" at t = {tk!r}"))
         return Signal(name, t, np.array(vals))
     if isinstance(given, (str, Path)):
         from dynamica.generator.spec.actuator_sections import TableFileError, read_columns
@@ -226,7 +227,7 @@ class Drive:
             _fail(model, f"input(s) {', '.join(f'`{u}`' for u in missing)} of the model (entry `inputs`) not "
                          f"supplied: neither a signal nor returned by the controller at t = {t!r}")
         for k, v in out.items():
-            _value(model, k, v, f" (controller at t = {t!r})")
+            input_value(model, k, v, f" (controller at t = {t!r})")
 
     def series(self, t) -> dict:
         """The inputs along the output times: name -> values (right-continuous at the boundaries)."""

@@ -8,16 +8,22 @@ load and import sets (dissertation, appendix B):
     dynamica simulate MODEL --set l=0.7 --set r=[0,0,1] --set "r[2]=1"
 
 The option plumbing (`add_options`, `overrides`) is shared by every command that runs a model
-(simulate, check, params; statics and modes when they come). Values are written with repr, so a
+(simulate, check, params), and so is the one reader of NAME=VALUE entries (`split_assignment`,
+`read_value`, `parse_assignments` for parameters, `scalar_values` for coordinates and inputs):
+statics, modes and identify (`--set`, `--input`, `--start`, `--start-values`), simulate's
+`--input NAME=FILE.csv` and sweep's `--grid`, `--dist` read theirs with it; a bad entry is one
+OptionError naming the option and every bad entry. Values are written with repr, so a
 set read back gives the same doubles: a run with `--params` of a written set is bit-identical.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from dynamica.errors import ModelError, Problem
+from dynamica.errors import ModelError, OptionError, Problem
 
 # PyYAML and the expression parser (sympy) are imported where they are used: a run without
 # parameter options imports neither (the start-up of `dynamica simulate`, runtime/fastload.py)
@@ -164,53 +170,198 @@ def _value(v, default):
         return None, f"expected a finite number, found {ex.found(v)}"
 
 
-_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(\d+)\s*\])?\s*=(.*)$", re.S)
+# ---------------------------------------------------------------- NAME=VALUE entries of every command
+#: the name of an entry: an identifier, or NAME[K] for one element of a vector (from 0)
+_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(\d+)\s*\])?$")
+#: examples shown with a malformed entry
+_EXAMPLES = "e.g. l=0.7, r=[0,0,1], r[2]=1"
 
 
-def parse_assignments(items, names: dict, base: dict | None = None) -> dict:
-    """`--set` items: NAME=VALUE (VALUE a YAML number or list: 0.7, 1e-3, [0, 0, 1]) or
-    NAME[K]=NUMBER for one element of a vector parameter (from 0)."""
-    if not items:
-        return {}
+@dataclass(frozen=True)
+class Assignment:
+    """One NAME=VALUE entry of an option, as given (`entry`) and read: `name`, `index` (the
+    element of NAME[K], else None) and `value` (a float, or a tuple of floats for [a, b, c])."""
+
+    entry: str
+    name: str
+    index: int | None
+    value: float | tuple
+
+    @property
+    def key(self) -> str:
+        """`name`, or `name[index]` for one element."""
+        return self.name if self.index is None else f"{self.name}[{self.index}]"
+
+
+def split_entries(items) -> list:
+    """The entries of an option: argparse's list as it is, or one string of entries separated
+    by commas (`--start-values k1=7e4,c1=50`), a comma inside [...] belonging to a vector."""
+    if items is None:
+        return []
+    if not isinstance(items, str):
+        return list(items)
+    out, depth, current = [], 0, ""
+    for ch in items:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth <= 0:
+            out.append(current)
+            current = ""
+        else:
+            current += ch
+    return [e for e in out + [current] if e.strip()]
+
+
+def split_assignment(entry: str, option: str, form: str = "NAME=VALUE") -> tuple:
+    """(NAME, VALUE) of one NAME=VALUE entry, split at the first `=` and stripped; OptionError
+    naming the option and the entry, and the `form` expected, when either is missing. The one
+    splitter of every command's NAME=VALUE options (values read by `read_value`, or as text: a
+    file, a sweep's grid or distribution)."""
+    name, eq, value = str(entry).partition("=")
+    if not eq or not name.strip() or not value.strip():
+        raise OptionError(f"{option} {entry!r}: expected {form}")
+    return name.strip(), value.strip()
+
+
+def _number(x) -> float:
+    from dynamica.generator.spec import expr as ex
+    if isinstance(x, str):                 # what Python's float() reads and YAML 1.2 does not: 1_000
+        try:
+            v = float(x)
+        except ValueError:
+            v = None
+        if v is None or not math.isfinite(v):
+            raise ex.ExpressionError(f"expected a finite number, found {ex.found(x)}")
+        return v
+    try:
+        return ex.number_value(x)
+    except ex.ExpressionError:
+        raise ex.ExpressionError(f"expected a finite number, found {ex.found(x)}") from None
+
+
+def read_value(text: str):
+    """The VALUE of an entry: a finite number as YAML 1.2 reads it (0.7, -2, 1e-3, .5, 0x10; also
+    Python's spelling, 1_000) -> float, or a list of them ([0, 0, 1]) -> tuple of floats;
+    ExpressionError saying what was found otherwise. (Values are numbers, not expressions, as
+    in a parameter set file.)"""
     import yaml
 
-    from dynamica.generator.spec import expr as ex
     from dynamica.generator.spec.loader import YamlLoader
-    out, problems = {}, []
-    for item in items:
-        m = _ASSIGNMENT.match(item)
-        if not m:
-            problems.append(Problem(item, "expected NAME=VALUE (e.g. l=0.7, r=[0,0,1], r[2]=1)"))
+    try:
+        v = yaml.load(text, Loader=YamlLoader) if text.strip() else None
+    except yaml.YAMLError:
+        v = text.strip()
+    if isinstance(v, (list, tuple)):
+        return tuple(_number(x) for x in v)
+    return _number(v)
+
+
+def read_number(text: str) -> float:
+    """A VALUE that must be one finite number (`read_value`'s grammar); ExpressionError (a
+    ValueError) otherwise."""
+    from dynamica.generator.spec import expr as ex
+    v = read_value(text)
+    if isinstance(v, tuple):
+        raise ex.ExpressionError(f"expected a finite number, found a list {ex.shown(list(v))}")
+    return v
+
+
+def _raise(option: str, problems: list):
+    """One OptionError naming the option and every bad entry."""
+    if len(problems) == 1:
+        raise OptionError(f"{option} {problems[0][0]!r}: {problems[0][1]}")
+    raise OptionError(f"{option}: {len(problems)} bad entries:\n" +
+                      "\n".join(f"  - {entry!r}: {msg}" for entry, msg in problems))
+
+
+def read_assignments(items, option: str) -> list:
+    """The entries of an option (`split_entries`) as `Assignment`s, checked for their form only
+    (NAME or NAME[K], `read_value`); one OptionError naming every bad entry."""
+    out, problems = _read_entries(items, option)
+    if problems:
+        _raise(option, problems)
+    return out
+
+
+def _read_entries(items, option: str) -> tuple:
+    """(assignments, problems: [(entry, what is wrong)]) of `read_assignments`."""
+    from dynamica.generator.spec import expr as ex
+    out, problems = [], []
+    for entry in split_entries(items):
+        try:
+            name, text = split_assignment(entry, option)
+        except OptionError:
+            problems.append((entry, f"expected NAME=VALUE ({_EXAMPLES})"))
             continue
-        name, index, text = m.group(1), m.group(2), m.group(3).strip()
-        if name not in names:
-            problems.append(Problem(item, f"unknown parameter `{name}`{ex.did_you_mean(name, names)}; the model has "
-                                          f"{', '.join(names) or 'none'}"))
+        m = _NAME.match(name)
+        if not m:
+            problems.append((entry, f"`{name}` is not a name (an identifier, or NAME[K] for one element)"))
             continue
         try:
-            v = yaml.load(text, Loader=YamlLoader) if text else None
-        except yaml.YAMLError:
-            v = text
-        default = names[name]
-        if index is not None:
-            if not isinstance(default, tuple) or int(index) >= len(default):
-                size = len(default) if isinstance(default, tuple) else "a scalar"
-                what = size if isinstance(size, str) else f"a vector of {size}"
-                problems.append(Problem(item, f"`{name}` has no element {index} (it is {what})"))
-                continue
-            current = list(out.get(name, (base or {}).get(name, default)))
-            elem, msg = _value(v, 0.0)
-            if msg:
-                problems.append(Problem(item, msg))
-                continue
-            current[int(index)] = elem
-            out[name] = tuple(current)
+            value = read_value(text)
+        except ex.ExpressionError as exc:
+            problems.append((entry, str(exc)))
             continue
-        value, msg = _value(v, default)
-        if msg:
-            problems.append(Problem(item, msg))
+        out.append(Assignment(entry, m.group(1), None if m.group(2) is None else int(m.group(2)), value))
+    return out, problems
+
+
+def _unknown(name, names, what) -> str:
+    from dynamica.generator.spec import expr as ex
+    return f"unknown {what} `{name}`{ex.did_you_mean(name, names)}; the model has {', '.join(names) or 'none'}"
+
+
+def scalar_values(items, option: str, names=None, what: str = "name") -> dict:
+    """{key: float} of NAME=NUMBER entries (`--start`, `--input`, `--start-values`): with `names`
+    (the coordinates, the inputs), every NAME one of them (`what` they are, for the message) and
+    no element; without, the keys as written (`p` or `p[k]`) for the caller to check."""
+    from dynamica.generator.spec import expr as ex
+    out = {}
+    assignments, problems = _read_entries(items, option)
+    for a in assignments:
+        if names is not None and a.name not in names:
+            problems.append((a.entry, _unknown(a.name, names, what)))
+        elif names is not None and a.index is not None:
+            problems.append((a.entry, f"the {what} `{a.name}` is a scalar: no element {a.index}"))
+        elif isinstance(a.value, tuple):
+            problems.append((a.entry, f"expected a finite number, found a list {ex.shown(list(a.value))}"))
         else:
-            out[name] = value
+            out[a.key] = a.value
     if problems:
-        raise ModelError("--set", problems)
+        _raise(option, problems)
+    return out
+
+
+def parse_assignments(items, names: dict, base: dict | None = None, option: str = "--set") -> dict:
+    """Parameter values of NAME=VALUE entries (`--set` of every command): VALUE a number, or a
+    list for a vector parameter (0.7, 1e-3, [0, 0, 1]); NAME[K]=NUMBER one element of a vector
+    parameter (from 0; the others from earlier entries, `base`, else the default). `names`: the
+    model's parameters, name -> default. Returns name -> float or tuple; one OptionError naming
+    every bad entry (unknown names with a "did you mean")."""
+    out = {}
+    assignments, problems = _read_entries(items, option)
+    for a in assignments:
+        if a.name not in names:
+            problems.append((a.entry, _unknown(a.name, names, "parameter")))
+            continue
+        default = names[a.name]
+        if a.index is not None:
+            if not isinstance(default, tuple) or a.index >= len(default):
+                what = f"a vector of {len(default)}" if isinstance(default, tuple) else "a scalar"
+                problems.append((a.entry, f"`{a.name}` has no element {a.index} (it is {what})"))
+                continue
+            elem, msg = _value(list(a.value) if isinstance(a.value, tuple) else a.value, 0.0)
+            if msg:
+                problems.append((a.entry, msg))
+                continue
+            current = list(out.get(a.name, (base or {}).get(a.name, default)))
+            current[a.index] = elem
+            out[a.name] = tuple(current)
+            continue
+        value, msg = _value(list(a.value) if isinstance(a.value, tuple) else a.value, default)
+        if msg:
+            problems.append((a.entry, msg))
+        else:
+            out[a.name] = value
+    if problems:
+        _raise(option, problems)
     return out

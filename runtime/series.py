@@ -41,7 +41,7 @@ def output_rows(model, t, Q, QD, params=None, S=None, U=None) -> dict | None:
             k = slots["states"]
             P[:, k:k + len(model.states)] = np.asarray(S, dtype=float).reshape(rows, len(model.states))
         if U:
-            from dynamica.runtime.inputs import _value, set_inputs
+            from dynamica.runtime.inputs import input_value, set_inputs
             set_inputs(model, base.copy(), dict.fromkeys(U, 0.0), 0.0)      # unknown names: its error
             for name, values in U.items():
                 j = model.inputs.index(name)
@@ -50,7 +50,7 @@ def output_rows(model, t, Q, QD, params=None, S=None, U=None) -> dict | None:
                 except (TypeError, ValueError):
                     col = None
                 if col is None or not np.all(np.isfinite(col)):         # the first bad value: its error
-                    col = [_value(model, name, v) for v in values]
+                    col = [input_value(model, name, v) for v in values]
                 P[:, slots["inputs"] + j] = col
                 P[:, slots["input_rates"] + j] = 0.0
             P[:, slots["segment_start"]] = 0.0

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: what users and maintainers read: the package's code, templates and documentation
-SCANNED = ["generator", "runtime", "templates", "docs", "build.py", "cache.py", "errors.py", "__init__.py",
+SCANNED = ["generator", "runtime", "templates", "docs", "build.py", "cache.py", "errors.py", "files.py", "__init__.py",
            "README.md"]
 TEXT_SUFFIXES = {".py", ".md", ".j2", ".h", ".pyx", ".js", ".f90", ".c", ".toml", ".yaml", ".txt"}
 EXCLUDED = {"CHANGELOG.md"}

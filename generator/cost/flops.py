@@ -370,7 +370,7 @@ def nonroot(c: Coefficients):
     return [i for i in range(c.N) if c.eta_parent[i] is not None]
 
 
-def _K(K, form):
+def iterations_of(K, form):
     if K is None:
         raise ValueError(f"form `{form}` ({__getattr__('ACRONYMS')[form]}) needs K, the number of iterations per call")
     if isinstance(K, (int, Fraction)):
@@ -378,7 +378,7 @@ def _K(K, form):
     return F(float(K))
 
 
-def _args(parents, dofs, form):
+def count_arguments(parents, dofs, form):
     """Accept count(tree, form), count(tree, form=...), count(parents, dofs, form)."""
     if isinstance(parents, (Tree, Coefficients)) and isinstance(dofs, str) and form is None:
         return parents, dofs
@@ -397,11 +397,11 @@ def count(parents, dofs=None, form=None, K=None) -> Fraction:
 
     count(tree, "ltdl"), count(tree, form="ITR-G", K=2), count([0, 1, 1], [3, 1, 1], "composite").
     """
-    t, form = _args(parents, dofs, form)
+    t, form = count_arguments(parents, dofs, form)
     c = t if isinstance(t, Coefficients) else coefficients(t)
     f = form_name(form)
     formula = _counted()[f]
-    return formula.flops(c, _K(K, f)) if formula.iterative else formula.flops(c)
+    return formula.flops(c, iterations_of(K, f)) if formula.iterative else formula.flops(c)
 
 
 def predict(parents, dofs=None, form=None, K=None) -> float:

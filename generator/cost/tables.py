@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dynamica.generator.cost.flops import _K, ITERATIVE, F, Tree, _args, cube_sq_lin, form_name
+from dynamica.generator.cost.flops import ITERATIVE, F, Tree, count_arguments, cube_sq_lin, form_name, iterations_of
 
 __all__ = ["Row", "breakdown", "fit_polynomial", "TABLE_VS_FORMULA"]
 
@@ -51,7 +51,7 @@ def breakdown(parents, dofs=None, form=None, K=None) -> list:
     the multiplicities (`times`) of the rows of tables 4.6/4.7 are a reconstruction: the ones
     with which the rows add up to (4.4)/(4.5). Non-root counts (N-1 in the tables) are
     N - R. See `TABLE_VS_FORMULA` for the two forms whose printed formula is not the sum."""
-    t, form = _args(parents, dofs, form)
+    t, form = count_arguments(parents, dofs, form)
     if not isinstance(t, Tree):
         raise TypeError("breakdown needs a Tree (the tables' rows read the parent array)")
     f = form_name(form)
@@ -102,7 +102,7 @@ def breakdown(parents, dofs=None, form=None, K=None) -> list:
             _row("4.4", "qdd", "(1.44)", 6 * n + 24 * N, 6 * n + 30 * N),
         ]
     if f in ITERATIVE:
-        K = _K(K, f)
+        K = iterations_of(K, f)
         common = [
             _row("4.6", "v, w^, F^ (table 4.1)", "", 114 * N, 108 * N),
             _row("4.6", "F^*, Q (table 4.2)", "", 6 * n + 24 * Nn, 6 * n + 24 * Nn)]

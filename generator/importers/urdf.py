@@ -30,7 +30,6 @@ import hashlib
 import json
 import keyword
 import math
-import os
 import re
 import warnings
 from dataclasses import asdict, dataclass
@@ -39,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
+from dynamica.files import write_atomic
 from dynamica.generator.spec import expr as ex
 
 #: what this importer adds to the cache key of a module (generator/importers/urdf.py's own text is in the
@@ -478,10 +478,7 @@ def cached_model(path, options: UrdfOptions, cache: Path | None) -> dict:
     if caught:                                # a model with warnings is converted again each time,
         return model                          # so that they are not lost on a cached load
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(model))
-        os.replace(tmp, entry)
+        write_atomic(entry, json.dumps(model), parents=True)
     except OSError:
         pass
     return model

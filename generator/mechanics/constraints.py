@@ -37,7 +37,7 @@ import sympy as sp
 from dynamica.generator.forms.parts.common import forward_pass
 from dynamica.generator.forms.parts.spatial import coordinate_layout
 from dynamica.generator.ir.program import add, cross, dot, matTvec, matvec, mul, scale, sub, total
-from dynamica.generator.mechanics.kinematics import _unit, derive_kinematics
+from dynamica.generator.mechanics.kinematics import derive_kinematics, unit_vector
 from dynamica.generator.mechanics.loops import LOOP_TYPES
 from dynamica.generator.spec import expr as ex
 
@@ -156,8 +156,8 @@ class Geometry:
         self.xa = self.A.point([P(x) for x in loop.point_a])
         self.xb = self.B.point([P(x) for x in loop.point_b])
         if loop.axis:
-            u = _unit(loop.axis, scope)
-            self.ua, self.ub = u, _unit(loop.axis_b, scope)
+            u = unit_vector(loop.axis, scope)
+            self.ua, self.ub = u, unit_vector(loop.axis_b, scope)
             w1 = _perpendicular(u, eqs.kin.spec.defaults())
             self.w1, self.w2 = w1, cross(u, w1)
         self.length = P(loop.length) if loop.length is not None else None

@@ -27,7 +27,7 @@ JOINT_TYPES = {
 }
 
 
-def _scan_coordinates(bodies) -> list:
+def scan_coordinates(bodies) -> list:
     """Names given to `q:` anywhere in the bodies' joints (before validation)."""
     out = []
     for b in bodies:
@@ -58,7 +58,7 @@ class JointSections:
             return out
         seen_bodies, seen_coords = {}, {}
         # coordinate names first, so that misuse of one (in a mass, a `by`) is named as such
-        self.pscope = self.pscope.child(coordinates=frozenset(_scan_coordinates(lst)))
+        self.pscope = self.pscope.child(coordinates=frozenset(scan_coordinates(lst)))
         for i, b in enumerate(lst):
             path = self.entry = f"bodies[{i}]"
             if not isinstance(b, dict):

@@ -76,7 +76,9 @@ def _rotation(u, c, s) -> sp.Matrix:
         [z * x * C - y * s, z * y * C + x * s, c + z * z * C]])
 
 
-def _unit(vec, scope):
+def unit_vector(vec, scope):
+    """The unit vector of an axis written in the model file (three expressions in `scope`), as
+    sympy expressions; the joints' and the loops' axes (generator/mechanics/constraints.py)."""
     v = [ex.parse(c, scope) for c in vec]
     n2 = sum(x * x for x in v)
     if all(x.is_Number for x in v):
@@ -119,7 +121,7 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
             v0 = prog.let_vector(f"{t}_v", add(v0[:3], cross(v0[3:], c)) + v0[3:])
             acc = prog.let_vector(f"{t}_w", add(add(acc[:3], cross(eps, c)), cross(w, cross(w, c))) + acc[3:])
             continue
-        u = _unit(tr.vector, scope)
+        u = unit_vector(tr.vector, scope)
         if tr.q is not None:
             qs_ = ex.coord_symbol(tr.q)
             val, rate, accel = qs_, ex.rate_symbol(tr.q), sp.Integer(0)

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.mechanics.joints import JointSections, _scan_coordinates
+from dynamica.generator.mechanics.joints import JointSections, scan_coordinates
 from dynamica.generator.mechanics.loops import LoopSections
 from dynamica.generator.mechanics.stages import StageSections
 from dynamica.generator.mechanics.tables import scope_functions
@@ -26,8 +26,8 @@ from dynamica.generator.spec.model import (
     ModelSpec,
     Parameter,
     Simulate,
-    _physics_warnings,
-    _scope_of,
+    physics_warnings,
+    scope_of,
 )
 from dynamica.generator.spec.visuals import VisualSections
 
@@ -310,7 +310,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         params = self.params = self.parameters(self.section(d, "parameters", dict, {}, "a mapping name -> value"))
         self.entry = "functions"
         functions = self.functions(self.section(d, "functions", dict, {}, "a mapping name -> table"))
-        self.pscope = _scope_of(params, frozenset()).child(
+        self.pscope = scope_of(params, frozenset()).child(
             functions={**self.unusable_functions, **scope_functions(functions)})
         self.entry = "gravity"
         gravity = self.vector(d.get("gravity", [0, 0, 0]), "gravity",
@@ -319,10 +319,10 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         bodies = self.bodies(d.get("bodies"))
         coords = [c for b in bodies for c in b.coordinates]
         if isinstance(d.get("bodies"), list):   # the coordinates of joints that did not parse
-            self.broken |= set(_scan_coordinates(d["bodies"])) - set(coords)
+            self.broken |= set(scan_coordinates(d["bodies"])) - set(coords)
         self.entry = "inputs"
         inputs = self.inputs(self.section(d, "inputs", list, [], "a list of input names"))
-        self.fscope = _scope_of(params, frozenset(coords)).child(
+        self.fscope = scope_of(params, frozenset(coords)).child(
             coordinates_allowed=True, functions=self.pscope.functions, inputs=frozenset(inputs),
             states=frozenset(self.state_names(d.get("states"))))
         body_names = {b.name for b in bodies if isinstance(b.name, str)}
@@ -356,7 +356,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
                          assembly_hold=hold, stages=tuple(stages),
                          functions=tuple(functions), states=tuple(states), inputs=tuple(inputs))
-        _physics_warnings(spec, self.default_value)
+        physics_warnings(spec, self.default_value)
         return spec
 
     def parameters(self, d: dict) -> list:

@@ -203,7 +203,8 @@ def load_model(source, **import_options) -> ModelSpec:
 #: output keys the tool always writes (docs/api.md): an expression cannot take them
 OUTPUT_KEYS_RESERVED = ("qdd",)
 
-def _scope_of(params, coords) -> ex.Scope:
+def scope_of(params, coords) -> ex.Scope:
+    """The expression scope of a model: its parameters (scalars and vectors) and coordinates."""
     from dynamica.generator.spec import expr as ex
     return ex.Scope(scalars=frozenset(p.name for p in params if not isinstance(p.value, tuple)),
                     vectors={p.name: p.size for p in params if isinstance(p.value, tuple)},
@@ -229,7 +230,7 @@ def _evaluator(spec: ModelSpec, extra=None):
     return lambda texts: np.array([float(ex.parse(t, scope).xreplace(subs)) for t in texts])
 
 
-def _default_value(spec: ModelSpec):
+def default_value(spec: ModelSpec):
     """text -> its value at the parameters' defaults (None when it is not a number there)."""
     evaluate_ = _evaluator(spec)
 
@@ -245,7 +246,7 @@ def _mass_properties(spec: ModelSpec, value=None):
     """(body, mass, eigenvalues of the inertia about the com scaled by its largest entry, their
     tolerance, principal moments) at the default parameters, for the bodies whose values are
     numbers there; `value(text)` as the loader's (default: evaluated here)."""
-    value = value or _default_value(spec)
+    value = value or default_value(spec)
     for b in spec.bodies:
         vals = [value(x) for x in (b.mass, *b.inertia)]
         if any(v is None for v in vals):
@@ -264,16 +265,17 @@ def negative_bodies(spec: ModelSpec) -> list:
     return [b.name for b, m, ev, tol, _ in _mass_properties(spec) if m < 0 or ev.min() < -tol]
 
 
-def _physics_warnings(spec: ModelSpec, value):
+def physics_warnings(spec: ModelSpec, value):
     """Negative mass, indefinite inertia, triangle inequality: warnings naming the body.
     `value(text)` is an entry's value at the parameters' defaults (finite: checked at loading)."""
     for b, m, ev, tol, moments in _mass_properties(spec, value):
         if m < 0:
-            _warn(spec, f"body `{b.name}` has negative mass {m}")
+            warn_model(spec, f"body `{b.name}` has negative mass {m}")
         if ev.min() < -tol:
-            _warn(spec, f"inertia of body `{b.name}` is indefinite (principal moments {moments})")
+            warn_model(spec, f"inertia of body `{b.name}` is indefinite (principal moments {moments})")
         elif ev[2] > ev[0] + ev[1] + tol:
-            _warn(spec, f"inertia of body `{b.name}` violates the triangle inequality (principal moments {moments})")
+            warn_model(spec, f"inertia of body `{b.name}` violates the triangle inequality "
+                             f"(principal moments {moments})")
 
 
 def overflow_problem(spec: ModelSpec) -> Problem:
@@ -328,7 +330,7 @@ def _entries(spec: ModelSpec):
     yield from ((f"outputs.expressions.{name}", e) for name, e in spec.outputs.expressions)
 
 
-def _warn(spec, message):
+def warn_model(spec, message):
     """A warning attributed to the model file (not to a line of dynamica's code)."""
     warnings.warn_explicit(f"{spec.file}: {message}", DynamicaWarning, filename=spec.file, lineno=0,
                            module="dynamica.model")

@@ -84,7 +84,7 @@ class PronyResult:
         return "\n".join(lines)
 
     def to_csv(self, path):
-        from dynamica.runtime.analysis.modes import write_text
+        from dynamica.files import write_atomic
         A = self.amplitudes.reshape(len(self.frequencies), -1)
         Am = self.mean_amplitudes.reshape(A.shape)
         ph = self.phases.reshape(A.shape)
@@ -93,7 +93,7 @@ class PronyResult:
                [f"phase[{c}]" for c in names] + [f"mean_A[{c}]" for c in names]
         rows = [[k + 1, self.frequencies[k], self.decay_rates[k], self.half_amplitude_times[k], *A[k], *ph[k], *Am[k]]
                 for k in range(len(self.frequencies))]
-        write_text(path, ",".join(cols) + "\n" + "".join(",".join(f"{v:.12g}" for v in r) + "\n" for r in rows))
+        write_atomic(path, ",".join(cols) + "\n" + "".join(",".join(f"{v:.12g}" for v in r) + "\n" for r in rows))
 
 
 def _spacing(t) -> float:

@@ -230,8 +230,8 @@ def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=
         q, info["equilibrium"] = eq.q, eq
         if s is None and model.states:
             s = [eq.info["states"][name] for name in model.states]
-    q = model._vec(q, "q").copy()
-    qd = np.zeros(model.n) if qd is None else model._vec(qd, "qd").copy()
+    q = model.as_vector(q, "q").copy()
+    qd = np.zeros(model.n) if qd is None else model.as_vector(qd, "qd").copy()
     if model.states or model.spec.inputs:
         return _linearize_signals(model, d, q, qd, t, params, s, u, info)
     M = d.mass_matrix(q, t, params)
@@ -251,8 +251,8 @@ def linearize(model, q=None, qd=None, t=0.0, params=None, basis=None, s=None, u=
 def _linearize_signals(model, d, q, qd, t, params, s, u, info) -> LinearModel:
     """A model with extra states or inputs (module docstring): the first-order A, B."""
     k, m = len(model.states), len(model.spec.inputs)
-    s = model.initial_states(params) if s is None else model._vec(s, "s", k)
-    u = np.zeros(m) if u is None else model._vec(u, "u", m)
+    s = model.initial_states(params) if s is None else model.as_vector(s, "s", k)
+    u = np.zeros(m) if u is None else model.as_vector(u, "u", m)
     fo = d.first_order(q, qd, s, u, t, params)
     M, qdd, J = fo["M"], fo["qdd"], fo["J"]
     K, C = J["r_q"], J["r_qd"]

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 
+from dynamica.files import atomic_path, write_atomic
+
 #: |Re lambda| at most this times the largest |lambda| is rounding of the eigensolver: 0
 #: (compute_state_modes also calls a root growing only above it)
 ZERO_DECAY = 1e-12
@@ -110,7 +112,7 @@ class Modes:
         rows = self.rows()
         keys = list(rows[0]) if rows else ["mode"]
         text = ",".join(keys) + "\n" + "".join(",".join(f"{r[k]:.12g}" for k in keys) + "\n" for r in rows)
-        write_text(path, text)
+        write_atomic(path, text)
 
     def plot(self, path, modes=None):
         """Bar charts of the mode shapes, one panel per mode (default: up to the first 8)."""
@@ -129,20 +131,13 @@ class Modes:
             ax.set_xticks(x)
             ax.set_xticklabels(self.coordinates if ax is axes[-1, 0] else [], rotation=90 if len(x) > 8 else 0)
         fig.tight_layout()
-        _save(fig, path)
+        save_figure(fig, path)
 
 
-def write_text(path, text):
-    """A text file written under a temporary name and renamed (results.atomic_path)."""
-    from dynamica.runtime.results.result import atomic_path
-    with atomic_path(path) as tmp:
-        tmp.write_text(text)
-
-
-def _save(fig, path):
+def save_figure(fig, path):
+    """A matplotlib figure to `path` (format by its suffix) under a temporary name, renamed when
+    complete (dynamica.files.atomic_path), and closed: every plot of the analyses is saved here."""
     import matplotlib.pyplot as plt
-
-    from dynamica.runtime.results.result import atomic_path
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=str(path).rsplit(".", 1)[-1])
     plt.close(fig)
@@ -243,7 +238,7 @@ class FrequencyResponse:
             vals = [amp[k, o, i] for i in range(len(self.inputs)) for o in range(len(self.outputs))]
             vals += [ph[k, o, i] for i in range(len(self.inputs)) for o in range(len(self.outputs))]
             lines.append(f"{f:.10g}," + ",".join(f"{v:.10g}" for v in vals))
-        write_text(path, "\n".join(lines) + "\n")
+        write_atomic(path, "\n".join(lines) + "\n")
 
     def plot(self, path, log=True):
         """The amplitude-frequency characteristic (fig. 5.8): one panel per input, a curve per output."""
@@ -261,7 +256,7 @@ class FrequencyResponse:
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
         fig.tight_layout()
-        _save(fig, path)
+        save_figure(fig, path)
 
 
 def input_matrix(coordinates, inputs, basis=None) -> tuple:

@@ -123,7 +123,7 @@ def statics(model, q0=None, free=None, t=0.0, params=None, tol=TOL, max_iter=200
     if getattr(model, "loops", False):
         return _statics_with_loops(model, q0, free, t, params, tol, max_iter)
     d = derivatives(model)
-    start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
+    start = model.initial_state(params)[0] if q0 is None else model.as_vector(q0, "q0").copy()
     idx = _free_indices(model, free)
     zero = np.zeros(model.n)
 
@@ -161,8 +161,8 @@ def _equilibrium(model, q, idx, start, g, K, iterations, tolerance, info, basis=
                      info={**info, "tolerances": dict(zip((model.coordinates[k] for k in idx), map(float, tolerance))),
                            "asymmetry": float(np.max(np.abs(K - K.T), initial=0.0))})
     for lam_k, names in eq.unstable_directions():
-        from dynamica.generator.spec.model import _warn
-        _warn(model.spec, f"the equilibrium found is unstable: {where} has the negative eigenvalue {lam_k:.4g} "
+        from dynamica.generator.spec.model import warn_model
+        warn_model(model.spec, f"the equilibrium found is unstable: {where} has the negative eigenvalue {lam_k:.4g} "
                           f"along {', '.join(f'`{c}`' for c in names)}")
     return eq
 
@@ -174,7 +174,7 @@ def _statics_with_states(model, q0, free, t, params, tol, max_iter, u) -> Equili
     states; the stiffness is dg/dq_f at those states."""
     from dynamica.runtime.kinds.derivatives import derivatives
     d = derivatives(model)
-    start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
+    start = model.initial_state(params)[0] if q0 is None else model.as_vector(q0, "q0").copy()
     s0 = model.initial_states(params)
     idx = _free_indices(model, free)
     nf, zero = len(idx), np.zeros(model.n)
@@ -289,7 +289,7 @@ def input_values(model, u):
             raise ValueError(f"unknown input(s) {', '.join(map(repr, unknown))}; the model's inputs are "
                              f"{', '.join(names)}")
         return np.array([float(u.get(k, 0.0)) for k in names])
-    return model._vec(np.atleast_1d(np.asarray(u, dtype=float)), "u", len(names))
+    return model.as_vector(np.atleast_1d(np.asarray(u, dtype=float)), "u", len(names))
 
 
 def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibrium:
@@ -306,7 +306,7 @@ def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibriu
     from dynamica.runtime import assembly as loops
     from dynamica.runtime.kinds.derivatives import derivatives
     d = derivatives(model)
-    start = model.initial_state(params)[0] if q0 is None else model._vec(q0, "q0").copy()
+    start = model.initial_state(params)[0] if q0 is None else model.as_vector(q0, "q0").copy()
     idx = _free_indices(model, free)
     layout = loops.layout(model)
     m, nf, zero = len(layout), len(idx), np.zeros(model.n)

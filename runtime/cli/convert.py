@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from dynamica.errors import ModelError, Problem
+from dynamica.files import write_atomic
 
 
 class _Dumper(yaml.SafeDumper):
@@ -49,8 +50,4 @@ def convert(source, out, **options) -> Path:
     head = (f"# {model['name']}: converted by `dynamica convert` from {source.name}\n"
             "# parameters are named after the links (<link>_mass, _com, _inertia) and joints\n")
     text = head + yaml.dump(model, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, out)
-    return out
+    return write_atomic(out, text, parents=True)

@@ -6,13 +6,13 @@ import sys
 
 
 def cmd_export(args):
-    from dynamica.runtime.cli.main import _load
+    from dynamica.runtime.cli.main import load_for_command
     from dynamica.runtime.export import ExportError
     if not args.c and not args.fmu:
         raise ExportError("say what to export: --c DIR (the C library) and/or --fmu OUT.fmu (an FMI 2.0 FMU)")
     if args.fmu and args.backend != "c":
         raise ExportError(f"the FMU is made of the C backend's kernels; --backend {args.backend} exports only --c")
-    model = _load(args)
+    model = load_for_command(args)
     if args.c:
         from dynamica.runtime.export.c_library import export_c
         out = export_c(model, args.c).resolve()

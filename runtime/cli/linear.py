@@ -22,18 +22,16 @@ def _names(text):
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
-def _assignments(items, what="--set"):
-    """{name: float} of `name=value` items (a list, or one comma-separated string)."""
-    out = {}
-    for item in (items.split(",") if isinstance(items, str) else items or []):
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise ValueError(f"{what} expects name=value, got {item!r}")
-        try:
-            out[name.strip()] = float(value)
-        except ValueError:
-            raise ValueError(f"{what} {item!r}: the value is not a number") from None
-    return out
+def _params(model, args) -> dict | None:
+    """The parameter values of `--set NAME=VALUE ...` (runtime/paramsets.py: vectors, NAME[K]), or None."""
+    from dynamica.runtime.paramsets import parse_assignments
+    return parse_assignments(args.set, dict(model.parameters)) or None
+
+
+def _inputs(model, args) -> dict | None:
+    """The held inputs of `--input NAME=VALUE ...`, or None."""
+    from dynamica.runtime.paramsets import scalar_values
+    return scalar_values(args.input, "--input", model.inputs, "input") or None
 
 
 def _load(args):
@@ -43,13 +41,10 @@ def _load(args):
 
 def _start(model, args):
     """q0 of `--start name=value ...` (the others at their initial values), or None."""
-    given = _assignments(args.start, "--start")
+    from dynamica.runtime.paramsets import scalar_values
+    given = scalar_values(args.start, "--start", model.coordinates, "coordinate")
     if not given:
         return None
-    unknown = [c for c in given if c not in model.coordinates]
-    if unknown:
-        raise ValueError(f"--start: unknown coordinate(s) {', '.join(unknown)}; the model's are "
-                         f"{', '.join(model.coordinates)}")
     q0 = model.initial_state()[0]
     for c, v in given.items():
         q0[model.coordinates.index(c)] = v
@@ -60,14 +55,14 @@ def cmd_statics(args):
     from dynamica.runtime.analysis.statics import statics
     model = _load(args)
     eq = statics(model, q0=_start(model, args), free=_names(args.free), t=args.time,
-                 params=_assignments(args.set) or None, u=_assignments(args.input, "--input") or None)
+                 params=_params(model, args), u=_inputs(model, args))
     print(f"equilibrium of {model.name} at t = {args.time:g}")
     print(eq.text())
     if "states" in eq.info:
         print("extra states: " + ", ".join(f"{k} = {v:.10g}" for k, v in eq.info["states"].items()))
     if args.out:
-        from dynamica.runtime.analysis.modes import write_text
-        write_text(args.out, "coordinate,start,equilibrium,held\n" + "".join(
+        from dynamica.files import write_atomic
+        write_atomic(args.out, "coordinate,start,equilibrium,held\n" + "".join(
             f"{c},{a:.17g},{b:.17g},{int(c in eq.held)}\n" for c, a, b in zip(eq.coordinates, eq.q0, eq.q)))
         print(f"written to {args.out}")
     return 0
@@ -76,8 +71,8 @@ def cmd_statics(args):
 def cmd_modes(args):
     from dynamica.runtime.analysis.linear import linearize
     model = _load(args)
-    params = _assignments(args.set) or None
-    u = _assignments(args.input, "--input") or None
+    params = _params(model, args)
+    u = _inputs(model, args)
     if args.at == "equilibrium":
         lin = linearize(model, t=args.time, params=params, u=u, q0=_start(model, args),
                         independent=_names(args.independent))
@@ -157,7 +152,7 @@ def _plot_fit(path, t, Y, F, names):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dynamica.runtime.analysis.modes import _save
+    from dynamica.runtime.analysis.modes import save_figure
     fig, axes = plt.subplots(len(names), 1, figsize=(7.0, 2.4 * len(names)), squeeze=False, sharex=True)
     for k, (ax, name) in enumerate(zip(axes[:, 0], names)):
         ax.plot(t, Y[:, k], ".", ms=2, label=f"{name} (data)")
@@ -165,7 +160,7 @@ def _plot_fit(path, t, Y, F, names):
         ax.legend(fontsize=8)
     axes[-1, 0].set_xlabel("t, s")
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def cmd_identify(args):
@@ -174,7 +169,8 @@ def cmd_identify(args):
     params = _names(args.params)
     if not params:
         raise ValueError("identify needs --params NAME,NAME,... (the parameters to fit)")
-    kw = {"start": _assignments(args.start_values, "--start-values") or None, "fixed": _assignments(args.set) or None}
+    from dynamica.runtime.paramsets import scalar_values
+    kw = {"start": scalar_values(args.start_values, "--start-values") or None, "fixed": _params(model, args)}
     if (args.records is None) == (args.frequencies is None):
         raise ValueError("identify needs either --records DATA.csv or --frequencies F1,F2,... (Hz)")
     if args.records:

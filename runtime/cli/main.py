@@ -52,7 +52,7 @@ def times(text):
     return [number()(x) for x in text.split(",") if x.strip()]
 
 
-def _load(args, progress=True, **kw):
+def load_for_command(args, progress=True, **kw):
     """dynamica.load with the command's options; prints nothing for a cached module."""
     from dynamica import load
     from dynamica.runtime.cli.models import import_options
@@ -67,7 +67,7 @@ def _load(args, progress=True, **kw):
 
 def cmd_compile(args):
     import importlib.machinery
-    model = _load(args, check_mass_matrix=False)
+    model = load_for_command(args, check_mass_matrix=False)
     src = Path(model.path)
     where = src.parent
     if args.output:
@@ -89,23 +89,15 @@ def cmd_compile(args):
     return 0
 
 
-def _input_file(text):
-    """`--input NAME=FILE.csv` -> (name, file)."""
-    name, sep, file = text.partition("=")
-    if not sep or not name or not file:
-        raise SystemExit(f"dynamica: error: --input expects NAME=FILE.csv, not {text!r}")
-    return name.strip(), file.strip()
-
-
 def cmd_simulate(args):
     from dynamica import simulate
     from dynamica.runtime.cli.terminal import SimulationProgress
-    from dynamica.runtime.paramsets import overrides
+    from dynamica.runtime.paramsets import overrides, split_assignment
     from dynamica.runtime.results.result import parse_vars, plot_pages, summary_table
     from dynamica.runtime.results.stages import parse_stages
     from dynamica.runtime.results.units import variable_units
     stages = parse_stages(args.stages) if args.stages else None        # syntax checked before the run
-    model = _load(args)
+    model = load_for_command(args)
     params = overrides(args, model, report=None if args.quiet else lambda line: print(line, file=sys.stderr)) or None
     coords = list(model.coordinates)
     if model.spec.stages:                   # the results carry every stage's coordinates
@@ -122,7 +114,7 @@ def cmd_simulate(args):
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
     bar = SimulationProgress(0.0, t_end, show)
     keep = bool(args.plot or args.table or args.report or args.summary) or not args.out   # --out alone: streamed
-    inputs = dict(_input_file(x) for x in args.input or [])
+    inputs = dict(split_assignment(x, "--input", "NAME=FILE.csv") for x in args.input or [])   # runtime/paramsets.py
     driven = bool(model.inputs or inputs)                     # in segments: not streamed, no progress bar
     try:
         res = simulate(model, t_end=args.t_end, method=args.method, rtol=args.rtol, atol=args.atol,
@@ -177,7 +169,7 @@ def _write_summary(res, args, stages):
 def cmd_check(args):
     from dynamica.runtime.paramsets import overrides
     from dynamica.runtime.reference.check import check_against_reference
-    model = _load(args)
+    model = load_for_command(args)
     report = check_against_reference(model, samples=args.samples, seed=args.seed, params=overrides(args, model) or None)
     print(report.text())
     return 0 if report.ok(args.rtol) else 1

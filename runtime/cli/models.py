@@ -36,9 +36,9 @@ def cmd_convert(args):
 
 
 def cmd_params(args):
-    from dynamica.runtime.cli.main import _load
+    from dynamica.runtime.cli.main import load_for_command
     from dynamica.runtime.paramsets import dump_set, overrides
-    model = _load(args, check_mass_matrix=False)
+    model = load_for_command(args, check_mass_matrix=False)
     text = dump_set(model, overrides(args, model))
     if args.output:
         from pathlib import Path

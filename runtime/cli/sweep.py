@@ -70,11 +70,11 @@ def cmd_sweep(args):
             if not args.dist:
                 raise ValueError("--sobol needs the distributions of the inputs: --dist NAME=uniform(a,b) ...")
             dists = dict(sweep_cases.parse_dist(d) for d in args.dist)
-            indices, table = sobol(args.model, dists, args.sobol, args.t_end, outputs, args.scheduler, seed=args.seed,
-                                   **_options(args))
+            indices, table = sobol(args.model, dists, args.sobol, t_end=args.t_end, outputs=outputs,
+                                   scheduler=args.scheduler, seed=args.seed, **_options(args))
         else:
-            indices, table = None, sweep(args.model, _cases(args), args.t_end, outputs, args.scheduler,
-                                         **_options(args))
+            indices, table = None, sweep(args.model, _cases(args), t_end=args.t_end, outputs=outputs,
+                                         scheduler=args.scheduler, **_options(args))
     except KeyboardInterrupt:
         if args.out:
             print(f"dynamica: the rows finished so far are kept in {args.out}.partial; the same command "

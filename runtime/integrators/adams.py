@@ -51,7 +51,7 @@ from scipy.integrate import DenseOutput, OdeSolver
 from scipy.integrate._ivp.common import validate_max_step, warn_extraneous
 
 from dynamica.errors import IntegrationError
-from dynamica.runtime.integrators.compiled_adams import _error, core
+from dynamica.runtime.integrators.compiled_adams import core, status_error
 
 __all__ = ["Adams", "AdamsDenseOutput", "StiffnessError", "StiffnessWarning",
            "MAXORD", "gamma_star", "adams_bashforth_gamma"]
@@ -190,7 +190,7 @@ class Adams(OdeSolver):
             err = c.pop_error()
             if err is not None:
                 raise err
-        exc = _error(code, c.info(), self.rtol, self.atol)
+        exc = status_error(code, c.info(), self.rtol, self.atol)
         if exc is not None:
             raise exc
 
@@ -253,7 +253,7 @@ class Adams(OdeSolver):
         self.t = c.t
         self.y = c.y
         if stiff and self.on_stiff != "ignore":
-            exc = _error(code, c.info(), self.rtol, self.atol)
+            exc = status_error(code, c.info(), self.rtol, self.atol)
             if self.on_stiff == "raise":
                 raise exc
             warnings.warn(str(exc), StiffnessWarning, stacklevel=3)

@@ -50,7 +50,7 @@ class CompiledAdamsResult:
     message: str = ""
 
 
-def _resolve(model_or_capsule, y0, params_array, use_capsule):
+def resolve_rhs(model_or_capsule, y0, params_array, use_capsule):
     """(f, y0, p) from a compiled model, a capsule or a Python callable."""
     obj = model_or_capsule
     module = getattr(obj, "module", None)
@@ -87,7 +87,7 @@ def _bound_rhs(module, p, n2):
     return f
 
 
-def _error(code, info, rtol, atol, max_steps=None):
+def status_error(code, info, rtol, atol, max_steps=None):
     """The exception for a failure status of the compiled core (None for OK)."""
     mod = core()
     rmax, amax = float(np.max(rtol)), float(np.max(atol))
@@ -137,7 +137,9 @@ def _stiff_note(info):
     return f"; the problem appeared stiff from t = {info['stiff_t']!r} on: use method='radau'"
 
 
-def _warn_stiff(info, on_stiff, stacklevel=3):
+def warn_stiff(info, on_stiff, stacklevel=3):
+    """A StiffnessWarning when the core's `info` counts stiffness detections and `on_stiff` is "warn"."""
+    from dynamica.runtime.integrators.adams import StiffnessWarning
     if info["nstiff"] and on_stiff == "warn":
         from dynamica.runtime.integrators.adams import (
             StiffnessWarning,  # (here: runtime/integrators/adams.py imports scipy)
@@ -146,16 +148,18 @@ def _warn_stiff(info, on_stiff, stacklevel=3):
                       stacklevel=stacklevel)
 
 
-def _check(st, code, rtol, atol, max_steps, on_stiff="ignore"):
+def check_status(st, code, rtol, atol, max_steps, on_stiff="ignore"):
+    """After a call of the core's Stepper `st` that returned `code`: nothing when it is OK, the
+    stiffness warning (`on_stiff`), else the exception of `status_error`."""
     if code == 0:
         return
     if code != core().STIFF:
-        _warn_stiff(st.info(), on_stiff, stacklevel=4)
+        warn_stiff(st.info(), on_stiff, stacklevel=4)
     if code == core().PYERR:
         err = st.pop_error()
         if err is not None:
             raise err
-    exc = _error(code, st.info(), rtol, atol, max_steps)
+    exc = status_error(code, st.info(), rtol, atol, max_steps)
     if exc is not None:
         raise exc
 
@@ -232,7 +236,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     if on_stiff not in ("raise", "warn", "ignore"):
         raise ValueError("on_stiff must be 'raise', 'warn' or 'ignore'")
     t0, tb = float(t_span[0]), float(t_span[1])
-    f, y0, p = _resolve(model_or_capsule, y0, params_array, use_capsule)
+    f, y0, p = resolve_rhs(model_or_capsule, y0, params_array, use_capsule)
     default_out = t_eval is None
     tv = np.array([tb]) if default_out else np.array(t_eval, dtype=float).reshape(-1)
     d = 1.0 if tb >= t0 else -1.0
@@ -252,12 +256,12 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     while j < m and tv[j] == t0:                        # outputs at t0 are y0 itself
         Y[j] = y0
         j += 1
-    _check(st, st.begin(), rtol, atol, max_steps, on_stiff)
+    check_status(st, st.begin(), rtol, atol, max_steps, on_stiff)
 
     status, t_end, t_events, y_events = 0, None, None, None
     if events is None:
         code, j = st.run(tv, Y, j, int(max_steps) + 1)
-        _check(st, code, rtol, atol, max_steps, on_stiff)
+        check_status(st, code, rtol, atol, max_steps, on_stiff)
     else:
         from scipy.optimize import brentq
         events, max_events, direction = _prepare_events(events)
@@ -272,7 +276,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
             before = st.nsteps
             code, j = run(tv, Y, j, 1)
             if code:
-                _check(st, code, rtol, atol, max_steps, on_stiff)
+                check_status(st, code, rtol, atol, max_steps, on_stiff)
             if st.nsteps == before:                      # ended by extrapolation within 4u|t|
                 break
             t = st.t
@@ -307,7 +311,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
             j = min(j, int(np.count_nonzero(d * (tv - t_end) <= 0)))
             tv, Y = tv[:j], Y[:j]
     info = st.info()
-    _warn_stiff(info, on_stiff)
+    warn_stiff(info, on_stiff)
     info.update(status=status, n_out=j)
     sol = st.solution(t_end) if dense_output else None
     return CompiledAdamsResult(t=tv, y=Y.T, nfev=info["nfev"], nsteps=info["nsteps"],

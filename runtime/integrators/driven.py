@@ -25,7 +25,7 @@ def run_driven(model, t0, t_end, y0, t_eval, rtol, atol, params, method, inputs,
 
 def _adams_segments(model, drive, p, y0, tv, rtol, atol, method):
     """One compiled Adams stepper over all segments: its p is the array updated in place."""
-    from dynamica.runtime.integrators.compiled_adams import _check, core
+    from dynamica.runtime.integrators.compiled_adams import check_status, core
     b, nmax = drive.b, 500_000
     drive.update(p, 0, y0)
     st = core().Stepper(model.module.rhs_capsule, b[0], y0, b[1], p, rtol, atol, None, np.inf, nmax, False)
@@ -34,11 +34,11 @@ def _adams_segments(model, drive, p, y0, tv, rtol, atol, method):
     while j < len(tv) and tv[j] == b[0]:
         Y[j] = y0
         j += 1
-    _check(st, st.begin(), rtol, atol, nmax)
+    check_status(st, st.begin(), rtol, atol, nmax)
     code, j, _ = st.run_segments(tv, Y, j, np.array(b), drive.values, drive.rates, drive.held_mask,
                                  drive.sampled_mask, drive.sample, p, drive.slot_u, drive.slot_du, drive.slot_t, nmax)
     if code:
-        _check(st, code, rtol, atol, nmax)
+        check_status(st, code, rtol, atol, nmax)
     info = st.info()
     return tv[:j], Y[:j], info["nfev"], {"integrator": "compiled Adams PECE (Shampine-Gordon), restarted at each "
                                                        "segment", "steps": info["nsteps"]}

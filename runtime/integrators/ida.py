@@ -43,7 +43,7 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
         raise DynamicaError("method 'ida' needs SUNDIALS through scikit-sundae: pip install 'dynamica[dae]' "
                             "(or scikit-sundae); radau is the other implicit method") from None
     from dynamica.runtime import assembly as loops
-    from dynamica.runtime.integrators.simulate import _result
+    from dynamica.runtime.integrators.simulate import simulation_result
     if not model.loops:
         raise ValueError("method 'ida' integrates the differential-algebraic equations of a model with closed "
                          "loops; this model has none: use 'radau' or 'BDF' for a stiff tree")
@@ -92,5 +92,5 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     keep = np.isin(np.asarray(sol.t), t_eval)
     info = {"integrator": "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)",
             "constraint_rows": tuple(int(k) for k in rows), "residual_calls": calls[0]}
-    return _result(model, np.asarray(sol.t)[keep], Y[keep, :2 * n], "ida", calls[0], info, str(sol.message),
-                   params=params)
+    return simulation_result(model, np.asarray(sol.t)[keep], Y[keep, :2 * n], "ida", calls[0], info,
+                             str(sol.message), params=params)

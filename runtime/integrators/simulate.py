@@ -21,7 +21,7 @@ def _output_times(t0, t_end, output_step):
     return t_eval
 
 
-def _result(model, t, Y, method, nfev, info, message="", params=None, inputs=None):
+def simulation_result(model, t, Y, method, nfev, info, message="", params=None, inputs=None):
     """SimulationResult from states Y of shape (len(t), STATE_SIZE) (Hamiltonian states converted
     to (q, qd)); the extra states and the inputs (name -> values per row) join the outputs."""
     n = model.n
@@ -52,7 +52,7 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
     if model.loops:                  # rows between steps come from the interpolant: onto the constraints too
         Y = np.array(Y, dtype=float)
         _project_rows(model, res.t, Y, params)
-    return _result(model, res.t, Y, "adams", res.nfev, info, params=params)
+    return simulation_result(model, res.t, Y, "adams", res.nfev, info, params=params)
 
 
 def _project_rows(model, t, Y, params):
@@ -79,7 +79,8 @@ def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, event
         raise ValueError("stoermer6 integrates q'' = f(q, q'): not the extra states of this model (`states:`); "
                          "use adams or a scipy method")
     t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
-    return _result(model, t, Y, "stoermer6", nfev, {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
+    return simulation_result(model, t, Y, "stoermer6", nfev,
+                             {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
 
 
 #: scipy's methods that use a Jacobian (their records' option `jacobian`, generator/spec/integrators.py):
@@ -173,8 +174,8 @@ def _scipy_runner(scipy_method):
             stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
             rows = list(stepped.rows())
             t, Y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
-            return _result(model, t, Y, run.name, stepped.solver.nfev, stepped.info(scipy_method), stepped.message,
-                           params=params)
+            return simulation_result(model, t, Y, run.name, stepped.solver.nfev, stepped.info(scipy_method),
+                                     stepped.message, params=params)
         from scipy.integrate import solve_ivp
         jac = _jacobian(model, scipy_method, params, jacobian)
         extra = {"jac": jac} if jac is not None else {}
@@ -187,7 +188,7 @@ def _scipy_runner(scipy_method):
             info.update(jacobian="analytic" if jac is not None else "numeric", njev=int(sol.njev))
         if events:
             info.update(t_events=sol.t_events, y_events=sol.y_events, status=sol.status)
-        return _result(model, sol.t, sol.y.T, run.name, sol.nfev, info, sol.message, params=params)
+        return simulation_result(model, sol.t, sol.y.T, run.name, sol.nfev, info, sol.message, params=params)
     return run
 
 
@@ -232,7 +233,7 @@ def _run_still(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
             t_events = [te[te <= end] for te in t_events]
         info.update(t_events=t_events, y_events=[np.tile(y0, (len(te), 1)) for te in t_events],
                     status=1 if end is not None else 0)
-    return _result(model, t, np.tile(y0, (len(t), 1)), method, 0, info, params=params)
+    return simulation_result(model, t, np.tile(y0, (len(t), 1)), method, 0, info, params=params)
 
 
 def _run_ida(*args, **kw):
@@ -273,10 +274,11 @@ def _check_numbers(**given):
             raise ValueError(f"{name} must be a {'' if kind == 'finite' else kind + ' '}finite number, got {value!r}")
 
 
-def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
+def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
              params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
              keep=None, jacobian=None, inputs=None, controller=None, sample_time=None, s0=None) -> SimulationResult:
     """Integrate the model from t0 to t_end; defaults come from the model's `simulate` block.
+    `model` and `t_end` may be given by position, every other option by keyword only.
 
     `method="adams"` (the default) is the compiled Adams-Bashforth-Moulton PECE loop of
     variable step and order 1-12 (runtime/native/adams_core.pyx) calling the module's C entry point
@@ -318,12 +320,14 @@ def simulate(model, t_end=None, method=None, rtol=None, atol=None, output_step=N
         model = load(model)
     _check_numbers(t0=t0, t_end=t_end, output_step=output_step, step=step, rtol=rtol, atol=atol)
     if model.spec.stages:                 # the cyclogram (runtime/stages/cyclogram.py)
-        return _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out,
-                           progress)
+        return _run_stages(model, t_end=t_end, method=method, rtol=rtol, atol=atol, output_step=output_step,
+                           params=params, t0=t0, q0=q0, qd0=qd0, events=events, out=out, progress=progress)
     from dynamica.errors import IntegrationError
     try:
-        return simulate_stage(model, t_end, method, rtol, atol, output_step, q0, qd0, params, t0, step, progress,
-                              segments, events, out, keep, jacobian, inputs, controller, sample_time, s0)
+        return simulate_stage(model, t_end, method=method, rtol=rtol, atol=atol, output_step=output_step, q0=q0,
+                              qd0=qd0, params=params, t0=t0, step=step, progress=progress, segments=segments,
+                              events=events, out=out, keep=keep, jacobian=jacobian, inputs=inputs,
+                              controller=controller, sample_time=sample_time, s0=s0)
     except IntegrationError as exc:
         hint = _singular_mass_hint(model, params, q0, t0) if params and "non-finite" in str(exc) else ""
         if not hint and model.loops and "non-finite" in str(exc):
@@ -351,11 +355,12 @@ def _singular_mass_hint(model, params, q0, t0) -> str:
             f"{w.max():.3g}): a zero mass or inertia?")
 
 
-def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
+def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, output_step=None, q0=None, qd0=None,
                    params=None, t0=0.0, step=None, progress=None, segments=20, events=None, out=None,
                    keep=None, jacobian=None, inputs=None, controller=None, sample_time=None,
                    s0=None) -> SimulationResult:
-    """`simulate` of one kinematic structure (a model without stages, or one stage of a cyclogram)."""
+    """`simulate` of one kinematic structure (a model without stages, or one stage of a cyclogram);
+    the options as `simulate`'s, keyword-only."""
     sim = model.spec.simulate
     t_end = sim.t_end if t_end is None else float(t_end)
     method = method or sim.integrator
@@ -368,8 +373,8 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
         raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
     keep = (out is None) if keep is None else bool(keep)
     iq0, iqd0 = model.initial_state(params)
-    q0 = iq0 if q0 is None else model._vec(q0, "q0")
-    qd0 = iqd0 if qd0 is None else model._vec(qd0, "qd0")
+    q0 = iq0 if q0 is None else model.as_vector(q0, "q0")
+    qd0 = iqd0 if qd0 is None else model.as_vector(qd0, "qd0")
     if model.loops:               # closed loops: a consistent state (and the loops' references)
         q0, qd0 = model.assemble(q0, qd0, t0, params)
     y0 = model.to_state(q0, qd0, t0, params, s0)
@@ -384,7 +389,7 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
         from dynamica.runtime.integrators.driven import run_driven
         t, Y, nfev, info, U = run_driven(model, t0, t_end, y0, t_eval, rtol, atol, params, method, inputs,
                                          controller, sample_time)
-        return _result(model, t, Y, method, nfev, info, params=params, inputs=U)
+        return simulation_result(model, t, Y, method, nfev, info, params=params, inputs=U)
     if progress is None and out is None and keep:
         return run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=events, jacobian=jacobian)
     if events:
@@ -402,7 +407,7 @@ def simulate_stage(model, t_end=None, method=None, rtol=None, atol=None, output_
     try:
         if stream is not None:      # one integration, its rows handed on piece by piece
             chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)
-            pieces = (_result(model, t, Y, method, nfev, info, message, params=params)
+            pieces = (simulation_result(model, t, Y, method, nfev, info, message, params=params)
                       for t, Y, nfev, info, message in chunks)
         else:                       # restarted at each piece
             pieces = _restarted(model, run, y0, t_eval, cuts, rtol, atol, params, step, jacobian)
@@ -439,12 +444,12 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
     Python so that the output rows between `cuts` are handed on as they are reached: (t, Y, nfev
     of the piece, info, message) per piece, the rows those of one uninterrupted run (each filled
     by the interpolant of the step that reaches it, as `Stepper.run` does)."""
-    from dynamica.runtime.integrators.compiled_adams import _check, _resolve, _warn_stiff, core
+    from dynamica.runtime.integrators.compiled_adams import check_status, core, resolve_rhs, warn_stiff
     max_steps = 500_000
-    f, y0, p = _resolve(model, y0, model.param_vector(params), True)
+    f, y0, p = resolve_rhs(model, y0, model.param_vector(params), True)
     st = core().Stepper(f, t0, y0, t_end, p, rtol, atol, None, float(np.inf), max_steps, False, False,
                         getattr(model.module, "project_capsule", None), 1e-12)
-    _check(st, st.begin(), rtol, atol, max_steps, "warn")
+    check_status(st, st.begin(), rtol, atol, max_steps, "warn")
     nfev, last = 0, None                                  # last: the previous piece's last row
     for a, b in zip(cuts[:-1], cuts[1:]):
         tv = np.ascontiguousarray(t_eval[a:b + 1] if a == cuts[0] else t_eval[a + 1:b + 1], dtype=float)
@@ -458,12 +463,12 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
             j += 1
         while j < len(tv):
             code, j = st.run(tv, Y, j, 1)
-            _check(st, code, rtol, atol, max_steps, "warn")
+            check_status(st, code, rtol, atol, max_steps, "warn")
             if st.done and j < len(tv):
                 break
         info = st.info()
         if b == cuts[-1]:
-            _warn_stiff(info, "warn")
+            warn_stiff(info, "warn")
         rows = tv if a == cuts[0] else np.concatenate([[t_eval[a]], tv])
         if a != cuts[0]:                                  # the piece starts at the previous one's last row
             Y = np.vstack([last, Y])
@@ -505,7 +510,7 @@ STREAMS = {r.name: _stream_adams if r.kind == "adams" else _stream_scipy(r.optio
 STAGED_RUNNER: dict = {}
 
 
-def _run_stages(model, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):
+def _run_stages(model, *, t_end, method, rtol, atol, output_step, params, t0, q0, qd0, events, out, progress):
     run = STAGED_RUNNER.get("cyclogram")
     if run is None:
         raise RuntimeError("a model with stages runs through its cyclogram: import dynamica.runtime.stages.cyclogram "
@@ -549,7 +554,7 @@ class _Rows:
         sliced = (piece.t[start:], piece.q[start:], piece.qd[start:], {k: v[start:] for k, v in piece.outputs.items()})
         self.parts = self.parts + [sliced] if self.keep else [sliced]
 
-    def _result(self, parts):
+    def _merged(self, parts):
         p = self.last
         return SimulationResult(t=np.concatenate([x[0] for x in parts]), q=np.concatenate([x[1] for x in parts]),
                                 qd=np.concatenate([x[2] for x in parts]), coordinates=self.coordinates,
@@ -559,15 +564,15 @@ class _Rows:
 
     def so_far(self):
         """(result so far, slice of its new rows) for `progress`."""
-        res = self._result(self.parts)
+        res = self._merged(self.parts)
         return res, slice(len(res.t) - len(self.parts[-1][0]), len(res.t))
 
     def result(self, out):
         if self.keep:
-            res = self._result(self.parts)
+            res = self._merged(self.parts)
         else:                                       # the last row only
             t, q, qd, o = self.parts[-1]
-            res = self._result([(t[-1:], q[-1:], qd[-1:], {k: v[-1:] for k, v in o.items()})])
+            res = self._merged([(t[-1:], q[-1:], qd[-1:], {k: v[-1:] for k, v in o.items()})])
         if out is not None:
             res.info["out"] = str(out)
         return res

@@ -44,27 +44,27 @@ class Derivatives:
 
     def _state(self, q, qd=None):
         m = self.model
-        q = m._vec(q, "q")
-        qd = np.zeros(self.n) if qd is None else m._vec(qd, "qd")
+        q = m.as_vector(q, "q")
+        qd = np.zeros(self.n) if qd is None else m.as_vector(qd, "qd")
         return q, qd
 
     def _p(self, params=None, s=None, u=None) -> np.ndarray:
         """p with the extra states s and the inputs u (held) in their slots (default 0)."""
         m = self.model
-        inputs = None if u is None or not m.inputs else dict(zip(m.inputs, m._vec(u, "u", len(m.inputs))))
+        inputs = None if u is None or not m.inputs else dict(zip(m.inputs, m.as_vector(u, "u", len(m.inputs))))
         return m.param_vector(params, inputs=inputs, s=s)
 
     def residual(self, q, qd, qdd, t=0.0, params=None, s=None, u=None) -> np.ndarray:
         q, qd = self._state(q, qd)
         out = np.empty(self.n)
-        self.module.residual(float(t), q, qd, self.model._vec(qdd, "qdd"), self._p(params, s, u), out)
+        self.module.residual(float(t), q, qd, self.model.as_vector(qdd, "qdd"), self._p(params, s, u), out)
         return out
 
     def residual_jacobian(self, q, qd, qdd, t=0.0, params=None, s=None, u=None):
         """(r, dr/dq, dr/dqd) at fixed q'' (and fixed extra states s and inputs u, default 0)."""
         q, qd = self._state(q, qd)
         r, J = np.empty(self.n), np.empty(2 * self.n * self.n)
-        self.module.residual_jacobian(float(t), q, qd, self.model._vec(qdd, "qdd"), self._p(params, s, u), r, J)
+        self.module.residual_jacobian(float(t), q, qd, self.model.as_vector(qdd, "qdd"), self._p(params, s, u), r, J)
         J = J.reshape(self.n, 2 * self.n)
         return r, J[:, :self.n].copy(), J[:, self.n:].copy()
 
@@ -80,9 +80,9 @@ class Derivatives:
         m, n = self.model, self.n
         k, nu = len(m.states), len(m.spec.inputs)
         q, qd = self._state(q, qd)
-        args = [float(t), q, qd, m._vec(qdd, "qdd")]
-        sig = ([m._vec(np.zeros(k) if s is None else s, "s", k)] if k else []) + \
-              ([m._vec(np.zeros(nu) if u is None else u, "u", nu)] if nu else [])
+        args = [float(t), q, qd, m.as_vector(qdd, "qdd")]
+        sig = ([m.as_vector(np.zeros(k) if s is None else s, "s", k)] if k else []) + \
+              ([m.as_vector(np.zeros(nu) if u is None else u, "u", nu)] if nu else [])
         p = self._p(params)
         D = 2 * n + k + nu
         cuts = np.cumsum([n, n, k])
@@ -122,10 +122,10 @@ class Derivatives:
         of the multipliers) and c = Phi_q x at fixed lam and x (default 0): the curvature of the
         constraints weighted by the multipliers, and along x."""
         n = self.n
-        q = self.model._vec(q, "q")
+        q = self.model.as_vector(q, "q")
         lam = np.ascontiguousarray(lam, dtype=float)
         m = len(lam)
-        x = np.zeros(n) if x is None else self.model._vec(x, "x")
+        x = np.zeros(n) if x is None else self.model.as_vector(x, "x")
         g, c, J = np.empty(n), np.empty(m), np.empty((n + m) * n)
         self.module.con_force_jacobian(float(t), q, lam, x, self.model.param_vector(params), g, c, J)
         J = J.reshape(n + m, n)
@@ -133,7 +133,7 @@ class Derivatives:
 
     def mass_matrix(self, q, t=0.0, params=None) -> np.ndarray:
         out = np.empty(self.n * self.n)
-        self.module.mass_matrix(float(t), self.model._vec(q, "q"), self.model.param_vector(params), out)
+        self.module.mass_matrix(float(t), self.model.as_vector(q, "q"), self.model.param_vector(params), out)
         return out.reshape(self.n, self.n)
 
     def qdd(self, q, qd, t=0.0, params=None, s=None, u=None) -> np.ndarray:
@@ -153,9 +153,9 @@ class Derivatives:
     def state_jacobian(self, t, y, params=None) -> np.ndarray:
         """d y'/d y of the integrators' state (with extra states: over [q, q', s], inputs 0)."""
         if self.model.states:
-            return self.jacobian_function(params)(t, self.model._vec(y, "y", self.model.state_size))
+            return self.jacobian_function(params)(t, self.model.as_vector(y, "y", self.model.state_size))
         out = np.empty(4 * self.n * self.n)
-        self.module.jacobian(float(t), self.model._vec(y, "y", 2 * self.n), self.model.param_vector(params), out)
+        self.module.jacobian(float(t), self.model.as_vector(y, "y", 2 * self.n), self.model.param_vector(params), out)
         return out.reshape(2 * self.n, 2 * self.n)
 
     def jacobian_function(self, params=None):
@@ -211,24 +211,23 @@ def derivatives(model, variant=None, progress=None) -> Derivatives:
     variant = variant or default_variant(model)
     if variant not in VARIANTS:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
-    cached = getattr(model, "_derivatives", None) or {}
+    cached = model.companions.setdefault("derivatives", {})
     if variant not in cached:
         cached[variant] = Derivatives(_load_module(model, variant, progress), model)
-        model._derivatives = cached
     return cached[variant]
 
 
 def _load_module(model, variant, progress):
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
-    from dynamica.runtime.api import _index_path, _indexed, _write_index
+    from dynamica.runtime.api import index_path, indexed_extension, write_index
     backend = getattr(model.module, "BACKEND", "c")
     # keyed by the model's content, not its file: a stage's structure shares its model's file
     parts = [tool_fingerprint().encode(), repr(dataclasses.replace(model.spec, file="")).encode(), b"derivatives",
              backend.encode(), variant.encode()]
     key = hashlib.sha256(b"\0".join(parts)).hexdigest()
     cache = Path(model.cache) if getattr(model, "cache", None) else cache_root()
-    idx = _index_path(cache, key) if key else None
-    so = _indexed(idx) if idx else None
+    idx = index_path(cache, key) if key else None
+    so = indexed_extension(idx) if idx else None
     if so is not None:
         try:
             return import_extension(so)
@@ -241,7 +240,7 @@ def _load_module(model, variant, progress):
     so = compile_bundle(gen.bundle, cache=cache, progress=progress,
                         meta={"model": model.spec.name, "form": "derivatives", "mode": mode})
     if idx is not None:
-        _write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
+        write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
                            "signature": gen.module_ir.signature, "model": model.spec.name,
                            "form": "derivatives", "mode": mode})
     return import_extension(so)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamica.runtime.results.result import atomic_path, parse_vars, series, summary_table
+from dynamica.files import atomic_path
+from dynamica.runtime.results.result import parse_vars, series, summary_table
 from dynamica.runtime.results.units import group_by_unit, label, variable_units
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dynamica.files import atomic_path
 from dynamica.runtime.results.stages import plot_view
 
 
@@ -147,20 +148,6 @@ def _stages_of_rows(t, stage) -> list:
 #: suffix of a results file being written: renamed to its name when complete, left as a
 #: readable prefix when the run is interrupted
 PARTIAL = ".partial"
-
-
-@contextlib.contextmanager
-def atomic_path(path):
-    """A temporary name beside `path` (same suffix) to write to; renamed to `path` when the block
-    ends normally, removed when it raises, so `path` is either the previous file or the new one."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def output_columns(outputs) -> list:

@@ -55,7 +55,7 @@ def build(model, structs) -> dict:
             todo[s] = derive(model.spec, s)
     cache = model.cache
     missing = [s for s, (dspec, _) in todo.items()
-               if api._indexed(api._index_path(_cache(cache), api.spec_key(dspec, model.form, model.backend,
+               if api.indexed_extension(api.index_path(_cache(cache), api.spec_key(dspec, model.form, model.backend,
                                                                            model.mode))) is None]
     if len(missing) > 1:
         import concurrent.futures as cf
@@ -161,8 +161,8 @@ def event_function(stage, m, params):
                 f"stage `{stage.name}`: output `{key}` takes {want}"))])
         picks.append(start + (idx or 0))
     psyms = []
-    for name, size in m._layout:
-        scalar = size == 1 and m._scalar[name]
+    for name, size, scalar in m.param_layout:
+        scalar = size == 1 and scalar
         psyms += [ex.param_symbol(name)] if scalar else [ex.param_symbol(name, j) for j in range(size)]
     qs = [ex.coord_symbol(c) for c in m.coordinates]
     qds = [ex.rate_symbol(c) for c in m.coordinates]
@@ -184,7 +184,7 @@ def event_function(stage, m, params):
 
 
 # ------------------------------------------------------------------ running the stages
-def run(model, t_end=None, method=None, rtol=None, atol=None, output_step=None, params=None,
+def run(model, t_end=None, *, method=None, rtol=None, atol=None, output_step=None, params=None,
         progress=None) -> SimulationResult:
     """Run every stage of `model.spec.stages` from the model's initial state at t = 0 (docs/stages.md).
     `t_end` (optional) cuts the cyclogram there; `progress(stage_result, rows)` is called after

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dynamica.runtime.results.result import atomic_path, series
+from dynamica.files import atomic_path
+from dynamica.runtime.results.result import series
 from dynamica.runtime.results.stages import select_stages, selection_rows, stage_rows
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dynamica.runtime.paramsets import read_number, split_assignment
+
 
 # ------------------------------------------------------------------ distributions
 def _normal(mu, sigma):
@@ -82,30 +84,23 @@ def distribution(text: str):
     return dist
 
 
-def _assignment(text: str, what: str):
-    name, eq, value = text.partition("=")
-    if not eq or not name.strip() or not value.strip():
-        raise ValueError(f"{what} {text!r}: expected NAME=VALUES")
-    return name.strip(), value.strip()
-
-
 def parse_dist(text: str):
     """`k=normal(2,0.1)` -> ("k", frozen distribution)."""
-    name, value = _assignment(text, "--dist")
+    name, value = split_assignment(text, "--dist", "NAME=DIST, e.g. k=normal(2,0.1)")
     return name, distribution(value)
 
 
 def parse_grid(text: str):
     """`k=1,2,3` (values) or `l=0.5:1.0:6` (start:stop:count, both ends included) -> (name, values)."""
-    name, value = _assignment(text, "--grid")
+    name, value = split_assignment(text, "--grid", "NAME=v1,v2,... or NAME=start:stop:count")
     try:
         if ":" in value:
             start, stop, count = value.split(":")
             if int(count) < 1 or float(count) != int(count):
                 raise ValueError
-            return name, np.linspace(float(start), float(stop), int(count))
-        return name, np.array([float(v) for v in value.split(",")])
-    except ValueError:
+            return name, np.linspace(read_number(start), read_number(stop), int(count))
+        return name, np.array([read_number(v) for v in value.split(",")])
+    except ValueError:                       # (ExpressionError is one)
         raise ValueError(f"--grid {text!r}: expected NAME=v1,v2,... or NAME=start:stop:count "
                          "(count a positive integer)") from None
 
@@ -138,7 +133,8 @@ def _unit_random(n, d, seed):
 DESIGNS = {"sobol": _unit_sobol, "lhs": _unit_lhs, "halton": _unit_halton, "random": _unit_random}
 
 
-def _frozen(dist):
+def frozen_distribution(dist):
+    """A frozen scipy.stats distribution from one (returned as is) or its text (`distribution`)."""
     if isinstance(dist, str):
         return distribution(dist)
     if not hasattr(dist, "ppf"):
@@ -156,7 +152,7 @@ def sample(dists: dict, n: int, design: str = "sobol", seed=0):
     if int(n) < 1:
         raise ValueError(f"the number of samples must be positive, not {n}")
     import pandas as pd
-    frozen = {name: _frozen(d) for name, d in dists.items()}
+    frozen = {name: frozen_distribution(d) for name, d in dists.items()}
     if not frozen:
         raise ValueError("sampling needs at least one distribution (--dist NAME=normal(mu,sigma) ...)")
     u = DESIGNS[design](int(n), len(frozen), seed)

@@ -24,7 +24,7 @@ def sobol_design(dists: dict, n: int, seed=0, second_order=False):
     cases (n (2D + 2) with second order) in SALib's order, n best a power of 2."""
     import pandas as pd
     from SALib.sample import sobol as saltelli
-    frozen = {name: sweep_cases._frozen(d) for name, d in dists.items()}
+    frozen = {name: sweep_cases.frozen_distribution(d) for name, d in dists.items()}
     if not frozen:
         raise ValueError("Sobol indices need at least one distribution")
     problem = {"num_vars": len(frozen), "names": list(frozen), "bounds": [[0.0, 1.0]] * len(frozen)}
@@ -83,7 +83,7 @@ def sobol(model, dists: dict, n: int, t_end=None, outputs=None, scheduler=None, 
     `dists` (name -> distribution): (indices, table). The design has n (D + 2) cases."""
     from dynamica.runtime.studies.sweep import sweep
     design = sobol_design(dists, n, seed=seed, second_order=second_order)
-    table = sweep(model, design, t_end, outputs, scheduler, **sweep_options)
+    table = sweep(model, design, t_end=t_end, outputs=outputs, scheduler=scheduler, **sweep_options)
     _all_ok(table)
     indices = sobol_indices(table[_results(table)], list(design.columns), second_order=second_order, seed=seed,
                             num_resamples=num_resamples, conf_level=conf_level)
@@ -117,7 +117,7 @@ def local_derivatives(model, names, t_end=None, params=None, outputs=None, sched
     rows = [dict(x)]
     for k in names:
         rows += [{**x, k: x[k] + steps[k]}, {**x, k: x[k] - steps[k]}]
-    table = sweep(model, pd.DataFrame(rows), t_end, outputs, scheduler, **sweep_options)
+    table = sweep(model, pd.DataFrame(rows), t_end=t_end, outputs=outputs, scheduler=scheduler, **sweep_options)
     _all_ok(table)
     res = table[_results(table)].to_numpy()
     deriv = pd.DataFrame({k: (res[1 + 2 * j] - res[2 + 2 * j]) / (2 * steps[k]) for j, k in enumerate(names)},

@@ -11,11 +11,11 @@ runs only the cases still missing. When every case is done the table is written 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 from pathlib import Path
 
+from dynamica.files import atomic_path
 from dynamica.runtime.studies.worker import LOST
 
 PARTIAL = ".partial"
@@ -23,12 +23,9 @@ STUDY = "study.json"
 
 
 def _write_atomic(path: Path, write):
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
+    """`write(tmp)` to a temporary name, renamed to `path` when it returns (dynamica.files)."""
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def write_table(table, path: Path):

@@ -50,9 +50,9 @@ class SerialExecutor:
     slots = 1
 
     def __init__(self, model):
-        from dynamica.runtime.studies.worker import _warm_up
+        from dynamica.runtime.studies.worker import warm_up
         self.model = model
-        _warm_up(model)
+        warm_up(model)
 
     def run(self, pkg, batches, roles, settings, on_batch):
         for batch in batches:

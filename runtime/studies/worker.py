@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import DynamicaError
+from dynamica.files import write_atomic
 
 #: the status of a case that ran to t_end
 OK = "ok"
@@ -105,9 +106,7 @@ def _scratch() -> Path:
 def _write_once(path: Path, data: bytes):
     if path.exists() and path.stat().st_size == len(data):
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_atomic(path, data)
 
 
 def _ship(pkg: ModelPackage, folder: Path):
@@ -156,13 +155,13 @@ def prepared(pkg: ModelPackage):
             except Exception as exc:          # anything at all: no case of this worker could run
                 raise SweepSetupError(f"worker {platform.node()} cannot prepare {pkg.source_name} "
                                       f"(modules={pkg.how!r}): {type(exc).__name__}: {exc}") from None
-            _warm_up(model)
+            warm_up(model)
             stateful = hasattr(model.module, "itr_reset")
             _PREPARED[pkg.key] = (model, threading.Lock() if stateful else None)
         return _PREPARED[pkg.key]
 
 
-def _warm_up(model):
+def warm_up(model):
     """Import what a run needs (the integrators, the expression evaluator of initial values)
     before the first case, so that its wall time is its own."""
     from dynamica.runtime.integrators.simulate import simulate

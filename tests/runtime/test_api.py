@@ -50,6 +50,26 @@ def test_simulate_and_csv_roundtrip(bundled, tmp_path):
     assert back.coordinates == r.coordinates
 
 
+def test_simulate_options_after_t_end_are_keyword_only(bundled):
+    """docs/api.md: `model` and `t_end` by position, every other option by keyword (a third
+    positional argument would silently be read as the method)."""
+    import inspect
+
+    from dynamica.runtime.integrators.simulate import simulate_stage
+    from dynamica.runtime.studies.sweep import sweep
+    m = bundled("double_pendulum")
+    a = dynamica.simulate(m, 0.5, output_step=0.25)
+    b = dynamica.simulate(m, t_end=0.5, output_step=0.25)
+    np.testing.assert_array_equal(a.q, b.q)
+    with pytest.raises(TypeError):
+        dynamica.simulate(m, 0.5, "DOP853")
+    for fn, positional in ((dynamica.simulate, ["model", "t_end"]), (simulate_stage, ["model", "t_end"]),
+                           (sweep, ["model", "cases", "t_end", "outputs", "scheduler"])):
+        kinds = {p.name: p.kind for p in inspect.signature(fn).parameters.values()}
+        assert [k for k, v in kinds.items() if v is inspect.Parameter.POSITIONAL_OR_KEYWORD] == positional
+        assert all(v is inspect.Parameter.KEYWORD_ONLY for k, v in kinds.items() if k not in positional)
+
+
 def test_simulate_matches_scipy_dop853(bundled):
     """Two different integrators (LSODA behind 'adams', DOP853) agree on the same compiled RHS."""
     m = bundled("chain7")

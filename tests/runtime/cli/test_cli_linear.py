@@ -104,7 +104,7 @@ def test_statics_failure_is_one_error_line(tmp_path):
     r = run("statics", path)
     assert r.returncode == 2 and "no equilibrium" in r.stderr and "`h`" in r.stderr and "Traceback" not in r.stderr
     r = run("statics", TWO_MASS, "--set", "k1")
-    assert r.returncode == 2 and "--set expects name=value" in r.stderr
+    assert r.returncode == 2 and "--set 'k1': expected NAME=VALUE" in r.stderr
 
 
 def test_statics_and_modes_take_inputs_and_a_start():
@@ -118,7 +118,7 @@ def test_statics_and_modes_take_inputs_and_a_start():
     r = run("modes", model, "--input", "u=1.8", "--start", "phi=0.3", "--response", "u", "--outputs", "phi,i_m")
     assert r.returncode == 0 and "response i_m / u: peaks at" in r.stdout, r.stderr
     r = run("statics", model, "--start", "psi=1")
-    assert r.returncode == 2 and "--start: unknown coordinate(s) psi" in r.stderr
+    assert r.returncode == 2 and "--start 'psi=1': unknown coordinate `psi`" in r.stderr
 
 
 def test_modes_of_a_loop_model_in_independent_coordinates_of_ones_choice():
@@ -207,7 +207,7 @@ def test_undamped_modes_print_zero_damping_and_an_infinite_half_time(tmp_path, m
     assert np.all(np.isinf(md.half_amplitude_times[swinging]))
     assert md.eigenvalues[0] == pytest.approx(-2.0, rel=1e-12)       # the filter: -1 / tau
     titles = []
-    monkeypatch.setattr(modes, "_save", lambda fig, p: titles.extend(ax.get_title() for ax in fig.axes))
+    monkeypatch.setattr(modes, "save_figure", lambda fig, p: titles.extend(ax.get_title() for ax in fig.axes))
     capsys.readouterr()
     assert cli.main(["modes", str(path), "--plot", str(tmp_path / "shapes.png"), "-q"]) == 0
     table = capsys.readouterr().out

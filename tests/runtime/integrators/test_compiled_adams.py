@@ -119,7 +119,7 @@ def test_nan_in_capsule_detected(chain7):
     m = chain7
     p = m.param_vector()
     p[-1] = np.nan                                   # the last parameter of the layout
-    name = m._layout[-1][0]
+    name = m.param_layout[-1][0]
     y0 = np.concatenate(m.initial_state())
     with pytest.raises(IntegrationError, match=r"right-hand side returned nan in component \d+ .*at t = 0\.0"):
         solve(m.module.rhs_capsule, (0.0, 1.0), y0, params_array=p, rtol=1e-8, atol=1e-8)
