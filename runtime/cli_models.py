@@ -51,9 +51,10 @@ def cmd_params(args):
 
 def add_parsers(sub, common):
     from dynamica.runtime import paramsets
-    p = sub.add_parser("convert", help="write a robot description (URDF) as a model file (YAML)",
-                       description="A URDF robot (docs/urdf.md) as a readable model file (docs/model_format.md).")
-    p.add_argument("model", help="robot description (.urdf)")
+    p = sub.add_parser("convert", help="write a robot description (URDF, MJCF) as a model file (YAML)",
+                       description="A URDF robot (docs/urdf.md) or an MJCF model (docs/mjcf.md) as a readable "
+                                   "model file (docs/model_format.md).")
+    p.add_argument("model", help="robot description (.urdf; .xml or .mjcf: MJCF by its <mujoco> root, URDF by <robot>)")
     p.add_argument("-o", "--output", required=True, help="the model file to write (YAML)")
     add_import_options(p)
     p.set_defaults(fn=cmd_convert)

@@ -14,7 +14,7 @@ joint k). The system is solved by the tree-sparse elimination of (2.23), root-fr
 
 from __future__ import annotations
 
-from dynamica.generator.forces import active_forces
+from dynamica.generator.forces import active_forces, armature_terms
 from dynamica.generator.forms import EquationsOfMotion, register
 from dynamica.generator.forms.cholesky import StructurallySingular, singular_error, solve_reverse_ldl
 from dynamica.generator.forms.common import bias_forces, forward_pass, lagrangian_equations
@@ -45,6 +45,8 @@ def direct(kin) -> EquationsOfMotion:
     F_hat = bias_forces(kin, fp, F_active)                      # (2.14)
     B = tangent_basis(kin, fp)                                  # (1.31), (2.13)
     m_terms = [{} for _ in range(n)]                        # lower triangle, r >= c
+    for c, a in armature_terms(kin).items():                # M[c, c] += armature
+        m_terms[kin.coordinates.index(c)][kin.coordinates.index(c)] = [a]
     q_terms = [[gen[c]] for c in kin.coordinates]
     for i in range(1, kin.topo.n_bodies + 1):
         bi = kin.inertia[i]

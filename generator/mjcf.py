@@ -1,0 +1,574 @@
+"""MJCF (MuJoCo's XML) models as models (docs/mjcf.md): an MJCF file becomes the mapping a YAML
+model file would hold, which then goes through the normal loader (loader.load), as a URDF file
+does (generator/urdf.py).
+
+The file is compiled by the maintained `mujoco` package (MjModel.from_xml_path) and the resolved
+tree is read from the compiled model: defaults classes applied, angles in radians whatever the
+`angle` compiler setting, inertias computed from geoms where the file asks for it, body frames
+(body_pos, body_quat), inertial frames (body_ipos, body_iquat, body_inertia), joint anchors and
+axes in body coordinates. The numbers are then those MuJoCo simulates.
+
+Mapping (MuJoCo's kinematics, mj_kinematics: a body's frame is placed by body_pos/body_quat in
+its parent's, then its joints move it in order, each in the frame the previous ones left):
+  body                 -> body of that name (`body<id>` when unnamed); world is the ground
+  body_pos, body_quat  -> translate [x, y, z], then rotate z by yaw, y by pitch, x by roll
+  hinge (anchor p)     -> translate p, rotate about the axis by a coordinate named after the
+                          joint (minus its `ref`), translate -p
+  slide                -> translate along the axis by the coordinate (minus its `ref`)
+  ball (anchor p)      -> translate p, Cardan rotations x, y, z by <joint>_rx, _ry, _rz,
+                          translate -p (MuJoCo's quaternion as three angles)
+  free                 -> a free joint <joint>_x, _y, _z, _rx, _ry, _rz (translations along the
+                          ground axes, then Cardan rotations), starting at the body's place
+  inertial             -> parameters <body>_mass, <body>_com, <body>_inertia (the principal
+                          inertia rotated into the body frame, R diag(I) R^T)
+  damping, stiffness   -> joint_spring_damper (neutral: springref); on a ball's or a free
+                          joint's rotation a bushing's rotational damping
+  armature             -> an `armature` element: added to the coordinate's diagonal of M
+  motor actuators      -> inputs u_<actuator>, generalized_force gear*gain*u (clamped to
+                          ctrlrange/forcerange when MuJoCo clamps)
+  geoms                -> the body's `visual:` (sphere, box, cylinder; capsule as a cylinder
+                          with two spheres; ellipsoid as a sphere)
+  option gravity       -> gravity [0, 0, -g] with the parameter g, or a vector parameter
+Contacts, joint limits, friction loss, equality constraints, tendons, fluid forces, sensors and
+the actuators this does not model are named in one warning; what would change the motion
+without a way to switch it off in MuJoCo either (a ball joint's spring, armature on rotations
+of a ball or free joint, a tendon's spring) is a ModelError naming the element.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+from dynamica.errors import ModelError, Problem
+from dynamica.generator.urdf import _clean, _Names, _num, _rpy
+
+SUFFIXES = (".xml", ".mjcf")
+FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
+_KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
+
+
+# ---------------------------------------------------------------- reading
+def root_tag(path: Path) -> str:
+    """The root element's tag of an XML file ('' when it does not parse)."""
+    try:
+        for _, el in ET.iterparse(str(path), events=("start",)):
+            return el.tag
+    except (ET.ParseError, OSError, UnicodeDecodeError):
+        return ""
+    return ""
+
+
+def compile_model(path: Path):
+    """mujoco's MjModel of an MJCF file; its compiler's messages become a ModelError."""
+    file = str(path)
+    try:
+        import mujoco
+    except ImportError:
+        raise ModelError(file, [Problem("", "reading MJCF needs the `mujoco` package: pip install "
+                                            "'dynamica[mjcf]' (or pip install mujoco)")]) from None
+    try:
+        ET.parse(file)
+    except ET.ParseError as exc:
+        raise ModelError(file, [Problem("", f"not a valid XML file: {exc}")]) from None
+    tag = root_tag(path)
+    if tag != "mujoco":
+        raise ModelError(file, [Problem("", f"expected a <mujoco> element at the top (MJCF), found <{tag}>")])
+    try:
+        return mujoco.MjModel.from_xml_path(file)
+    except ValueError as exc:
+        raise ModelError(file, [Problem("mujoco", f"MuJoCo's compiler refuses the file: {_short(exc)}")]) from None
+
+
+def _short(exc) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 400 else text[:400] + " ..."
+
+
+def _name(m, kind, i) -> str:
+    import mujoco
+    return mujoco.mj_id2name(m, getattr(mujoco.mjtObj, f"mjOBJ_{kind}"), i) or ""
+
+
+def _quat_matrix(qt) -> np.ndarray:
+    w, x, y, z = (float(v) for v in qt)
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / n, x / n, y / n, z / n
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def cardan_xyz(R) -> tuple:
+    """Angles a, b, c with R = Rx(a) Ry(b) Rz(c) (the model format's Cardan rotations x, y, z)."""
+    b = math.asin(max(-1.0, min(1.0, R[0, 2])))
+    return math.atan2(-R[1, 2], R[2, 2]), b, math.atan2(-R[0, 1], R[0, 0])
+
+
+_NAMED_AXES = {(1.0, 0.0, 0.0): "x", (0.0, 1.0, 0.0): "y", (0.0, 0.0, 1.0): "z",
+               (-1.0, 0.0, 0.0): "-x", (0.0, -1.0, 0.0): "-y", (0.0, 0.0, -1.0): "-z"}
+
+
+def _axis(a):
+    a = tuple(_clean(a, 1e-15))
+    return _NAMED_AXES.get(a, [_num(x) for x in a])
+
+
+def _rotation(R) -> list:
+    """Fixed rotations of a body frame: yaw about z, pitch about y, roll about x (R = Rz Ry Rx)."""
+    roll, pitch, yaw = _clean(_rpy(R), 1e-15)
+    return [{"rotate": ax, "by": _num(v)} for ax, v in (("z", yaw), ("y", pitch), ("x", roll)) if v]
+
+
+def _translate(p) -> list:
+    p = _clean(p, 1e-15)
+    return [{"translate": [_num(x) for x in p]}] if any(p) else []
+
+
+def _merge(transforms) -> list:
+    """Adjacent constant translations as one (the -p of a joint's anchor and the next joint's p)."""
+    out = []
+    for t in transforms:
+        if out and set(t) == {"translate"} and set(out[-1]) == {"translate"} and \
+                isinstance(t["translate"], list) and isinstance(out[-1]["translate"], list):
+            s = _clean([float(a) + float(b) for a, b in zip(out[-1]["translate"], t["translate"])], 1e-15)
+            out.pop()
+            if any(s):
+                out.append({"translate": [_num(x) for x in s]})
+        else:
+            out.append(t)
+    return out
+
+
+# ---------------------------------------------------------------- the conversion
+class _Converter:
+    def __init__(self, m, file: str):
+        self.m, self.file = m, file
+        self.names = _Names()
+        self.params: dict = {}
+        self.forces: list = []
+        self.initial: dict = {}
+        self.inputs: list = []
+        self.problems: list[Problem] = []
+        self.ignored: dict = {}                       # what the model leaves out -> its elements
+        self.body_name: dict = {0: "ground"}
+        self.coords: dict = {}                         # joint id -> coordinate names
+
+    def disabled(self, flag) -> bool:
+        """Whether an option flag of MuJoCo's (mjDSBL_GRAVITY, mjDSBL_SPRING, ...) is set."""
+        import mujoco
+        return bool(self.m.opt.disableflags & int(getattr(mujoco.mjtDisableBit, f"mjDSBL_{flag}")))
+
+    def err(self, where, msg):
+        self.problems.append(Problem(where, msg))
+
+    def ignore(self, what, element):
+        self.ignored.setdefault(what, []).append(element)
+
+    def jname(self, j) -> str:
+        return _name(self.m, "JOINT", j) or f"joint{j}"
+
+    def run(self) -> dict:
+        m = self.m
+        for b in range(1, m.nbody):
+            self.body_name[b] = self.names(_name(m, "BODY", b) or f"body{b}", "body")
+        self._gravity()
+        bodies = [self._body(b) for b in range(1, m.nbody)]
+        self._actuators()
+        self._unsupported()
+        if self.problems:
+            raise ModelError(self.file, self.problems)
+        model_name = _model_attribute(self.file)
+        model = {"name": self.names(model_name or Path(self.file).stem, "model"),
+                 "description": f"converted from the MJCF file {Path(self.file).name}"
+                                + (f" (model `{model_name}`)" if model_name else ""),
+                 "parameters": self.params}
+        if self.inputs:
+            model["inputs"] = self.inputs
+        model["gravity"] = self.gravity
+        model["bodies"] = bodies
+        if self.initial:
+            model["initial"] = self.initial
+        if self.forces:
+            model["forces"] = self.forces
+        self._warn()
+        return model
+
+    def _gravity(self):
+        g = [0.0, 0.0, 0.0] if self.disabled("GRAVITY") else _clean(self.m.opt.gravity, 0.0)
+        if g[0] == 0 and g[1] == 0:
+            self.params[self.names("g", "symbol")] = {"value": _num(-g[2]), "unit": "m/s^2",
+                                "description": "gravitational acceleration (MJCF option gravity [0, 0, -g])"}
+            self.gravity = [0, 0, "-g"]
+        else:
+            self.params[self.names("gravity", "symbol")] = {"value": [_num(x) for x in g], "unit": "m/s^2",
+                                      "description": "gravity (MJCF option gravity)"}
+            self.gravity = "gravity"
+
+    # -- one body
+    def _body(self, b) -> dict:
+        m = self.m
+        name = self.body_name[b]
+        where = f"body[{_name(m, 'BODY', b) or b}]"
+        parent = int(m.body_parentid[b])
+        if m.body_mocapid[b] >= 0:
+            self.ignore("mocap bodies (welded where they are)", name)
+        joints = [int(m.body_jntadr[b]) + k for k in range(int(m.body_jntnum[b]))]
+        R = _quat_matrix(m.body_quat[b])
+        body = {"name": name, "parent": self.body_name[parent]}
+        if any(m.jnt_type[j] == FREE for j in joints):
+            body["joint"] = self._free(b, joints, parent, R)
+        else:
+            transforms = _translate(m.body_pos[b]) + _rotation(R)
+            for j in joints:
+                transforms += self._joint(j)
+            body["joint"] = _merge(transforms)
+        body.update(self._inertial(b, name, where))
+        self._gravcomp(b, name, body["mass"])
+        visual = [v for g in range(m.ngeom) if m.geom_bodyid[g] == b for v in self._geom(g)]
+        if visual:
+            body["visual"] = visual
+        return body
+
+    def _free(self, b, joints, parent, R) -> dict:
+        j = next(j for j in joints if self.m.jnt_type[j] == FREE)
+        where = f"joint[{self.jname(j)}]"
+        if len(joints) > 1:
+            self.err(where, "a free joint shares its body with other joints (MuJoCo refuses this too)")
+        if parent != 0:
+            self.err(where, "a free joint in a body that is not a child of the world")
+        base = self.names(self.jname(j) if _name(self.m, "JOINT", j) else self.body_name[b], "joint")
+        q = [self.names(f"{base}_{s}", "symbol") for s in ("x", "y", "z", "rx", "ry", "rz")]
+        self.coords[j] = q
+        adr = int(self.m.jnt_qposadr[j])
+        pos, quat = self.m.qpos0[adr:adr + 3], self.m.qpos0[adr + 3:adr + 7]
+        for name, v in zip(q, list(pos) + list(cardan_xyz(_quat_matrix(quat)))):
+            if abs(v) > 1e-15:
+                self.initial[name] = _num(v)
+        dof = int(self.m.jnt_dofadr[j])
+        self._dof_forces(j, q[:3], dof)
+        self._rotation_forces(j, b, parent, dof + 3, where)
+        return {"type": "free", "q": q}
+
+    def _joint(self, j) -> list:
+        m = self.m
+        kind = int(m.jnt_type[j])
+        where = f"joint[{self.jname(j)}]"
+        axis = np.asarray(m.jnt_axis[j], dtype=float)
+        if kind in (HINGE, SLIDE) and not np.linalg.norm(axis) > 0:
+            self.err(f"{where}.axis", "a zero axis")
+            return []
+        p = m.jnt_pos[j]
+        adr, dof = int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
+        if kind in (HINGE, SLIDE):
+            q = self.names(self.jname(j), "symbol")
+            self.coords[j] = [q]
+            ref = float(m.qpos0[adr])
+            move = "rotate" if kind == HINGE else "translate"
+            out = [{move: _axis(axis), "by": _num(-ref)}] if ref else []
+            out.append({move: _axis(axis), "q": q})
+            if ref:
+                self.initial[q] = _num(ref)
+            self._dof_forces(j, [q], dof)
+            self._spring(j, q, adr)
+            return _translate(p) + out + _translate(-np.asarray(p)) if kind == HINGE else out
+        if kind == BALL:
+            base = self.names(self.jname(j), "joint")
+            q = [self.names(f"{base}_{s}", "symbol") for s in ("rx", "ry", "rz")]
+            self.coords[j] = q
+            a, b_, c = cardan_xyz(_quat_matrix(m.qpos0[adr:adr + 4]))
+            for name, v in zip(q, (a, b_, c)):
+                if abs(v) > 1e-15:
+                    self.initial[name] = _num(v)
+            if m.jnt_stiffness[j]:
+                self.err(f"{where}.stiffness", "a ball joint's spring (MuJoCo's torque about the rotation vector) "
+                                               "is not modelled; remove it or use three hinges")
+            body = int(m.jnt_bodyid[j])
+            self._rotation_forces(j, body, int(m.body_parentid[body]), dof, where, ball=True)
+            rot = [{"rotate": ax, "q": n} for ax, n in zip(("x", "y", "z"), q)]
+            return _translate(p) + rot + _translate(-np.asarray(p))
+        self.err(f"{where}.type", f"unknown joint type {kind}")
+        return []
+
+    def _dof_forces(self, j, coords, dof):
+        """Damping and armature of translational or 1-DOF coordinates (diagonal in them)."""
+        m = self.m
+        for k, q in enumerate(coords):
+            d, arm = 0.0 if self.disabled("DAMPER") else float(m.dof_damping[dof + k]), float(m.dof_armature[dof + k])
+            unit_rot = m.jnt_type[j] == HINGE
+            if d:
+                p = self.names(f"{q}_damping", "symbol")
+                self.params[p] = {"value": _num(d), "unit": "N*m*s/rad" if unit_rot else "N*s/m",
+                                  "description": f"damping of joint `{self.jname(j)}` (MJCF damping)"}
+                self.forces.append({"type": "joint_spring_damper", "name": self.names(p, "force"), "coordinate": q,
+                                    "damping": p})
+            if arm:
+                p = self.names(f"{q}_armature", "symbol")
+                self.params[p] = {"value": _num(arm), "unit": "kg*m^2" if unit_rot else "kg",
+                                  "description": f"armature of joint `{self.jname(j)}` (MJCF armature)"}
+                self.forces.append({"type": "armature", "name": self.names(p, "force"), "coordinate": q, "inertia": p})
+            if float(m.dof_frictionloss[dof + k]):
+                self.ignore("friction loss (a constraint in MuJoCo)", self.jname(j))
+
+    def _spring(self, j, q, adr):
+        k = float(self.m.jnt_stiffness[j])
+        if not k or self.disabled("SPRING"):
+            return
+        p = self.names(f"{q}_stiffness", "symbol")
+        unit = "N*m/rad" if self.m.jnt_type[j] == HINGE else "N/m"
+        self.params[p] = {"value": _num(k), "unit": unit,
+                          "description": f"stiffness of joint `{self.jname(j)}` (MJCF stiffness)"}
+        f = {"type": "joint_spring_damper", "name": self.names(p, "force"), "coordinate": q, "stiffness": p}
+        ref = float(self.m.qpos_spring[adr])
+        if ref:
+            f["neutral"] = _num(ref)
+        self.forces.append(f)
+
+    def _rotation_forces(self, j, body, parent, dof, where, ball=False):
+        """Damping of the three rotational DOFs of a ball or free joint (MuJoCo: -d w, w the
+        relative angular velocity): a bushing's rotational damping; armature there is refused
+        (in Cardan coordinates it is no diagonal term)."""
+        m = self.m
+        d = [0.0 if self.disabled("DAMPER") else float(x) for x in m.dof_damping[dof:dof + 3]]
+        arm = [float(x) for x in m.dof_armature[dof:dof + 3]]
+        if any(arm):
+            self.err(f"{where}.armature", "armature on the rotation of a ball or free joint is not modelled "
+                                          "(it is a diagonal term in angular velocities, not in Cardan angles)")
+        if any(d):
+            if len(set(d)) > 1:
+                self.err(f"{where}.damping", "different damping on the three rotational DOFs")
+                return
+            base = self.coords[j][-3].rsplit("_", 1)[0]
+            p = self.names(f"{base}_damping", "symbol")
+            self.params[p] = {"value": _num(d[0]), "unit": "N*m*s/rad",
+                              "description": f"damping of the rotation of joint `{self.jname(j)}` (MJCF damping)"}
+            self.forces.append({"type": "bushing", "name": self.names(p, "force"), "body_a": self.body_name[parent],
+                                "body_b": self.body_name[body], "rotational_damping": [p, p, p]})
+        if any(float(x) for x in m.dof_frictionloss[dof:dof + 3]):
+            self.ignore("friction loss (a constraint in MuJoCo)", self.jname(j))
+
+    def _inertial(self, b, name, where) -> dict:
+        m = self.m
+        mass = float(m.body_mass[b])
+        I = np.asarray(m.body_inertia[b], dtype=float)
+        if not (math.isfinite(mass) and np.all(np.isfinite(I))):
+            self.err(f"{where}.inertial", "mass and inertia must be finite numbers")
+            return {"mass": 0}
+        if mass < 0 or np.any(I < 0):
+            self.err(f"{where}.inertial", f"an inertia that is not positive (mass {mass:.6g}, principal moments "
+                                          f"{', '.join(f'{x:.6g}' for x in I)})")
+            return {"mass": 0}
+        if mass == 0 and not I.any():
+            return {"mass": 0}
+        R = _quat_matrix(m.body_iquat[b])
+        Ib = R @ np.diag(I) @ R.T
+        com = _clean(m.body_ipos[b], 1e-15)
+        pm, pc, pi = (self.names(f"{name}_{s}", "symbol") for s in ("mass", "com", "inertia"))
+        label = _name(m, "BODY", b) or name
+        self.params[pm] = {"value": _num(mass), "unit": "kg", "description": f"mass of body `{label}`"}
+        self.params[pc] = {"value": [_num(x) for x in com], "unit": "m",
+                           "description": f"centre of mass of body `{label}`, body frame"}
+        self.params[pi] = {"value": [_num(x) for x in _clean([Ib[0, 0], Ib[1, 1], Ib[2, 2],
+                                                               Ib[0, 1], Ib[1, 2], Ib[0, 2]], 1e-18)],
+                           "unit": "kg*m^2", "description": f"inertia of body `{label}` about its centre of mass, "
+                                                            "body axes: Ixx, Iyy, Izz, Ixy, Iyz, Ixz"}
+        return {"mass": pm, "com": pc, "inertia": pi}
+
+    def _gravcomp(self, b, name, mass):
+        """MuJoCo's gravity compensation (body gravcomp): the force -gravcomp m g at the centre of mass."""
+        c = float(self.m.body_gravcomp[b])
+        if not c or mass == 0 or self.disabled("GRAVITY"):
+            return
+        p = self.names(f"{name}_gravcomp", "symbol")
+        self.params[p] = {"value": _num(c), "description": f"gravity compensation of body `{name}` (MJCF gravcomp)"}
+        g = ["g[0]", "g[1]", "g[2]"] if self.gravity == "gravity" else ["0", "0", "-g"]
+        g = [x.replace("g[", "gravity[") for x in g] if self.gravity == "gravity" else g
+        self.forces.append({"type": "body_force", "name": self.names(p, "force"), "body": name,
+                            "force": [f"-{p}*{mass}*({x})" for x in g]})
+
+    def _geom(self, g) -> list:
+        m = self.m
+        kind, size = int(m.geom_type[g]), [float(x) for x in m.geom_size[g]]
+        pos, R = np.asarray(m.geom_pos[g], dtype=float), _quat_matrix(m.geom_quat[g])
+        rgba = [float(x) for x in m.geom_rgba[g]]
+        if rgba[3] == 0:
+            return []
+
+        def place(shape, at=pos):
+            at = _clean(at, 1e-15)
+            if any(at):
+                shape["at"] = [_num(x) for x in at]
+            rpy = _clean(_rpy(R), 1e-15)
+            if any(rpy) and shape["shape"] != "sphere":
+                shape["rpy"] = [_num(x) for x in rpy]
+            shape["color"] = [_num(round(x, 4)) for x in rgba[:3]]
+            return shape
+        if kind == 2:                                              # sphere
+            return [place({"shape": "sphere", "radius": _num(size[0])})]
+        if kind == 4:                                              # ellipsoid: its largest sphere
+            return [place({"shape": "sphere", "radius": _num(max(size))})]
+        if kind == 6:                                              # box: half sizes
+            return [place({"shape": "box", "size": [_num(2 * x) for x in size]})]
+        if kind == 5:                                              # cylinder: radius, half length
+            return [place({"shape": "cylinder", "radius": _num(size[0]), "length": _num(2 * size[1])})]
+        if kind == 3:                                              # capsule: a cylinder and its end caps
+            ends = [pos + R[:, 2] * s * size[1] for s in (1, -1)]
+            return [place({"shape": "cylinder", "radius": _num(size[0]), "length": _num(2 * size[1])})] + \
+                [place({"shape": "sphere", "radius": _num(size[0])}, at=e) for e in ends]
+        if kind == 7:
+            self.ignore("mesh geoms (not drawn)", _name(m, "GEOM", g) or f"geom{g}")
+        return []
+
+    # -- actuators
+    def _actuators(self):
+        m = self.m
+        for a in range(m.nu):
+            label = _name(m, "ACTUATOR", a) or f"actuator{a}"
+            if int(m.actuator_trntype[a]) != 0 or int(m.actuator_dyntype[a]) != 0 or \
+                    int(m.actuator_gaintype[a]) != 0 or int(m.actuator_biastype[a]) not in (0, 1):
+                self.ignore("actuators other than joint motors and position/velocity servos", label)
+                continue
+            j = int(m.actuator_trnid[a, 0])
+            if j not in self.coords or len(self.coords[j]) != 1:
+                self.ignore("actuators on ball or free joints", label)
+                continue
+            q = self.coords[j][0]
+            u = self.names(f"u_{label}", "symbol")
+            self.inputs.append(u)
+            gear, gain = float(m.actuator_gear[a, 0]), float(m.actuator_gainprm[a, 0])
+            ctrl = u
+            if m.actuator_ctrllimited[a] and not self.disabled("CLAMPCTRL"):
+                lo, hi = (float(x) for x in m.actuator_ctrlrange[a])
+                ctrl = f"min(max({u}, {_fmt(lo)}), {_fmt(hi)})"
+            force = ctrl if gain == 1 else f"{_fmt(gain)}*{ctrl}"
+            if int(m.actuator_biastype[a]) == 1:                  # affine bias: b0 + b1*length + b2*velocity
+                b0, b1, b2 = (float(x) for x in m.actuator_biasprm[a, :3])
+                for coef, term in ((b0, "1"), (b1 * gear, q), (b2 * gear, f"der({q})")):
+                    if coef:
+                        force += f" + {_fmt(coef)}*{term}"
+            if m.actuator_forcelimited[a]:
+                lo, hi = (float(x) for x in m.actuator_forcerange[a])
+                force = f"min(max({force}, {_fmt(lo)}), {_fmt(hi)})"
+            self.forces.append({"type": "generalized_force", "name": self.names(label, "force"),
+                                "coordinate": q, "value": f"{_fmt(gear)}*({force})" if gear != 1 else force})
+
+    # -- what is left out
+    def _unsupported(self):
+        m = self.m
+        if m.ngeom and not (m.opt.disableflags & 1 << 0):      # mjDSBL_CONSTRAINT
+            self.ignore("contacts (geom collisions)", f"{m.ngeom} geoms")
+        for j in range(m.njnt):
+            if m.jnt_limited[j]:
+                self.ignore("joint limits (range)", self.jname(j))
+        for e in range(m.neq):
+            self.ignore("equality constraints", _name(m, "EQUALITY", e) or f"equality{e}")
+        for t in range(m.ntendon):
+            label = _name(m, "TENDON", t) or f"tendon{t}"
+            if m.tendon_stiffness[t] or m.tendon_damping[t]:
+                self.err(f"tendon[{label}]", "a tendon's spring or damper is not modelled")
+            else:
+                self.ignore("tendons", label)
+        if m.opt.density or m.opt.viscosity:
+            self.ignore("fluid forces (option density/viscosity)", f"density {m.opt.density:g}, "
+                                                                   f"viscosity {m.opt.viscosity:g}")
+        if m.nsensor:
+            self.ignore("sensors", f"{m.nsensor} sensors")
+
+    def _warn(self):
+        if not self.ignored:
+            return
+        from dynamica.generator.model import DynamicaWarning
+        parts = []
+        for what, items in self.ignored.items():
+            shown = ", ".join(f"`{x}`" for x in items[:6]) + (f" and {len(items) - 6} more" if len(items) > 6 else "")
+            parts.append(f"{what}: {shown}")
+        warnings.warn_explicit(f"{self.file}: not modelled (the motion is that of MuJoCo with them switched off): "
+                               + "; ".join(parts), DynamicaWarning, filename=self.file, lineno=0,
+                               module="dynamica.mjcf")
+
+
+def _model_attribute(file) -> str:
+    try:
+        return ET.parse(file).getroot().get("model") or ""
+    except (ET.ParseError, OSError):
+        return ""
+
+
+def _fmt(x: float) -> str:
+    """A number in an expression, exactly (repr round-trips a double)."""
+    v = _num(x)
+    return repr(v) if v >= 0 else f"({v!r})"
+
+
+# ---------------------------------------------------------------- entry points
+def read_mjcf(path) -> dict:
+    """The model mapping of an MJCF file (what a YAML model file would hold); ModelError naming
+    the element for what is wrong with it."""
+    path = Path(path)
+    file = str(path)
+    if path.is_dir() or not path.is_file():
+        raise ModelError(file, [Problem("", "is a directory, expected an MJCF file" if path.is_dir()
+                                        else "file not found")])
+    return _Converter(compile_model(path), file).run()
+
+
+def _included(path: Path, seen=None) -> list:
+    """The files an MJCF file includes (<include file=...>), recursively, for the cache key."""
+    seen = seen if seen is not None else set()
+    out = []
+    try:
+        root = ET.parse(str(path)).getroot()
+    except (ET.ParseError, OSError):
+        return out
+    base = path.parent
+    for el in root.iter("include"):
+        f = el.get("file")
+        if not f:
+            continue
+        p = (base / f).resolve()
+        if p in seen or not p.is_file():
+            continue
+        seen.add(p)
+        out.append(p)
+        out += _included(p, seen)
+    return out
+
+
+def cached_model(path, cache: Path | None) -> dict:
+    """`read_mjcf`, kept in the module cache keyed by the file's bytes and those of its
+    includes, its place and this tool: a cached load does not import mujoco."""
+    path = Path(path)
+    if cache is None or not path.is_file():
+        return read_mjcf(path)
+    from dynamica.build import tool_fingerprint
+    parts = [tool_fingerprint().encode(), path.read_bytes(), str(path.resolve()).encode()]
+    parts += [p.read_bytes() for p in _included(path)]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()
+    entry = cache / "mjcf" / f"{key}.json"
+    try:
+        stored = json.loads(entry.read_text())
+        model, texts = stored["model"], stored["warnings"]
+    except (OSError, ValueError, KeyError, TypeError):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = read_mjcf(path)
+        texts = [str(w.message) for w in caught]
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"model": model, "warnings": texts}))
+            os.replace(tmp, entry)
+        except OSError:
+            pass
+    if texts:                                 # the warnings again, from the caller's point of view, cached or not
+        from dynamica.generator.model import DynamicaWarning
+        for text in texts:
+            warnings.warn_explicit(text, DynamicaWarning, filename=str(path), lineno=0, module="dynamica.mjcf")
+    return model
