@@ -48,10 +48,7 @@ def _urdf(path, cache=None, **options):
 
 def _mjcf(path, cache=None, **options):
     from dynamica.generator import mjcf
-    if options:
-        raise ModelError(str(path), [Problem("", f"the options {', '.join(sorted(options))} are for URDF "
-                                                 "files; an MJCF file takes none")])
-    return mjcf.cached_model(path, cache)
+    return mjcf.cached_model(path, mjcf.check_options(path, **options), cache)
 
 
 def _xml(path, cache=None, **options):

@@ -51,6 +51,21 @@ from dynamica.errors import ModelError, Problem
 from dynamica.generator.urdf import _clean, _Names, _num, _rpy
 
 SUFFIXES = (".xml", ".mjcf")
+ACTUATORS = ("inputs", "off")
+
+
+def check_options(file, actuators="inputs", **other) -> dict:
+    """The import options of an MJCF file: actuators="inputs" (each an input u_<actuator>) or
+    "off" (left out, as MuJoCo's actuation flag off); URDF's options are an error here."""
+    problems = []
+    if other:
+        problems.append(Problem("", f"the options {', '.join(sorted(other))} are for URDF files; an MJCF file "
+                                    "takes actuators='inputs' or 'off'"))
+    if actuators not in ACTUATORS:
+        problems.append(Problem("actuators", f"expected one of {', '.join(ACTUATORS)}, found {actuators!r}"))
+    if problems:
+        raise ModelError(str(file), problems)
+    return {"actuators": actuators}
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 _KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
 
@@ -81,10 +96,14 @@ def compile_model(path: Path):
     tag = root_tag(path)
     if tag != "mujoco":
         raise ModelError(file, [Problem("", f"expected a <mujoco> element at the top (MJCF), found <{tag}>")])
-    try:
-        return mujoco.MjModel.from_xml_path(file)
+    messages, before = [], mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(messages.append)     # not printed, nor written to MUJOCO_LOG.TXT in the
+    try:                                              # working directory: the converter's warning names them
+        return mujoco.MjModel.from_xml_path(file), messages
     except ValueError as exc:
         raise ModelError(file, [Problem("mujoco", f"MuJoCo's compiler refuses the file: {_short(exc)}")]) from None
+    finally:
+        mujoco.set_mju_user_warning(before)
 
 
 def _short(exc) -> str:
@@ -149,8 +168,9 @@ def _merge(transforms) -> list:
 
 # ---------------------------------------------------------------- the conversion
 class _Converter:
-    def __init__(self, m, file: str):
+    def __init__(self, m, file: str, options=None):
         self.m, self.file = m, file
+        self.options = options or {"actuators": "inputs"}
         self.names = _Names()
         self.params: dict = {}
         self.forces: list = []
@@ -375,8 +395,9 @@ class _Converter:
         self.params[pm] = {"value": _num(mass), "unit": "kg", "description": f"mass of body `{label}`"}
         self.params[pc] = {"value": [_num(x) for x in com], "unit": "m",
                            "description": f"centre of mass of body `{label}`, body frame"}
+        tiny = 1e-15 * float(np.max(np.abs(Ib)))      # round-off of the rotation (1e-18 beside 1e-2)
         self.params[pi] = {"value": [_num(x) for x in _clean([Ib[0, 0], Ib[1, 1], Ib[2, 2],
-                                                               Ib[0, 1], Ib[1, 2], Ib[0, 2]], 1e-18)],
+                                                               Ib[0, 1], Ib[1, 2], Ib[0, 2]], tiny)],
                            "unit": "kg*m^2", "description": f"inertia of body `{label}` about its centre of mass, "
                                                             "body axes: Ixx, Iyy, Izz, Ixy, Iyz, Ixz"}
         return {"mass": pm, "com": pc, "inertia": pi}
@@ -429,6 +450,8 @@ class _Converter:
     # -- actuators
     def _actuators(self):
         m = self.m
+        if self.options["actuators"] == "off" or self.disabled("ACTUATION"):
+            return
         for a in range(m.nu):
             label = _name(m, "ACTUATOR", a) or f"actuator{a}"
             if int(m.actuator_trntype[a]) != 0 or int(m.actuator_dyntype[a]) != 0 or \
@@ -447,12 +470,12 @@ class _Converter:
             if m.actuator_ctrllimited[a] and not self.disabled("CLAMPCTRL"):
                 lo, hi = (float(x) for x in m.actuator_ctrlrange[a])
                 ctrl = f"min(max({u}, {_fmt(lo)}), {_fmt(hi)})"
-            force = ctrl if gain == 1 else f"{_fmt(gain)}*{ctrl}"
+            force = ctrl if gain == 1 else f"{_fmt(gain)}*{ctrl}" if gain > 0 else f"({_fmt(gain)})*{ctrl}"
             if int(m.actuator_biastype[a]) == 1:                  # affine bias: b0 + b1*length + b2*velocity
                 b0, b1, b2 = (float(x) for x in m.actuator_biasprm[a, :3])
-                for coef, term in ((b0, "1"), (b1 * gear, q), (b2 * gear, f"der({q})")):
+                for coef, term in ((b0, ""), (b1 * gear, f"*{q}"), (b2 * gear, f"*der({q})")):
                     if coef:
-                        force += f" + {_fmt(coef)}*{term}"
+                        force += f" {'+' if coef > 0 else '-'} {_fmt(abs(coef))}{term}"
             if m.actuator_forcelimited[a]:
                 lo, hi = (float(x) for x in m.actuator_forcerange[a])
                 force = f"min(max({force}, {_fmt(lo)}), {_fmt(hi)})"
@@ -503,12 +526,11 @@ def _model_attribute(file) -> str:
 
 def _fmt(x: float) -> str:
     """A number in an expression, exactly (repr round-trips a double)."""
-    v = _num(x)
-    return repr(v) if v >= 0 else f"({v!r})"
+    return repr(_num(x))
 
 
 # ---------------------------------------------------------------- entry points
-def read_mjcf(path) -> dict:
+def read_mjcf(path, options=None) -> dict:
     """The model mapping of an MJCF file (what a YAML model file would hold); ModelError naming
     the element for what is wrong with it."""
     path = Path(path)
@@ -516,7 +538,11 @@ def read_mjcf(path) -> dict:
     if path.is_dir() or not path.is_file():
         raise ModelError(file, [Problem("", "is a directory, expected an MJCF file" if path.is_dir()
                                         else "file not found")])
-    return _Converter(compile_model(path), file).run()
+    m, messages = compile_model(path)
+    converter = _Converter(m, file, options)
+    for text in messages:
+        converter.ignore("MuJoCo's compiler warnings", " ".join(str(text).split()))
+    return converter.run()
 
 
 def _included(path: Path, seen=None) -> list:
@@ -541,14 +567,15 @@ def _included(path: Path, seen=None) -> list:
     return out
 
 
-def cached_model(path, cache: Path | None) -> dict:
+def cached_model(path, options: dict, cache: Path | None) -> dict:
     """`read_mjcf`, kept in the module cache keyed by the file's bytes and those of its
     includes, its place and this tool: a cached load does not import mujoco."""
     path = Path(path)
     if cache is None or not path.is_file():
-        return read_mjcf(path)
+        return read_mjcf(path, options)
     from dynamica.build import tool_fingerprint
-    parts = [tool_fingerprint().encode(), path.read_bytes(), str(path.resolve()).encode()]
+    parts = [tool_fingerprint().encode(), path.read_bytes(), str(path.resolve()).encode(),
+             json.dumps(options, sort_keys=True).encode()]
     parts += [p.read_bytes() for p in _included(path)]
     key = hashlib.sha256(b"\0".join(parts)).hexdigest()
     entry = cache / "mjcf" / f"{key}.json"
@@ -558,7 +585,7 @@ def cached_model(path, cache: Path | None) -> dict:
     except (OSError, ValueError, KeyError, TypeError):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = read_mjcf(path)
+            model = read_mjcf(path, options)
         texts = [str(w.message) for w in caught]
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,9 @@ def add_import_options(p):
     p.add_argument("--mimic", choices=("independent", "coupled"), default=None,
                    help="URDF: mimic joints as independent coordinates (default, with a warning) or coupled")
     p.add_argument("--limits", action="store_true", help="URDF: joint limits as `limit` forces")
+    p.add_argument("--actuators", choices=("inputs", "off"), default=None,
+                   help="MJCF: the actuators as inputs u_<actuator> (default) or left out (MuJoCo's actuation "
+                        "flag off): a simulation needs every input")
     p.add_argument("--warnings", action="store_true", help="print every warning, also those an earlier "
                    "command printed about this model")
 
@@ -25,6 +28,8 @@ def import_options(args) -> dict:
         out["mimic"] = args.mimic
     if getattr(args, "limits", False):
         out["limits"] = True
+    if getattr(args, "actuators", None):
+        out["actuators"] = args.actuators
     return out
 
 

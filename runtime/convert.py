@@ -46,9 +46,9 @@ def convert(source, out, **options) -> Path:
         for vis in body.get("visual", []):
             if vis.get("shape") == "mesh" and os.path.isabs(vis["file"]):
                 vis["file"] = os.path.relpath(vis["file"], out.resolve().parent)
-    part = "body" if "MJCF" in model.get("description", "") else "link"
+    part, parts = ("body", "bodies") if "MJCF" in model.get("description", "") else ("link", "links")
     head = (f"# {model['name']}: converted by `dynamica convert` from {source.name}\n"
-            f"# parameters are named after the {part}s (<{part}>_mass, _com, _inertia) and joints\n")
+            f"# parameters are named after the {parts} (<{part}>_mass, _com, _inertia) and joints\n")
     text = head + yaml.dump(model, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")

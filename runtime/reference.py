@@ -143,7 +143,8 @@ class NumericReference:
                     fn[key] = sp.lambdify(law_args, names.expr(v, law=True), "numpy")
                 elif key in vectors and isinstance(v, tuple):
                     fn[key] = sp.lambdify(args, names.vector(v), "numpy")
-                elif key in ("stiffness", "damping", "neutral", "value", "free_length", "lower", "upper", "decay"):
+                elif key in ("stiffness", "damping", "neutral", "value", "free_length", "lower", "upper", "decay",
+                             "inertia"):
                     fn[key] = sp.lambdify(args, names.expr(v), "numpy")
                 else:
                     fn[key] = v
@@ -321,6 +322,10 @@ class NumericReference:
                 M[sj, si] = M[si, sj].T
                 Tij = Tij @ C[j]
                 j = topo.kappa[j]
+        for ftype, fn in self.forces:                                     # MuJoCo's armature: M[c, c] += a
+            if ftype == "armature":
+                k = self.coordinates.index(fn["coordinate"])
+                M[k, k] += fn["inertia"](q, qd, t, p)
         return M, Q + gen
 
     def qdd(self, q, qd, t=0.0, params=None):
@@ -389,6 +394,9 @@ class NumericReference:
             E -= m * st["g"] @ (st["r0"][i] + st["R0"][i].T @ rc)
         names = self.topo.names
         for ftype, fn in self.forces:
+            if ftype == "armature":
+                k = self.coordinates.index(fn["coordinate"])
+                E += 0.5 * fn["inertia"](q, qd, t, p) * qd[k] ** 2
             if ftype == "joint_spring_damper":
                 k = self.coordinates.index(fn["coordinate"])
                 E += 0.5 * fn["stiffness"](q, qd, t, p) * (q[k] - fn["neutral"](q, qd, t, p)) ** 2

@@ -188,7 +188,6 @@ def test_armature_refused_by_other_forms(small_files):
 def test_names_and_parameters(small_files):
     spec = load_model(small_files["double_pendulum"])
     assert spec.name == "double_pendulum"
-    assert spec.coordinates if hasattr(spec, "coordinates") else True
     params = {p.name: p for p in spec.parameters}
     assert params["shoulder_armature"].value == 0.05 and params["elbow_stiffness"].value == 2
     assert params["upper_mass"].value == pytest.approx(1.3)
@@ -202,18 +201,14 @@ def test_names_and_parameters(small_files):
 
 def test_free_body_starts_where_the_file_puts_it(small_files):
     """The free joint's initial values are the body's pose in the file (MuJoCo's qpos0)."""
-    model = _load(small_files["free"])
     spec = load_model(small_files["free"])
-    init = {name: float(v) for name, v in spec.initial}  if isinstance(spec.initial, tuple) else None
+    init = {name: float(v) for name, v in spec.initial}
+    coords = ("root_x", "root_y", "root_z", "root_rx", "root_ry", "root_rz", "shoulder")
+    q0 = np.array([init.get(c, 0.0) for c in coords])
     m = mujoco.MjModel.from_xml_path(str(small_files["free"]))
-    oracle = MujocoOracle(small_files["free"], model.coordinates)
-    q0 = np.zeros(model.n)
-    if init is not None:
-        for k, c in enumerate(model.coordinates):
-            q0[k] = init.get(c, 0.0)
-        qpos, _, _ = oracle.state(q0, np.zeros(model.n))
-        assert max_rel_err(qpos[:3], m.qpos0[:3]) < 1e-15
-        assert min(np.abs(qpos[3:7] - m.qpos0[3:7]).max(), np.abs(qpos[3:7] + m.qpos0[3:7]).max()) < 1e-12
+    qpos, _, _ = MujocoOracle(small_files["free"], coords).state(q0, np.zeros(7))
+    assert np.abs(qpos[:3] - m.qpos0[:3]).max() < 1e-15 and np.abs(qpos[:3]).max() > 0.1
+    assert min(np.abs(qpos[3:7] - m.qpos0[3:7]).max(), np.abs(qpos[3:7] + m.qpos0[3:7]).max()) < 1e-12
 
 
 def test_motor_actuators_are_inputs(small_files):
@@ -323,3 +318,25 @@ def test_urdf_in_an_xml_file_is_read_as_urdf(tmp_path):
 def test_missing_file_is_a_model_error(tmp_path):
     with pytest.raises(ModelError, match="file not found"):
         load_model(tmp_path / "none.xml")
+
+
+def test_actuators_off_and_urdf_options_refused(small_files):
+    path = small_files["cart_pendulum"]
+    off = _load(path, actuators="off")
+    assert off.inputs == () and off.n == 2
+    oracle = MujocoOracle(path, off.coordinates)                 # actuation disabled there
+    qacc, ours, _, _ = oracle.compare(off, np.array([0.2, -0.4]), np.array([0.5, 1.0]))
+    assert max_rel_err(ours, qacc) < RTOL
+    with pytest.raises(ModelError, match="floating.*URDF"):
+        load_model(path, floating=True)
+    with pytest.raises(ModelError, match="actuators"):
+        load_model(path, actuators="sometimes")
+
+
+def test_simulate_from_the_command_line(tmp_path, small_files):
+    from dynamica.runtime.cli import main
+    out = tmp_path / "run.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DynamicaWarning)
+        assert main(["simulate", str(small_files["double_pendulum"]), "--t-end", "0.2", "--out", str(out)]) == 0
+    assert out.read_text().splitlines()[0].startswith("t,shoulder,elbow")
