@@ -29,8 +29,9 @@ its parent's, then its joints move it in order, each in the frame the previous o
   geoms                -> the body's `visual:` (sphere, box, cylinder; capsule as a cylinder
                           with two spheres; ellipsoid as a sphere)
   option gravity       -> gravity [0, 0, -g] with the parameter g, or a vector parameter
-Contacts, joint limits, friction loss, equality constraints, tendons, fluid forces, sensors and
-the actuators this does not model are named in one warning; what would change the motion
+  equality connect     -> a spherical loop (docs/loops.md); weld -> a weld loop
+Contacts, joint limits, friction loss, other equality constraints, tendons, fluid forces,
+sensors and the actuators this does not model are named in one warning; what would change the motion
 without a way to switch it off in MuJoCo either (a ball joint's spring, armature on rotations
 of a ball or free joint, a tendon's spring) is a ModelError naming the element.
 """
@@ -202,6 +203,7 @@ class _Converter:
         self._gravity()
         bodies = [self._body(b) for b in range(1, m.nbody)]
         self._actuators()
+        loops = self._equalities()
         self._unsupported()
         if self.problems:
             raise ModelError(self.file, self.problems)
@@ -218,6 +220,8 @@ class _Converter:
             model["initial"] = self.initial
         if self.forces:
             model["forces"] = self.forces
+        if loops:
+            model["loops"] = loops
         self._warn()
         return model
 
@@ -482,6 +486,45 @@ class _Converter:
             self.forces.append({"type": "generalized_force", "name": self.names(label, "force"),
                                 "coordinate": q, "value": f"{_fmt(gear)}*({force})" if gear != 1 else force})
 
+    # -- equality constraints
+    def _equalities(self) -> list:
+        """`connect` and `weld` between bodies as loops (docs/loops.md): MuJoCo's soft constraints
+        as exact ones. connect: the point eq_data[0:3] of body1 on the point eq_data[3:6] of body2
+        (the compiler's, from qpos0); weld: the point eq_data[3:6] of body1 on eq_data[0:3] of
+        body2, and their relative orientation kept (relquat, which must be the one at qpos0: a
+        loop keeps the orientation it is assembled in)."""
+        m, out = self.m, []
+        for e in range(m.neq):
+            label = _name(m, "EQUALITY", e) or f"equality{e}"
+            kind = int(m.eq_type[e])
+            objtype = int(m.eq_objtype[e]) if hasattr(m, "eq_objtype") else 1
+            if kind not in (0, 1) or objtype != 1:
+                self.ignore("equality constraints other than connect and weld between bodies", label)
+                continue
+            if not m.eq_active0[e]:
+                self.ignore("inactive equality constraints", label)
+                continue
+            b1, b2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+            data = [float(x) for x in m.eq_data[e]]
+            pa, pb = (data[0:3], data[3:6]) if kind == 0 else (data[3:6], data[0:3])
+            if kind == 1 and not self._relquat_at_qpos0(b1, b2, data[6:10]):
+                self.err(f"equality[{label}].relpose", "a weld whose relative orientation is not the one at the "
+                                                      "reference configuration (qpos0): a loop keeps the orientation "
+                                                      "it is assembled in")
+                continue
+            loop = {"name": self.names(label, "body"), "type": "spherical" if kind == 0 else "weld",
+                    "body_a": self.body_name[b1], "point_a": [_num(x) for x in _clean(pa, 1e-15)],
+                    "body_b": self.body_name[b2], "point_b": [_num(x) for x in _clean(pb, 1e-15)]}
+            out.append(loop)
+        return out
+
+    def _relquat_at_qpos0(self, b1, b2, relquat) -> bool:
+        import mujoco
+        d = mujoco.MjData(self.m)
+        mujoco.mj_kinematics(self.m, d)
+        R1, R2 = (d.xmat[b].reshape(3, 3) for b in (b1, b2))
+        return bool(np.abs(R1.T @ R2 - _quat_matrix(relquat)).max() < 1e-9)
+
     # -- what is left out
     def _unsupported(self):
         m = self.m
@@ -490,8 +533,6 @@ class _Converter:
         for j in range(m.njnt):
             if m.jnt_limited[j]:
                 self.ignore("joint limits (range)", self.jname(j))
-        for e in range(m.neq):
-            self.ignore("equality constraints", _name(m, "EQUALITY", e) or f"equality{e}")
         for t in range(m.ntendon):
             label = _name(m, "TENDON", t) or f"tendon{t}"
             if m.tendon_stiffness[t] or m.tendon_damping[t]:

@@ -134,3 +134,37 @@ class MujocoOracle:
         ours = model.qdd(q, qd, inputs=inputs) if inputs else model.qdd(q, qd)
         return qacc, T @ ours + self.bias_rate(np.asarray(q, float), np.asarray(qd, float)), T.T @ M @ T, \
             model.mass_matrix(q)
+
+
+def constrained_qacc(oracle, q, qd, h=1e-5):
+    """q'' of a hinge/slide model with its `connect` and `weld` equalities as exact constraints:
+    MuJoCo's unconstrained qacc a0 and M (constraints disabled), the constraints' Jacobian J
+    from mj_jac at the equalities' points (connect: the two points' velocities equal; weld: also
+    the two bodies' angular velocities), dJ/dt q' by a central difference along q', and the
+    Gauss principle written here: q'' = a0 - M^-1 J^T (J M^-1 J^T)^+ (J a0 + J' q')."""
+    mj, m, d = oracle.mj, oracle.m, oracle.d
+    q, qd = np.asarray(q, float), np.asarray(qd, float)
+
+    def jac(qq):
+        d.qpos[:] = qq
+        mj.mj_kinematics(m, d)
+        mj.mj_comPos(m, d)
+        rows = []
+        for e in range(m.neq):
+            kind, b1, b2 = int(m.eq_type[e]), int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+            data = m.eq_data[e]
+            pa, pb = (data[0:3], data[3:6]) if kind == 0 else (data[3:6], data[0:3])
+            J = []
+            for b, p, s in ((b1, pa, 1.0), (b2, pb, -1.0)):
+                jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+                x = d.xpos[b] + d.xmat[b].reshape(3, 3) @ p
+                mj.mj_jac(m, d, jp, jr, x, b)
+                J.append(s * np.vstack([jp, jr] if kind == 1 else [jp]))
+            rows.append(J[0] + J[1])
+        return np.vstack(rows)
+    J = jac(q)
+    Jd_qd = (jac(q + h * qd) - jac(q - h * qd)) @ qd / (2 * h)
+    a0, M, _ = oracle.qacc_and_M(q, qd)
+    Minv = np.linalg.inv(M)
+    S = J @ Minv @ J.T
+    return a0 - Minv @ J.T @ np.linalg.pinv(S, rcond=1e-10) @ (J @ a0 + Jd_qd)
