@@ -55,18 +55,19 @@ SUFFIXES = (".xml", ".mjcf")
 ACTUATORS = ("inputs", "off")
 
 
-def check_options(file, actuators="inputs", **other) -> dict:
+def check_options(file, actuators="inputs", limits=False, frictionloss=False, **other) -> dict:
     """The import options of an MJCF file: actuators="inputs" (each an input u_<actuator>) or
-    "off" (left out, as MuJoCo's actuation flag off); URDF's options are an error here."""
+    "off" (left out, as MuJoCo's actuation flag off); limits=True (joint ranges as `limit`
+    forces), frictionloss=True (a regularised Coulomb force); URDF's other options are an error."""
     problems = []
     if other:
         problems.append(Problem("", f"the options {', '.join(sorted(other))} are for URDF files; an MJCF file "
-                                    "takes actuators='inputs' or 'off'"))
+                                    "takes actuators='inputs' or 'off', limits and frictionloss"))
     if actuators not in ACTUATORS:
         problems.append(Problem("actuators", f"expected one of {', '.join(ACTUATORS)}, found {actuators!r}"))
     if problems:
         raise ModelError(str(file), problems)
-    return {"actuators": actuators}
+    return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss)}
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 _KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
 
@@ -171,7 +172,7 @@ def _merge(transforms) -> list:
 class _Converter:
     def __init__(self, m, file: str, options=None):
         self.m, self.file = m, file
-        self.options = options or {"actuators": "inputs"}
+        self.options = options or {"actuators": "inputs", "limits": False, "frictionloss": False}
         self.names = _Names()
         self.params: dict = {}
         self.forces: list = []
@@ -338,8 +339,44 @@ class _Converter:
                 self.params[p] = {"value": _num(arm), "unit": "kg*m^2" if unit_rot else "kg",
                                   "description": f"armature of joint `{self.jname(j)}` (MJCF armature)"}
                 self.forces.append({"type": "armature", "name": self.names(p, "force"), "coordinate": q, "inertia": p})
-            if float(m.dof_frictionloss[dof + k]):
-                self.ignore("friction loss (a constraint in MuJoCo)", self.jname(j))
+            f = 0.0 if self.disabled("FRICTIONLOSS") else float(m.dof_frictionloss[dof + k])
+            if f and self.options["frictionloss"]:
+                p = self.names(f"{q}_frictionloss", "symbol")
+                self.params[p] = {"value": _num(f), "unit": "N*m" if unit_rot else "N",
+                                  "description": f"friction loss of joint `{self.jname(j)}` (MJCF frictionloss)"}
+                w = self._friction_velocity()
+                self.forces.append({"type": "generalized_force", "name": self.names(p, "force"), "coordinate": q,
+                                    "value": f"-{p}*tanh(der({q})/{w})"})
+            elif f:
+                self.ignore("friction loss (a constraint in MuJoCo; frictionloss=True: a regularised Coulomb "
+                            "force)", self.jname(j))
+            self._limit(j, q)
+
+    def _friction_velocity(self) -> str:
+        if getattr(self, "_fv", None) is None:
+            self._fv = self.names("friction_velocity", "symbol")
+            self.params[self._fv] = {"value": 0.01, "unit": "rad/s or m/s",
+                                     "description": "friction loss: the rate at which tanh reaches 76 % of the "
+                                                    "Coulomb force"}
+        return self._fv
+
+    def _limit(self, j, q):
+        """A joint's range as a `limit` force (limits=True), with URDF's parameters
+        (limit_stiffness, limit_damping, limit_decay); otherwise named in the warning."""
+        m = self.m
+        if not m.jnt_limited[j] or m.jnt_type[j] not in (HINGE, SLIDE) or self.disabled("LIMIT"):
+            return
+        lo, hi = (float(x) for x in m.jnt_range[j])
+        if not self.options["limits"] or not lo < hi:
+            self.ignore("joint limits (range; limits=True: `limit` forces)", self.jname(j))
+            return
+        from dynamica.generator.urdf import _LIMIT_PARAMETERS
+        for key, value in _LIMIT_PARAMETERS.items():
+            if key not in self.params:
+                self.params[self.names(key, "symbol")] = value
+        self.forces.append({"type": "limit", "name": self.names(f"{q}_limit", "force"), "coordinate": q,
+                            "lower": _num(lo), "upper": _num(hi), "stiffness": "limit_stiffness",
+                            "damping": "limit_damping", "decay": "limit_decay"})
 
     def _spring(self, j, q, adr):
         k = float(self.m.jnt_stiffness[j])
@@ -531,7 +568,7 @@ class _Converter:
         if m.ngeom and not (m.opt.disableflags & 1 << 0):      # mjDSBL_CONSTRAINT
             self.ignore("contacts (geom collisions)", f"{m.ngeom} geoms")
         for j in range(m.njnt):
-            if m.jnt_limited[j]:
+            if m.jnt_limited[j] and m.jnt_type[j] == BALL and not self.disabled("LIMIT"):
                 self.ignore("joint limits (range)", self.jname(j))
         for t in range(m.ntendon):
             label = _name(m, "TENDON", t) or f"tendon{t}"

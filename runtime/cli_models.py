@@ -11,7 +11,9 @@ def add_import_options(p):
                    "<root>_x ... <root>_rz) instead of welded to the ground")
     p.add_argument("--mimic", choices=("independent", "coupled"), default=None,
                    help="URDF: mimic joints as independent coordinates (default, with a warning) or coupled")
-    p.add_argument("--limits", action="store_true", help="URDF: joint limits as `limit` forces")
+    p.add_argument("--limits", action="store_true", help="URDF, MJCF: joint limits as `limit` forces")
+    p.add_argument("--frictionloss", action="store_true", help="MJCF: joint friction loss as a regularised "
+                   "Coulomb force (otherwise left out, as MuJoCo's constraint flag off)")
     p.add_argument("--actuators", choices=("inputs", "off"), default=None,
                    help="MJCF: the actuators as inputs u_<actuator> (default) or left out (MuJoCo's actuation "
                         "flag off): a simulation needs every input")
@@ -28,6 +30,8 @@ def import_options(args) -> dict:
         out["mimic"] = args.mimic
     if getattr(args, "limits", False):
         out["limits"] = True
+    if getattr(args, "frictionloss", False):
+        out["frictionloss"] = True
     if getattr(args, "actuators", None):
         out["actuators"] = args.actuators
     return out

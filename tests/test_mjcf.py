@@ -412,3 +412,29 @@ def test_connect_and_weld_as_loops(tmp_path, name):
         assert np.abs(model.constraints(q)).max() < 1e-10
         worst = max(worst, max_rel_err(model.qdd(q, qd), constrained_qacc(oracle, q, qd)))
     assert worst < RTOL, worst                 # measured: 2e-12 (the central difference of J' q')
+
+
+def test_limits_and_frictionloss_on_request(tmp_path):
+    """limits=True: the ranges as `limit` forces; frictionloss=True: -f tanh(q'/0.01), which
+    adds M^-1 Q to MuJoCo's q'' (its friction loss is a constraint, disabled in the oracle)."""
+    path = tmp_path / "friction.xml"
+    path.write_text("""
+<mujoco><compiler angle="degree"/><worldbody>
+  <body name="arm"><joint name="hinge" axis="0 1 0" range="-30 60" frictionloss="0.4"/>
+    <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="1"/>
+    <body name="slider" pos="0.5 0 0"><joint name="slide" type="slide" axis="1 0 0" frictionloss="2"/>
+      <geom type="sphere" size="0.05" mass="0.3"/></body></body>
+</worldbody></mujoco>""")
+    plain = load_model(path)
+    assert not [f for f in plain.forces if f.type in ("limit", "generalized_force")]
+    spec = load_model(path, limits=True)
+    limits = {f["coordinate"]: f for f in spec.forces if f.type == "limit"}
+    assert set(limits) == {"hinge"}
+    assert float(limits["hinge"]["lower"]) == pytest.approx(-np.pi / 6)
+    assert float(limits["hinge"]["upper"]) == pytest.approx(np.pi / 3)
+    model = _load(path, frictionloss=True)
+    oracle = MujocoOracle(path, model.coordinates)
+    q, qd = np.array([0.3, 0.1]), np.array([0.7, -0.002])
+    qacc, _, M, _ = oracle.compare(model, q, qd)
+    Q = np.array([-0.4 * np.tanh(0.7 / 0.01), -2.0 * np.tanh(-0.002 / 0.01)])
+    assert max_rel_err(model.qdd(q, qd), qacc + np.linalg.solve(M, Q)) < RTOL
