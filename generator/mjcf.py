@@ -25,7 +25,9 @@ its parent's, then its joints move it in order, each in the frame the previous o
                           joint's rotation a bushing's rotational damping
   armature             -> an `armature` element: added to the coordinate's diagonal of M
   motor actuators      -> inputs u_<actuator>, generalized_force gear*gain*u (clamped to
-                          ctrlrange/forcerange when MuJoCo clamps)
+                          ctrlrange/forcerange when MuJoCo clamps); servos' affine bias; on
+                          fixed tendons through their coefficients
+  fixed tendon springs -> generalized_force c_i (-k (L - L0) - d L') on each joint
   geoms                -> the body's `visual:` (sphere, box, cylinder; capsule as a cylinder
                           with two spheres; ellipsoid as a sphere)
   option gravity       -> gravity [0, 0, -g] with the parameter g, or a vector parameter
@@ -33,7 +35,7 @@ its parent's, then its joints move it in order, each in the frame the previous o
 Contacts, joint limits, friction loss, other equality constraints, tendons, fluid forces,
 sensors and the actuators this does not model are named in one warning; what would change the motion
 without a way to switch it off in MuJoCo either (a ball joint's spring, armature on rotations
-of a ball or free joint, a tendon's spring) is a ModelError naming the element.
+of a ball or free joint, a spatial tendon's spring) is a ModelError naming the element.
 """
 
 from __future__ import annotations
@@ -203,6 +205,7 @@ class _Converter:
             self.body_name[b] = self.names(_name(m, "BODY", b) or f"body{b}", "body")
         self._gravity()
         bodies = [self._body(b) for b in range(1, m.nbody)]
+        self._tendons()
         self._actuators()
         loops = self._equalities()
         self._unsupported()
@@ -488,6 +491,57 @@ class _Converter:
             self.ignore("mesh geoms (not drawn)", _name(m, "GEOM", g) or f"geom{g}")
         return []
 
+    # -- fixed tendons: L = sum c_i q_i over hinge and slide joints
+    def _fixed_tendon(self, t):
+        """[(coordinate, coefficient)] of a fixed tendon whose joints are all hinges or slides
+        (None otherwise): its length is sum c_i q_i, a force F along it acts as c_i F on q_i."""
+        m = self.m
+        out = []
+        for w in range(int(m.tendon_adr[t]), int(m.tendon_adr[t]) + int(m.tendon_num[t])):
+            j = int(m.wrap_objid[w])
+            if int(m.wrap_type[w]) != 1 or j not in self.coords or len(self.coords[j]) != 1:
+                return None
+            out.append((self.coords[j][0], float(m.wrap_prm[w])))
+        return out
+
+    @staticmethod
+    def _length(path, rate=False) -> str:
+        terms = [f"{_fmt(c)}*{'der(' + q + ')' if rate else q}" for q, c in path if c]
+        return "(" + " + ".join(terms).replace("+ -", "- ") + ")" if terms else "0"
+
+    def _tendons(self):
+        """Springs and dampers of fixed tendons: F = -k (L - L0) - d L', c_i F on each q_i."""
+        m = self.m
+        for t in range(m.ntendon):
+            label = _name(m, "TENDON", t) or f"tendon{t}"
+            k = 0.0 if self.disabled("SPRING") else float(m.tendon_stiffness[t])
+            d = 0.0 if self.disabled("DAMPER") else float(m.tendon_damping[t])
+            path = self._fixed_tendon(t)
+            if not (k or d):
+                if m.tendon_limited[t] or not any(
+                        int(m.actuator_trntype[a]) == 3 and int(m.actuator_trnid[a, 0]) == t for a in range(m.nu)):
+                    self.ignore("tendons (their limits; spatial tendons)", label)
+                continue
+            lo, hi = (float(x) for x in np.ravel(m.tendon_lengthspring[t])[:2])
+            if path is None or (k and lo != hi):
+                self.err(f"tendon[{label}]", "a spring or damper on a tendon that is not a fixed tendon of hinge and "
+                                             "slide joints, or a spring with a dead band, is not modelled")
+                continue
+            base = self.names(label, "joint")
+            terms = []
+            if k:
+                pk = self.names(f"{base}_stiffness", "symbol")
+                self.params[pk] = {"value": _num(k), "description": f"stiffness of tendon `{label}` (MJCF)"}
+                terms.append(f"-{pk}*({self._length(path)} - {_fmt(lo)})" if lo else f"-{pk}*{self._length(path)}")
+            if d:
+                pd = self.names(f"{base}_damping", "symbol")
+                self.params[pd] = {"value": _num(d), "description": f"damping of tendon `{label}` (MJCF)"}
+                terms.append(f"-{pd}*{self._length(path, rate=True)}")
+            for q, c in path:
+                if c:
+                    self.forces.append({"type": "generalized_force", "name": self.names(f"{base}_{q}", "force"),
+                                        "coordinate": q, "value": f"{_fmt(c)}*({' '.join(terms)})"})
+
     # -- actuators
     def _actuators(self):
         m = self.m
@@ -495,15 +549,20 @@ class _Converter:
             return
         for a in range(m.nu):
             label = _name(m, "ACTUATOR", a) or f"actuator{a}"
-            if int(m.actuator_trntype[a]) != 0 or int(m.actuator_dyntype[a]) != 0 or \
+            trn = int(m.actuator_trntype[a])
+            if trn not in (0, 3) or int(m.actuator_dyntype[a]) != 0 or \
                     int(m.actuator_gaintype[a]) != 0 or int(m.actuator_biastype[a]) not in (0, 1):
-                self.ignore("actuators other than joint motors and position/velocity servos", label)
+                self.ignore("actuators other than motors and position/velocity servos on joints and fixed tendons",
+                            label)
                 continue
-            j = int(m.actuator_trnid[a, 0])
-            if j not in self.coords or len(self.coords[j]) != 1:
-                self.ignore("actuators on ball or free joints", label)
+            target = int(m.actuator_trnid[a, 0])
+            if trn == 0:
+                path = [(self.coords[target][0], 1.0)] if len(self.coords.get(target, ())) == 1 else None
+            else:
+                path = self._fixed_tendon(target)
+            if path is None:
+                self.ignore("actuators on ball or free joints or on spatial tendons", label)
                 continue
-            q = self.coords[j][0]
             u = self.names(f"u_{label}", "symbol")
             self.inputs.append(u)
             gear, gain = float(m.actuator_gear[a, 0]), float(m.actuator_gainprm[a, 0])
@@ -512,16 +571,24 @@ class _Converter:
                 lo, hi = (float(x) for x in m.actuator_ctrlrange[a])
                 ctrl = f"min(max({u}, {_fmt(lo)}), {_fmt(hi)})"
             force = ctrl if gain == 1 else f"{_fmt(gain)}*{ctrl}" if gain > 0 else f"({_fmt(gain)})*{ctrl}"
-            if int(m.actuator_biastype[a]) == 1:                  # affine bias: b0 + b1*length + b2*velocity
+            if int(m.actuator_biastype[a]) == 1:      # affine bias: b0 + b1*length + b2*velocity (length = gear*L)
                 b0, b1, b2 = (float(x) for x in m.actuator_biasprm[a, :3])
-                for coef, term in ((b0, ""), (b1 * gear, f"*{q}"), (b2 * gear, f"*der({q})")):
+                single = len(path) == 1 and path[0][1] == 1.0
+                length = path[0][0] if single else self._length(path)
+                rate = f"der({path[0][0]})" if single else self._length(path, rate=True)
+                for coef, term in ((b0, ""), (b1 * gear, f"*{length}"), (b2 * gear, f"*{rate}")):
                     if coef:
                         force += f" {'+' if coef > 0 else '-'} {_fmt(abs(coef))}{term}"
             if m.actuator_forcelimited[a]:
                 lo, hi = (float(x) for x in m.actuator_forcerange[a])
                 force = f"min(max({force}, {_fmt(lo)}), {_fmt(hi)})"
-            self.forces.append({"type": "generalized_force", "name": self.names(label, "force"),
-                                "coordinate": q, "value": f"{_fmt(gear)}*({force})" if gear != 1 else force})
+            for q, c in path:
+                scale = gear * c
+                if not scale:
+                    continue
+                name = self.names(label if len(path) == 1 else f"{label}_{q}", "force")
+                self.forces.append({"type": "generalized_force", "name": name, "coordinate": q,
+                                    "value": f"{_fmt(scale)}*({force})" if scale != 1 else force})
 
     # -- equality constraints
     def _equalities(self) -> list:
@@ -570,12 +637,6 @@ class _Converter:
         for j in range(m.njnt):
             if m.jnt_limited[j] and m.jnt_type[j] == BALL and not self.disabled("LIMIT"):
                 self.ignore("joint limits (range)", self.jname(j))
-        for t in range(m.ntendon):
-            label = _name(m, "TENDON", t) or f"tendon{t}"
-            if m.tendon_stiffness[t] or m.tendon_damping[t]:
-                self.err(f"tendon[{label}]", "a tendon's spring or damper is not modelled")
-            else:
-                self.ignore("tendons", label)
         if m.opt.density or m.opt.viscosity:
             self.ignore("fluid forces (option density/viscosity)", f"density {m.opt.density:g}, "
                                                                    f"viscosity {m.opt.viscosity:g}")

@@ -104,6 +104,9 @@ def predicted_best(spec, K=DEFAULT_K, available=None) -> str:
     available = set(EQUATION_FORMS if available is None else available)
     if not _inverts_body_inertias(spec):
         available.discard("lagrange1")
+    if any(f.type == "armature" for f in spec.forces):          # only these forms take M's extra diagonal
+        from dynamica.generator.forces import ARMATURE_FORMS
+        available &= set(ARMATURE_FORMS)
     cands = [f for f in cost.SELECTION if f in available] or [f for f in cost.FORMS if f in available]
     return cost.best(cost.from_spec(spec), K=K, forms=cands)
 

@@ -155,6 +155,8 @@ def _load(path, **kw):
 
 
 def _compare(model, path, states=6, seed=0, spread=1.0):
+    """q'' and M against MuJoCo with actuation off: `model` is loaded with actuators="off" (a
+    servo's bias is part of its actuator force, which MuJoCo's flag switches off with it)."""
     oracle = MujocoOracle(path, model.coordinates)
     rng = np.random.default_rng(seed)
     worst = 0.0
@@ -169,7 +171,7 @@ def _compare(model, path, states=6, seed=0, spread=1.0):
 
 @pytest.mark.parametrize("name", list(SMALL))
 def test_small_models_match_mujoco(small_files, name):
-    model = _load(small_files[name])
+    model = _load(small_files[name], actuators="off")
     _compare(model, small_files[name], seed=list(SMALL).index(name))
 
 
@@ -177,7 +179,7 @@ def test_small_models_match_mujoco(small_files, name):
 def test_armature_in_other_forms(small_files, form):
     """Armature (a term on M's diagonal) in every form that takes it: the same q'' as MuJoCo."""
     for name in ("cart_pendulum", "free"):
-        _compare(_load(small_files[name], form=form), small_files[name], states=3, seed=5)
+        _compare(_load(small_files[name], form=form, actuators="off"), small_files[name], states=3, seed=5)
 
 
 def test_armature_refused_by_other_forms(small_files):
@@ -225,28 +227,49 @@ def test_motor_actuators_are_inputs(small_files):
 
 
 DM_SUITE = ["acrobot", "cartpole", "hopper", "cheetah", "walker", "finger", "reacher", "pendulum", "point_mass",
-            "swimmer", "manipulator"]
+            "swimmer", "manipulator", "ball_in_cup", "fish", "stacker"]
 GYM = ["ant", "half_cheetah", "hopper", "inverted_double_pendulum", "inverted_pendulum", "pusher", "reacher",
-       "swimmer", "walker2d"]
+       "swimmer", "walker2d", "point"]
 
 
 @pytest.mark.parametrize("name", DM_SUITE)
 def test_dm_control_suite_matches_mujoco(name):
     path = dm_suite(name)
-    _compare(_load(path), path, states=4, seed=11)
+    _compare(_load(path, actuators="off"), path, states=4, seed=11)
 
 
 @pytest.mark.parametrize("name", GYM)
 def test_gymnasium_assets_match_mujoco(name):
     path = gym_asset(name)
-    _compare(_load(path), path, states=4, seed=13)
+    _compare(_load(path, actuators="off"), path, states=4, seed=13)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("source", ["dm_control", "gymnasium"])
-def test_humanoids_match_mujoco(source):
-    path = dm_suite("humanoid") if source == "dm_control" else gym_asset("humanoid")
-    _compare(_load(path), path, states=3, seed=12, spread=0.8)
+@pytest.mark.parametrize("source", ["dm_control", "gymnasium", "standup", "quadruped"])
+def test_large_models_match_mujoco(source):
+    path = {"dm_control": lambda: dm_suite("humanoid"), "gymnasium": lambda: gym_asset("humanoid"),
+            "standup": lambda: gym_asset("humanoidstandup"), "quadruped": lambda: dm_suite("quadruped")}[source]()
+    _compare(_load(path, actuators="off"), path, states=3, seed=12, spread=0.8)
+
+
+@pytest.mark.parametrize("name", ["fish", "manipulator"])
+def test_actuated_suite_models_match_mujoco(name):
+    """Actuation on: position servos on joints and on a fixed tendon (fish's fins), a tendon's
+    spring, motors with ctrlrange; the controls inside and outside their ranges."""
+    path = dm_suite(name)
+    model = _load(path)
+    oracle = MujocoOracle(path, model.coordinates, actuation=True)
+    rng = np.random.default_rng(21)
+    for _ in range(3):
+        q, qd = rng.uniform(-0.8, 0.8, model.n), rng.uniform(-1, 1, model.n)
+        u = rng.uniform(-1.5, 1.5, oracle.m.nu)
+        names = [f"u_{oracle.mj.mj_id2name(oracle.m, oracle.mj.mjtObj.mjOBJ_ACTUATOR, k)}" for k in range(oracle.m.nu)]
+        modelled = [k for k in range(oracle.m.nu) if names[k] in model.inputs]
+        ctrl = np.zeros(oracle.m.nu)
+        ctrl[modelled] = u[modelled]                  # the actuators left out get no control in MuJoCo either
+        inputs = {names[k]: ctrl[k] for k in modelled}
+        qacc, ours, _, _ = oracle.compare(model, q, qd, ctrl=ctrl, inputs=inputs)
+        assert max_rel_err(ours, qacc) < RTOL
 
 
 def test_one_warning_names_what_is_not_modelled(tmp_path):
@@ -438,3 +461,10 @@ def test_limits_and_frictionloss_on_request(tmp_path):
     qacc, _, M, _ = oracle.compare(model, q, qd)
     Q = np.array([-0.4 * np.tanh(0.7 / 0.01), -2.0 * np.tanh(-0.002 / 0.01)])
     assert max_rel_err(model.qdd(q, qd), qacc + np.linalg.solve(M, Q)) < RTOL
+
+
+def test_form_auto_picks_a_form_that_takes_armature(small_files):
+    from dynamica.generator.forces import ARMATURE_FORMS
+    from dynamica.runtime import selection
+    spec = load_model(small_files["cart_pendulum"])
+    assert selection.predicted_best(spec) in ARMATURE_FORMS
