@@ -272,6 +272,9 @@ class _Converter:
             self.err(where, "a free joint shares its body with other joints (MuJoCo refuses this too)")
         if parent != 0:
             self.err(where, "a free joint in a body that is not a child of the world")
+        if self.m.jnt_stiffness[j] and not self.disabled("SPRING"):
+            self.err(f"{where}.stiffness", "a free joint's spring (MuJoCo's, towards its reference pose) is not "
+                                           "modelled")
         base = self.names(self.jname(j) if _name(self.m, "JOINT", j) else self.body_name[b], "joint")
         q = [self.names(f"{base}_{s}", "symbol") for s in ("x", "y", "z", "rx", "ry", "rz")]
         self.coords[j] = q
@@ -342,7 +345,8 @@ class _Converter:
                 self.params[p] = {"value": _num(arm), "unit": "kg*m^2" if unit_rot else "kg",
                                   "description": f"armature of joint `{self.jname(j)}` (MJCF armature)"}
                 self.forces.append({"type": "armature", "name": self.names(p, "force"), "coordinate": q, "inertia": p})
-            f = 0.0 if self.disabled("FRICTIONLOSS") else float(m.dof_frictionloss[dof + k])
+            off = self.disabled("FRICTIONLOSS") or self.disabled("CONSTRAINT")
+            f = 0.0 if off else float(m.dof_frictionloss[dof + k])
             if f and self.options["frictionloss"]:
                 p = self.names(f"{q}_frictionloss", "symbol")
                 self.params[p] = {"value": _num(f), "unit": "N*m" if unit_rot else "N",
@@ -367,7 +371,8 @@ class _Converter:
         """A joint's range as a `limit` force (limits=True), with URDF's parameters
         (limit_stiffness, limit_damping, limit_decay); otherwise named in the warning."""
         m = self.m
-        if not m.jnt_limited[j] or m.jnt_type[j] not in (HINGE, SLIDE) or self.disabled("LIMIT"):
+        if not m.jnt_limited[j] or m.jnt_type[j] not in (HINGE, SLIDE) or self.disabled("LIMIT") or \
+                self.disabled("CONSTRAINT"):
             return
         lo, hi = (float(x) for x in m.jnt_range[j])
         if not self.options["limits"] or not lo < hi:
@@ -598,6 +603,8 @@ class _Converter:
         body2, and their relative orientation kept (relquat, which must be the one at qpos0: a
         loop keeps the orientation it is assembled in)."""
         m, out = self.m, []
+        if self.disabled("CONSTRAINT") or self.disabled("EQUALITY"):
+            return out                               # switched off in the file: MuJoCo simulates without them
         for e in range(m.neq):
             label = _name(m, "EQUALITY", e) or f"equality{e}"
             kind = int(m.eq_type[e])
@@ -632,8 +639,9 @@ class _Converter:
     # -- what is left out
     def _unsupported(self):
         m = self.m
-        if m.ngeom and not (m.opt.disableflags & 1 << 0):      # mjDSBL_CONSTRAINT
-            self.ignore("contacts (geom collisions)", f"{m.ngeom} geoms")
+        colliding = int(np.count_nonzero(np.asarray(m.geom_contype) | np.asarray(m.geom_conaffinity)))
+        if colliding and not (self.disabled("CONSTRAINT") or self.disabled("CONTACT")):
+            self.ignore("contacts (geom collisions)", f"{colliding} geoms")
         for j in range(m.njnt):
             if m.jnt_limited[j] and m.jnt_type[j] == BALL and not self.disabled("LIMIT"):
                 self.ignore("joint limits (range)", self.jname(j))
