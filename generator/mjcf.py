@@ -105,9 +105,23 @@ def compile_model(path: Path):
     try:                                              # working directory: the converter's warning names them
         return mujoco.MjModel.from_xml_path(file), messages
     except ValueError as exc:
-        raise ModelError(file, [Problem("mujoco", f"MuJoCo's compiler refuses the file: {_short(exc)}")]) from None
+        raise ModelError(file, [Problem(_element_path(str(exc)), f"MuJoCo's compiler refuses the file: "
+                                                                 f"{_short(exc)}")]) from None
     finally:
         mujoco.set_mju_user_warning(before)
+
+
+def _element_path(text: str) -> str:
+    """`joint[elbow]` (or `joint`, or `body[3]`) from the element a compiler message names."""
+    import re
+    kind = re.search(r"\bin (\w+)\s+Element|Element '(\w+)'", text)
+    kind = next((g for g in kind.groups() if g), None) if kind else None
+    name = re.search(r"Element name '([^']*)'", text)
+    ident = re.search(r"Element name '[^']*', id (\d+)|Element id (\d+)", text)
+    label = name.group(1) if name and name.group(1) else next((g for g in ident.groups() if g), None) if ident else None
+    if kind and label is not None:
+        return f"{kind}[{label}]"
+    return kind or (f"element[{label}]" if label is not None else "mujoco")
 
 
 def _short(exc) -> str:

@@ -311,10 +311,10 @@ def _world(joint):
 MALFORMED = {
     "not mjcf": ('<robot name="r"><link name="a"/></robot>', r"expected a <mujoco> element.*<robot>", ".mjcf"),
     "not xml": ("<mujoco", r"not a valid XML", ".xml"),
-    "unknown joint type": (_world('type="twist"'), r"mujoco.*twist", ".xml"),
-    "zero axis": (_world('axis="0 0 0"'), r"mujoco.*axis", ".xml"),
+    "unknown joint type": (_world('type="twist"'), r"`joint`.*twist", ".xml"),
+    "zero axis": (_world('axis="0 0 0"'), r"`joint\[j\]`.*axis", ".xml"),
     "inertia not positive": ('<mujoco><worldbody><body name="b"><joint name="j"/><inertial pos="0 0 0" mass="1" '
-                             'diaginertia="1 -1 1"/></body></worldbody></mujoco>', r"mujoco.*inertia", ".xml"),
+                             'diaginertia="1 -1 1"/></body></worldbody></mujoco>', r"`element\[b\]`.*inertia", ".xml"),
     "ball spring": (_world('type="ball" stiffness="2"'), r"joint\[j\]\.stiffness", ".xml"),
     "ball armature": (_world('type="ball" armature="2"'), r"joint\[j\]\.armature", ".xml"),
     "weld off its reference pose": (
