@@ -5,7 +5,7 @@ Cardan angles to MuJoCo's quaternions and angular velocities); `dynamica convert
 the same numbers bit for bit; malformed files give one ModelError naming the element.
 
 Models: small ones written here (a double pendulum with a defaults class, angles in degrees,
-damping, armature, a spring with springref and a joint ref; a cart pendulum driven by a motor;
+damping, armature, a spring with springref, a joint ref and gravity compensation; a cart pendulum driven by a motor;
 a ball joint; a free body with a hinged child and tilted gravity; several joints in one body;
 inertias from geoms and a full inertia) and dm_control's suite (acrobot, cartpole, hopper,
 cheetah, walker; humanoid among the slow tests)."""
@@ -42,7 +42,7 @@ SMALL = {
     <body name="upper" pos="0 0 1" euler="10 20 30">
       <joint name="shoulder" type="hinge" axis="0 1 0.3" pos="0 0 0.1"/>
       <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05" mass="1.3"/>
-      <body name="lower" pos="0 0.1 -0.5" quat="0.9 0.1 0.2 0.3">
+      <body name="lower" pos="0 0.1 -0.5" quat="0.9 0.1 0.2 0.3" gravcomp="0.4">
         <joint name="elbow" class="stiff" type="hinge" axis="1 0 0" pos="0.02 0 0" ref="15"/>
         <geom type="box" size="0.05 0.04 0.25" pos="0 0 -0.25" euler="5 0 10" mass="0.7"/>
       </body>
