@@ -62,6 +62,7 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
     A URDF file (docs/urdf.md) takes `import_options`: floating=True (a free root link),
     mimic="independent" (default) or "coupled", limits=True (joint limits as `limit` forces).
+    An MJCF file (.xml with a <mujoco> root, or .mjcf; docs/mjcf.md) is read through MuJoCo's compiler.
     """
     from dynamica.build import cache_root, tool_fingerprint
     from dynamica.runtime import fastload

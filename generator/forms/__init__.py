@@ -191,8 +191,24 @@ def check_form(form: str, mode: str = "symbolic") -> str:
 
 def form_equations(kin, form: str = "composite", mode: str = "symbolic") -> EquationsOfMotion:
     """The equations of `form` in `mode`; `kin` is left as it is (the form extends a copy of its program)."""
-    fn = forms_of(mode)[check_form(form, mode)]
+    name = check_form(form, mode)
+    fn = forms_of(mode)[name]
+    _check_armature(kin, name, mode)
     return fn(dataclasses.replace(kin, program=kin.program.fork()))
+
+
+def _check_armature(kin, name, mode):
+    """`armature` elements (MuJoCo's armature, a term on M's diagonal) are taken by the forms of
+    forces.ARMATURE_FORMS in symbolic mode; any other is refused naming the elements."""
+    from dynamica.generator.mechanics.forces import ARMATURE_FORMS
+    spec = getattr(kin, "spec", None)
+    found = [f for f in getattr(spec, "forces", ()) if f.type == "armature"]
+    if not found or (mode == "symbolic" and name in ARMATURE_FORMS):
+        return
+    from dynamica.errors import ModelError, Problem
+    raise ModelError(spec.file, [Problem(f.path, f"the form `{name}` ({mode} mode) does not take `armature` "
+                                                 f"elements; use one of {', '.join(ARMATURE_FORMS)} (symbolic)")
+                                 for f in found])
 
 
 def _discover():

@@ -146,10 +146,13 @@ def recursive_mx(kin, fp, cache: Cache, x):
         k = topo.kappa[i]
         if k > 0:
             acc[k].append(apply_CT(G[i], rho[i], f[i]))
+    from dynamica.generator.mechanics.forces import armature_terms
+    arm = armature_terms(kin)                                   # + diag(armature) x
     out = []
     for i in range(1, N + 1):
-        for col in kin.joints[i].A:
-            out.append(dot([cache(e) for e in col], f[i]))
+        for c, col in enumerate(kin.joints[i].A):
+            a = arm.get(kin.coordinates[first[i] + c], 0)
+            out.append(dot([cache(e) for e in col], f[i]) + (mul(cache(a), x[first[i] + c]) if a != 0 else 0))
     return out
 
 

@@ -64,7 +64,7 @@ def check_options(file, floating=False, mimic="independent", limits=False) -> Ur
 
 
 # ---------------------------------------------------------------- names
-class _Names:
+class IdentifierNames:
     """URDF names as identifiers of the model format: other characters become `_`, a reserved
     name or a Python keyword gets a `_` appended, a clash a numeric suffix."""
 
@@ -86,13 +86,13 @@ class _Names:
 
 
 # ---------------------------------------------------------------- numbers
-def _num(x) -> float | int:
+def yaml_num(x) -> float | int:
     """A float as YAML writes it back exactly; integral values as ints (readability)."""
     x = float(x)
     return int(x) if x.is_integer() and abs(x) < 1e15 else x
 
 
-def _rpy(R) -> tuple:
+def rpy_of(R) -> tuple:
     """Fixed-axis roll, pitch, yaw of a rotation matrix (R = Rz(y) Ry(p) Rx(r))."""
     p = math.atan2(-R[2, 0], math.hypot(R[0, 0], R[1, 0]))
     if math.hypot(R[0, 0], R[1, 0]) < 1e-12:           # gimbal lock: put everything into roll
@@ -100,7 +100,7 @@ def _rpy(R) -> tuple:
     return math.atan2(R[2, 1], R[2, 2]), p, math.atan2(R[1, 0], R[0, 0])
 
 
-def _clean(v, tol=1e-15):
+def cleaned(v, tol=1e-15):
     """Round-off of a decomposed transform (1e-17 for a zero) back to zero."""
     return [0.0 if abs(x) < tol else float(x) for x in v]
 
@@ -110,13 +110,13 @@ def _origin_transforms(T) -> list:
     out = []
     if T is None:
         return out
-    xyz = _clean(T[:3, 3])
+    xyz = cleaned(T[:3, 3])
     if any(xyz):
-        out.append({"translate": [_num(x) for x in xyz]})
-    roll, pitch, yaw = _clean(_rpy(T[:3, :3]))
+        out.append({"translate": [yaml_num(x) for x in xyz]})
+    roll, pitch, yaw = cleaned(rpy_of(T[:3, :3]))
     for axis, angle in (("z", yaw), ("y", pitch), ("x", roll)):
         if angle:
-            out.append({"rotate": axis, "by": _num(angle)})
+            out.append({"rotate": axis, "by": yaml_num(angle)})
     return out
 
 
@@ -125,7 +125,7 @@ _NAMED_AXES = {(1, 0, 0): "x", (0, 1, 0): "y", (0, 0, 1): "z", (-1, 0, 0): "-x",
 
 def _axis(a):
     a = [float(x) for x in (a if a is not None else (1, 0, 0))]
-    return _NAMED_AXES.get(tuple(a), [_num(x) for x in a])
+    return _NAMED_AXES.get(tuple(a), [yaml_num(x) for x in a])
 
 
 # ---------------------------------------------------------------- the conversion
@@ -140,7 +140,7 @@ class _Converter:
     def __init__(self, robot, file: str, options: UrdfOptions, mesh_resolver):
         self.robot, self.file, self.opt, self.resolve = robot, file, options, mesh_resolver
         self.problems: list[Problem] = []
-        self.names = _Names()
+        self.names = IdentifierNames()
         self.params: dict = {}
         self.forces: list = []
         self.initial: dict = {}
@@ -294,7 +294,7 @@ class _Converter:
             if float(value) == 0:
                 continue
             p = self.names(f"{q}_{attr}", "parameter")
-            self.params[p] = {"value": _num(value), "unit": unit if attr == "damping" else unit.split("*s")[0],
+            self.params[p] = {"value": yaml_num(value), "unit": unit if attr == "damping" else unit.split("*s")[0],
                               "description": f"{what} of joint `{j.name}` (URDF <dynamics>)"}
             if attr == "damping":
                 self.forces.append({"type": "joint_spring_damper", "name": p, "coordinate": q, "damping": p})
@@ -304,11 +304,11 @@ class _Converter:
         lim = j.limit
         if self.opt.limits and j.type in ("revolute", "prismatic") and lim is not None \
                 and lim.lower is not None and lim.upper is not None and lim.lower < lim.upper:
-            self.forces.append({"type": "limit", "name": f"{q}_limit", "coordinate": q, "lower": _num(lim.lower),
-                                "upper": _num(lim.upper), "stiffness": "limit_stiffness",
+            self.forces.append({"type": "limit", "name": f"{q}_limit", "coordinate": q, "lower": yaml_num(lim.lower),
+                                "upper": yaml_num(lim.upper), "stiffness": "limit_stiffness",
                                 "damping": "limit_damping", "decay": "limit_decay"})
             if not lim.lower <= 0 <= lim.upper:
-                self.initial[q] = _num((lim.lower + lim.upper) / 2)
+                self.initial[q] = yaml_num((lim.lower + lim.upper) / 2)
 
     def _inertial(self, link, name) -> dict:
         where = f"link[{link.name}].inertial"
@@ -338,13 +338,13 @@ class _Converter:
             return {"mass": 0}
         R = np.asarray(T, dtype=float)[:3, :3]
         Il = R @ I @ R.T                                   # inertial frame -> link frame, about the com
-        com = _clean(np.asarray(T, dtype=float)[:3, 3])
+        com = cleaned(np.asarray(T, dtype=float)[:3, 3])
         pm, pc, pi = (self.names(f"{name}_{s}", "parameter") for s in ("mass", "com", "inertia"))
-        self.params[pm] = {"value": _num(m), "unit": "kg", "description": f"mass of link `{link.name}`"}
-        self.params[pc] = {"value": [_num(x) for x in com], "unit": "m",
+        self.params[pm] = {"value": yaml_num(m), "unit": "kg", "description": f"mass of link `{link.name}`"}
+        self.params[pc] = {"value": [yaml_num(x) for x in com], "unit": "m",
                            "description": f"centre of mass of link `{link.name}`, link frame"}
-        self.params[pi] = {"value": [_num(Il[0, 0]), _num(Il[1, 1]), _num(Il[2, 2]),
-                                     _num(Il[0, 1]), _num(Il[1, 2]), _num(Il[0, 2])],
+        self.params[pi] = {"value": [yaml_num(Il[0, 0]), yaml_num(Il[1, 1]), yaml_num(Il[2, 2]),
+                                     yaml_num(Il[0, 1]), yaml_num(Il[1, 2]), yaml_num(Il[0, 2])],
                            "unit": "kg*m^2", "description": f"inertia of link `{link.name}` about its centre of "
                                                              "mass, link axes: Ixx, Iyy, Izz, Ixy, Iyz, Ixz"}
         return {"mass": pm, "com": pc, "inertia": pi}
@@ -355,30 +355,30 @@ class _Converter:
             return None
         out = None
         if g.box is not None:
-            out = {"shape": "box", "size": [_num(x) for x in g.box.size]}
+            out = {"shape": "box", "size": [yaml_num(x) for x in g.box.size]}
         elif g.cylinder is not None:
-            out = {"shape": "cylinder", "radius": _num(g.cylinder.radius), "length": _num(g.cylinder.length)}
+            out = {"shape": "cylinder", "radius": yaml_num(g.cylinder.radius), "length": yaml_num(g.cylinder.length)}
         elif g.sphere is not None:
-            out = {"shape": "sphere", "radius": _num(g.sphere.radius)}
+            out = {"shape": "sphere", "radius": yaml_num(g.sphere.radius)}
         elif g.mesh is not None:
             out = {"shape": "mesh", "file": self.resolve(g.mesh.filename)}
             if g.mesh.scale is not None:
                 s = np.broadcast_to(np.asarray(g.mesh.scale, dtype=float), (3,))
                 if not np.allclose(s, 1.0):
-                    out["scale"] = [_num(x) for x in s]
+                    out["scale"] = [yaml_num(x) for x in s]
         if out is None:
             return None
         T = vis.origin
         if T is not None and _finite(T):
-            xyz, rpy = _clean(T[:3, 3]), _clean(_rpy(T[:3, :3]))
+            xyz, rpy = cleaned(T[:3, 3]), cleaned(rpy_of(T[:3, :3]))
             if any(xyz):
-                out["at"] = [_num(x) for x in xyz]
+                out["at"] = [yaml_num(x) for x in xyz]
             if any(rpy):
-                out["rpy"] = [_num(x) for x in rpy]
+                out["rpy"] = [yaml_num(x) for x in rpy]
         color = getattr(getattr(vis, "material", None), "color", None)
         rgba = getattr(color, "rgba", None)
         if rgba is not None and _finite(rgba):
-            out["color"] = [_num(round(float(x), 4)) for x in list(rgba)[:3]]
+            out["color"] = [yaml_num(round(float(x), 4)) for x in list(rgba)[:3]]
         return out
 
     def _mimic_warnings(self):

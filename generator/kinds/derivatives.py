@@ -82,11 +82,14 @@ def residual(kin, x):
         k = topo.kappa[i]
         if k > 0:
             terms[k].append(apply_CT(kin.joints[i].G, kin.joints[i].rho, f[i]))
+    from dynamica.generator.mechanics.forces import armature_terms
+    arm = armature_terms(kin)                                   # + diag(armature) x
     out = []
     for i in range(1, N + 1):
         for c, col in enumerate(kin.joints[i].A):
             name = kin.coordinates[first[i] + c]
-            out.append(prog.let(f"IDr{first[i] + c}", total([dot(col, f[i]), -gen[name]])))
+            extra = [mul(arm[name], x[first[i] + c])] if name in arm else []
+            out.append(prog.let(f"IDr{first[i] + c}", total([dot(col, f[i]), -gen[name]] + extra)))
     return out, fp
 
 

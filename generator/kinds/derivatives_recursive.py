@@ -242,7 +242,9 @@ def recursive_jacobian(kin, x):
     Sdd, a = _accelerations(kin, motions, x, "R")
     body, comp = _inertias(kin, fp, v)
     FC = _forces(kin, body, v, a, "R")
-    r = [prog.let(f"RDr{c}", total([dot(S[c], FC[owner[c]]), r_act[c]])) for c in range(len(S))]
+    arm = _armature(kin)                                        # + diag(armature) x
+    r = [prog.let(f"RDr{c}", total([dot(S[c], FC[owner[c]]), r_act[c]] + ([mul(arm[c], x[c])] if c in arm else [])))
+         for c in range(len(S))]
     J, _ = _jacobian(kin, S, Sd, Sdd, comp, FC, "R")
     return r, [x for row in J for x in row], r_act
 
@@ -266,10 +268,11 @@ def recursive_solve_jacobian(kin):
     FC0 = _forces(kin, body, v, a0, "R0")
     r0 = [total([dot(S[c], FC0[owner[c]]), r_act[c]]) for c in range(n)]
     Mrows = [dict() for _ in range(n)]
+    arm = _armature(kin)
     al = [prog.let_vector(f"RDal{c}", inertia_times(comp[owner[c]][0], S[c])) for c in range(n)]
     for c in range(n):
         for e in _before(kin, kin.topo, owner, first, c) + [c]:
-            Mrows[c][e] = prog.let(f"RM{c}_{e}", dot(S[e], al[c]))
+            Mrows[c][e] = prog.let(f"RM{c}_{e}", dot(S[e], al[c]) + (arm.get(c, 0) if e == c else 0))
     ldl = reverse_ldl(prog, Mrows, "RL")
     qdd = ldl.solve(prog, [neg(e) for e in r0], "RQ")
     F = [ldl.dinv[r] if r == c else ldl.L[r].get(c, sp.Integer(0)) if c < r else sp.Integer(0)
@@ -278,6 +281,12 @@ def recursive_solve_jacobian(kin):
     FC = _forces(kin, body, v, a, "R")
     J, _ = _jacobian(kin, S, Sd, Sdd, comp, FC, "R", al)
     return qdd, F, [x for row in J for x in row], r_act
+
+
+def _armature(kin) -> dict:
+    """coordinate index -> its armature (forces.armature_terms), added to M's diagonal."""
+    from dynamica.generator.mechanics.forces import armature_terms
+    return {kin.coordinates.index(c): a for c, a in armature_terms(kin).items()}
 
 
 def _before(kin, topo, owner, first, c):

@@ -63,7 +63,10 @@ def inverse_equations(spec, topo) -> EquationsOfMotion:
         z[i] = prog.let_vector(f"idz{i}", zi)
         bi = kin.inertia[i]
         own[i] = [a - b for a, b in zip(inertia_times((bi.mass, bi.h, bi.theta), z[i]), F_hat[i])]
-    tau = [x - gen[c] for x, c in zip(_backward(kin, prog, own, "id"), kin.coordinates)]
+    from dynamica.generator.mechanics.forces import armature_terms
+    arm = armature_terms(kin)                                   # MuJoCo's armature: + a q''
+    tau = [x - gen[c] + arm.get(c, 0) * qdd[k]
+           for k, (x, c) in enumerate(zip(_backward(kin, prog, own, "id"), kin.coordinates))]
     grav = [None] * (N + 1)
     for i in range(1, N + 1):
         bi = kin.inertia[i]

@@ -38,6 +38,8 @@ def energy_outputs(kin, fp, F_active, gen) -> dict:
         Vg -= dot(kin.gravity, add([bi.mass * x for x in fp.r0[i]], matTvec(fp.R0[i], bi.h)))
         P += dot(F_active[i], v)
     P += sum(Q * ex.rate_symbol(c) for c, Q in gen.items())
+    from dynamica.generator.mechanics.forces import armature_terms
+    T += sum(a * ex.rate_symbol(c) ** 2 / 2 for c, a in armature_terms(kin).items())   # 1/2 a q'^2
     ctx = ForceContext(kin, fp, [], {})
     Ve = sp.Integer(0)
     for n, f in enumerate(kin.spec.forces):

@@ -281,6 +281,30 @@ def _limit(ctx, f):
     return {"generalized_force": [Q]}
 
 
+@register("armature", {"coordinate": ("coordinate", REQUIRED), "inertia": ("constant", REQUIRED)},
+          potential=NO_POTENTIAL,
+          doc="an inertia added to one coordinate's diagonal of the mass matrix (MuJoCo's armature)")
+def _armature(ctx, f):
+    # no force: the forms add `inertia` to M[c, c] (armature_terms); its generalized force
+    # -inertia q'' is of the accelerations, which force values are not
+    return {}
+
+
+#: the equation forms whose mass matrix takes the `armature` elements (armature_terms); the
+#: others refuse a model with armature (forms.form_equations)
+ARMATURE_FORMS = ("composite", "direct", "articulated", "ltdl", "iterative-m", "iterative-g")
+
+
+def armature_terms(kin) -> dict:
+    """coordinate -> the sum of its `armature` elements' inertias (MuJoCo's dof_armature: added
+    to the diagonal of M, M q'' = Q becoming (M + diag(a)) q'' = Q)."""
+    out = {}
+    for f in kin.spec.forces:
+        if f.type == "armature":
+            c = f["coordinate"]
+            out[c] = out.get(c, sp.Integer(0)) + ex.parse(f["inertia"], kin.spec.scope())
+    return out
+
 
 def bushing_frames(ctx, f):
     """(p_a, p_b, x_a, v_a, x_b, v_b, G_a, w_a, G_b, w_b): the bushing's two points in their bodies'

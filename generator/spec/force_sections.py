@@ -135,4 +135,5 @@ FIELD_KINDS = {
     "expr": lambda self, v, p, *a: self.expression(v, p, self.fscope),
     "law": lambda self, v, p, *a: self.expression(v, p, self.fscope.child(local=LAW_LOCALS)),
     "vector": lambda self, v, p, *a: self.vector(v, p, self.fscope),
+    "constant": lambda self, v, p, *a: self.expression(v, p, self.pscope.child(time_allowed=False)),
 }

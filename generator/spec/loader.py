@@ -54,8 +54,22 @@ def _urdf(path, cache=None, **options):
     return urdf.cached_model(path, urdf.check_options(path, **options), cache)
 
 
+def _mjcf(path, cache=None, **options):
+    from dynamica.generator.importers import mjcf
+    return mjcf.cached_model(path, mjcf.check_options(path, **options), cache)
+
+
+def _xml(path, cache=None, **options):
+    """An .xml file by its root element: <mujoco> is MJCF (generator/importers/mjcf.py), <robot> URDF."""
+    from dynamica.generator.importers.mjcf import root_tag
+    tag = root_tag(path) if path.is_file() else "mujoco"
+    if tag == "robot":
+        return _urdf(path, cache=cache, **options)
+    return _mjcf(path, cache=cache, **options)
+
+
 #: file suffix -> importer(path, **options) -> the mapping of a model file
-IMPORTERS = {".urdf": _urdf}
+IMPORTERS = {".urdf": _urdf, ".xml": _xml, ".mjcf": _mjcf}
 
 
 def _checked(loader: "_Loader") -> ModelSpec:

@@ -1,5 +1,5 @@
-"""`dynamica convert robot.urdf -o robot.yaml`: a robot description as a readable model file
-(docs/urdf.md). The YAML holds exactly the mapping `dynamica.load` builds from the URDF, so
+"""`dynamica convert robot.urdf -o robot.yaml` (or model.xml, MJCF): a robot description as a readable
+model file (docs/urdf.md, docs/mjcf.md). The YAML holds exactly the mapping `dynamica.load` builds from the URDF, so
 loading either gives the same module; mesh files are named relative to the YAML file."""
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def convert(source, out, **options) -> Path:
         for vis in body.get("visual", []):
             if vis.get("shape") == "mesh" and os.path.isabs(vis["file"]):
                 vis["file"] = os.path.relpath(vis["file"], out.resolve().parent)
+    part, parts = ("body", "bodies") if "MJCF" in model.get("description", "") else ("link", "links")
     head = (f"# {model['name']}: converted by `dynamica convert` from {source.name}\n"
-            "# parameters are named after the links (<link>_mass, _com, _inertia) and joints\n")
+            f"# parameters are named after the {parts} (<{part}>_mass, _com, _inertia) and joints\n")
     text = head + yaml.dump(model, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
     return write_atomic(out, text, parents=True)

@@ -11,7 +11,12 @@ def add_import_options(p):
                    "<root>_x ... <root>_rz) instead of welded to the ground")
     p.add_argument("--mimic", choices=("independent", "coupled"), default=None,
                    help="URDF: mimic joints as independent coordinates (default, with a warning) or coupled")
-    p.add_argument("--limits", action="store_true", help="URDF: joint limits as `limit` forces")
+    p.add_argument("--limits", action="store_true", help="URDF, MJCF: joint limits as `limit` forces")
+    p.add_argument("--frictionloss", action="store_true", help="MJCF: joint friction loss as a regularised "
+                   "Coulomb force (otherwise left out, as MuJoCo's constraint flag off)")
+    p.add_argument("--actuators", choices=("inputs", "off"), default=None,
+                   help="MJCF: the actuators as inputs u_<actuator> (default) or left out (MuJoCo's actuation "
+                        "flag off): a simulation needs every input")
     p.add_argument("--warnings", action="store_true", help="print every warning, also those an earlier "
                    "command printed about this model")
 
@@ -25,6 +30,10 @@ def import_options(args) -> dict:
         out["mimic"] = args.mimic
     if getattr(args, "limits", False):
         out["limits"] = True
+    if getattr(args, "frictionloss", False):
+        out["frictionloss"] = True
+    if getattr(args, "actuators", None):
+        out["actuators"] = args.actuators
     return out
 
 
@@ -51,9 +60,10 @@ def cmd_params(args):
 
 def add_parsers(sub, common):
     from dynamica.runtime import paramsets
-    p = sub.add_parser("convert", help="write a robot description (URDF) as a model file (YAML)",
-                       description="A URDF robot (docs/urdf.md) as a readable model file (docs/model_format.md).")
-    p.add_argument("model", help="robot description (.urdf)")
+    p = sub.add_parser("convert", help="write a robot description (URDF, MJCF) as a model file (YAML)",
+                       description="A URDF robot (docs/urdf.md) or an MJCF model (docs/mjcf.md) as a readable "
+                                   "model file (docs/model_format.md).")
+    p.add_argument("model", help="robot description (.urdf; .xml or .mjcf: MJCF by its <mujoco> root, URDF by <robot>)")
     p.add_argument("-o", "--output", required=True, help="the model file to write (YAML)")
     add_import_options(p)
     p.set_defaults(fn=cmd_convert)

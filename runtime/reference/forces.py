@@ -155,3 +155,9 @@ def _bushing(a, fn):
     if fn["body_a"] != "ground":
         i = a.body(fn["body_a"])
         a.F[i] += np.concatenate([-Fa, -Ta + np.cross(pa + d, -Fa)])
+
+
+@law("armature", scalars=("inertia",))
+def _armature(a, fn):
+    """No force: the inertia joins the mass matrix's diagonal (NumericReference.mass_matrix, as
+    MuJoCo's dof_armature) and the kinetic energy; nothing enters the active sums."""

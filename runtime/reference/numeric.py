@@ -246,6 +246,10 @@ class NumericReference:
                 M[sj, si] = M[si, sj].T
                 Tij = Tij @ C[j]
                 j = topo.kappa[j]
+        for ftype, fn in self.forces:                                     # MuJoCo's armature: M[c, c] += a
+            if ftype == "armature":
+                k = self.coordinates.index(fn["coordinate"])
+                M[k, k] += fn["inertia"](q, qd, t, p)
         return M, Q + gen
 
     def qdd(self, q, qd, t=0.0, params=None):
@@ -314,6 +318,9 @@ class NumericReference:
             E -= m * st["g"] @ (st["r0"][i] + st["R0"][i].T @ rc)
         names = self.topo.names
         for ftype, fn in self.forces:
+            if ftype == "armature":
+                k = self.coordinates.index(fn["coordinate"])
+                E += 0.5 * fn["inertia"](q, qd, t, p) * qd[k] ** 2
             if ftype == "joint_spring_damper":
                 k = self.coordinates.index(fn["coordinate"])
                 E += 0.5 * fn["stiffness"](q, qd, t, p) * (q[k] - fn["neutral"](q, qd, t, p)) ** 2

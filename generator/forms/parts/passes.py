@@ -31,7 +31,7 @@ from dynamica.generator.forms.parts.spatial import (
     unit_columns,
 )
 from dynamica.generator.ir.program import dot, fold_matrices, fold_vectors, mul, neg, total
-from dynamica.generator.mechanics.forces import active_forces
+from dynamica.generator.mechanics.forces import active_forces, armature_terms
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ def sweep(kin, v: Variant):
     F_hat = bias_forces(kin, fp, F_active)
     _, _, first = coordinate_layout(kin)
     Z6 = [sp.S.Zero] * 6
+    arm = armature_terms(kin)                       # D_i += diag(armature): MuJoCo's dof_armature
 
     # backward pass, i = N..1; children's terms collected per body and summed once (fold_*)
     accM = [None] + [[rigid6(b.mass, b.h, b.theta)] for b in kin.inertia[1:]]
@@ -73,7 +74,8 @@ def sweep(kin, v: Variant):
         Fs[i] = prog.let_vector(f"{v.prefix}_F{i}", fold_vectors(accF[i]))
         A, n = jk.A, len(jk.A)
         Y = [prog.let_vector(f"{t}_Y{c}", symv(Ms[i], a)) for c, a in enumerate(A)]     # M*_i A_i
-        D = [[dot(A[r], Y[c]) for c in range(n)] for r in range(n)]
+        own = [arm.get(kin.coordinates[first[i] + c], 0) for c in range(n)]
+        D = [[dot(A[r], Y[c]) + (own[r] if r == c else 0) for c in range(n)] for r in range(n)]
         try:
             f = reverse_ldl(prog, lower_rows(D), f"{t}_L")
         except StructurallySingular as exc:
@@ -89,7 +91,8 @@ def sweep(kin, v: Variant):
         if not v.scale_first:
             Rh = f.scaled(prog, R_, f"{t}_{v.rows_scaled}")
         # H = M* - Y D^-1 Y^T and h = F* - Y D^-1 (A^T F* + Q) carried to the parent by C^T
-        unit = unit_columns(A)                              # A_c = s e_k: row/column k vanish
+        # A_c = s e_k: row/column k vanish (not with armature in D: then H A != 0)
+        unit = unit_columns(A) if not any(x != 0 for x in own) else {}
         H = sp.zeros(6, 6)
         for p in range(6):
             for s in range(p, 6):
