@@ -19,22 +19,41 @@ _ANALYSIS = {"equilibrium": "analysis.statics", "statics": "analysis.statics", "
              "sobol": "studies.sensitivity", "local_derivatives": "studies.sensitivity"}
 
 
+def _run_stages(model, **options):
+    """How `simulate` runs a model with stages: its cyclogram (imported when one is run)."""
+    from dynamica.runtime.stages.cyclogram import run
+    return run(model, **options)
+
+
+def _measured_form(path, spec):
+    """load(form="auto", select_by="measured"): every compiled form timed (imported when asked)."""
+    from dynamica.runtime.analysis.selection import select
+    return select(path, measure=True).recommended
+
+
+def _register_upper_layers():
+    """The load order: the layers above the integrators and the loader hand them what only they can
+    do (runtime/integrators/simulate.py STAGED_RUNNER, runtime/api.py FORM_CHOOSERS), lazily, so
+    that loading and simulating a cached model imports neither sympy nor the generator."""
+    from dynamica.runtime.api import FORM_CHOOSERS
+    from dynamica.runtime.integrators.simulate import STAGED_RUNNER
+    STAGED_RUNNER.setdefault("cyclogram", _run_stages)
+    FORM_CHOOSERS.setdefault("measured", _measured_form)
+
+
 def __getattr__(name):
     # imported lazily so that `import dynamica` stays cheap (no sympy, no compiler)
-    # the load order: the layers that register themselves with a lower one come in with the API
-    # (the measured form selection with `load`, the cyclogram of models with stages with `simulate`)
     if name == "load":
-        import dynamica.runtime.analysis.selection
+        _register_upper_layers()
         from dynamica.runtime.api import load
         return load
     if name == "simulate":
-        import dynamica.runtime.stages.cyclogram
+        _register_upper_layers()
         from dynamica.runtime.integrators.simulate import simulate
         return simulate
     if name in _ANALYSIS:
         import importlib
-
-        import dynamica.runtime.stages.cyclogram  # noqa: F401
+        _register_upper_layers()
         return getattr(importlib.import_module(f"dynamica.runtime.{_ANALYSIS[name]}"), name)
     if name in ("export_c", "export_fmu"):
         from dynamica.runtime import export

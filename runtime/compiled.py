@@ -13,7 +13,8 @@ from dynamica.generator.spec.model import ModelSpec, evaluate
 class CompiledModel:
     """A compiled equation-of-motion module with named coordinates and parameters."""
 
-    def __init__(self, module, spec: ModelSpec, path: Path | None = None, initial_at_defaults=None):
+    def __init__(self, module, spec: ModelSpec, path: Path | None = None, initial_at_defaults=None,
+                 inverts_body_inertias: bool | None = None):
         self.module = module
         self.spec = spec
         self.path = path
@@ -49,7 +50,8 @@ class CompiledModel:
         self.inputs = tuple(getattr(module, "INPUTS", ()))
         self.slots = dict(getattr(module, "SLOTS", {"states": len(self._defaults), "size": len(self._defaults)}))
         self.state_size = int(getattr(module, "STATE_SIZE", 2 * self.n))
-        self._inertia_check = self._body_inertia_check()
+        # (False from a load record, runtime/fastload.py, which only forms that do not invert them get)
+        self._inertia_check = None if inverts_body_inertias is False else self._body_inertia_check()
         #: p at the defaults for the calls that pass no parameters, inputs or states (`_plain_p`)
         self._p_plain = None
         #: the inverse dynamics' module (runtime/kinds/inverse.py `companion`), once imported
@@ -207,10 +209,12 @@ class CompiledModel:
             return loops.solve(self, q, qd, t, params)[0]
         out = np.empty(self.n)
         self.module.qdd(float(t), self.as_vector(q, "q"), self.as_vector(qd, "qd"),
-                        self._p(params, inputs, self._s(s, params)), out)
+                        self._p(params, inputs, self.extra_states(s, params)), out)
         return out
 
-    def _s(self, s, params=None):
+    def extra_states(self, s, params=None):
+        """The extra states' vector `s` as given, or the initial ones when None (None for a model
+        without extra states)."""
         if not self.states:
             return None
         return self.initial_states(params) if s is None else self.as_vector(s, "s", len(self.states))
@@ -220,7 +224,7 @@ class CompiledModel:
         out = np.empty(len(self.states))
         if self.states:
             self.module.states(float(t), self.as_vector(q, "q"), self.as_vector(qd, "qd"),
-                               self._p(params, inputs, self._s(s, params)), out)
+                               self._p(params, inputs, self.extra_states(s, params)), out)
         return out
 
     def inverse_dynamics(self, q, qd, qdd, t=0.0, params=None, inputs=None, s=None) -> np.ndarray:
@@ -239,7 +243,8 @@ class CompiledModel:
         from dynamica.runtime.kinds.inverse import companion
         self._inverse = companion(self)            # (the same module for the model's spec: kept)
         self._inverse.inverse_dynamics(float(t), self.as_vector(q, "q"), self.as_vector(qd, "qd"),
-                                       self.as_vector(qdd, "qdd"), self._p(params, inputs, self._s(s, params)), out)
+                                       self.as_vector(qdd, "qdd"),
+                                       self._p(params, inputs, self.extra_states(s, params)), out)
         return out
 
     def gravity_forces(self, q, t=0.0, params=None) -> np.ndarray:
@@ -296,7 +301,7 @@ class CompiledModel:
         """The integrator state of (q, qd, s): [q, qd, s] (Lagrangian) or [q, pm, s] (Hamiltonian,
         (1.49)); s the extra states (default: their initial values; none for most models)."""
         q, qd = self.as_vector(q, "q"), self.as_vector(qd, "qd")
-        s = self._s(s, params)
+        s = self.extra_states(s, params)
         tail = [] if s is None else [s]
         if not self.hamiltonian:
             return np.concatenate([q, qd] + tail)
@@ -334,7 +339,7 @@ class CompiledModel:
         info = getattr(self.module, "INFO", {})
         return tuple(info.get("output_layout", (("qdd", (self.n,)),)))
 
-    def _output_slices(self) -> tuple:
+    def output_slices(self) -> tuple:
         """((key, shape, start, size), ...) of the flat array of the module's `outputs`, and its size."""
         if getattr(self, "_slices", None) is None:
             slices, k = [], 0
@@ -348,12 +353,12 @@ class CompiledModel:
     def outputs(self, t, q, qd, params=None, inputs=None, s=None) -> dict:
         """What the model's `outputs` section asks for (docs/model_format.md), plus "qdd", the extra
         states and the inputs by their names: name -> ndarray."""
-        q, qd, s = self.as_vector(q, "q"), self.as_vector(qd, "qd"), self._s(s, params)
+        q, qd, s = self.as_vector(q, "q"), self.as_vector(qd, "qd"), self.extra_states(s, params)
         p = self._p(params, inputs, s)
         if not hasattr(self.module, "outputs"):            # no outputs section: qdd only
             out = {"qdd": self.qdd(q, qd, t, params, inputs, s) if not self.hamiltonian else np.full(self.n, np.nan)}
         else:
-            slices, total = self._output_slices()
+            slices, total = self.output_slices()
             flat = np.empty(total)
             self.module.outputs(float(t), q, qd, p, flat)
             out = {key: np.array(flat[k]) if shape == () else flat[k:k + size].reshape(shape)
@@ -381,7 +386,7 @@ class CompiledModel:
             return {k: np.array([r[k] for r in rows]) for k in rows[0]}
         Q = np.ascontiguousarray(Q, dtype=float).reshape(len(t), self.n)
         QD = np.ascontiguousarray(QD, dtype=float).reshape(len(t), self.n)
-        slices, total = self._output_slices()
+        slices, total = self.output_slices()
         flat, p, kernel = np.empty((len(t), total)), self.param_vector(params), self.module.outputs
         for j in range(len(t)):                     # one C call per row, parameters packed once
             kernel(float(t[j]), Q[j], QD[j], p, flat[j])

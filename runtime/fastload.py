@@ -24,12 +24,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import pickle
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+from dynamica.files import write_atomic
 
 #: the version of the record's layout (another one is ignored)
 FORMAT = 1
@@ -98,7 +99,7 @@ def lookup(cache: Path, k: str, check_mass_matrix: bool):
     except EntryVanished:
         return None
     initial = tuple(np.array(v, dtype=float) for v in rec["initial"])       # (q0, qd0, s0)
-    model = CompiledModel(module, spec, so, initial_at_defaults=initial)
+    model = CompiledModel(module, spec, so, initial_at_defaults=initial, inverts_body_inertias=False)
     model.backend, model.mode, model.cache = rec["backend"], rec["mode"], cache
     if check_mass_matrix:
         from dynamica.runtime.api import check_regular
@@ -136,9 +137,6 @@ def remember(cache: Path, k: str, model, select_by) -> None:
                "warnings": [str(w.message) for w in caught],
                "initial": [q0.tolist(), qd0.tolist(), np.asarray(s0, dtype=float).tolist()]}
         path = _record_path(cache, k)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(rec))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(rec), parents=True)
     except (OSError, ValueError, TypeError, pickle.PicklingError):
         return

@@ -337,6 +337,8 @@ def parse_assignments(items, names: dict, base: dict | None = None, option: str 
     parameter (from 0; the others from earlier entries, `base`, else the default). `names`: the
     model's parameters, name -> default. Returns name -> float or tuple; one OptionError naming
     every bad entry (unknown names with a "did you mean")."""
+    if not items:
+        return {}                   # (no parser imported: the start-up of a run without options)
     out = {}
     assignments, problems = _read_entries(items, option)
     for a in assignments:

@@ -30,7 +30,8 @@ def output_rows(model, t, Q, QD, params=None, S=None, U=None) -> dict | None:
     Q = np.ascontiguousarray(Q, dtype=float).reshape(rows, n)
     QD = np.ascontiguousarray(QD, dtype=float).reshape(rows, n)
     slots = model.slots
-    s_row = None if S is not None else model._s(None, params)     # the initial states, as `outputs` takes them
+    # the initial states, as `outputs` takes them
+    s_row = None if S is not None else model.extra_states(None, params)
     base = model.param_vector(params, None, s_row)
     per_row = (S is not None and len(model.states)) or U
     if not per_row:
@@ -55,7 +56,7 @@ def output_rows(model, t, Q, QD, params=None, S=None, U=None) -> dict | None:
                 P[:, slots["input_rates"] + j] = 0.0
             P[:, slots["segment_start"]] = 0.0
     P = np.ascontiguousarray(P)
-    sl, total = model._output_slices()
+    sl, total = model.output_slices()
     flat = np.empty((rows, total))
     _core().output_rows(capsule, t, Q, QD, P, flat)
     out = {key: flat[:, k].copy() if shape == () else flat[:, k:k + size].reshape((rows, *shape)).copy()

@@ -43,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -392,8 +391,8 @@ class _Converter:
         if not self.options["limits"] or not lo < hi:
             self.ignore("joint limits (range; limits=True: `limit` forces)", self.jname(j))
             return
-        from dynamica.generator.importers.urdf import _LIMIT_PARAMETERS
-        for key, value in _LIMIT_PARAMETERS.items():
+        from dynamica.generator.importers.urdf import LIMIT_PARAMETERS
+        for key, value in LIMIT_PARAMETERS.items():
             if key not in self.params:
                 self.params[self.names(key, "symbol")] = value
         self.forces.append({"type": "limit", "name": self.names(f"{q}_limit", "force"), "coordinate": q,
@@ -749,10 +748,8 @@ def cached_model(path, options: dict, cache: Path | None) -> dict:
             model = read_mjcf(path, options)
         texts = [str(w.message) for w in caught]
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"model": model, "warnings": texts}))
-            os.replace(tmp, entry)
+            from dynamica.files import write_atomic
+            write_atomic(entry, json.dumps({"model": model, "warnings": texts}), parents=True)
         except OSError:
             pass
     if texts:                                 # the warnings again, from the caller's point of view, cached or not

@@ -169,7 +169,7 @@ class _Converter:
         if self.opt.limits and any(
             j.type in ("revolute", "prismatic") and j.limit is not None for j in joints.values()
         ):
-            self.params.update(_LIMIT_PARAMETERS)
+            self.params.update(LIMIT_PARAMETERS)
         bodies = [self._body(links[root], None)] + [self._body(links[j.child], j) for j in order]
         if self.problems:
             raise ModelError(self.file, self.problems)
@@ -430,7 +430,7 @@ JOINT_KINDS = {
         c.names(f"{q}_{s}", "coordinate") for s in ("x", "y", "z", "rx", "ry", "rz")]}]),
 }
 
-_LIMIT_PARAMETERS = {
+LIMIT_PARAMETERS = {
     "limit_stiffness": {"value": 1000.0, "unit": "N*m or N", "description": "joint limits: force at the bound"},
     "limit_damping": {"value": 10.0, "unit": "N*m*s/rad or N*s/m", "description": "joint limits: damping at the bound"},
     "limit_decay": {

@@ -95,7 +95,6 @@ def cmd_simulate(args):
     from dynamica.runtime.paramsets import overrides, split_assignment
     from dynamica.runtime.results.result import parse_vars, plot_pages, summary_table
     from dynamica.runtime.results.stages import parse_stages
-    from dynamica.runtime.results.units import variable_units
     stages = parse_stages(args.stages) if args.stages else None        # syntax checked before the run
     model = load_for_command(args)
     params = overrides(args, model, report=None if args.quiet else lambda line: print(line, file=sys.stderr)) or None

@@ -30,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 
 from dynamica.errors import BuildError
+from dynamica.files import atomic_path
 from dynamica.runtime.export import ExportError
 from dynamica.runtime.export.c_library import DOPRI, build_library, library_context
 from dynamica.version import __version__
@@ -232,11 +233,9 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) 
             raise BuildError(f"compiling the FMU of {lib.model.name!r} failed (exit code {proc.returncode})",
                              f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
+        with atomic_path(path) as partial, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("modelDescription.xml", xml)
             z.write(work / so, f"binaries/linux64/{so}")
             for fname, text in sources.items():
                 z.writestr(f"sources/{fname}", text)
-        os.replace(partial, path)
     return path

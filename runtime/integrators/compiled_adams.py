@@ -139,7 +139,6 @@ def _stiff_note(info):
 
 def warn_stiff(info, on_stiff, stacklevel=3):
     """A StiffnessWarning when the core's `info` counts stiffness detections and `on_stiff` is "warn"."""
-    from dynamica.runtime.integrators.adams import StiffnessWarning
     if info["nstiff"] and on_stiff == "warn":
         from dynamica.runtime.integrators.adams import (
             StiffnessWarning,  # (here: runtime/integrators/adams.py imports scipy)
