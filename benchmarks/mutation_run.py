@@ -110,23 +110,23 @@ MUTATIONS = [
     Mutation(
         "spherical_order",
         "spherical joint expanded as rotations about z, y, x instead of x, y, z",
-        "generator/spec/model.py",
-        'lambda j, q: [_rot(a, c) for a, c in zip("xyz", q)]),',
-        'lambda j, q: [_rot(a, c) for a, c in zip("zyx", q)]),',
+        "generator/mechanics/joints.py",
+        '"spherical": (set(), lambda j: [("rotate", a) for a in "xyz"]),',
+        '"spherical": (set(), lambda j: [("rotate", a) for a in "zyx"]),',
     ),
     Mutation(
         "force_frame",
         "body_force components taken in the other frame (ground <-> body)",
-        "generator/forms/parts/common.py",
+        "generator/mechanics/forces.py",
         'if f["frame"] == "ground":',
         'if f["frame"] == "body":',
     ),
     Mutation(
         "spring_direction",
         "spring_damper tension applied with the wrong sign on both bodies",
-        "generator/forms/parts/common.py",
-        'apply(f["body_b"], pb, f_ground=[-x for x in e])\n            apply(f["body_a"], pa, f_ground=e)',
-        'apply(f["body_b"], pb, f_ground=e)\n            apply(f["body_a"], pa, f_ground=[-x for x in e])',
+        "generator/mechanics/forces.py",
+        'ctx.apply(f["body_b"], pb, f_ground=[-x for x in e])\n    ctx.apply(f["body_a"], pa, f_ground=e)',
+        'ctx.apply(f["body_b"], pb, f_ground=e)\n    ctx.apply(f["body_a"], pa, f_ground=[-x for x in e])',
     ),
     Mutation(
         "gravity_sign",
@@ -145,9 +145,9 @@ MUTATIONS = [
     Mutation(
         "limit_damping",
         "damping of a `limit` force with the wrong sign at the lower bound",
-        "generator/forms/parts/common.py",
-        "(k - mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
-        "(k + mu * qd) * sp.exp(-a * (q - P(fields[\"lower\"])))",
+        "generator/mechanics/forces.py",
+        "(k - mu * qd) * sp.exp(-a * (q - ctx.P(fields[\"lower\"])))",
+        "(k + mu * qd) * sp.exp(-a * (q - ctx.P(fields[\"lower\"])))",
     ),
     Mutation(
         "min_max",
