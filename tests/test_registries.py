@@ -52,7 +52,8 @@ def test_every_formula_counts_and_the_table_order_is_chapter_4():
             flops.count(t, form=f)
 
 
-_SCALAR_KINDS, _VECTOR_KINDS = ("expr",), ("vector", "point")
+#: the loader's field kinds that are scalar expressions ("constant": one without time or state) and 3-vectors
+_SCALAR_KINDS, _VECTOR_KINDS = ("expr", "constant"), ("vector", "point")
 
 
 def test_every_force_type_has_a_potential_and_a_reference_law():
