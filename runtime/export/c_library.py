@@ -100,7 +100,7 @@ def parameter_names(model) -> tuple:
     """A name per slot of p: the parameters (`name` or `name[j]` for vectors), the loops'
     references, then the inputs `u`, their rates `rate(u)`, `t_segment` and the extra states."""
     out = []
-    scalar = {name: sc for name, _, sc in model.param_layout()}
+    scalar = {name: sc for name, _, sc in model.param_layout}
     for name, size in model.module.PARAMETERS:
         if size == 1 and scalar.get(name, True):
             out.append(name)
