@@ -49,7 +49,7 @@ def measure(n: int, folder: Path) -> list:
     model.inverse_dynamics(q, qd, qdd)                        # its module, generated once
     from dynamica.runtime.kinds.inverse import companion
     inv = companion(model)
-    flat = np.empty(model._output_slices()[1])
+    flat = np.empty(model.output_slices()[1])
     f = model.rhs_function()
     rhs = mod.rhs
 
