@@ -165,6 +165,8 @@ def warm_up(model):
     """Import what a run needs (the integrators, the expression evaluator of initial values)
     before the first case, so that its wall time is its own."""
     from dynamica.runtime.integrators.simulate import simulate
+    if model.spec.stages:               # a worker process runs models with stages through their cyclogram
+        import dynamica.runtime.stages.cyclogram  # noqa: F401  (registers itself with simulate)
     try:
         simulate(model, t_end=1e-9, output_step=1e-9)
     except Exception:                   # the cases will say what is wrong, each in its row
@@ -241,6 +243,8 @@ def run_case(model, case: dict, roles: dict, settings: RunSettings):
     (integration failure, a bad value) is its status; the other columns are then NaN."""
     from dynamica.runtime.integrators.simulate import simulate
     from dynamica.runtime.results.result import series
+    if model.spec.stages:               # (as in warm_up)
+        import dynamica.runtime.stages.cyclogram  # noqa: F401
     start = time.perf_counter()
     try:
         params, q0, qd0 = _inputs(model, case, roles)
