@@ -269,6 +269,23 @@ def c_string(text: str, width: int = 100) -> str:
     return "\n    ".join(f'"{p}"' for p in pieces)
 
 
+def layered_entries(mod: ir.ModuleIR, symbol) -> tuple:
+    """(entry points, C functions the layers add, [capsules of each layer]) of the module file:
+    the kind's entries with each layer of LAYERS (closed loops, extra states, composed solves)
+    replacing the entries it redefines; `symbol(entry name)` is the C name of an entry point.
+    Shared by the module file and the exported C library (runtime/export/c_library.py)."""
+    ents, functions, capsules = entries(mod), [], []
+    for layer in LAYERS:
+        extra = layer(mod, symbol)
+        if extra is None:
+            continue
+        functions += extra.functions
+        replaced = {e.name for e in extra.entries}
+        ents = [e for e in ents if e.name not in replaced] + list(extra.entries)
+        capsules.append(list(extra.capsules))
+    return ents, functions, capsules
+
+
 def _adapter(e: Entry, symbol: str) -> dict:
     args = {"t": ["x"], "flag": ["(int)i"], "": []}[e.first] + [f"a[{k}]" for k in range(len(e.arrays))]
     call = f"{symbol}({', '.join(args)})"
@@ -278,18 +295,10 @@ def _adapter(e: Entry, symbol: str) -> dict:
 
 def module_context(mod: ir.ModuleIR, backend: str, declarations, symbol) -> dict:
     """What templates/module.c.j2 shows; `symbol(entry name)` is the C name of an entry point."""
-    ents = entries(mod)
-    functions, capsules = [], []
-    if any(e.name == "rhs" for e in ents):
-        capsules.append(("rhs_capsule", "dynamica.rhs", symbol("rhs")))
-    for layer in LAYERS:
-        extra = layer(mod, symbol)
-        if extra is None:
-            continue
-        functions += extra.functions
-        replaced = {e.name for e in extra.entries}
-        ents = [e for e in ents if e.name not in replaced] + list(extra.entries)
-        capsules = [c for c in capsules if c[0] not in {a for a, _, _ in extra.capsules}] + list(extra.capsules)
+    capsules = [("rhs_capsule", "dynamica.rhs", symbol("rhs"))] if any(e.name == "rhs" for e in entries(mod)) else []
+    ents, functions, layer_capsules = layered_entries(mod, symbol)
+    for added in layer_capsules:                # a layer's capsule replaces one of the same name
+        capsules = [c for c in capsules if c[0] not in {a for a, _, _ in added}] + list(added)
     adapters = [_adapter(e, e.symbol or symbol(e.entry or e.name)) for e in ents]
     out = next((e for e in ents if e.name == "outputs"), None)
     if out is not None:                 # the outputs of many rows in one call (runtime/native/series_core.pyx)

@@ -178,16 +178,8 @@ def _iterative_context(ctx: dict) -> dict:
 def _symbols(mod, symbol) -> tuple:
     """({entry name: C function}, C lines of the layers) as the module file binds them;
     `symbol(entry)` is the backend's C name of an entry point."""
-    from dynamica.generator.render import module as module_file
-    ents = module_file.entries(mod)
-    functions = []
-    for layer in module_file.LAYERS:
-        extra = layer(mod, symbol)
-        if extra is None:
-            continue
-        functions += extra.functions
-        replaced = {e.name for e in extra.entries}
-        ents = [e for e in ents if e.name not in replaced] + list(extra.entries)
+    from dynamica.generator.render.module import layered_entries
+    ents, functions, _ = layered_entries(mod, symbol)
     return {e.name: e.symbol or symbol(e.entry or e.name) for e in ents}, functions
 
 
