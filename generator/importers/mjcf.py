@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
+from dynamica.generator.importers import existing_file
 from dynamica.generator.importers.urdf import IdentifierNames, cleaned, rpy_of, yaml_num
 
 SUFFIXES = (".xml", ".mjcf")
@@ -693,11 +694,8 @@ def _fmt(x: float) -> str:
 def read_mjcf(path, options=None) -> dict:
     """The model mapping of an MJCF file (what a YAML model file would hold); ModelError naming
     the element for what is wrong with it."""
-    path = Path(path)
+    path = existing_file(path, "an MJCF file")
     file = str(path)
-    if path.is_dir() or not path.is_file():
-        raise ModelError(file, [Problem("", "is a directory, expected an MJCF file" if path.is_dir()
-                                        else "file not found")])
     m, messages = compile_model(path)
     converter = _Converter(m, file, options)
     for text in messages:

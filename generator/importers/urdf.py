@@ -39,6 +39,7 @@ import numpy as np
 
 from dynamica.errors import ModelError, Problem
 from dynamica.files import write_atomic
+from dynamica.generator.importers import existing_file
 from dynamica.generator.spec import expr as ex
 
 #: what this importer adds to the cache key of a module (generator/importers/urdf.py's own text is in the
@@ -445,11 +446,8 @@ LIMIT_PARAMETERS = {
 def read_urdf(path, options: UrdfOptions = UrdfOptions()) -> dict:
     """The model mapping of a URDF file (what a YAML model file would hold); ModelError naming
     the element for what is wrong with it."""
-    path = Path(path)
+    path = existing_file(path, "a URDF file")
     file = str(path)
-    if path.is_dir() or not path.is_file():
-        raise ModelError(file, [Problem("", "is a directory, expected a URDF file" if path.is_dir()
-                                        else "file not found")])
     from dynamica.generator.importers.urdf_xml import mesh_resolver, parse
     robot = parse(path)
     return _Converter(robot, file, options, mesh_resolver(path)).run()
