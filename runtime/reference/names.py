@@ -93,7 +93,7 @@ class Names:
     """The model's names as sympy symbols of this module, and a reader of its expression texts
     (already validated by the loader, so only the grammar's constructs are translated)."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, tables=None):
         self.t = sp.Symbol("t", real=True)
         self.scalars, self.vectors, self.slots = {}, {}, []
         for p in spec.parameters:
@@ -113,7 +113,7 @@ class Names:
         self.qd = {c: sp.Symbol(f"qd{k}", real=True) for k, c in enumerate(coords)}
         self.local = {n: sp.Symbol(f"loc{k}", real=True) for k, n in enumerate(LAW_LOCALS)}
         self._named = {"pi": sp.pi, "t": self.t} | self.scalars | self.q | signals
-        self.tables = {tf.name: tf for tf in getattr(spec, "functions", ())}
+        self.tables = {tf.name: tf for tf in (getattr(spec, "functions", ()) if tables is None else tables)}
 
     def expr(self, text, law=False) -> sp.Expr:
         """The sympy expression of a model text; `law`: the names a spring law binds shadow the rest."""

@@ -25,6 +25,7 @@ import sympy as sp
 
 from dynamica.runtime.reference.forces import LAWS, ActiveSums
 from dynamica.runtime.reference.names import LAW_LOCALS, Names, joint_transforms, skew, unskew
+from dynamica.runtime.reference.reader import read
 
 
 @dataclass(frozen=True)
@@ -71,32 +72,33 @@ class NumericReference:
 
     def __init__(self, spec):
         self.spec = spec
-        self.names = names = Names(spec)
+        self.data = data = read(spec)             # the file's numbers and texts, read here
+        self.names = names = Names(spec, data.functions)
         self.topo = topo = Tree.of(spec)
         self.N = N = len(topo.names) - 1
         self.psyms = names.params
         self.slots = names.slots
-        values = {p.name: p.value for p in spec.parameters}
+        values = data.parameters
         self.defaults = np.array([0.0 if not n else values[n] if k is None else values[n][k] for n, k in names.slots],
                                  dtype=float)
-        by_name = {b.name: b for b in spec.bodies}
         joints = joint_transforms(spec)
         self.coordinates = []
         self.joint_fns, self.slices, self.inertia_fns = [None], [None], [None]
         for i in range(1, N + 1):
-            body = by_name[topo.names[i]]
-            coords = [x[2] for x in joints[body.name] if x[2] is not None]
+            body = topo.names[i]
+            coords = [x[2] for x in joints[body] if x[2] is not None]
             start = len(self.coordinates)
             self.coordinates += coords
             self.slices.append(slice(start, len(self.coordinates)))
-            self.joint_fns.append(self._joint(joints[body.name], [names.q[c] for c in coords],
+            self.joint_fns.append(self._joint(joints[body], [names.q[c] for c in coords],
                                               [names.qd[c] for c in coords]))
-            m = names.expr(body.mass)
-            rc = names.vector(body.com)
-            ixx, iyy, izz, ixy, iyz, ixz = [names.expr(x) for x in body.inertia]   # docs/model_format.md order
+            mass, com, inertia = data.bodies[body]
+            m = names.expr(mass)
+            rc = names.vector(com)
+            ixx, iyy, izz, ixy, iyz, ixz = [names.expr(x) for x in inertia]   # docs/model_format.md order
             self.inertia_fns.append(sp.lambdify([self.psyms], [m, rc, sp.Matrix(
                 [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])], "numpy"))
-        self.gravity_fn = sp.lambdify([self.psyms], names.vector(spec.gravity), "numpy")
+        self.gravity_fn = sp.lambdify([self.psyms], names.vector(data.gravity), "numpy")
         self._forces()
 
     # -- joint kinematics by differentiation, (1.1)-(1.5)
@@ -136,13 +138,13 @@ class NumericReference:
         args = [[names.q[c] for c in self.coordinates], [names.qd[c] for c in self.coordinates], names.t, self.psyms]
         law_args = args + [[names.local[n] for n in LAW_LOCALS]]
         self.forces = []
-        for f in self.spec.forces:
-            if f.type not in LAWS:
-                raise ValueError(f"force `{f['name']}`: the numeric reference has no law for the force type "
-                                 f"`{f.type}` (runtime/reference/forces.py)")
-            law = LAWS[f.type]
+        for kind, fields in self.data.forces:
+            if kind not in LAWS:
+                raise ValueError(f"force `{fields['name']}`: the numeric reference has no law for the force type "
+                                 f"`{kind}` (runtime/reference/forces.py)")
+            law = LAWS[kind]
             fn = {}
-            for key, v in f.fields:
+            for key, v in fields.items():
                 if key == "law":
                     fn[key] = sp.lambdify(law_args, names.expr(v, law=True), "numpy")
                 elif key in law.vectors and isinstance(v, tuple):
@@ -151,7 +153,7 @@ class NumericReference:
                     fn[key] = sp.lambdify(args, names.expr(v), "numpy")
                 else:
                     fn[key] = v
-            self.forces.append((f.type, fn))
+            self.forces.append((kind, fn))
 
     # -- the recursion
     def _state(self, q, qd, t, p):

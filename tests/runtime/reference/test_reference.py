@@ -17,6 +17,7 @@ import yaml
 from dynamica.generator.spec.model import load_model
 from dynamica.runtime.reference.numeric import NumericReference
 
+from conftest import MODELS
 from helpers import rel_err
 
 
@@ -108,3 +109,59 @@ def test_joint_shorthands_read_from_the_file(tmp_path):
         for _ in range(3):
             q, qd = rng.uniform(-1, 1, (2, len(from_file.coordinates)))
             assert rel_err(from_file.qdd(q, qd, 0.4), from_dict.qdd(q, qd, 0.4)) < 1e-12
+
+
+def _normal(data):
+    """The reader's data with numbers as floats (the file's `1` and the loader's `1.0` alike)."""
+    def norm(v):
+        if isinstance(v, (list, tuple)):
+            return tuple(norm(x) for x in v)
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in v.items()}
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        return v
+    return (norm(data.parameters), norm(data.bodies), norm(data.gravity), norm(data.forces),
+            tuple((t.name, norm(t.x), norm(t.y), norm(t.z), t.interpolation, t.extrapolation)
+                  for t in data.functions))
+
+
+def test_the_reference_reads_the_model_file_itself():
+    """The reference's own reading of each bundled model file (runtime/reference/reader.py: values,
+    inertia forms, force defaults, tables from their CSV files) equals the loader's: two readings
+    of docs/model_format.md that share no code."""
+    from dynamica.runtime.reference import reader
+    models = [p for p in sorted(MODELS.glob("*.yaml"))]
+    assert len(models) >= 15
+    for path in models:
+        spec = load_model(path)
+        if spec.stages:
+            continue
+        own, loaders = reader.read(spec), reader._from_spec(spec)
+        assert own is not None and _normal(own) == _normal(loaders), path.name
+
+
+def test_the_reference_takes_its_numbers_from_the_file_not_the_loader(tmp_path):
+    """A loader that misread the file (a parameter's value, a force default, an inertia entry,
+    a table's knots: here planted in the ModelSpec after loading) does not move the reference:
+    its q'' stays the file's closed form."""
+    import dataclasses
+    path = tmp_path / "pendulum.yaml"
+    path.write_text(
+        "name: pendulum\nparameters: {m: 2.0, l: 0.5, k: {value: 3.0, unit: N*m/rad}}\n"
+        "functions: {drive: {x: [0.0, 10.0], y: [1.0, 1.0]}}\n"
+        "bodies:\n  - {name: b, parent: ground, joint: [{rotate: x, q: q}], mass: m, com: [0, 0, \"-l\"],"
+        " inertia: {Ixx: 0.1}}\n"
+        "forces:\n  - {type: joint_spring_damper, coordinate: q, stiffness: k}\n"
+        "  - {type: generalized_force, coordinate: q, value: drive(t)}\n")
+    spec = load_model(path)
+    bad = dataclasses.replace(
+        spec,
+        parameters=tuple(dataclasses.replace(p, value=9.0) if p.name == "k" else p for p in spec.parameters),
+        bodies=tuple(dataclasses.replace(b, inertia=(0.7, 0, 0, 0, 0, 0)) for b in spec.bodies),
+        functions=tuple(dataclasses.replace(tf, y=(5.0, 5.0)) for tf in spec.functions))
+    inertia = 0.1 + 2.0 * 0.5 ** 2                        # about the axis through O: Ixx + m l^2
+    for s in (spec, bad):
+        ref = NumericReference(s)
+        q = 0.3
+        assert rel_err(ref.qdd([q], [0.0]), [(-3.0 * q + 1.0) / inertia]) < 1e-12

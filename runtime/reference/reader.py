@@ -1,0 +1,139 @@
+"""What the numeric reference reads of a model file itself: the parameters' values, the bodies'
+mass, centre of mass and inertia, gravity, the force elements (with the defaults
+docs/model_format.md documents) and the tabulated functions (inline or from their CSV files),
+each parsed here from the YAML text by the rules of docs/model_format.md and not taken from the
+loader's ModelSpec, so that a misreading there (a default, an inertia order, a table's column) is
+not repeated in the oracle. The loader's data serve only where there is no such file to read: a
+model given as a mapping, a stage's structure, a URDF or MJCF robot.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+#: docs/model_format.md, "Inertia": the mapping form's keys, in the order of the 6-entry form
+INERTIA_KEYS = ("Ixx", "Iyy", "Izz", "Ixy", "Iyz", "Ixz")
+#: docs/model_format.md, "Forces": the optional keys of each force type and their defaults
+#: (`point` of a body_force defaults to the body's centre of mass: None here)
+FORCE_DEFAULTS = {
+    "joint_spring_damper": {"stiffness": 0, "damping": 0, "neutral": 0},
+    "generalized_force": {},
+    "body_force": {"point": None, "force": (0, 0, 0), "torque": (0, 0, 0), "frame": "ground"},
+    "spring_damper": {"damping": 0},
+    "limit": {"damping": 0},
+    "bushing": {"point_a": (0, 0, 0), "point_b": (0, 0, 0), "stiffness": (0, 0, 0), "damping": (0, 0, 0),
+                "rotational_stiffness": (0, 0, 0), "rotational_damping": (0, 0, 0)},
+    "armature": {},
+}
+#: the keys of each force type that are vectors (a list of three expressions or a vector parameter)
+FORCE_VECTORS = {"body_force": ("point", "force", "torque"), "spring_damper": ("point_a", "point_b"),
+                 "bushing": tuple(FORCE_DEFAULTS["bushing"])}
+
+
+@dataclass(frozen=True)
+class Table:
+    """A tabulated function as docs/model_format.md, "Tabulated functions", defines it."""
+    name: str
+    x: tuple
+    y: tuple
+    z: tuple = ()
+    interpolation: str = "linear"
+    extrapolation: str = "hold"
+
+    @property
+    def arity(self) -> int:
+        return 2 if self.z else 1
+
+
+@dataclass(frozen=True)
+class ModelData:
+    """The numbers and expression texts the reference evaluates."""
+    parameters: dict            # name -> float or tuple of floats
+    bodies: dict                # name -> (mass, com (3 texts), inertia (6 texts, Ixx Iyy Izz Ixy Iyz Ixz))
+    gravity: tuple              # 3 texts
+    forces: tuple               # (type, {key: value}), the name under "name"
+    functions: tuple            # Table
+
+
+def read(spec) -> ModelData:
+    """The model's data from its YAML file when the file describes the spec's bodies (else the
+    loader's, see the module's docstring)."""
+    path = Path(spec.file)
+    if path.is_file() and path.suffix in (".yaml", ".yml") and not getattr(spec, "stages", ()):
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(raw, dict) and {b.get("name") for b in raw.get("bodies", ())} == {b.name for b in spec.bodies}:
+            return _from_file(raw, path.parent)
+    return _from_spec(spec)
+
+
+def _from_spec(spec) -> ModelData:
+    return ModelData(
+        parameters={p.name: p.value for p in spec.parameters},
+        bodies={b.name: (b.mass, tuple(b.com), tuple(b.inertia)) for b in spec.bodies},
+        gravity=tuple(spec.gravity),
+        forces=tuple((f.type, dict(f.fields)) for f in spec.forces),
+        functions=tuple(Table(tf.name, tuple(tf.x), tuple(tf.y), tuple(tf.z), tf.interpolation, tf.extrapolation)
+                        for tf in getattr(spec, "functions", ())))
+
+
+def _from_file(raw, folder: Path) -> ModelData:
+    parameters = {name: _value(v) for name, v in (raw.get("parameters") or {}).items()}
+    vectors = {name: len(v) for name, v in parameters.items() if isinstance(v, tuple)}
+
+    def vector(v):
+        return tuple(f"{v}[{k}]" for k in range(vectors[v])) if isinstance(v, str) else tuple(v)
+
+    bodies = {}
+    for b in raw["bodies"]:
+        massless = b["mass"] == 0 and not isinstance(b["mass"], bool)
+        com = vector(b["com"]) if "com" in b or not massless else (0, 0, 0)
+        bodies[b["name"]] = (b["mass"], com, _inertia(b.get("inertia", (0, 0, 0)) if massless else b["inertia"],
+                                                      vector))
+    forces = []
+    for index, f in enumerate(raw.get("forces") or ()):
+        kind = f["type"]
+        fields = {k: v for k, v in f.items() if k != "type"}
+        fields.setdefault("name", f"{kind}_{index}")
+        for key, default in FORCE_DEFAULTS.get(kind, {}).items():
+            if key not in fields:
+                fields[key] = bodies[f["body"]][1] if default is None else default
+        for key in FORCE_VECTORS.get(kind, ()):
+            fields[key] = vector(fields[key])
+        forces.append((kind, fields))
+    functions = tuple(_table(name, t, folder) for name, t in (raw.get("functions") or {}).items())
+    return ModelData(parameters, bodies, vector(raw.get("gravity", (0, 0, 0))), tuple(forces), functions)
+
+
+def _value(v):
+    """A parameter's value: a number, a list of numbers, or a mapping with `value`."""
+    v = v["value"] if isinstance(v, dict) else v
+    return tuple(float(x) for x in v) if isinstance(v, list) else float(v)
+
+
+def _inertia(v, vector) -> tuple:
+    """The six components Ixx Iyy Izz Ixy Iyz Ixz of any form of docs/model_format.md, "Inertia"."""
+    if isinstance(v, dict):
+        return tuple(v.get(k, 0) for k in INERTIA_KEYS)
+    v = vector(v) if isinstance(v, str) else tuple(v)
+    return v + (0, 0, 0) if len(v) == 3 else v
+
+
+def _table(name, t, folder: Path) -> Table:
+    options = {k: t[k] for k in ("interpolation", "extrapolation") if k in t}
+    if "table" not in t:
+        z = tuple(tuple(float(x) for x in row) for row in t.get("z", ()))
+        return Table(name, tuple(map(float, t["x"])), tuple(map(float, t["y"])),
+                     tuple(x for row in z for x in row), **options)
+    with open(folder / t["table"], newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.reader(fh) if r and r[0].strip() and not r[0].lstrip().startswith("#")]
+    header = None
+    try:
+        float(rows[0][0])
+    except ValueError:
+        header, rows = [c.strip() for c in rows[0]], rows[1:]
+    cols = [header.index(c) if isinstance(c, str) else c for c in t.get("columns", (0, 1))]
+    return Table(name, tuple(float(r[cols[0]]) for r in rows), tuple(float(r[cols[1]]) for r in rows), **options)
