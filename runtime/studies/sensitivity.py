@@ -35,6 +35,11 @@ def sobol_design(dists: dict, n: int, seed=0, second_order=False):
     return pd.DataFrame({name: d.ppf(u[:, j]) for j, (name, d) in enumerate(frozen.items())})
 
 
+#: an output whose spread over the design is below this times its largest value is constant (the
+#: rounding of a sum of a few terms; the indices of a constant are 0/0)
+CONSTANT = 64 * np.finfo(float).eps
+
+
 def sobol_indices(results, names, outputs=None, second_order=False, seed=0, num_resamples=100, conf_level=0.95):
     """First-order (S1) and total (ST) Sobol indices with their confidence half-widths, one row
     per (output, input): `results` holds the outputs of the cases of `sobol_design` in its order
@@ -49,20 +54,29 @@ def sobol_indices(results, names, outputs=None, second_order=False, seed=0, num_
     outputs = list(outputs) if outputs is not None else [c for c in results.columns
                                                           if pd.api.types.is_numeric_dtype(results[c])]
     problem = {"num_vars": len(names), "names": names, "bounds": [[0.0, 1.0]] * len(names)}
-    rows = []
+    rows, constant = [], []
     for out in outputs:
         y = np.asarray(results[out], dtype=float)
         if not np.all(np.isfinite(y)):
             raise ValueError(f"output {out!r} is not finite in {int(np.sum(~np.isfinite(y)))} case(s): Sobol indices "
                              "need every case of the design")
+        if np.ptp(y) <= CONSTANT * np.abs(y).max():    # no variance to apportion: no indices, said
+            constant.append(out)
+            continue
         with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
-            warnings.simplefilter("ignore", RuntimeWarning)     # a constant output: NaN indices
             si = analyze.analyze(problem, y, calc_second_order=second_order, num_resamples=num_resamples,
                                  conf_level=conf_level, seed=seed)
         for j, name in enumerate(names):
             rows.append({"output": out, "input": name, "S1": si["S1"][j], "S1_conf": si["S1_conf"][j],
                          "ST": si["ST"][j], "ST_conf": si["ST_conf"][j]})
-    return pd.DataFrame(rows).set_index(["output", "input"])
+    if constant:
+        from dynamica.generator.spec.model import DynamicaWarning
+        warnings.warn(f"Sobol indices: output(s) {', '.join(constant)} do not vary over the design (their indices "
+                      "are undefined: 0/0) and are left out of the table", DynamicaWarning, stacklevel=2)
+    table = pd.DataFrame(rows, columns=["output", "input", "S1", "S1_conf", "ST", "ST_conf"])
+    table = table.set_index(["output", "input"])
+    table.attrs["constant"] = constant
+    return table
 
 
 def _results(table):
