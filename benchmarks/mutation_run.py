@@ -202,6 +202,19 @@ MUTATIONS = [
     Mutation("loop_direction_gamma", "the velocity term of gamma of two body directions (revolute, universal, "
              "cylindrical, prismatic, weld) with the wrong sign", "generator/mechanics/constraints.py",
              "mul(2, dot(av, bv))", "mul(-2, dot(av, bv))", ("tests/runtime/test_loop_types_dynamics.py",)),
+    Mutation("mjcf_gear", "an MJCF motor's gear dropped (the force is the control, not gear times it)",
+             "generator/importers/mjcf.py", "                scale = gear * c\n", "                scale = c\n",
+             ("tests/generator/importers/test_mjcf.py",)),
+    Mutation("mjcf_armature", "MJCF armature read as zero (the rotor's inertia missing from M)",
+             "generator/importers/mjcf.py", "float(m.dof_damping[dof + k]), float(m.dof_armature[dof + k])",
+             "float(m.dof_damping[dof + k]), 0.0 * float(m.dof_armature[dof + k])",
+             ("tests/generator/importers/test_mjcf.py",)),
+    Mutation("reference_default", "the reference's own reading of a body_force's default frame is the body's",
+             "runtime/reference/reader.py", '"torque": (0, 0, 0), "frame": "ground"}',
+             '"torque": (0, 0, 0), "frame": "body"}', ("tests/runtime/reference/test_reference.py",)),
+    Mutation("sobol_constant", "Sobol indices of an output that does not vary kept (0/0 in the table)",
+             "runtime/studies/sensitivity.py", "CONSTANT = 64 * np.finfo(float).eps", "CONSTANT = -1.0",
+             ("tests/runtime/studies/test_sweep.py",)),
 ]
 
 

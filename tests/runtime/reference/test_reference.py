@@ -126,12 +126,37 @@ def _normal(data):
                   for t in data.functions))
 
 
-def test_the_reference_reads_the_model_file_itself():
-    """The reference's own reading of each bundled model file (runtime/reference/reader.py: values,
-    inertia forms, force defaults, tables from their CSV files) equals the loader's: two readings
-    of docs/model_format.md that share no code."""
+DEFAULTS_MODEL = """
+name: defaults
+parameters: {m: 2.0, r: [0.1, 0.0, -0.3], I: {value: [0.2, 0.3, 0.4], unit: kg*m^2}, k: 5}
+gravity: r
+functions:
+  push: {table: push.csv, columns: [time, F], interpolation: cubic}
+  grid: {x: [0.0, 1.0], y: [0.0, 1.0, 2.0], z: [[0, 1, 2], [3, 4, 5]]}
+bodies:
+  - {name: a, parent: ground, joint: [{rotate: x, q: qa}], mass: m, com: r, inertia: I}
+  - {name: b, parent: a, joint: {type: revolute, axis: y, q: qb}, mass: 1, com: [0, 0, 0.2],
+     inertia: {Ixx: 0.1, Izz: 0.2, Ixy: -0.01}}
+  - {name: c, parent: b, joint: [{translate: [0, 0, 0.1]}], mass: 0}
+forces:
+  - {type: body_force, body: b, force: ["push(t)", 0, 0]}
+  - {type: joint_spring_damper, coordinate: qa, stiffness: k}
+  - {type: limit, coordinate: qb, lower: -1, stiffness: 1, decay: 50}
+  - {type: bushing, body_a: ground, body_b: b, stiffness: [1, 2, 3]}
+  - {type: spring_damper, body_a: a, point_a: r, body_b: ground, point_b: [0, 1, 0], free_length: 0.5, stiffness: k}
+  - {type: generalized_force, name: drive, coordinate: qa, value: "grid(t, qa)"}
+"""
+
+
+def test_the_reference_reads_the_model_file_itself(tmp_path):
+    """The reference's own reading of each bundled model file and of one that leaves every
+    optional key to its default (runtime/reference/reader.py: values, inertia forms, vector
+    parameters, force defaults, tables from CSV files) equals the loader's: two readings of
+    docs/model_format.md that share no code."""
     from dynamica.runtime.reference import reader
-    models = [p for p in sorted(MODELS.glob("*.yaml"))]
+    (tmp_path / "defaults.yaml").write_text(DEFAULTS_MODEL)
+    (tmp_path / "push.csv").write_text("# a push\nF,time\n0,0\n2,1\n1,2\n\n0,3\n")
+    models = [p for p in sorted(MODELS.glob("*.yaml"))] + [tmp_path / "defaults.yaml"]
     assert len(models) >= 15
     for path in models:
         spec = load_model(path)
