@@ -65,6 +65,9 @@ def test_every_force_type_has_a_potential_and_a_reference_law():
         # the reference declares its fields itself: they must be the loader's, kind by kind
         assert set(law.scalars) == {k for k, (kind, _) in ft.schema.items() if kind in _SCALAR_KINDS}, name
         assert set(law.vectors) == {k for k, (kind, _) in ft.schema.items() if kind in _VECTOR_KINDS}, name
+        # a conservative element has its energy in the reference too; an applied force none (the
+        # armature's energy is kinetic: no potential in the generator, 1/2 a q'^2 in the reference)
+        assert (law.energy is None) == (ft.potential is forces.NO_POTENTIAL and name != "armature"), name
 
 
 def _one_slider(force):

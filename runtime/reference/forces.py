@@ -25,17 +25,27 @@ class Law:
     contribute: Callable          # (a: ActiveSums, fn) -> None
     scalars: tuple = ()           # fields that are expressions
     vectors: tuple = ()           # fields that are 3-vectors of expressions
+    energy: Callable | None = None   # (a, fn) -> the element's potential (or kinetic) energy; None: not conservative
 
 
 #: force type -> its law in the reference
 LAWS: dict = {}
 
 
-def law(name, scalars=(), vectors=()):
+def law(name, scalars=(), vectors=(), energy=None):
     def deco(fn):
-        LAWS[name] = Law(name, fn, tuple(scalars), tuple(vectors))
+        LAWS[name] = Law(name, fn, tuple(scalars), tuple(vectors), energy)
         return fn
     return deco
+
+
+def _ground_point(a, fn, side):
+    """The ground position of the element's point on body_<side>."""
+    b, pt = fn[f"body_{side}"], a.vector(fn, f"point_{side}")
+    if b == "ground":
+        return pt
+    i = a.body(b)
+    return a.st["r0"][i] + a.st["R0"][i].T @ pt
 
 
 @dataclass
@@ -65,7 +75,12 @@ class ActiveSums:
         return np.asarray(fn[key](self.q, self.qd, self.t, self.p), float).reshape(3)
 
 
-@law("joint_spring_damper", scalars=("stiffness", "damping", "neutral"))
+def _joint_spring_energy(a, fn):
+    k = a.coordinate(fn["coordinate"])
+    return 0.5 * a.value(fn, "stiffness") * (a.q[k] - a.value(fn, "neutral")) ** 2
+
+
+@law("joint_spring_damper", scalars=("stiffness", "damping", "neutral"), energy=_joint_spring_energy)
 def _joint_spring_damper(a, fn):
     k = a.coordinate(fn["coordinate"])
     a.gen[k] += -a.value(fn, "stiffness") * (a.q[k] - a.value(fn, "neutral")) - a.value(fn, "damping") * a.qd[k]
@@ -85,7 +100,15 @@ def _body_force(a, fn):
     a.F[i] += np.concatenate([f, tq + np.cross(pt, f)])
 
 
-@law("spring_damper", scalars=("stiffness", "damping", "free_length"), vectors=("point_a", "point_b"))
+def _spring_energy(a, fn):
+    if "law" in fn:
+        raise ValueError(f"force `{fn['name']}`: a spring_damper with a `law` has no potential in closed form")
+    L = np.linalg.norm(_ground_point(a, fn, "b") - _ground_point(a, fn, "a"))
+    return 0.5 * a.value(fn, "stiffness") * (L - a.value(fn, "free_length")) ** 2
+
+
+@law("spring_damper", scalars=("stiffness", "damping", "free_length"), vectors=("point_a", "point_b"),
+     energy=_spring_energy)
 def _spring_damper(a, fn):
     st, xs, vs = a.st, [], []
     for side in ("a", "b"):
@@ -113,7 +136,18 @@ def _spring_damper(a, fn):
             a.F[i] += np.concatenate([fb, np.cross(pt, fb)])
 
 
-@law("limit", scalars=("lower", "upper", "stiffness", "damping", "decay"))
+def _limit_energy(a, fn):
+    # docs/model_format.md, `limit`: (k/a) exp(-a (q - q1)) and (k/a) exp(a (q - q2))
+    k = a.coordinate(fn["coordinate"])
+    kk, dec, V = a.value(fn, "stiffness"), a.value(fn, "decay"), 0.0
+    if "lower" in fn:
+        V += kk / dec * np.exp(-dec * (a.q[k] - a.value(fn, "lower")))
+    if "upper" in fn:
+        V += kk / dec * np.exp(dec * (a.q[k] - a.value(fn, "upper")))
+    return V
+
+
+@law("limit", scalars=("lower", "upper", "stiffness", "damping", "decay"), energy=_limit_energy)
 def _limit(a, fn):
     k = a.coordinate(fn["coordinate"])
     kk, mu, dec = (a.value(fn, x) for x in ("stiffness", "damping", "decay"))
@@ -123,8 +157,18 @@ def _limit(a, fn):
         a.gen[k] -= (kk + mu * a.qd[k]) * np.exp(dec * (a.q[k] - a.value(fn, "upper")))
 
 
+def _bushing_energy(a, fn):
+    # docs/model_format.md, `bushing`: 1/2 d^T K d in frame a, and K_r (1 - cos phi) when K_r is isotropic
+    Kr = a.vector(fn, "rotational_stiffness")
+    if np.ptp(Kr) != 0.0:
+        raise ValueError(f"force `{fn['name']}`: an anisotropic rotational stiffness has no potential")
+    R = [np.eye(3) if fn[f"body_{s}"] == "ground" else a.st["R0"][a.body(fn[f"body_{s}"])] for s in ("a", "b")]
+    d = R[0] @ (_ground_point(a, fn, "b") - _ground_point(a, fn, "a"))
+    return 0.5 * d @ (a.vector(fn, "stiffness") * d) + Kr[0] * (3.0 - np.trace(R[0] @ R[1].T)) / 2
+
+
 @law("bushing", vectors=("point_a", "point_b", "stiffness", "damping", "rotational_stiffness",
-                         "rotational_damping"))
+                         "rotational_damping"), energy=_bushing_energy)
 def _bushing(a, fn):
     # ground-frame kinematics of the two frames, then the law in frame a (docs/model_format.md, `bushing`)
     st, fr = a.st, {}
@@ -157,7 +201,11 @@ def _bushing(a, fn):
         a.F[i] += np.concatenate([-Fa, -Ta + np.cross(pa + d, -Fa)])
 
 
-@law("armature", scalars=("inertia",))
+def _armature_energy(a, fn):
+    return 0.5 * a.value(fn, "inertia") * a.qd[a.coordinate(fn["coordinate"])] ** 2
+
+
+@law("armature", scalars=("inertia",), energy=_armature_energy)
 def _armature(a, fn):
     """No force: the inertia joins the mass matrix's diagonal (NumericReference.mass_matrix, as
     MuJoCo's dof_armature) and the kinetic energy; nothing enters the active sums."""

@@ -309,7 +309,8 @@ class NumericReference:
         return Q + dpm
 
     def energy(self, q, qd, t=0.0, params=None):
-        """Kinetic + gravity + spring potential energy (for conservative-model checks)."""
+        """Kinetic + gravity + the force elements' potential energy (and the armatures' kinetic
+        energy), for checks of conservative models; a force without a potential is an error."""
         p = self._params(params)
         q, qd = np.asarray(q, float), np.asarray(qd, float)
         st = self._state(q, qd, t, p)
@@ -318,24 +319,12 @@ class NumericReference:
             E += 0.5 * st["v"][i] @ st["M"][i] @ st["v"][i]
             m, rc, _ = st["rcs"][i]
             E -= m * st["g"] @ (st["r0"][i] + st["R0"][i].T @ rc)
-        names = self.topo.names
-        for ftype, fn in self.forces:
-            if ftype == "armature":
-                k = self.coordinates.index(fn["coordinate"])
-                E += 0.5 * fn["inertia"](q, qd, t, p) * qd[k] ** 2
-            if ftype == "joint_spring_damper":
-                k = self.coordinates.index(fn["coordinate"])
-                E += 0.5 * fn["stiffness"](q, qd, t, p) * (q[k] - fn["neutral"](q, qd, t, p)) ** 2
-            elif ftype == "spring_damper":
-                xs = []
-                for side in ("a", "b"):
-                    b = fn[f"body_{side}"]
-                    pt = np.asarray(fn[f"point_{side}"](q, qd, t, p), float).reshape(3)
-                    xs.append(pt if b == "ground" else st["r0"][names.index(b)] + st["R0"][names.index(b)].T @ pt)
-                L = np.linalg.norm(xs[1] - xs[0])
-                E += 0.5 * fn["stiffness"](q, qd, t, p) * (L - fn["free_length"](q, qd, t, p)) ** 2
-            elif ftype in ("generalized_force", "body_force"):
-                raise ValueError("energy() is defined only for conservative models (no generalized or body forces)")
+        a = ActiveSums(q, qd, t, p, st, None, None, self.topo.names, self.coordinates)
+        for ftype, fn in self.forces:                     # each law's energy (runtime/reference/forces.py)
+            if LAWS[ftype].energy is None:
+                raise ValueError(f"energy() is defined only for conservative models: force `{fn['name']}` "
+                                 f"({ftype}) has no potential")
+            E += LAWS[ftype].energy(a, fn)
         return E
 
 
