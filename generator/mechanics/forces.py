@@ -369,3 +369,75 @@ def _bushing(ctx, f):
     ctx.apply(f["body_b"], pb, f_ground=matTvec(Ga, Fb), t_body=matvec(Gb, matTvec(Ga, Tq)))
     ctx.apply(f["body_a"], add(pa, d), f_body=[-x for x in Fb], t_body=[-x for x in Tq])
     return {"force": Fb, "torque": Tq}                          # on body_b, frame a
+
+
+def _contact_check(given, fields):
+    from dynamica.generator.spec.contact_sections import PAIR_TYPES
+    out = []
+    a, b = fields.get("a"), fields.get("b")
+    if a is not None and b is not None:
+        if a.body == b.body:
+            out.append(("", f"the shapes `{a.name}` and `{b.name}` are both on `{a.body}`: a contact pair "
+                            "joins two bodies"))
+        elif (a.kind, b.kind) not in PAIR_TYPES:
+            out.append(("", f"no contact between a {a.kind} (`{a.name}`) and a {b.kind} (`{b.name}`); pairs: "
+                            + ", ".join(f"{x}-{y}" for x, y in sorted(PAIR_TYPES))))
+    for key in ("stiffness", "damping", "exponent", "friction", "stiction_velocity"):
+        v = given.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and (
+                v < 0 or (v == 0 and key in ("exponent", "stiction_velocity"))):
+            out.append((key, f"expected a {'positive' if key in ('exponent', 'stiction_velocity') else 'nonnegative'} "
+                             f"number, found {v}"))
+    return out
+
+
+def _contact_potential(ctx, f):
+    # the elastic part k delta^e of the normal law: V = k delta^(e+1) / (e+1) per point,
+    # dV/dt = k delta^e delta' with delta' = -n . (v_b - v_a)
+    ke = constant_fields(ctx, f["stiffness"], f["exponent"])
+    if ke is None:
+        return None
+    from dynamica.generator.mechanics.contact import contact_points, normal_rate
+    k, e = ke
+    V = Vd = sp.Integer(0)
+    for x, n, d in contact_points(ctx, f["a"], f["b"]):
+        delta = sp.Max(0, -d)
+        V += k * delta ** (e + 1) / (e + 1)
+        Vd -= k * delta ** e * normal_rate(ctx, f["a"], f["b"], x, n)
+    return V, Vd
+
+
+@register("contact", {"a": ("shape", REQUIRED), "b": ("shape", REQUIRED), "stiffness": ("expr", 1e6),
+                      "damping": ("expr", 0.5), "exponent": ("expr", 1.5), "friction": ("expr", 0.8),
+                      "stiction_velocity": ("expr", 1e-3)},
+          check=_contact_check, potential=_contact_potential,
+          doc="two collision shapes (contact.shapes): Hunt-Crossley normal law, regularised Coulomb friction")
+def _contact(ctx, f):
+    # per contact point (x, n, d) of the pair (generator/mechanics/contact.py): delta = max(0, -d),
+    # F_n = max(0, k delta^e (1 + 3/2 c delta')), F_t = -mu F_n v_t / sqrt(|v_t|^2 + v_s^2)
+    from dynamica.generator.mechanics.contact import contact_points, material_point
+    a, b = f["a"], f["b"]
+    k, c, e = ctx.P(f["stiffness"]), ctx.P(f["damping"]), ctx.P(f["exponent"])
+    mu, vs = ctx.P(f["friction"]), ctx.P(f["stiction_velocity"])
+    total = [sp.Integer(0)] * 3
+    dist, pen, normal = [], [], []
+    for j, (x, n, d) in enumerate(contact_points(ctx, a, b)):
+        x = ctx.let_vector(f"x{j}", x)
+        pa, va = material_point(ctx, a.body, x)
+        pb, vb = material_point(ctx, b.body, x)
+        vr = ctx.let_vector(f"vr{j}", sub(vb, va))
+        vn = ctx.let(f"vn{j}", dot(n, vr))
+        delta = ctx.let(f"pen{j}", sp.Max(0, -d))
+        Fn = ctx.let(f"Fn{j}", sp.Max(0, k * delta ** e * (1 - sp.Rational(3, 2) * c * vn)))
+        vt = ctx.let_vector(f"vt{j}", sub(vr, scale(vn, n)))
+        ft = ctx.let(f"ft{j}", -mu * Fn / sp.sqrt(dot(vt, vt) + vs ** 2))
+        F = ctx.let_vector(f"F{j}", add(scale(Fn, n), scale(ft, vt)))
+        if b.body != "ground":
+            pb = ctx.let_vector(f"pb{j}", pb)
+        if a.body != "ground":
+            pa = ctx.let_vector(f"pa{j}", pa)
+        ctx.apply(b.body, pb, f_ground=F)
+        ctx.apply(a.body, pa, f_ground=[-v for v in F])
+        total = add(total, F)
+        dist.append(d), pen.append(delta), normal.append(Fn)
+    return {"force": total, "distance": dist, "penetration": pen, "normal_force": normal}

@@ -18,6 +18,7 @@ from dynamica.generator.mechanics.stages import StageSections
 from dynamica.generator.mechanics.tables import scope_functions
 from dynamica.generator.spec import expr as ex
 from dynamica.generator.spec.actuator_sections import ActuatorSections
+from dynamica.generator.spec.contact_sections import ContactSections
 from dynamica.generator.spec.expr import found, join_path
 from dynamica.generator.spec.force_sections import ForceSections
 from dynamica.generator.spec.model import (
@@ -188,9 +189,10 @@ def _yaml_message(exc, text: str) -> str:
     return out
 
 
-class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, StageSections, VisualSections):
+class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, StageSections, VisualSections,
+              ContactSections):
     TOP = {"name", "description", "parameters", "gravity", "bodies", "initial", "forces",
-           "outputs", "simulate", "functions", "inputs", "states", "loops", "assembly", "stages"}
+           "outputs", "simulate", "functions", "inputs", "states", "loops", "assembly", "stages", "contact"}
 
     def __init__(self, file: str, data):
         self.file = file
@@ -342,8 +344,12 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         body_names = {b.name for b in bodies if isinstance(b.name, str)}
         self.entry = "initial"
         initial = self.initial(self.section(d, "initial", dict, {}, "a mapping coordinate -> value"), coords)
+        self.entry = "contact"
+        shapes, pairs = self.contact(self.section(d, "contact", dict, {}, "a mapping {shapes:, defaults:, pairs:}"),
+                                     body_names, {b.name: b.parent for b in bodies})
         self.entry = "forces"
-        forces = self.forces(self.section(d, "forces", list, [], "a list of forces"), coords, body_names, bodies)
+        forces = self.forces(self.section(d, "forces", list, [], "a list of forces"), coords, body_names, bodies,
+                             pairs)
         self.entry = "outputs"
         outputs = self.outputs(self.section(d, "outputs", dict, {}, "a mapping"), body_names)
         self.entry = "simulate"
@@ -369,7 +375,8 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                          bodies=tuple(bodies), initial=tuple(initial), forces=tuple(forces),
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
                          assembly_hold=hold, stages=tuple(stages),
-                         functions=tuple(functions), states=tuple(states), inputs=tuple(inputs))
+                         functions=tuple(functions), states=tuple(states), inputs=tuple(inputs),
+                         shapes=shapes)
         physics_warnings(spec, self.default_value)
         return spec
 
