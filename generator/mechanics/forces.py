@@ -420,7 +420,7 @@ def _contact(ctx, f):
     k, c, e = ctx.P(f["stiffness"]), ctx.P(f["damping"]), ctx.P(f["exponent"])
     mu, vs = ctx.P(f["friction"]), ctx.P(f["stiction_velocity"])
     total = [sp.Integer(0)] * 3
-    dist, pen, normal = [], [], []
+    dist, rate, pen, normal = [], [], [], []
     for j, (x, n, d) in enumerate(contact_points(ctx, a, b)):
         x = ctx.let_vector(f"x{j}", x)
         pa, va = material_point(ctx, a.body, x)
@@ -439,5 +439,5 @@ def _contact(ctx, f):
         ctx.apply(b.body, pb, f_ground=F)
         ctx.apply(a.body, pa, f_ground=[-v for v in F])
         total = add(total, F)
-        dist.append(d), pen.append(delta), normal.append(Fn)
-    return {"force": total, "distance": dist, "penetration": pen, "normal_force": normal}
+        dist.append(d), rate.append(vn), pen.append(delta), normal.append(Fn)
+    return {"force": total, "distance": dist, "normal_velocity": rate, "penetration": pen, "normal_force": normal}

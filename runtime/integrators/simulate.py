@@ -42,6 +42,11 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
     from dynamica.runtime.integrators.compiled_adams import solve
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
+    if not events and not model.loops and any(f.type == "contact" for f in model.spec.forces):
+        from dynamica.runtime.integrators import contact_events      # contact start and end located
+        t, Y, nfev, info = contact_events.solve(model, t0, t_end, y0, t_eval, model.param_vector(params), rtol, atol)
+        info = {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12, restarted at contacts", **info}
+        return simulation_result(model, t, Y, "adams", nfev, info, params=params)
     res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
                 rtol=rtol, atol=atol, events=events)
     info = {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12", "steps": res.nsteps,

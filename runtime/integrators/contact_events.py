@@ -1,0 +1,126 @@
+"""Contact start and end as events of the Adams integrator (docs/contact.md, "Events").
+
+A model with `contact` forces has, per contact point, a gap: its signed distance d (negative in
+contact) and its rate n . (v_b - v_a), outputs of the generated module (`<pair>.distance`,
+`<pair>.normal_velocity`: the outputs kernel, evaluated once per accepted step). The compiled
+Adams step (runtime/native/adams_core.pyx) is driven one step at a time and after each:
+
+  - a gap whose sign differs from the side it was on (outside / in contact) is located by
+    brentq on the step's interpolant (which is the motion up to there: no contact force
+    changes before the first such root);
+  - a gap that stayed positive at both ends while its rate went from closing to opening is
+    minimised on the interpolant (brentq on the rate); a negative minimum is a contact stepped
+    over, located the same way.
+
+At the earliest located time t_e the integration restarts from y(t_e) (order 1: the law's
+kink at d = 0 is not inside any step), the outputs after t_e are recomputed, and the gap's side
+flips. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Gaps:
+    """(d, d') of every contact point at (t, y): flat arrays from the module's outputs kernel."""
+
+    def __init__(self, model, p):
+        self.model, self.p = model, p
+        slices, self.total = model.output_slices()
+        contacts = [f["name"] for f in model.spec.forces if f.type == "contact"]
+        self.labels, self.d_idx, self.r_idx = [], [], []
+        where = {key: (k, size) for key, _, k, size in slices}
+        for name in contacts:
+            k, size = where[f"{name}.distance"]
+            kr, _ = where[f"{name}.normal_velocity"]
+            self.labels += [(name, j) for j in range(size)]
+            self.d_idx += range(k, k + size)
+            self.r_idx += range(kr, kr + size)
+        self.d_idx, self.r_idx = np.array(self.d_idx, int), np.array(self.r_idx, int)
+        self.flat = np.empty(self.total)
+        self.n = model.n
+        self.calls = 0
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __call__(self, t, y):
+        n = self.n
+        self.model.module.outputs(float(t), np.ascontiguousarray(y[:n]), np.ascontiguousarray(y[n:2 * n]),
+                                  self.p, self.flat)
+        self.calls += 1
+        return self.flat[self.d_idx].copy(), self.flat[self.r_idx].copy()
+
+
+def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
+    """(t, Y (len(t), n), nfev, info) of the model from (t0, y0) with contacts located (the
+    module docstring); `tv` the output times (t0 included)."""
+    from scipy.optimize import brentq
+
+    from dynamica.runtime.integrators.compiled_adams import check_status, core
+    mod = core()
+    f = model.module.rhs_capsule
+    gaps = Gaps(model, p)
+    n, m = len(y0), len(tv)
+    Y = np.full((m, n), np.nan)
+    j = int(np.count_nonzero(tv <= t0))
+    Y[:j] = y0
+    g, r = gaps(t0, y0)
+    side = np.where(g < 0, -1, 1)
+    contacts, nfev, nsteps, nrejected, restarts = [], 0, 0, 0, 0
+    hist = None
+    t_start, y_start = t0, np.array(y0, float)
+    eps = 4 * float(np.finfo(float).eps)
+    while True:
+        st = mod.Stepper(f, t_start, y_start, tb, p, rtol, atol, None, np.inf, int(max_steps), False, False,
+                         None, 1e-12)
+        check_status(st, st.begin(), rtol, atol, max_steps)
+        r_old = r
+        restart = None
+        while not st.done:
+            before = st.nsteps
+            code, j = st.run(tv, Y, j, 1)
+            if code:
+                check_status(st, code, rtol, atol, max_steps)
+            if st.nsteps == before:
+                break
+            t, t_old = st.t, st.t_old
+            g, r = gaps(t, st.y)
+            intrp = st.intrp
+
+            def gap(s, k):
+                return gaps(s, intrp(s))[0][k]
+
+            found = []
+            for k in np.nonzero(np.where(g < 0, -1, 1) != side)[0]:
+                found.append((brentq(gap, t_old, t, args=(k,), xtol=eps, rtol=eps), k))
+            for k in np.nonzero((side > 0) & (g >= 0) & (r_old < 0) & (r > 0))[0]:      # stepped over?
+                tm = brentq(lambda s, k=k: gaps(s, intrp(s))[1][k], t_old, t, xtol=eps, rtol=eps)
+                if gap(tm, k) < 0:
+                    found.append((brentq(gap, t_old, tm, args=(k,), xtol=eps, rtol=eps), k))
+            if found:
+                te, k = min(found)
+                restart = (te, k)
+                break
+            r_old = r
+        info = st.info()
+        nfev, nsteps, nrejected = nfev + info["nfev"], nsteps + info["nsteps"], nrejected + info["nrejected"]
+        h = np.asarray(info["order_histogram"])
+        hist = h if hist is None else hist + h
+        if restart is None:
+            break
+        te, k = restart
+        y_start = st.intrp(te)
+        j = int(np.count_nonzero(tv <= te))
+        Y[j:] = np.nan
+        if j and tv[j - 1] == te:
+            Y[j - 1] = y_start
+        side[k] = -side[k]
+        contacts.append((float(te), *gaps.labels[k], int(-side[k])))
+        t_start, restarts = te, restarts + 1
+        g, r = gaps(te, y_start)
+        g[k] = 0.0                                   # on the surface: its side is the flipped one
+    info = {"steps": nsteps, "rejected": nrejected, "order_histogram": hist.tolist(), "contacts": contacts,
+            "restarts": restarts, "gap_evaluations": gaps.calls}
+    return tv[:j], Y[:j], nfev, info
