@@ -76,7 +76,7 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
         st = mod.Stepper(f, t_start, y_start, tb, p, rtol, atol, None, np.inf, int(max_steps), False, False,
                          None, 1e-12)
         check_status(st, st.begin(), rtol, atol, max_steps)
-        r_old = r
+        g_old, r_old = g, r
         restart = None
         while not st.done:
             before = st.nsteps
@@ -94,33 +94,45 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
 
             found = []
             for k in np.nonzero(np.where(g < 0, -1, 1) != side)[0]:
-                found.append((brentq(gap, t_old, t, args=(k,), xtol=eps, rtol=eps), k))
-            for k in np.nonzero((side > 0) & (g >= 0) & (r_old < 0) & (r > 0))[0]:      # stepped over?
-                tm = brentq(lambda s, k=k: gaps(s, intrp(s))[1][k], t_old, t, xtol=eps, rtol=eps)
+                if (gap(t_old, k) < 0) == (g[k] < 0):     # already there at the step's start: on the
+                    found.append((t_old, k))              # surface within round-off after a restart
+                else:
+                    found.append((brentq(gap, t_old, t, args=(k,), xtol=eps, rtol=eps), k))
+            # stepped over? outside at both ends, closing at the start and opening at the end,
+            # closing fast enough to reach the surface within the step
+            for k in np.nonzero((side > 0) & (g >= 0) & (r_old < 0) & (r > 0)
+                                & (np.minimum(g_old, g) < -r_old * (t - t_old)))[0]:
+                def rate(s, k=k):
+                    return gaps(s, intrp(s))[1][k]
+                if not rate(t_old) < 0 < rate(t):
+                    continue
+                tm = brentq(rate, t_old, t, xtol=eps, rtol=eps)
                 if gap(tm, k) < 0:
                     found.append((brentq(gap, t_old, tm, args=(k,), xtol=eps, rtol=eps), k))
             if found:
-                te, k = min(found)
-                restart = (te, k)
+                te = min(found)[0]
+                # every gap crossing within round-off of the first (symmetric corners touch together)
+                restart = (te, sorted(k for tk, k in found if tk <= te + 64 * eps * max(1.0, abs(te))))
                 break
-            r_old = r
+            g_old, r_old = g, r
         info = st.info()
         nfev, nsteps, nrejected = nfev + info["nfev"], nsteps + info["nsteps"], nrejected + info["nrejected"]
         h = np.asarray(info["order_histogram"])
         hist = h if hist is None else hist + h
         if restart is None:
             break
-        te, k = restart
+        te, ks = restart
         y_start = st.intrp(te)
         j = int(np.count_nonzero(tv <= te))
         Y[j:] = np.nan
         if j and tv[j - 1] == te:
             Y[j - 1] = y_start
-        side[k] = -side[k]
-        contacts.append((float(te), *gaps.labels[k], int(-side[k])))
-        t_start, restarts = te, restarts + 1
         g, r = gaps(te, y_start)
-        g[k] = 0.0                                   # on the surface: its side is the flipped one
+        for k in ks:
+            side[k] = -side[k]
+            contacts.append((float(te), *gaps.labels[k], int(-side[k])))
+            g[k] = 0.0                               # on the surface: its side is the flipped one
+        t_start, restarts = te, restarts + 1
     info = {"steps": nsteps, "rejected": nrejected, "order_histogram": hist.tolist(), "contacts": contacts,
             "restarts": restarts, "gap_evaluations": gaps.calls}
     return tv[:j], Y[:j], nfev, info
