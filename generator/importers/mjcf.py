@@ -57,10 +57,10 @@ SUFFIXES = (".xml", ".mjcf")
 ACTUATORS = ("inputs", "off")
 
 
-def check_options(file, actuators="inputs", limits=False, frictionloss=False, contacts=True, **other) -> dict:
+def check_options(file, actuators="inputs", limits=True, frictionloss=False, contacts=True, **other) -> dict:
     """The import options of an MJCF file: actuators="inputs" (each an input u_<actuator>) or
-    "off" (left out, as MuJoCo's actuation flag off); limits=True (joint ranges as `limit`
-    forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the geoms'
+    "off" (left out, as MuJoCo's actuation flag off); limits=False leaves out the joint ranges
+    (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the geoms'
     contacts out (default: sphere, capsule, box and plane geoms collide as MuJoCo's filters
     say); URDF's other options are an error."""
     problems = []
@@ -191,12 +191,13 @@ def _merge(transforms) -> list:
 class _Converter:
     def __init__(self, m, file: str, options=None):
         self.m, self.file = m, file
-        self.options = {"actuators": "inputs", "limits": False, "frictionloss": False, "contacts": False,
+        self.options = {"actuators": "inputs", "limits": True, "frictionloss": False, "contacts": False,
                         **(options or {})}
         self.names = IdentifierNames()
         self.params: dict = {}
         self.forces: list = []
         self.initial: dict = {}
+        self.ranges: dict = {}                         # limits=False: coordinate -> [lower, upper]
         self.inputs: list = []
         self.problems: list[Problem] = []
         self.ignored: dict = {}                       # what the model leaves out -> its elements
@@ -247,6 +248,8 @@ class _Converter:
             model["loops"] = loops
         if contact:
             model["contact"] = contact
+        if self.ranges:
+            model["ranges"] = self.ranges
         self._warn()
         return model
 
@@ -389,23 +392,25 @@ class _Converter:
         return self._fv
 
     def _limit(self, j, q):
-        """A joint's range as a `limit` force (limits=True), with URDF's parameters
-        (limit_stiffness, limit_damping, limit_decay); otherwise named in the warning."""
+        """A joint's range as a `stop` force (limits=True, the default), with URDF's parameters
+        (limit_stiffness, limit_damping); otherwise named in the warning."""
         m = self.m
         if not m.jnt_limited[j] or m.jnt_type[j] not in (HINGE, SLIDE) or self.disabled("LIMIT") or \
                 self.disabled("CONSTRAINT"):
             return
         lo, hi = (float(x) for x in m.jnt_range[j])
         if not self.options["limits"] or not lo < hi:
-            self.ignore("joint limits (range; limits=True: `limit` forces)", self.jname(j))
+            self.ignore("joint limits (range; limits=True: `stop` forces)", self.jname(j))
+            if lo < hi:
+                self.ranges[q] = [yaml_num(lo), yaml_num(hi)]             # warned about when left
             return
         from dynamica.generator.importers.urdf import LIMIT_PARAMETERS
         for key, value in LIMIT_PARAMETERS.items():
             if key not in self.params:
                 self.params[self.names(key, "symbol")] = value
-        self.forces.append({"type": "limit", "name": self.names(f"{q}_limit", "force"), "coordinate": q,
+        self.forces.append({"type": "stop", "name": self.names(f"{q}_limit", "force"), "coordinate": q,
                             "lower": yaml_num(lo), "upper": yaml_num(hi), "stiffness": "limit_stiffness",
-                            "damping": "limit_damping", "decay": "limit_decay"})
+                            "damping": "limit_damping"})
 
     def _spring(self, j, q, adr):
         k = float(self.m.jnt_stiffness[j])

@@ -45,6 +45,9 @@ class ForceType:
     potential: object             # (ctx, force) -> (V, dV/dt along the motion) or None, or NO_POTENTIAL
     check: Callable = None        # (the force's mapping, its checked fields) -> [(key or "", message)]
     doc: str = ""
+    #: its values include per contact point `distance` and `normal_velocity` (the gaps the Adams
+    #: integrator locates, runtime/integrators/contact_events.py): written as outputs always
+    gaps: bool = False
 
 
 FORCE_TYPES: dict = {}
@@ -58,11 +61,11 @@ class _NoPotential:
 NO_POTENTIAL = _NoPotential()
 
 
-def register(name, schema, *, potential, check=None, doc=""):
+def register(name, schema, *, potential, check=None, doc="", gaps=False):
     """Register the contribution `build` of force type `name` with its record (`potential` must
     be given: a function, or NO_POTENTIAL)."""
     def deco(build):
-        FORCE_TYPES[name] = ForceType(name, schema, build, potential, check, doc)
+        FORCE_TYPES[name] = ForceType(name, schema, build, potential, check, doc, gaps)
         return build
     return deco
 
@@ -410,7 +413,7 @@ def _contact_potential(ctx, f):
 @register("contact", {"a": ("shape", REQUIRED), "b": ("shape", REQUIRED), "stiffness": ("expr", 1e6),
                       "damping": ("expr", 0.5), "exponent": ("expr", 1.5), "friction": ("expr", 0.8),
                       "stiction_velocity": ("expr", 1e-3)},
-          check=_contact_check, potential=_contact_potential,
+          check=_contact_check, potential=_contact_potential, gaps=True,
           doc="two collision shapes (contact.shapes): Hunt-Crossley normal law, regularised Coulomb friction")
 def _contact(ctx, f):
     # per contact point (x, n, d) of the pair (generator/mechanics/contact.py): delta = max(0, -d),
@@ -441,3 +444,56 @@ def _contact(ctx, f):
         total = add(total, F)
         dist.append(d), rate.append(vn), pen.append(delta), normal.append(Fn)
     return {"force": total, "distance": dist, "normal_velocity": rate, "penetration": pen, "normal_force": normal}
+
+
+def _stop_check(given, fields):
+    out = [] if "lower" in fields or "upper" in fields else [("", "a `stop` needs `lower`, `upper` or both")]
+    for key in ("stiffness", "damping"):
+        v = given.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            out.append((key, f"expected a nonnegative number, found {v}"))
+    return out
+
+
+def _stop_sides(ctx, f):
+    """[(delta, delta', sign)] of a stop's bounds: the penetration beyond the bound, its rate, and
+    the sign of the generalized force that pushes back."""
+    c = f["coordinate"]
+    q, qd = ex.coord_symbol(c), ex.rate_symbol(c)
+    fields = dict(f.fields)
+    out = []
+    if "lower" in fields:
+        out.append((ctx.P(fields["lower"]) - q, -qd, 1))
+    if "upper" in fields:
+        out.append((q - ctx.P(fields["upper"]), qd, -1))
+    return out
+
+
+def _stop_potential(ctx, f):
+    fields = dict(f.fields)
+    k = constant_fields(ctx, f["stiffness"], *(fields[b] for b in ("lower", "upper") if b in fields))
+    if k is None:
+        return None
+    V = Vd = sp.Integer(0)
+    for gap, rate, _ in _stop_sides(ctx, f):
+        delta = sp.Max(0, gap)
+        V, Vd = V + k[0] * delta ** 2 / 2, Vd + k[0] * delta * rate
+    return V, Vd
+
+
+@register("stop", {"coordinate": ("coordinate", REQUIRED), "lower": ("expr", None), "upper": ("expr", None),
+                   "stiffness": ("expr", REQUIRED), "damping": ("expr", 0)},
+          check=_stop_check, potential=_stop_potential, gaps=True,
+          doc="one-sided compliant stops of a coordinate: no force inside [lower, upper]")
+def _stop(ctx, f):
+    # beyond a bound by delta (rate delta'): |Q| = max(0, k delta (1 + 3/2 c delta')), the contact
+    # law (Hunt-Crossley) with exponent 1 on the coordinate; zero inside the range
+    k, c = ctx.P(f["stiffness"]), ctx.P(f["damping"])
+    Q = sp.Integer(0)
+    dist, rate = [], []
+    for n, (gap, gap_rate, sign) in enumerate(_stop_sides(ctx, f)):
+        delta = sp.Max(0, gap)
+        Q += sign * ctx.let(f"Q{n}", sp.Max(0, k * delta * (1 + sp.Rational(3, 2) * c * gap_rate)))
+        dist.append(-gap), rate.append(-gap_rate)
+    ctx.gen[f["coordinate"]] += Q
+    return {"generalized_force": [Q], "distance": dist, "normal_velocity": rate}

@@ -38,7 +38,7 @@ from dynamica.generator.forms.parts.spatial import (
     mass_matrix_rows,
 )
 from dynamica.generator.ir.program import add, cross, dot, fold_vectors, matTvec, matvec
-from dynamica.generator.mechanics.forces import active_forces
+from dynamica.generator.mechanics.forces import FORCE_TYPES, active_forces
 from dynamica.generator.mechanics.kinematics import derive_kinematics
 
 
@@ -52,7 +52,7 @@ class OutputEquations:
 def wanted(spec) -> bool:
     o = spec.outputs
     return bool(o.points or o.angular or o.reactions or o.expressions or o.forces or o.energy or spec.loops
-                or any(f.type == "contact" for f in spec.forces))
+                or any(FORCE_TYPES[f.type].gaps for f in spec.forces))
 
 
 def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
@@ -137,7 +137,7 @@ def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
         for i in range(1, N + 1):
             out(f"{topo.names[i]}.reaction_force", R[i][:3], (3,))
             out(f"{topo.names[i]}.reaction_torque", R[i][3:], (3,))
-    contacts = {f["name"] for f in spec.forces if f.type == "contact"}      # always: the integrators' gaps
+    contacts = {f["name"] for f in spec.forces if FORCE_TYPES[f.type].gaps}     # always: the integrators' gaps
     for key, exprs in force_values.items():
         if o.forces or key.rsplit(".", 1)[0] in contacts:
             out(key, list(exprs), () if len(exprs) == 1 else (len(exprs),))

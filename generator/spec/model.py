@@ -188,6 +188,7 @@ class ModelSpec:
     states: tuple = ()              # of State
     inputs: tuple = ()              # names of the signals from outside
     shapes: tuple = ()              # of Shape (contact.shapes)
+    ranges: tuple = ()              # ((coordinate, lower, upper), ...): warned about, no force
 
     @cached_property
     def coordinates(self) -> tuple:

@@ -1,6 +1,6 @@
 """Contact start and end as events of the Adams integrator (docs/contact.md, "Events").
 
-A model with `contact` forces has, per contact point, a gap: its signed distance d (negative in
+A model with `contact` forces or `stop`s has, per contact point (or bound), a gap: its signed distance d (negative in
 contact) and its rate n . (v_b - v_a), outputs of the generated module (`<pair>.distance`,
 `<pair>.normal_velocity`: the outputs kernel, evaluated once per accepted step). The compiled
 Adams step (runtime/native/adams_core.pyx) is driven one step at a time and after each:
@@ -22,13 +22,21 @@ from __future__ import annotations
 import numpy as np
 
 
+def gap_forces(model) -> list:
+    """Names of the force elements with gaps: `<name>.distance` and `<name>.normal_velocity` among
+    the outputs (the contact pairs and the stops; generator/mechanics/forces.py, `gaps`)."""
+    keys = {key for key, _ in model.output_layout}
+    return [f["name"] for f in model.spec.forces
+            if f"{f['name']}.distance" in keys and f"{f['name']}.normal_velocity" in keys]
+
+
 class Gaps:
     """(d, d') of every contact point at (t, y): flat arrays from the module's outputs kernel."""
 
     def __init__(self, model, p):
         self.model, self.p = model, p
         slices, self.total = model.output_slices()
-        contacts = [f["name"] for f in model.spec.forces if f.type == "contact"]
+        contacts = gap_forces(model)
         self.labels, self.d_idx, self.r_idx = [], [], []
         where = {key: (k, size) for key, _, k, size in slices}
         for name in contacts:

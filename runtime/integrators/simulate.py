@@ -42,8 +42,9 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
     from dynamica.runtime.integrators.compiled_adams import solve
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
-    if not events and not model.loops and any(f.type == "contact" for f in model.spec.forces):
-        from dynamica.runtime.integrators import contact_events      # contact start and end located
+    from dynamica.runtime.integrators import contact_events
+    if not events and not model.loops and not model.hamiltonian and model.state_size == 2 * model.n \
+            and contact_events.gap_forces(model):
         t, Y, nfev, info = contact_events.solve(model, t0, t_end, y0, t_eval, model.param_vector(params), rtol, atol)
         info = {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12, restarted at contacts", **info}
         return simulation_result(model, t, Y, "adams", nfev, info, params=params)
@@ -329,10 +330,11 @@ def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_ste
                            params=params, t0=t0, q0=q0, qd0=qd0, events=events, out=out, progress=progress)
     from dynamica.errors import IntegrationError
     try:
-        return simulate_stage(model, t_end, method=method, rtol=rtol, atol=atol, output_step=output_step, q0=q0,
-                              qd0=qd0, params=params, t0=t0, step=step, progress=progress, segments=segments,
-                              events=events, out=out, keep=keep, jacobian=jacobian, inputs=inputs,
-                              controller=controller, sample_time=sample_time, s0=s0)
+        result = simulate_stage(model, t_end, method=method, rtol=rtol, atol=atol, output_step=output_step, q0=q0,
+                                qd0=qd0, params=params, t0=t0, step=step, progress=progress, segments=segments,
+                                events=events, out=out, keep=keep, jacobian=jacobian, inputs=inputs,
+                                controller=controller, sample_time=sample_time, s0=s0)
+        return warn_ranges(model, result)
     except IntegrationError as exc:
         hint = _singular_mass_hint(model, params, q0, t0) if params and "non-finite" in str(exc) else ""
         if not hint and model.loops and "non-finite" in str(exc):
@@ -342,6 +344,29 @@ def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_ste
         if not hint:
             raise
         raise IntegrationError(f"{exc}{hint}") from exc
+
+
+def warn_ranges(model, result):
+    """A warning naming the coordinates that left their `ranges` (a robot's joint limits when
+    they are not modelled: limits=False), with how far and when first; the result unchanged."""
+    ranges = getattr(model.spec, "ranges", ())
+    if not ranges or result.q is None or not len(result.q):
+        return result
+    left = []
+    for c, lo, hi in ranges:
+        k = model.coordinates.index(c)
+        x = result.q[:, k]
+        out = np.nonzero((x < lo) | (x > hi))[0]
+        if len(out):
+            worst = float(np.max(np.maximum(lo - x, x - hi)))
+            left.append(f"`{c}` (by up to {worst:.3g}, first at t = {float(result.t[out[0]]):.4g})")
+    if left:
+        import warnings
+
+        from dynamica.generator.spec.model import DynamicaWarning
+        warnings.warn(f"{model.spec.file}: coordinates leave their limits, which are not modelled (limits=False): "
+                      + ", ".join(left), DynamicaWarning, stacklevel=3)
+    return result
 
 
 def _singular_mass_hint(model, params, q0, t0) -> str:

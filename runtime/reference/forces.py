@@ -257,3 +257,17 @@ def _contact(a, fn):
                 p = R @ (x - st["r0"][i])
                 fb = R @ (sgn * F)
                 a.F[i] += np.concatenate([fb, np.cross(p, fb)])
+
+
+@law("stop", scalars=("lower", "upper", "stiffness", "damping"))
+def _stop(a, fn):
+    # docs/model_format.md, `stop`: beyond a bound by delta, |Q| = max(0, k delta (1 + 1.5 c delta'))
+    k = a.coordinate(fn["coordinate"])
+    kk, c = a.value(fn, "stiffness"), a.value(fn, "damping")
+    q, qd = a.q[k], a.qd[k]
+    if "lower" in fn:
+        delta = max(0.0, a.value(fn, "lower") - q)
+        a.gen[k] += max(0.0, kk * delta * (1 - 1.5 * c * qd))
+    if "upper" in fn:
+        delta = max(0.0, q - a.value(fn, "upper"))
+        a.gen[k] -= max(0.0, kk * delta * (1 + 1.5 * c * qd))

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import dynamica
-from conftest import write_model
 from dynamica.errors import ModelError
 from dynamica.generator.spec.model import load_model
 from dynamica.runtime.reference.numeric import NumericReference
+
+from conftest import write_model
 
 
 def _free(name, mass=1.0, inertia=(0.01, 0.02, 0.03)):

@@ -1,6 +1,6 @@
 """Contact scenes against closed forms (docs/contact.md): each number's oracle and tolerance at
 the test. The models are planar (x, z, pitch) to stay small; the law is the same in 3-D (the
-3-D pairs are checked against the numeric reference in tests/generator/mechanics/test_contact.py).
+3-D pairs are checked against the numeric reference in tests/generator/mechanics/test_contact_pairs.py).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 from scipy.optimize import brentq
 
 import dynamica
+
 from conftest import write_model
 
 G = 9.81
