@@ -112,3 +112,29 @@ def test_panda_fingers_stay_within_their_limits_over_2_s(panda):
     assert beyond_off[fingers].max() > 0.01
     message = str(caught[0].message)
     assert all(on.coordinates[k] in message for k in fingers)
+
+
+def test_ranges_errors_name_the_entry():
+    from dynamica.errors import ModelError
+    from dynamica.generator.spec.model import load_model
+    base = {"name": "m", "bodies": [{"name": "b", "parent": "ground", "joint": [{"translate": "x", "q": "x"}],
+                                     "mass": 1, "com": [0, 0, 0], "inertia": [1, 1, 1]}]}
+    for ranges, path, words in (({"y": [0, 1]}, "ranges.y", "unknown coordinate"),
+                                ({"x": [1, 0]}, "ranges.x", "lower < upper"),
+                                ({"x": [0]}, "ranges.x", "[lower, upper]"),
+                                ({"x": ["a", 1]}, "ranges.x[0]", "finite number")):
+        with pytest.raises(ModelError) as info:
+            load_model({**base, "ranges": ranges})
+        assert any(p.path == path and words in p.message for p in info.value.problems), info.value.problems
+    assert load_model({**base, "ranges": {"x": [-1, 2.5]}}).ranges == (("x", -1, 2.5),)
+
+
+def test_no_limits_on_the_command_line():
+    import argparse
+
+    from dynamica.runtime.cli.models import add_import_options, import_options
+    p = argparse.ArgumentParser()
+    add_import_options(p)
+    assert import_options(p.parse_args([])) == {}
+    assert import_options(p.parse_args(["--no-limits"])) == {"limits": False}
+    assert import_options(p.parse_args(["--limits"])) == {"limits": True}

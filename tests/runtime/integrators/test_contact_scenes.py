@@ -176,3 +176,14 @@ def test_box_on_a_gentle_incline_creeps_at_the_regularised_laws_speed(tilted):
     res = dynamica.simulate(model, 1.0, output_step=0.1, rtol=1e-10, atol=1e-12)
     rho = math.tan(theta) / mu
     assert abs(res.qd[-1, 0] - vs * rho / math.sqrt(1 - rho ** 2)) < 0.01 * vs * rho / math.sqrt(1 - rho ** 2)
+
+
+def test_statics_with_contacts_finds_the_resting_box(box):
+    """dynamica.statics from 1 cm above the floor, tilted: the box rests level on its four corners
+    sunk by (m g / (4 k))^(1/e) (closed form, 1e-12 m) carrying m g (1e-9 relative)."""
+    eq = dynamica.statics(box, q0=[0.0, 0.06, 0.05], free=["z", "th"])
+    sink = (G / (4 * 1e6)) ** (1 / 1.5)
+    assert abs(eq.q[1] - (0.05 - sink)) < 1e-12 and abs(eq.q[2]) < 1e-12
+    Fn = box.outputs(0.0, eq.q, np.zeros(3))["contact_floor_s.normal_force"]
+    assert abs(Fn.sum() - G) < 1e-9 * G
+    assert np.all(eq.eigenvalues > 0)                  # a stable rest
