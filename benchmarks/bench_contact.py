@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from oracles.mujoco_mjcf import MujocoOracle  # noqa: E402
+from oracles.mujoco_mjcf import MujocoOracle
 
 MODELS = ("hopper", "humanoid")
 

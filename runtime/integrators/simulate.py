@@ -42,11 +42,8 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
     from dynamica.runtime.integrators.compiled_adams import solve
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
-    from dynamica.runtime.integrators import contact_events
-    if not events and not model.loops and not model.hamiltonian and model.state_size == 2 * model.n \
-            and contact_events.gap_forces(model):
-        t, Y, nfev, info = contact_events.solve(model, t0, t_end, y0, t_eval, model.param_vector(params), rtol, atol)
-        info = {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12, restarted at contacts", **info}
+    if not events and _locates_contacts(model):
+        t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params)
         return simulation_result(model, t, Y, "adams", nfev, info, params=params)
     res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
                 rtol=rtol, atol=atol, events=events)
@@ -59,6 +56,28 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
         Y = np.array(Y, dtype=float)
         _project_rows(model, res.t, Y, params)
     return simulation_result(model, res.t, Y, "adams", res.nfev, info, params=params)
+
+
+def _locates_contacts(model) -> bool:
+    """Whether adams runs the model with its contacts' gaps located (contact_events.py)."""
+    from dynamica.runtime.integrators import contact_events
+    return (not model.loops and not model.hamiltonian and model.state_size == 2 * model.n
+            and bool(contact_events.gap_forces(model)))
+
+
+def _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params):
+    from dynamica.runtime.integrators import contact_events
+    t, Y, nfev, info = contact_events.solve(model, t0, t_end, y0, t_eval, model.param_vector(params), rtol, atol)
+    return t, Y, nfev, {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12, restarted at contacts",
+                        **info}
+
+
+def _stream_contacts(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+    """`_stream_adams` of a model with contacts: the run with its contacts located, then its rows
+    handed on piece by piece between `cuts` (after the run, not as they are reached)."""
+    t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params)
+    for n, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        yield t[a:b + 1], Y[a:b + 1], nfev if n == 0 else 0, info, ""
 
 
 def _project_rows(model, t, Y, params):
@@ -434,6 +453,8 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
     writer = _open_writer(model, out, t0, y0, params) if out is not None else None
     rows = _Rows(model.coordinates, keep)
     stream = STREAMS.get(method)
+    if stream is _stream_adams and _locates_contacts(model):
+        stream = _stream_contacts
     try:
         if stream is not None:      # one integration, its rows handed on piece by piece
             chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)

@@ -187,3 +187,13 @@ def test_statics_with_contacts_finds_the_resting_box(box):
     Fn = box.outputs(0.0, eq.q, np.zeros(3))["contact_floor_s.normal_force"]
     assert abs(Fn.sum() - G) < 1e-9 * G
     assert np.all(eq.eigenvalues > 0)                  # a stable rest
+
+
+def test_a_run_with_progress_locates_the_contacts_too(ball):
+    """With `progress` (the command line's bar) the rows are those of the plain run, bit for bit,
+    contacts located: the same impact."""
+    a = dynamica.simulate(ball, 0.3, qd0=[0, -1.0, 0], output_step=0.01)
+    pieces = []
+    b = dynamica.simulate(ball, 0.3, qd0=[0, -1.0, 0], output_step=0.01, progress=lambda res, new: pieces.append(new))
+    assert np.array_equal(a.q, b.q) and len(pieces) > 2
+    assert a.info["contacts"] == b.info["contacts"] and len(a.info["contacts"]) == 2
