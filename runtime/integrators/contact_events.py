@@ -5,11 +5,11 @@ contact) and its rate n . (v_b - v_a), outputs of the generated module (`<pair>.
 `<pair>.normal_velocity`: the outputs kernel, evaluated once per accepted step). The compiled
 Adams step (runtime/native/adams_core.pyx) is driven one step at a time and after each:
 
-  - a gap whose sign differs from the side it was on (outside / in contact) is located by
-    brentq on the step's interpolant (which is the motion up to there: no contact force
+  - a gap whose sign differs from the side it was on (outside / in contact) is located on the
+    step's interpolant (`root`) (which is the motion up to there: no contact force
     changes before the first such root);
   - a gap that stayed positive at both ends while its rate went from closing to opening is
-    minimised on the interpolant (brentq on the rate); a negative minimum is a contact stepped
+    minimised on the interpolant (a root of the rate); a negative minimum is a contact stepped
     over, located the same way.
 
 At the earliest located time t_e the integration restarts from y(t_e) (order 1: the law's
@@ -28,6 +28,38 @@ def gap_forces(model) -> list:
     keys = {key for key, _ in model.output_layout}
     return [f["name"] for f in model.spec.forces
             if f"{f['name']}.distance" in keys and f"{f['name']}.normal_velocity" in keys]
+
+
+def root(f, a, b, eps):
+    """A zero of f on [a, b] where f(a) and f(b) differ in sign (or one is zero): the Illinois
+    variant of regula falsi (Dowell and Jarratt, BIT 11 (1971) 168), bisecting when it stalls,
+    to |b - a| <= eps max(1, |a|, |b|) (no scipy: a cached model's run imports none)."""
+    fa, fb = f(a), f(b)
+    if fa == 0:
+        return a
+    if fb == 0:
+        return b
+    side = 0
+    for _ in range(200):
+        if abs(b - a) <= eps * max(1.0, abs(a), abs(b)):
+            break
+        c = (a * fb - b * fa) / (fb - fa)
+        if not min(a, b) < c < max(a, b):
+            c = (a + b) / 2
+        fc = f(c)
+        if fc == 0:
+            return c
+        if (fc < 0) == (fb < 0):                 # c replaces b; a stays
+            b, fb = c, fc
+            if side == -1:
+                fa /= 2
+            side = -1
+        else:                                    # c replaces a
+            a, fa = c, fc
+            if side == 1:
+                fb /= 2
+            side = 1
+    return (a + b) / 2
 
 
 class Gaps:
@@ -64,8 +96,6 @@ class Gaps:
 def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
     """(t, Y (len(t), n), nfev, info) of the model from (t0, y0) with contacts located (the
     module docstring); `tv` the output times (t0 included)."""
-    from scipy.optimize import brentq
-
     from dynamica.runtime.integrators.compiled_adams import check_status, core
     mod = core()
     f = model.module.rhs_capsule
@@ -105,7 +135,7 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
                 if (gap(t_old, k) < 0) == (g[k] < 0):     # already there at the step's start: on the
                     found.append((t_old, k))              # surface within round-off after a restart
                 else:
-                    found.append((brentq(gap, t_old, t, args=(k,), xtol=eps, rtol=eps), k))
+                    found.append((root(lambda s, k=k: gap(s, k), t_old, t, eps), k))
             # stepped over? outside at both ends, closing at the start and opening at the end,
             # closing fast enough to reach the surface within the step
             for k in np.nonzero((side > 0) & (g >= 0) & (r_old < 0) & (r > 0)
@@ -114,9 +144,9 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
                     return gaps(s, intrp(s))[1][k]
                 if not rate(t_old) < 0 < rate(t):
                     continue
-                tm = brentq(rate, t_old, t, xtol=eps, rtol=eps)
+                tm = root(rate, t_old, t, eps)
                 if gap(tm, k) < 0:
-                    found.append((brentq(gap, t_old, tm, args=(k,), xtol=eps, rtol=eps), k))
+                    found.append((root(lambda s, k=k: gap(s, k), t_old, tm, eps), k))
             if found:
                 te = min(found)[0]
                 # every gap crossing within round-off of the first (symmetric corners touch together)

@@ -197,3 +197,23 @@ def test_a_run_with_progress_locates_the_contacts_too(ball):
     b = dynamica.simulate(ball, 0.3, qd0=[0, -1.0, 0], output_step=0.01, progress=lambda res, new: pieces.append(new))
     assert np.array_equal(a.q, b.q) and len(pieces) > 2
     assert a.info["contacts"] == b.info["contacts"] and len(a.info["contacts"]) == 2
+
+
+def test_a_cached_contact_model_runs_without_the_generator_or_scipy(tmp_path):
+    """The start-up boundary (tests/runtime/test_startup.py) holds for a model with contacts: a
+    cache hit's load and simulate (contacts located) import no sympy, scipy, yaml or jinja2."""
+    import json
+    import os
+    import subprocess
+    import sys
+    path = write_model(tmp_path, _planar("drop", {"type": "sphere", "radius": 0.1}, initial={"z": 0.5}))
+    code = ("import sys, json, dynamica\nm = dynamica.load(sys.argv[1])\nr = dynamica.simulate(m, 1.0)\n"
+            "assert r.info['contacts']\n"
+            "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] in "
+            "('sympy', 'scipy', 'yaml', 'jinja2'))))")
+    env = {**os.environ, "DYNAMICA_CACHE": str(tmp_path / "cache")}
+    for first in (True, False):
+        r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        heavy = json.loads(r.stdout.strip().splitlines()[-1])
+        assert ("sympy" in heavy) if first else heavy == [], heavy
