@@ -123,3 +123,24 @@ def test_pair_filters_as_mujoco(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DynamicaWarning)
         assert not any(f.type == "contact" for f in load_model(path, contacts=False).forces)
+
+
+def test_a_dropped_box_rests_at_mujocos_height_within_the_penetrations(tmp_path):
+    """A box dropped from 0.2 m comes to rest: its height in dynamica and in MuJoCo differ by less
+    than the two codes' resting penetrations together (each law sinks the box its own way; the
+    oracle is MuJoCo's run of the same file)."""
+    import mujoco as mj
+    path = tmp_path / "drop.xml"
+    path.write_text(_scene('<body name="box" pos="0 0 0.25"><freejoint name="box"/>'
+                           '<geom name="bx" type="box" size="0.1 0.1 0.05" mass="1"/></body>'))
+    m = mj.MjModel.from_xml_path(str(path))
+    d = mj.MjData(m)
+    while d.time < 3.5:
+        mj.mj_step(m, d)
+    z_mj, sink_mj = float(d.qpos[2]), -float(min(d.contact.dist[:d.ncon]))
+    r = dynamica.simulate(_load(path), 3.5, output_step=0.01, rtol=1e-8, atol=1e-10)
+    z = r.q[-1, 2]                              # (the light damping of the law's vertical mode: 3 s to settle)
+    sink = float(np.max(r.outputs["contact_floor_bx.penetration"][-1]))
+    assert abs(r.qd[-1]).max() < 1e-3 and abs(d.qvel).max() < 1e-3          # both at rest
+    assert abs(z - z_mj) < sink + sink_mj
+    assert sink > 0 and sink_mj > 0
