@@ -566,16 +566,15 @@ class _Converter:
         excluded = {int(x) for x in m.exclude_signature[:m.nexclude]} if m.nexclude else set()
         weld = [int(x) for x in m.body_weldid]
         pairs, seen = [], set()
-        order = {"plane": 0, "sphere": 1, "capsule": 2, "box": 3}
+        order = {"plane": 0, "box": 1, "sphere": 2, "capsule": 3}
 
         def add(g1, g2, friction):
             a, b = names[g1], names[g2]
             if order[shapes[a]["type"]] > order[shapes[b]["type"]]:
                 a, b = b, a
             ka, kb = shapes[a]["type"], shapes[b]["type"]
-            if (ka, kb) in (("plane", "plane"), ("box", "box"), ("sphere", "box"), ("capsule", "box")):
-                self.ignore("contacts between two planes, two boxes or a box and a sphere or capsule",
-                            f"{a}-{b}")
+            if (ka, kb) in (("plane", "plane"), ("box", "box"), ("box", "capsule")):
+                self.ignore("contacts between two planes, two boxes or a box and a capsule", f"{a}-{b}")
                 return
             pairs.append({"name": self.names(f"contact_{a}_{b}", "force"), "a": a, "b": b,
                           "friction": yaml_num(friction)})

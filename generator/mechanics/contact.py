@@ -13,6 +13,8 @@ d (negative: penetration). The pairs, a before b:
   sphere  - capsule   the sphere against the capsule's closest segment point
   capsule - capsule   the closest points of the two segments (Ericson, Real-Time Collision
                       Detection, 2005, section 5.1.9, clamped twice)
+  box     - sphere    the box's point closest to the centre (the centre clamped to the box, in
+                      its axes); a centre inside the box: the face of least depth
 
 The law at a point (Hunt and Crossley, J. Appl. Mech. 42 (1975) 440): with the penetration
 delta = max(0, -d) and its rate delta' = -n . (v_b - v_a) (the two bodies' material points at x),
@@ -63,6 +65,28 @@ def _sphere_sphere(ctx, ca, ra, cb, rb):
     ctx.contact_points.append((add(ca, scale(ra + d / 2, n)), n, d))
 
 
+def _box_sphere(ctx, c, axes, half, centre, r):
+    """A sphere against a box, without branches: outside, d = |w| - r along w = centre - (the
+    centre clamped to the box), in the box's axes; inside (every depth s_j = h_j - |c_j| >= 0),
+    d = -min(s) - r along the face of least depth, chosen by Heaviside weights (H(0) = 1/2: on a
+    tie, or with the centre exactly on the surface, the normal is not a unit vector)."""
+    k = len(ctx.contact_points)
+    h = [sp.Float(x) for x in half]
+    loc = ctx.let_vector(f"cl{k}", [dot(axes[j], sub(centre, c)) for j in range(3)])
+    w = ctx.let_vector(f"w{k}", [loc[j] - _clamp(loc[j], -h[j], h[j]) for j in range(3)])
+    L = ctx.let(f"L{k}", sp.sqrt(dot(w, w) + _TINY))
+    s = ctx.let_vector(f"s{k}", [h[j] - sp.Abs(loc[j]) for j in range(3)])
+    smin = ctx.let(f"smin{k}", sp.Min(*s))
+    inside = ctx.let(f"in{k}", sp.Heaviside(smin))
+    wx = sp.Heaviside(s[1] - s[0]) * sp.Heaviside(s[2] - s[0])
+    wy = (1 - wx) * sp.Heaviside(s[2] - s[1])
+    face = [wx * sp.sign(loc[0]), wy * sp.sign(loc[1]), (1 - wx - wy) * sp.sign(loc[2])]
+    nl = [(1 - inside) * w[j] / L + inside * face[j] for j in range(3)]
+    n = ctx.let_vector(f"n{k}", add(add(scale(nl[0], axes[0]), scale(nl[1], axes[1])), scale(nl[2], axes[2])))
+    d = ctx.let(f"d{k}", (1 - inside) * (L - r) + inside * (-smin - r))
+    ctx.contact_points.append((add(centre, scale(-(r + d / 2), n)), n, d))
+
+
 def _segment_point(ctx, c, u, h, x, what):
     """The point of the segment c + s u, |s| <= h, closest to x."""
     s = ctx.let(what, _clamp(dot(u, sub(x, c)), -h, h))
@@ -93,6 +117,8 @@ def contact_points(ctx, a, b) -> list:
                         _point_plane(ctx, ca, n, corner, sp.Integer(0))
         else:
             raise ValueError(f"no closed form for the pair {kinds}")
+    elif kinds == ("box", "sphere"):
+        _box_sphere(ctx, ca, ea, a.half, cb, sp.Float(b.radius))
     elif kinds == ("sphere", "sphere"):
         _sphere_sphere(ctx, ca, sp.Float(a.radius), cb, sp.Float(b.radius))
     elif kinds == ("sphere", "capsule"):

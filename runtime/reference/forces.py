@@ -214,6 +214,17 @@ def _contacts(a, A, B):
         for c in pts:
             d = n @ (c - ca) - r
             out.append((c - (r + d / 2) * n, n, d))
+    elif A.kind == "box":                                # box - sphere
+        c = Ea.T @ (cb - ca)
+        h = np.asarray(A.half, float)
+        if np.any(np.abs(c) > h):                        # outside: the closest point of the box
+            w = c - np.clip(c, -h, h)
+            L = np.linalg.norm(w)
+            n, d = Ea @ (w / L), L - B.radius
+        else:                                            # inside: out through the nearest face
+            j = int(np.argmin(h - np.abs(c)))
+            n, d = Ea[:, j] * np.sign(c[j]), -(h[j] - abs(c[j])) - B.radius
+        out.append((cb - (B.radius + d / 2) * n, n, d))
     elif B.kind == "sphere":
         spheres(ca, A.radius, cb, B.radius)
     elif A.kind == "sphere":                             # sphere - capsule
