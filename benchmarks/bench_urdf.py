@@ -35,7 +35,7 @@ DYNAMICA_LOAD = """
 import time, json, sys
 t0 = time.perf_counter()
 import dynamica
-m = dynamica.load(sys.argv[1])
+m = dynamica.load(sys.argv[1], limits=False)
 m.rhs(0.0, [0.1] * (2 * m.n))
 print(json.dumps(time.perf_counter() - t0))
 """
@@ -72,7 +72,7 @@ def rhs_times(name):
     import dynamica
     from dynamica.runtime.integrators.timing import seconds_per_call
     path = robot_file(ROBOTS[name])
-    model = dynamica.load(path)
+    model = dynamica.load(path, limits=False)   # the peer's equations: no limits, contacts
     pm = pin_model(path)
     data = pm.createData()
     cmap = coordinate_map(pm, list(model.coordinates))

@@ -61,7 +61,9 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     mode="numeric": only the joint kinematics, inertias and forces are generated, the recursions
     run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
     A URDF file (docs/urdf.md) takes `import_options`: floating=True (a free root link),
-    mimic="independent" (default) or "coupled", limits=True (joint limits as `limit` forces).
+    mimic="independent" (default) or "coupled", limits=True (default: joint limits as `stop`
+    forces; False leaves them out); an MJCF file's contacts=False leaves its geoms' contacts out
+    (docs/mjcf.md).
     An MJCF file (.xml with a <mujoco> root, or .mjcf; docs/mjcf.md) is read through MuJoCo's compiler.
     """
     from dynamica.build import cache_root, tool_fingerprint

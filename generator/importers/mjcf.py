@@ -57,19 +57,22 @@ SUFFIXES = (".xml", ".mjcf")
 ACTUATORS = ("inputs", "off")
 
 
-def check_options(file, actuators="inputs", limits=False, frictionloss=False, **other) -> dict:
+def check_options(file, actuators="inputs", limits=True, frictionloss=False, contacts=True, **other) -> dict:
     """The import options of an MJCF file: actuators="inputs" (each an input u_<actuator>) or
-    "off" (left out, as MuJoCo's actuation flag off); limits=True (joint ranges as `limit`
-    forces), frictionloss=True (a regularised Coulomb force); URDF's other options are an error."""
+    "off" (left out, as MuJoCo's actuation flag off); limits=False leaves out the joint ranges
+    (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the geoms'
+    contacts out (default: sphere, capsule, box and plane geoms collide as MuJoCo's filters
+    say); URDF's other options are an error."""
     problems = []
     if other:
         problems.append(Problem("", f"the options {', '.join(sorted(other))} are for URDF files; an MJCF file "
-                                    "takes actuators='inputs' or 'off', limits and frictionloss"))
+                                    "takes actuators='inputs' or 'off', limits, frictionloss and contacts"))
     if actuators not in ACTUATORS:
         problems.append(Problem("actuators", f"expected one of {', '.join(ACTUATORS)}, found {actuators!r}"))
     if problems:
         raise ModelError(str(file), problems)
-    return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss)}
+    return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss),
+            "contacts": bool(contacts)}
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 _KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
 
@@ -188,11 +191,13 @@ def _merge(transforms) -> list:
 class _Converter:
     def __init__(self, m, file: str, options=None):
         self.m, self.file = m, file
-        self.options = options or {"actuators": "inputs", "limits": False, "frictionloss": False}
+        self.options = {"actuators": "inputs", "limits": True, "frictionloss": False, "contacts": False,
+                        **(options or {})}
         self.names = IdentifierNames()
         self.params: dict = {}
         self.forces: list = []
         self.initial: dict = {}
+        self.ranges: dict = {}                         # limits=False: coordinate -> [lower, upper]
         self.inputs: list = []
         self.problems: list[Problem] = []
         self.ignored: dict = {}                       # what the model leaves out -> its elements
@@ -222,6 +227,7 @@ class _Converter:
         self._tendons()
         self._actuators()
         loops = self._equalities()
+        contact = self._contacts()
         self._unsupported()
         if self.problems:
             raise ModelError(self.file, self.problems)
@@ -240,6 +246,10 @@ class _Converter:
             model["forces"] = self.forces
         if loops:
             model["loops"] = loops
+        if contact:
+            model["contact"] = contact
+        if self.ranges:
+            model["ranges"] = self.ranges
         self._warn()
         return model
 
@@ -382,23 +392,25 @@ class _Converter:
         return self._fv
 
     def _limit(self, j, q):
-        """A joint's range as a `limit` force (limits=True), with URDF's parameters
-        (limit_stiffness, limit_damping, limit_decay); otherwise named in the warning."""
+        """A joint's range as a `stop` force (limits=True, the default), with URDF's parameters
+        (limit_stiffness, limit_damping); otherwise named in the warning."""
         m = self.m
         if not m.jnt_limited[j] or m.jnt_type[j] not in (HINGE, SLIDE) or self.disabled("LIMIT") or \
                 self.disabled("CONSTRAINT"):
             return
         lo, hi = (float(x) for x in m.jnt_range[j])
         if not self.options["limits"] or not lo < hi:
-            self.ignore("joint limits (range; limits=True: `limit` forces)", self.jname(j))
+            self.ignore("joint limits (range; limits=True: `stop` forces)", self.jname(j))
+            if lo < hi:
+                self.ranges[q] = [yaml_num(lo), yaml_num(hi)]             # warned about when left
             return
         from dynamica.generator.importers.urdf import LIMIT_PARAMETERS
         for key, value in LIMIT_PARAMETERS.items():
             if key not in self.params:
                 self.params[self.names(key, "symbol")] = value
-        self.forces.append({"type": "limit", "name": self.names(f"{q}_limit", "force"), "coordinate": q,
+        self.forces.append({"type": "stop", "name": self.names(f"{q}_limit", "force"), "coordinate": q,
                             "lower": yaml_num(lo), "upper": yaml_num(hi), "stiffness": "limit_stiffness",
-                            "damping": "limit_damping", "decay": "limit_decay"})
+                            "damping": "limit_damping"})
 
     def _spring(self, j, q, adr):
         k = float(self.m.jnt_stiffness[j])
@@ -509,6 +521,93 @@ class _Converter:
         if kind == 7:
             self.ignore("mesh geoms (not drawn)", _name(m, "GEOM", g) or f"geom{g}")
         return []
+
+    # -- contacts: geoms as collision shapes, MuJoCo's filters as the pairs
+    def _contacts(self) -> dict:
+        """The `contact` section (docs/contact.md): sphere, capsule, box and plane geoms as shapes;
+        the pairs MuJoCo's broad phase would test (contype & conaffinity, not within one welded
+        body, not a body and its parent unless that is the world, not excluded) and its explicit
+        <pair>s, with MuJoCo's friction (the larger sliding coefficient of the two geoms); the law's
+        stiffness, damping and exponent as parameters (MuJoCo's solref/solimp are another law)."""
+        m = self.m
+        if not self.options["contacts"] or self.disabled("CONSTRAINT") or self.disabled("CONTACT"):
+            return {}
+        kinds = {0: "plane", 2: "sphere", 3: "capsule", 6: "box"}
+        shapes, names = {}, {}
+        for g in range(m.ngeom):
+            if not (m.geom_contype[g] or m.geom_conaffinity[g]) and not any(
+                    g in (m.pair_geom1[k], m.pair_geom2[k]) for k in range(m.npair)):
+                continue
+            kind, size = int(m.geom_type[g]), [float(x) for x in m.geom_size[g]]
+            label = _name(m, "GEOM", g) or f"geom{g}"
+            if kind not in kinds:
+                self.ignore("contacts of cylinder, ellipsoid, mesh and height-field geoms", label)
+                continue
+            R = _quat_matrix(m.geom_quat[g])
+            shape = {"type": kinds[kind], "body": self.body_name[int(m.geom_bodyid[g])]}
+            at = cleaned(m.geom_pos[g], 1e-15)
+            if any(at):
+                shape["at"] = [yaml_num(x) for x in at]
+            rpy = cleaned(rpy_of(R), 1e-15)
+            if any(rpy) and kind != 2:
+                shape["rpy"] = [yaml_num(x) for x in rpy]
+            if kind in (2, 3):
+                shape["radius"] = yaml_num(size[0])
+            if kind == 3:
+                shape["length"] = yaml_num(2 * size[1])
+            if kind == 6:
+                shape["size"] = [yaml_num(2 * x) for x in size]
+            names[g] = self.names(label, "shape")
+            shapes[names[g]] = shape
+        if not shapes:
+            return {}
+        import mujoco
+        filter_parent = not (m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT))
+        excluded = {int(x) for x in m.exclude_signature[:m.nexclude]} if m.nexclude else set()
+        weld = [int(x) for x in m.body_weldid]
+        pairs, seen = [], set()
+        order = {"plane": 0, "box": 1, "sphere": 2, "capsule": 3}
+
+        def add(g1, g2, friction):
+            a, b = names[g1], names[g2]
+            if order[shapes[a]["type"]] > order[shapes[b]["type"]]:
+                a, b = b, a
+            ka, kb = shapes[a]["type"], shapes[b]["type"]
+            if (ka, kb) in (("plane", "plane"), ("box", "box"), ("box", "capsule")):
+                self.ignore("contacts between two planes, two boxes or a box and a capsule", f"{a}-{b}")
+                return
+            pairs.append({"name": self.names(f"contact_{a}_{b}", "force"), "a": a, "b": b,
+                          "friction": yaml_num(friction)})
+        for k in range(m.npair):                                  # explicit pairs: always, their friction
+            g1, g2 = int(m.pair_geom1[k]), int(m.pair_geom2[k])
+            if g1 in names and g2 in names:
+                seen.add((min(g1, g2), max(g1, g2)))
+                add(g1, g2, float(m.pair_friction[k][0]))
+        geoms = sorted(names)
+        for i, g1 in enumerate(geoms):
+            for g2 in geoms[i + 1:]:
+                b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
+                w1, w2 = weld[b1], weld[b2]
+                if (g1, g2) in seen or w1 == w2:
+                    continue
+                if not (m.geom_contype[g1] & m.geom_conaffinity[g2] or m.geom_contype[g2] & m.geom_conaffinity[g1]):
+                    continue
+                p1, p2 = weld[int(m.body_parentid[w1])], weld[int(m.body_parentid[w2])]
+                if filter_parent and ((p1 == w2 and w2 != 0) or (p2 == w1 and w1 != 0)):
+                    continue
+                if ((min(b1, b2) << 16) + max(b1, b2)) in excluded or ((b1 << 16) + b2) in excluded \
+                        or ((b2 << 16) + b1) in excluded:
+                    continue
+                add(g1, g2, max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])))
+        if not pairs:
+            return {}
+        law = {}
+        for key, (value, unit, what) in CONTACT_PARAMETERS.items():
+            name = law[key.removeprefix("contact_")] = self.names(key, "symbol")
+            self.params[name] = {"value": value, "unit": unit, "description": what}
+        return {"shapes": {n: s for n, s in shapes.items() if any(n in (p["a"], p["b"]) for p in pairs)},
+                "defaults": law,
+                "pairs": pairs}
 
     # -- fixed tendons: L = sum c_i q_i over hinge and slide joints
     def _fixed_tendon(self, t):
@@ -654,8 +753,8 @@ class _Converter:
     def _unsupported(self):
         m = self.m
         colliding = int(np.count_nonzero(np.asarray(m.geom_contype) | np.asarray(m.geom_conaffinity)))
-        if colliding and not (self.disabled("CONSTRAINT") or self.disabled("CONTACT")):
-            self.ignore("contacts (geom collisions)", f"{colliding} geoms")
+        if colliding and not self.options["contacts"] and not (self.disabled("CONSTRAINT") or self.disabled("CONTACT")):
+            self.ignore("contacts (geom collisions; contacts=True: `contact` forces)", f"{colliding} geoms")
         for j in range(m.njnt):
             if m.jnt_limited[j] and m.jnt_type[j] == BALL and not self.disabled("LIMIT"):
                 self.ignore("joint limits (range)", self.jname(j))
@@ -676,6 +775,15 @@ class _Converter:
         warnings.warn_explicit(f"{self.file}: not modelled (the motion is that of MuJoCo with them switched off): "
                                + "; ".join(parts), DynamicaWarning, filename=self.file, lineno=0,
                                module="dynamica.mjcf")
+
+
+#: the contact law's parameters of an MJCF model's pairs (docs/contact.md): value, unit, meaning
+CONTACT_PARAMETERS = {
+    "contact_stiffness": (1e6, "N/m^1.5", "contacts: k of the normal law k delta^e (1 + 3/2 c delta')"),
+    "contact_damping": (0.5, "s/m", "contacts: c of the normal law (restitution about 1 - c v)"),
+    "contact_exponent": (1.5, "", "contacts: e of the normal law"),
+    "contact_stiction_velocity": (1e-3, "m/s", "contacts: slip speed below which friction is viscous"),
+}
 
 
 def _model_attribute(file) -> str:

@@ -45,6 +45,9 @@ class ForceType:
     potential: object             # (ctx, force) -> (V, dV/dt along the motion) or None, or NO_POTENTIAL
     check: Callable = None        # (the force's mapping, its checked fields) -> [(key or "", message)]
     doc: str = ""
+    #: its values include per contact point `distance` and `normal_velocity` (the gaps the Adams
+    #: integrator locates, runtime/integrators/contact_events.py): written as outputs always
+    gaps: bool = False
 
 
 FORCE_TYPES: dict = {}
@@ -58,11 +61,11 @@ class _NoPotential:
 NO_POTENTIAL = _NoPotential()
 
 
-def register(name, schema, *, potential, check=None, doc=""):
+def register(name, schema, *, potential, check=None, doc="", gaps=False):
     """Register the contribution `build` of force type `name` with its record (`potential` must
     be given: a function, or NO_POTENTIAL)."""
     def deco(build):
-        FORCE_TYPES[name] = ForceType(name, schema, build, potential, check, doc)
+        FORCE_TYPES[name] = ForceType(name, schema, build, potential, check, doc, gaps)
         return build
     return deco
 
@@ -369,3 +372,128 @@ def _bushing(ctx, f):
     ctx.apply(f["body_b"], pb, f_ground=matTvec(Ga, Fb), t_body=matvec(Gb, matTvec(Ga, Tq)))
     ctx.apply(f["body_a"], add(pa, d), f_body=[-x for x in Fb], t_body=[-x for x in Tq])
     return {"force": Fb, "torque": Tq}                          # on body_b, frame a
+
+
+def _contact_check(given, fields):
+    from dynamica.generator.spec.contact_sections import PAIR_TYPES
+    out = []
+    a, b = fields.get("a"), fields.get("b")
+    if a is not None and b is not None:
+        if a.body == b.body:
+            out.append(("", f"the shapes `{a.name}` and `{b.name}` are both on `{a.body}`: a contact pair "
+                            "joins two bodies"))
+        elif (a.kind, b.kind) not in PAIR_TYPES:
+            out.append(("", f"no contact between a {a.kind} (`{a.name}`) and a {b.kind} (`{b.name}`); pairs: "
+                            + ", ".join(f"{x}-{y}" for x, y in sorted(PAIR_TYPES))))
+    for key in ("stiffness", "damping", "exponent", "friction", "stiction_velocity"):
+        v = given.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and (
+                v < 0 or (v == 0 and key in ("exponent", "stiction_velocity"))):
+            out.append((key, f"expected a {'positive' if key in ('exponent', 'stiction_velocity') else 'nonnegative'} "
+                             f"number, found {v}"))
+    return out
+
+
+def _contact_potential(ctx, f):
+    # the elastic part k delta^e of the normal law: V = k delta^(e+1) / (e+1) per point,
+    # dV/dt = k delta^e delta' with delta' = -n . (v_b - v_a)
+    ke = constant_fields(ctx, f["stiffness"], f["exponent"])
+    if ke is None:
+        return None
+    from dynamica.generator.mechanics.contact import contact_points, normal_rate
+    k, e = ke
+    V = Vd = sp.Integer(0)
+    for x, n, d in contact_points(ctx, f["a"], f["b"]):
+        delta = sp.Max(0, -d)
+        V += k * delta ** (e + 1) / (e + 1)
+        Vd -= k * delta ** e * normal_rate(ctx, f["a"], f["b"], x, n)
+    return V, Vd
+
+
+@register("contact", {"a": ("shape", REQUIRED), "b": ("shape", REQUIRED), "stiffness": ("expr", 1e6),
+                      "damping": ("expr", 0.5), "exponent": ("expr", 1.5), "friction": ("expr", 0.8),
+                      "stiction_velocity": ("expr", 1e-3)},
+          check=_contact_check, potential=_contact_potential, gaps=True,
+          doc="two collision shapes (contact.shapes): Hunt-Crossley normal law, regularised Coulomb friction")
+def _contact(ctx, f):
+    # per contact point (x, n, d) of the pair (generator/mechanics/contact.py): delta = max(0, -d),
+    # F_n = max(0, k delta^e (1 + 3/2 c delta')), F_t = -mu F_n v_t / sqrt(|v_t|^2 + v_s^2)
+    from dynamica.generator.mechanics.contact import contact_points, material_point
+    a, b = f["a"], f["b"]
+    k, c, e = ctx.P(f["stiffness"]), ctx.P(f["damping"]), ctx.P(f["exponent"])
+    mu, vs = ctx.P(f["friction"]), ctx.P(f["stiction_velocity"])
+    total = [sp.Integer(0)] * 3
+    dist, rate, pen, normal = [], [], [], []
+    for j, (x, n, d) in enumerate(contact_points(ctx, a, b)):
+        x = ctx.let_vector(f"x{j}", x)
+        pa, va = material_point(ctx, a.body, x)
+        pb, vb = material_point(ctx, b.body, x)
+        vr = ctx.let_vector(f"vr{j}", sub(vb, va))
+        vn = ctx.let(f"vn{j}", dot(n, vr))
+        delta = ctx.let(f"pen{j}", sp.Max(0, -d))
+        Fn = ctx.let(f"Fn{j}", sp.Max(0, k * delta ** e * (1 - sp.Rational(3, 2) * c * vn)))
+        vt = ctx.let_vector(f"vt{j}", sub(vr, scale(vn, n)))
+        ft = ctx.let(f"ft{j}", -mu * Fn / sp.sqrt(dot(vt, vt) + vs ** 2))
+        F = ctx.let_vector(f"F{j}", add(scale(Fn, n), scale(ft, vt)))
+        if b.body != "ground":
+            pb = ctx.let_vector(f"pb{j}", pb)
+        if a.body != "ground":
+            pa = ctx.let_vector(f"pa{j}", pa)
+        ctx.apply(b.body, pb, f_ground=F)
+        ctx.apply(a.body, pa, f_ground=[-v for v in F])
+        total = add(total, F)
+        dist.append(d), rate.append(vn), pen.append(delta), normal.append(Fn)
+    return {"force": total, "distance": dist, "normal_velocity": rate, "penetration": pen, "normal_force": normal}
+
+
+def _stop_check(given, fields):
+    out = [] if "lower" in fields or "upper" in fields else [("", "a `stop` needs `lower`, `upper` or both")]
+    for key in ("stiffness", "damping"):
+        v = given.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            out.append((key, f"expected a nonnegative number, found {v}"))
+    return out
+
+
+def _stop_sides(ctx, f):
+    """[(delta, delta', sign)] of a stop's bounds: the penetration beyond the bound, its rate, and
+    the sign of the generalized force that pushes back."""
+    c = f["coordinate"]
+    q, qd = ex.coord_symbol(c), ex.rate_symbol(c)
+    fields = dict(f.fields)
+    out = []
+    if "lower" in fields:
+        out.append((ctx.P(fields["lower"]) - q, -qd, 1))
+    if "upper" in fields:
+        out.append((q - ctx.P(fields["upper"]), qd, -1))
+    return out
+
+
+def _stop_potential(ctx, f):
+    fields = dict(f.fields)
+    k = constant_fields(ctx, f["stiffness"], *(fields[b] for b in ("lower", "upper") if b in fields))
+    if k is None:
+        return None
+    V = Vd = sp.Integer(0)
+    for gap, rate, _ in _stop_sides(ctx, f):
+        delta = sp.Max(0, gap)
+        V, Vd = V + k[0] * delta ** 2 / 2, Vd + k[0] * delta * rate
+    return V, Vd
+
+
+@register("stop", {"coordinate": ("coordinate", REQUIRED), "lower": ("expr", None), "upper": ("expr", None),
+                   "stiffness": ("expr", REQUIRED), "damping": ("expr", 0)},
+          check=_stop_check, potential=_stop_potential, gaps=True,
+          doc="one-sided compliant stops of a coordinate: no force inside [lower, upper]")
+def _stop(ctx, f):
+    # beyond a bound by delta (rate delta'): |Q| = max(0, k delta (1 + 3/2 c delta')), the contact
+    # law (Hunt-Crossley) with exponent 1 on the coordinate; zero inside the range
+    k, c = ctx.P(f["stiffness"]), ctx.P(f["damping"])
+    Q = sp.Integer(0)
+    dist, rate = [], []
+    for n, (gap, gap_rate, sign) in enumerate(_stop_sides(ctx, f)):
+        delta = sp.Max(0, gap)
+        Q += sign * ctx.let(f"Q{n}", sp.Max(0, k * delta * (1 + sp.Rational(3, 2) * c * gap_rate)))
+        dist.append(-gap), rate.append(-gap_rate)
+    ctx.gen[f["coordinate"]] += Q
+    return {"generalized_force": [Q], "distance": dist, "normal_velocity": rate}

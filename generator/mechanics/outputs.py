@@ -38,7 +38,7 @@ from dynamica.generator.forms.parts.spatial import (
     mass_matrix_rows,
 )
 from dynamica.generator.ir.program import add, cross, dot, fold_vectors, matTvec, matvec
-from dynamica.generator.mechanics.forces import active_forces
+from dynamica.generator.mechanics.forces import FORCE_TYPES, active_forces
 from dynamica.generator.mechanics.kinematics import derive_kinematics
 
 
@@ -51,7 +51,8 @@ class OutputEquations:
 
 def wanted(spec) -> bool:
     o = spec.outputs
-    return bool(o.points or o.angular or o.reactions or o.expressions or o.forces or o.energy or spec.loops)
+    return bool(o.points or o.angular or o.reactions or o.expressions or o.forces or o.energy or spec.loops
+                or any(FORCE_TYPES[f.type].gaps for f in spec.forces))
 
 
 def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
@@ -136,8 +137,9 @@ def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
         for i in range(1, N + 1):
             out(f"{topo.names[i]}.reaction_force", R[i][:3], (3,))
             out(f"{topo.names[i]}.reaction_torque", R[i][3:], (3,))
-    if o.forces:
-        for key, exprs in force_values.items():
+    contacts = {f["name"] for f in spec.forces if FORCE_TYPES[f.type].gaps}     # always: the integrators' gaps
+    for key, exprs in force_values.items():
+        if o.forces or key.rsplit(".", 1)[0] in contacts:
             out(key, list(exprs), () if len(exprs) == 1 else (len(exprs),))
     if loops is not None:
         atoms, reaction = loops

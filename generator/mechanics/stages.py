@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from dynamica.generator.spec import expr as ex
 from dynamica.generator.spec.expr import found
-from dynamica.generator.spec.model import AXES, Parameter, Transform
+from dynamica.generator.spec.model import AXES, Parameter, Shape, Transform
 
 STAGE_TYPES = ("statics", "dynamics")
 DIRECTIONS = {"rising": 1, "falling": -1, "both": 0}
@@ -155,6 +155,7 @@ def derive(spec, structure: Structure):
 
     def keeps(fields, name):
         bodies_used = {v for k, v in fields if k in ("body", "body_a", "body_b") and isinstance(v, str)}
+        bodies_used |= {v.body for _, v in fields if isinstance(v, Shape)}         # a contact's shapes
         coords_used = {v for k, v in fields if k == "coordinate"}
         if bodies_used & removed or coords_used & (vanished | locked) or _names_in(
                 tuple(v for k, v in fields if k not in ("body", "body_a", "body_b", "coordinate", "name"))) & vanished:

@@ -14,11 +14,13 @@ from dynamica.generator.spec.model import OUTPUT_KEYS_RESERVED, Force, Outputs
 class ForceSections:
     """Methods of loader._Loader: `forces` and `outputs` (uses its err, keys, expression, ...)."""
 
-    def forces(self, lst: list, coords, body_names, bodies) -> list:
+    def forces(self, lst: list, coords, body_names, bodies, more=()) -> list:
+        """The force elements of `forces` and then `more` ((path, mapping): the contact pairs)."""
         out, names = [], {}
         com_of = {b.name: b.com for b in bodies}
-        for i, f in enumerate(lst):
-            path = self.entry = f"forces[{i}]"
+        entries = [(f"forces[{i}]", f) for i, f in enumerate(lst)] + list(more)
+        for i, (path, f) in enumerate(entries):
+            self.entry = path
             if not isinstance(f, dict):
                 self.err(path, f"expected a mapping with a `type`, found {found(f)}")
                 continue
@@ -136,4 +138,5 @@ FIELD_KINDS = {
     "law": lambda self, v, p, *a: self.expression(v, p, self.fscope.child(local=LAW_LOCALS)),
     "vector": lambda self, v, p, *a: self.vector(v, p, self.fscope),
     "constant": lambda self, v, p, *a: self.expression(v, p, self.pscope.child(time_allowed=False)),
+    "shape": lambda self, *a: self.shape_field(*a),
 }

@@ -18,6 +18,7 @@ from dynamica.generator.mechanics.stages import StageSections
 from dynamica.generator.mechanics.tables import scope_functions
 from dynamica.generator.spec import expr as ex
 from dynamica.generator.spec.actuator_sections import ActuatorSections
+from dynamica.generator.spec.contact_sections import ContactSections
 from dynamica.generator.spec.expr import found, join_path
 from dynamica.generator.spec.force_sections import ForceSections
 from dynamica.generator.spec.model import (
@@ -188,9 +189,11 @@ def _yaml_message(exc, text: str) -> str:
     return out
 
 
-class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, StageSections, VisualSections):
+class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, StageSections, VisualSections,
+              ContactSections):
     TOP = {"name", "description", "parameters", "gravity", "bodies", "initial", "forces",
-           "outputs", "simulate", "functions", "inputs", "states", "loops", "assembly", "stages"}
+           "outputs", "simulate", "functions", "inputs", "states", "loops", "assembly", "stages", "contact",
+           "ranges"}
 
     def __init__(self, file: str, data):
         self.file = file
@@ -342,8 +345,14 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         body_names = {b.name for b in bodies if isinstance(b.name, str)}
         self.entry = "initial"
         initial = self.initial(self.section(d, "initial", dict, {}, "a mapping coordinate -> value"), coords)
+        self.entry = "contact"
+        shapes, pairs = self.contact(self.section(d, "contact", dict, {}, "a mapping {shapes:, defaults:, pairs:}"),
+                                     body_names, {b.name: b.parent for b in bodies})
+        self.entry = "ranges"
+        ranges = self.ranges(self.section(d, "ranges", dict, {}, "a mapping coordinate -> [lower, upper]"), coords)
         self.entry = "forces"
-        forces = self.forces(self.section(d, "forces", list, [], "a list of forces"), coords, body_names, bodies)
+        forces = self.forces(self.section(d, "forces", list, [], "a list of forces"), coords, body_names, bodies,
+                             pairs)
         self.entry = "outputs"
         outputs = self.outputs(self.section(d, "outputs", dict, {}, "a mapping"), body_names)
         self.entry = "simulate"
@@ -369,7 +378,8 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                          bodies=tuple(bodies), initial=tuple(initial), forces=tuple(forces),
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
                          assembly_hold=hold, stages=tuple(stages),
-                         functions=tuple(functions), states=tuple(states), inputs=tuple(inputs))
+                         functions=tuple(functions), states=tuple(states), inputs=tuple(inputs),
+                         shapes=shapes, ranges=ranges)
         physics_warnings(spec, self.default_value)
         return spec
 
@@ -423,6 +433,27 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             if val is not None:
                 out.append((k, val))
         return out
+
+    def ranges(self, d: dict, coords) -> tuple:
+        """`ranges`: coordinate -> [lower, upper] (numbers, lower < upper): the range a simulation
+        warns about leaving (no force; a robot's joint limits when they are not modelled)."""
+        out = []
+        for c, v in d.items():
+            path = join_path("ranges", c)
+            if c not in coords:
+                hint = ex.did_you_mean(str(c), coords) if len(str(c)) < 100 else ""
+                self.unknown(path, c, f"unknown coordinate `{join_path('', c)}`{hint}")
+                continue
+            if not isinstance(v, (list, tuple)) or len(v) != 2:
+                self.err(path, f"expected [lower, upper], found {found(v)}")
+                continue
+            lo, hi = (self.number(x, f"{path}[{k}]") for k, x in enumerate(v))
+            if lo is not None and hi is not None:
+                if not lo < hi:
+                    self.err(path, f"expected lower < upper, found [{ex.shown(lo)}, {ex.shown(hi)}]")
+                else:
+                    out.append((c, lo, hi))
+        return tuple(out)
 
     def flag(self, d: dict, key: str) -> bool:
         """outputs.<key>: true or false."""

@@ -94,6 +94,36 @@ class Force:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """A collision shape fixed in a body (`contact.shapes`, generator/spec/contact_sections.py):
+    numbers only, in the body frame. `axes` is the rotation shape -> body (row-major; its columns
+    are the shape's x, y, z axes in the body frame): a capsule's axis and a plane's normal are its
+    z axis."""
+    name: str
+    kind: str                       # sphere | capsule | box | plane
+    body: str                       # a body or "ground"
+    at: tuple = (0.0, 0.0, 0.0)     # the shape's centre (a plane: a point of it), body frame
+    axes: tuple = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+    radius: float = 0.0             # sphere, capsule
+    length: float = 0.0             # capsule: distance between the centres of its end spheres
+    half: tuple = (0.0, 0.0, 0.0)   # box: half edge lengths along the shape's axes
+    path: str = ""
+
+    def axis(self, k: int) -> tuple:
+        """The shape's axis k (0: x, 1: y, 2: z) in the body frame."""
+        return tuple(self.axes[3 * r + k] for r in range(3))
+
+    @property
+    def bounding_radius(self) -> float:
+        """The radius of a sphere about `at` holding the shape (inf for a plane)."""
+        if self.kind == "plane":
+            return math.inf
+        if self.kind == "box":
+            return math.sqrt(sum(h * h for h in self.half))
+        return self.radius + self.length / 2
+
+
+@dataclass(frozen=True)
 class State:
     """An extra first-order state (`states:`): s' = der(t, q, q', s, inputs, parameters)."""
     name: str
@@ -157,6 +187,8 @@ class ModelSpec:
     functions: tuple = ()           # of tables.TabulatedFunction
     states: tuple = ()              # of State
     inputs: tuple = ()              # names of the signals from outside
+    shapes: tuple = ()              # of Shape (contact.shapes)
+    ranges: tuple = ()              # ((coordinate, lower, upper), ...): warned about, no force
 
     @cached_property
     def coordinates(self) -> tuple:
@@ -323,6 +355,8 @@ def _entries(spec: ModelSpec):
         yield f"{st.path}.der", st.der
     for f in spec.forces:
         for key, v in f.fields:
+            if isinstance(v, Shape):         # numbers, checked finite by the loader
+                continue
             items = enumerate(v) if isinstance(v, tuple) else [(None, v)]
             yield from ((f"{f.path}.{key}" + ("" if k is None else f"[{k}]"), x) for k, x in items)
     for name, _, at in spec.outputs.points:

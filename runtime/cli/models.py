@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 
@@ -11,7 +12,8 @@ def add_import_options(p):
                    "<root>_x ... <root>_rz) instead of welded to the ground")
     p.add_argument("--mimic", choices=("independent", "coupled"), default=None,
                    help="URDF: mimic joints as independent coordinates (default, with a warning) or coupled")
-    p.add_argument("--limits", action="store_true", help="URDF, MJCF: joint limits as `limit` forces")
+    p.add_argument("--limits", action=argparse.BooleanOptionalAction, default=None,
+                   help="URDF, MJCF: joint limits as `stop` forces (the default; --no-limits leaves them out)")
     p.add_argument("--frictionloss", action="store_true", help="MJCF: joint friction loss as a regularised "
                    "Coulomb force (otherwise left out, as MuJoCo's constraint flag off)")
     p.add_argument("--actuators", choices=("inputs", "off"), default=None,
@@ -28,8 +30,8 @@ def import_options(args) -> dict:
         out["floating"] = True
     if getattr(args, "mimic", None):
         out["mimic"] = args.mimic
-    if getattr(args, "limits", False):
-        out["limits"] = True
+    if getattr(args, "limits", None) is not None:
+        out["limits"] = args.limits
     if getattr(args, "frictionloss", False):
         out["frictionloss"] = True
     if getattr(args, "actuators", None):

@@ -42,6 +42,9 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
     from dynamica.runtime.integrators.compiled_adams import solve
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
+    if not events and _locates_contacts(model):
+        t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params)
+        return simulation_result(model, t, Y, "adams", nfev, info, params=params)
     res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
                 rtol=rtol, atol=atol, events=events)
     info = {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12", "steps": res.nsteps,
@@ -53,6 +56,28 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
         Y = np.array(Y, dtype=float)
         _project_rows(model, res.t, Y, params)
     return simulation_result(model, res.t, Y, "adams", res.nfev, info, params=params)
+
+
+def _locates_contacts(model) -> bool:
+    """Whether adams runs the model with its contacts' gaps located (contact_events.py)."""
+    from dynamica.runtime.integrators import contact_events
+    return (not model.loops and not model.hamiltonian and model.state_size == 2 * model.n
+            and bool(contact_events.gap_forces(model)))
+
+
+def _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params):
+    from dynamica.runtime.integrators import contact_events
+    t, Y, nfev, info = contact_events.solve(model, t0, t_end, y0, t_eval, model.param_vector(params), rtol, atol)
+    return t, Y, nfev, {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12, restarted at contacts",
+                        **info}
+
+
+def _stream_contacts(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+    """`_stream_adams` of a model with contacts: the run with its contacts located, then its rows
+    handed on piece by piece between `cuts` (after the run, not as they are reached)."""
+    t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params)
+    for n, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        yield t[a:b + 1], Y[a:b + 1], nfev if n == 0 else 0, info, ""
 
 
 def _project_rows(model, t, Y, params):
@@ -324,10 +349,11 @@ def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_ste
                            params=params, t0=t0, q0=q0, qd0=qd0, events=events, out=out, progress=progress)
     from dynamica.errors import IntegrationError
     try:
-        return simulate_stage(model, t_end, method=method, rtol=rtol, atol=atol, output_step=output_step, q0=q0,
-                              qd0=qd0, params=params, t0=t0, step=step, progress=progress, segments=segments,
-                              events=events, out=out, keep=keep, jacobian=jacobian, inputs=inputs,
-                              controller=controller, sample_time=sample_time, s0=s0)
+        result = simulate_stage(model, t_end, method=method, rtol=rtol, atol=atol, output_step=output_step, q0=q0,
+                                qd0=qd0, params=params, t0=t0, step=step, progress=progress, segments=segments,
+                                events=events, out=out, keep=keep, jacobian=jacobian, inputs=inputs,
+                                controller=controller, sample_time=sample_time, s0=s0)
+        return warn_ranges(model, result)
     except IntegrationError as exc:
         hint = _singular_mass_hint(model, params, q0, t0) if params and "non-finite" in str(exc) else ""
         if not hint and model.loops and "non-finite" in str(exc):
@@ -337,6 +363,29 @@ def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_ste
         if not hint:
             raise
         raise IntegrationError(f"{exc}{hint}") from exc
+
+
+def warn_ranges(model, result):
+    """A warning naming the coordinates that left their `ranges` (a robot's joint limits when
+    they are not modelled: limits=False), with how far and when first; the result unchanged."""
+    ranges = getattr(model.spec, "ranges", ())
+    if not ranges or result.q is None or not len(result.q):
+        return result
+    left = []
+    for c, lo, hi in ranges:
+        k = model.coordinates.index(c)
+        x = result.q[:, k]
+        out = np.nonzero((x < lo) | (x > hi))[0]
+        if len(out):
+            worst = float(np.max(np.maximum(lo - x, x - hi)))
+            left.append(f"`{c}` (by up to {worst:.3g}, first at t = {float(result.t[out[0]]):.4g})")
+    if left:
+        import warnings
+
+        from dynamica.generator.spec.model import DynamicaWarning
+        warnings.warn(f"{model.spec.file}: coordinates leave their limits, which are not modelled (limits=False): "
+                      + ", ".join(left), DynamicaWarning, stacklevel=3)
+    return result
 
 
 def _singular_mass_hint(model, params, q0, t0) -> str:
@@ -404,6 +453,8 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
     writer = _open_writer(model, out, t0, y0, params) if out is not None else None
     rows = _Rows(model.coordinates, keep)
     stream = STREAMS.get(method)
+    if stream is _stream_adams and _locates_contacts(model):
+        stream = _stream_contacts
     try:
         if stream is not None:      # one integration, its rows handed on piece by piece
             chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)

@@ -209,3 +209,124 @@ def _armature_energy(a, fn):
 def _armature(a, fn):
     """No force: the inertia joins the mass matrix's diagonal (NumericReference.mass_matrix, as
     MuJoCo's dof_armature) and the kinetic energy; nothing enters the active sums."""
+
+
+def _placed(a, shape):
+    """(centre, 3x3 with the shape's axes as columns), ground frame."""
+    A = np.asarray(shape.axes, float).reshape(3, 3)
+    at = np.asarray(shape.at, float)
+    if shape.body == "ground":
+        return at, A
+    i = a.body(shape.body)
+    R = a.st["R0"][i]                                  # ground -> body
+    return a.st["r0"][i] + R.T @ at, R.T @ A
+
+
+def _segment_closest(c1, u1, h1, c2, u2, h2):
+    """Closest points of two segments c + s u, |s| <= h (unit u): a grid-free alternation
+    (clamped projections, repeated until it settles; convex, so it converges)."""
+    s = t = 0.0
+    for _ in range(200):
+        t = float(np.clip(u2 @ (c1 + s * u1 - c2), -h2, h2))
+        s_new = float(np.clip(u1 @ (c2 + t * u2 - c1), -h1, h1))
+        if abs(s_new - s) < 1e-15:
+            s = s_new
+            break
+        s = s_new
+    return c1 + s * u1, c2 + t * u2
+
+
+def _contacts(a, A, B):
+    """[(x, n, d)] of the shapes A, B as docs/contact.md describes them."""
+    ca, Ea = _placed(a, A)
+    cb, Eb = _placed(a, B)
+    out = []
+
+    def spheres(pa, ra, pb, rb):
+        dv = pb - pa
+        L = np.linalg.norm(dv)
+        n = dv / L if L > 0 else np.zeros(3)
+        d = L - ra - rb
+        out.append((pa + (ra + d / 2) * n, n, d))
+
+    if A.kind == "plane":
+        n = Ea[:, 2]
+        if B.kind == "sphere":
+            pts, r = [cb], B.radius
+        elif B.kind == "capsule":
+            pts, r = [cb + Eb[:, 2] * B.length / 2, cb - Eb[:, 2] * B.length / 2], B.radius
+        else:                                            # box: its corners
+            pts = [cb + Eb @ (np.array(s) * np.asarray(B.half)) for s in
+                   ((1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1), (-1, 1, 1), (-1, 1, -1), (-1, -1, 1), (-1, -1, -1))]
+            r = 0.0
+        for c in pts:
+            d = n @ (c - ca) - r
+            out.append((c - (r + d / 2) * n, n, d))
+    elif A.kind == "box":                                # box - sphere
+        c = Ea.T @ (cb - ca)
+        h = np.asarray(A.half, float)
+        if np.any(np.abs(c) > h):                        # outside: the closest point of the box
+            w = c - np.clip(c, -h, h)
+            L = np.linalg.norm(w)
+            n, d = Ea @ (w / L), L - B.radius
+        else:                                            # inside: out through the nearest face
+            j = int(np.argmin(h - np.abs(c)))
+            n, d = Ea[:, j] * np.sign(c[j]), -(h[j] - abs(c[j])) - B.radius
+        out.append((cb - (B.radius + d / 2) * n, n, d))
+    elif B.kind == "sphere":
+        spheres(ca, A.radius, cb, B.radius)
+    elif A.kind == "sphere":                             # sphere - capsule
+        u = Eb[:, 2]
+        s = np.clip(u @ (ca - cb), -B.length / 2, B.length / 2)
+        spheres(ca, A.radius, cb + s * u, B.radius)
+    else:                                                # capsule - capsule
+        pa, pb = _segment_closest(ca, Ea[:, 2], A.length / 2, cb, Eb[:, 2], B.length / 2)
+        spheres(pa, A.radius, pb, B.radius)
+    return out
+
+
+@law("contact", scalars=("stiffness", "damping", "exponent", "friction", "stiction_velocity"))
+def _contact(a, fn):
+    # docs/contact.md: delta = max(0, -d), F_n = max(0, k delta^e (1 + 1.5 c delta')),
+    # F_t = -mu F_n v_t / sqrt(|v_t|^2 + v_s^2); on b at x, the opposite on a
+    k, c, e, mu, vs = (a.value(fn, x) for x in ("stiffness", "damping", "exponent", "friction", "stiction_velocity"))
+    A, B = fn["a"], fn["b"]
+    st = a.st
+
+    def material(shape, x):
+        if shape.body == "ground":
+            return None, np.zeros(3)
+        i = a.body(shape.body)
+        R = st["R0"][i]
+        p = R @ (x - st["r0"][i])
+        return i, R.T @ (st["v"][i][:3] + np.cross(st["v"][i][3:], p))
+
+    for x, n, d in _contacts(a, A, B):
+        ia, va = material(A, x)
+        ib, vb = material(B, x)
+        vr = vb - va
+        vn = n @ vr
+        delta = max(0.0, -d)
+        Fn = max(0.0, k * delta ** e * (1 - 1.5 * c * vn))
+        vt = vr - vn * n
+        F = Fn * n - mu * Fn * vt / np.sqrt(vt @ vt + vs ** 2)
+        for i, sgn in ((ib, 1.0), (ia, -1.0)):
+            if i is not None:
+                R = st["R0"][i]
+                p = R @ (x - st["r0"][i])
+                fb = R @ (sgn * F)
+                a.F[i] += np.concatenate([fb, np.cross(p, fb)])
+
+
+@law("stop", scalars=("lower", "upper", "stiffness", "damping"))
+def _stop(a, fn):
+    # docs/model_format.md, `stop`: beyond a bound by delta, |Q| = max(0, k delta (1 + 1.5 c delta'))
+    k = a.coordinate(fn["coordinate"])
+    kk, c = a.value(fn, "stiffness"), a.value(fn, "damping")
+    q, qd = a.q[k], a.qd[k]
+    if "lower" in fn:
+        delta = max(0.0, a.value(fn, "lower") - q)
+        a.gen[k] += max(0.0, kk * delta * (1 - 1.5 * c * qd))
+    if "upper" in fn:
+        delta = max(0.0, q - a.value(fn, "upper"))
+        a.gen[k] -= max(0.0, kk * delta * (1 + 1.5 * c * qd))

@@ -149,6 +149,9 @@ def small_files(tmp_path_factory):
 
 
 def _load(path, **kw):
+    if str(path).endswith(".xml"):
+        kw.setdefault("contacts", False)                     # the oracle switches MuJoCo's off
+        kw.setdefault("limits", False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DynamicaWarning)     # contacts and the like, not modelled
         return dynamica.load(path, **kw)
@@ -276,7 +279,7 @@ def test_one_warning_names_what_is_not_modelled(tmp_path):
     path = dm_suite("hopper")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        load_model(path)
+        load_model(path, contacts=False, limits=False)
     texts = [str(w.message) for w in caught if issubclass(w.category, DynamicaWarning)]
     assert len(texts) == 1
     for what in ("contacts", "joint limits", "`waist`", "sensors"):
@@ -439,7 +442,7 @@ def test_connect_and_weld_as_loops(tmp_path, name):
 
 
 def test_limits_and_frictionloss_on_request(tmp_path):
-    """limits=True: the ranges as `limit` forces; frictionloss=True: -f tanh(q'/0.01), which
+    """limits (the default): the ranges as `stop` forces; frictionloss=True: -f tanh(q'/0.01), which
     adds M^-1 Q to MuJoCo's q'' (its friction loss is a constraint, disabled in the oracle)."""
     path = tmp_path / "friction.xml"
     path.write_text("""
@@ -449,10 +452,10 @@ def test_limits_and_frictionloss_on_request(tmp_path):
     <body name="slider" pos="0.5 0 0"><joint name="slide" type="slide" axis="1 0 0" frictionloss="2"/>
       <geom type="sphere" size="0.05" mass="0.3"/></body></body>
 </worldbody></mujoco>""")
-    plain = load_model(path)
-    assert not [f for f in plain.forces if f.type in ("limit", "generalized_force")]
-    spec = load_model(path, limits=True)
-    limits = {f["coordinate"]: f for f in spec.forces if f.type == "limit"}
+    plain = load_model(path, limits=False)
+    assert not [f for f in plain.forces if f.type in ("stop", "generalized_force")]
+    spec = load_model(path)
+    limits = {f["coordinate"]: f for f in spec.forces if f.type == "stop"}
     assert set(limits) == {"hinge"}
     assert float(limits["hinge"]["lower"]) == pytest.approx(-np.pi / 6)
     assert float(limits["hinge"]["upper"]) == pytest.approx(np.pi / 3)

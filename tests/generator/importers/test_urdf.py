@@ -109,6 +109,8 @@ def small_urdf(tmp_path_factory):
 
 
 def _load(path, **kw):
+    if str(path).endswith(".urdf"):
+        kw.setdefault("limits", False)                       # Pinocchio's aba has no limits
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DynamicaWarning)     # the mimic joint's warning
         return dynamica.load(path, **kw)
@@ -177,12 +179,12 @@ def test_mimic_warns_once_and_coupled_is_refused(small_urdf):
         load_model(small_urdf, mimic="sometimes")
 
 
-def test_limits_as_limit_forces(small_urdf):
-    spec = load_model(small_urdf, limits=True)
-    limits = {f["coordinate"]: f for f in spec.forces if f.type == "limit"}
+def test_limits_as_stops_by_default(small_urdf):
+    spec = load_model(small_urdf)
+    limits = {f["coordinate"]: f for f in spec.forces if f.type == "stop"}
     assert set(limits) == {"shoulder", "slide", "grip"}          # not the continuous joint
     assert (limits["shoulder"]["lower"], limits["shoulder"]["upper"]) == (-2, 2)
-    assert not [f for f in load_model(small_urdf).forces if f.type == "limit"]
+    assert not [f for f in load_model(small_urdf, limits=False).forces if f.type == "stop"]
 
 
 def test_options_are_for_urdf_only(tmp_path):
@@ -216,7 +218,7 @@ def test_convert_then_load_gives_the_same_numbers(tmp_path):
     assert shoulder["joint"][-1] == {"rotate": "z", "q": "shoulder_pan_joint"}
     assert shoulder["mass"] == "shoulder_link_mass"
     assert "upper_arm_link_mass" in data["parameters"]
-    a, b = _load(path), _load(out)
+    a, b = _load(path, limits=True), _load(out)                  # convert keeps the limits (the default)
     assert a.coordinates == b.coordinates and a.parameters == b.parameters
     rng = np.random.default_rng(3)
     for _ in range(3):

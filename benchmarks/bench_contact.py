@@ -1,0 +1,114 @@
+#!/usr/bin/env python
+"""MJCF models falling onto their floor for 2 s (actuators off), in one run on the same files:
+Gymnasium's hopper and humanoid (its 17 hinges, a free root, 126 contact pairs here).
+
+  dynamica : dynamica.load(model.xml) (contacts and joint limits by default: docs/contact.md),
+             simulate with the Adams integrator at rtol 1e-6, atol 1e-8 (contact events located);
+             the time of `simulate` only (the model compiled and loaded before)
+  MuJoCo   : mj_step at the model's own time step (its default: the file's `timestep`)
+
+Each row: wall time, steps, the deepest penetration over the run (dynamica: the largest
+`<pair>.penetration` output; MuJoCo: minus the smallest `contact.dist` after each step), and
+the mechanical energy at the start and the end, both evaluated by MuJoCo's mj_energyPos and
+mj_energyVel (gravity and kinetic; dynamica's states mapped to MuJoCo's qpos/qvel by
+tests/oracles/mujoco_mjcf.py), so that the two runs' energies are the same function.
+
+A plain script, run by hand:  python benchmarks/bench_contact.py [--t-end 2] [--out benchmarks/results/contact.txt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from oracles.mujoco_mjcf import MujocoOracle
+
+MODELS = ("hopper", "humanoid")
+
+
+def asset(name):
+    spec = importlib.util.find_spec("gymnasium")
+    return os.path.join(os.path.dirname(spec.origin), "envs", "mujoco", "assets", f"{name}.xml")
+
+
+def energy_of(m, d, mujoco, qpos, qvel):
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(m, d)
+    mujoco.mj_energyPos(m, d)
+    mujoco.mj_energyVel(m, d)
+    return float(d.energy[0] + d.energy[1])
+
+
+def run_mujoco(path, t_end):
+    import mujoco
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ACTUATION
+    d = mujoco.MjData(m)
+    e = mujoco.MjData(m)
+    E0 = energy_of(m, e, mujoco, d.qpos, d.qvel)
+    steps, deepest = 0, 0.0
+    start = time.perf_counter()
+    while d.time < t_end - 1e-12:
+        mujoco.mj_step(m, d)
+        steps += 1
+        if d.ncon:
+            deepest = max(deepest, -float(min(d.contact.dist[:d.ncon])))
+    wall = time.perf_counter() - start
+    return {"wall": wall, "steps": steps, "h": m.opt.timestep, "deepest": deepest, "E0": E0,
+            "E1": energy_of(m, e, mujoco, d.qpos, d.qvel)}
+
+
+def run_dynamica(path, t_end):
+    import mujoco
+
+    import dynamica
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                        # what the import leaves out, named once
+        model = dynamica.load(path, actuators="off")
+    pairs = sum(f.type == "contact" for f in model.spec.forces)
+    start = time.perf_counter()
+    r = dynamica.simulate(model, t_end, output_step=0.005, rtol=1e-6, atol=1e-8)
+    wall = time.perf_counter() - start
+    deepest = max(float(np.max(v)) for k, v in r.outputs.items() if k.endswith(".penetration"))
+    oracle = MujocoOracle(path, model.coordinates)
+    m, d = oracle.m, oracle.d
+    E = []
+    for k in (0, -1):
+        qpos, qvel, _ = oracle.state(r.q[k], r.qd[k])
+        E.append(energy_of(m, d, mujoco, qpos, qvel))
+    return {"wall": wall, "steps": r.info["steps"], "events": r.info["restarts"], "pairs": pairs,
+            "deepest": deepest, "E0": E[0], "E1": E[1]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--t-end", type=float, default=2.0)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    lines = [f"MJCF models falling for {args.t_end:g} s, actuators off (contacts and joint limits on)", "",
+             f"{'model':10s} {'code':9s} {'wall [s]':>9s} {'steps':>8s} {'events':>7s} {'deepest [mm]':>13s} "
+             f"{'E(0) [J]':>10s} {'E(end) [J]':>11s}"]
+    for name in MODELS:
+        path = asset(name)
+        mj = run_mujoco(path, args.t_end)
+        dy = run_dynamica(path, args.t_end)
+        lines.append(f"{name:10s} {'dynamica':9s} {dy['wall']:9.3f} {dy['steps']:8d} {dy['events']:7d} "
+                     f"{1e3 * dy['deepest']:13.2f} {dy['E0']:10.3f} {dy['E1']:11.3f}   ({dy['pairs']} pairs)")
+        lines.append(f"{'':10s} {'MuJoCo':9s} {mj['wall']:9.3f} {mj['steps']:8d} {'':>7s} "
+                     f"{1e3 * mj['deepest']:13.2f} {mj['E0']:10.3f} {mj['E1']:11.3f}   (time step {mj['h']:g} s)")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

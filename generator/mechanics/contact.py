@@ -1,0 +1,159 @@
+"""Contact between collision shapes (docs/contact.md): the signed distance and the contact frame
+of a pair of shapes in closed form, and the compliant law at each contact point. The force type
+`contact` (generator/mechanics/forces.py) is built from these.
+
+A pair (a, b) gives one or more contact points, each (x, n, d): the point x midway between the
+two surfaces (ground frame), the unit normal n pointing from a into b, and the signed distance
+d (negative: penetration). The pairs, a before b:
+
+  plane   - sphere    d = n . (c - p) - r                       n: the plane's z axis
+  plane   - capsule   the plane against each end sphere          (two points)
+  plane   - box       the plane against each corner (radius 0)   (eight points)
+  sphere  - sphere    d = |c_b - c_a| - r_a - r_b               n = (c_b - c_a) / |c_b - c_a|
+  sphere  - capsule   the sphere against the capsule's closest segment point
+  capsule - capsule   the closest points of the two segments (Ericson, Real-Time Collision
+                      Detection, 2005, section 5.1.9, clamped twice)
+  box     - sphere    the box's point closest to the centre (the centre clamped to the box, in
+                      its axes); a centre inside the box: the face of least depth
+
+The law at a point (Hunt and Crossley, J. Appl. Mech. 42 (1975) 440): with the penetration
+delta = max(0, -d) and its rate delta' = -n . (v_b - v_a) (the two bodies' material points at x),
+
+  F_n = max(0, k delta^e (1 + 3/2 c delta'))          (never pulling)
+  F_t = -mu F_n v_t / sqrt(|v_t|^2 + v_s^2)          (regularised Coulomb, v_t the slip velocity)
+
+and F_n n + F_t acts on b at x, its opposite on a.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from dynamica.generator.ir.program import add, cross, dot, matTvec, matvec, scale, sub
+
+#: a floor under |c_b - c_a|^2 and the capsules' 1 - (u_a . u_b)^2 (m^2; dimensionless): two
+#: coincident centres or parallel capsules give a zero normal or parameter instead of 0/0
+_TINY = sp.Float(1e-300)
+
+
+def placed(ctx, shape):
+    """(centre, [x, y, z axes]) of a shape in the ground frame: expressions of the state."""
+    G, _, origin = ctx.frame_of(shape.body)
+    at = [sp.Float(v) for v in shape.at]
+    centre = add(origin, matTvec(G, at)) if shape.body != "ground" else at
+    axes = [[sp.Float(v) for v in shape.axis(k)] for k in range(3)]
+    if shape.body != "ground":
+        axes = [matTvec(G, a) for a in axes]
+    return centre, axes
+
+
+def _clamp(x, lo, hi):
+    return sp.Max(lo, sp.Min(hi, x))
+
+
+def _point_plane(ctx, p, n, c, r):
+    d = ctx.let(f"d{len(ctx.contact_points)}", dot(n, sub(c, p)) - r)
+    ctx.contact_points.append((add(c, scale(-(r + d / 2), n)), n, d))
+
+
+def _sphere_sphere(ctx, ca, ra, cb, rb):
+    k = len(ctx.contact_points)
+    dv = ctx.let_vector(f"dv{k}", sub(cb, ca))
+    L = ctx.let(f"L{k}", sp.sqrt(dot(dv, dv) + _TINY))
+    n = ctx.let_vector(f"n{k}", scale(1 / L, dv))
+    d = ctx.let(f"d{k}", L - ra - rb)
+    ctx.contact_points.append((add(ca, scale(ra + d / 2, n)), n, d))
+
+
+def _box_sphere(ctx, c, axes, half, centre, r):
+    """A sphere against a box, without branches: outside, d = |w| - r along w = centre - (the
+    centre clamped to the box), in the box's axes; inside (every depth s_j = h_j - |c_j| >= 0),
+    d = -min(s) - r along the face of least depth, chosen by Heaviside weights (H(0) = 1/2: on a
+    tie, or with the centre exactly on the surface, the normal is not a unit vector)."""
+    k = len(ctx.contact_points)
+    h = [sp.Float(x) for x in half]
+    loc = ctx.let_vector(f"cl{k}", [dot(axes[j], sub(centre, c)) for j in range(3)])
+    w = ctx.let_vector(f"w{k}", [loc[j] - _clamp(loc[j], -h[j], h[j]) for j in range(3)])
+    L = ctx.let(f"L{k}", sp.sqrt(dot(w, w) + _TINY))
+    s = ctx.let_vector(f"s{k}", [h[j] - sp.Abs(loc[j]) for j in range(3)])
+    smin = ctx.let(f"smin{k}", sp.Min(*s))
+    inside = ctx.let(f"in{k}", sp.Heaviside(smin))
+    wx = sp.Heaviside(s[1] - s[0]) * sp.Heaviside(s[2] - s[0])
+    wy = (1 - wx) * sp.Heaviside(s[2] - s[1])
+    face = [wx * sp.sign(loc[0]), wy * sp.sign(loc[1]), (1 - wx - wy) * sp.sign(loc[2])]
+    nl = [(1 - inside) * w[j] / L + inside * face[j] for j in range(3)]
+    n = ctx.let_vector(f"n{k}", add(add(scale(nl[0], axes[0]), scale(nl[1], axes[1])), scale(nl[2], axes[2])))
+    d = ctx.let(f"d{k}", (1 - inside) * (L - r) + inside * (-smin - r))
+    ctx.contact_points.append((add(centre, scale(-(r + d / 2), n)), n, d))
+
+
+def _segment_point(ctx, c, u, h, x, what):
+    """The point of the segment c + s u, |s| <= h, closest to x."""
+    s = ctx.let(what, _clamp(dot(u, sub(x, c)), -h, h))
+    return add(c, scale(s, u))
+
+
+def contact_points(ctx, a, b) -> list:
+    """[(x, n, d)] of shapes a and b (ground frame): the table of the module docstring."""
+    ctx.contact_points = []
+    ca, ea = placed(ctx, a)
+    cb, eb = placed(ctx, b)
+    ca, cb = ctx.let_vector("ca", ca), ctx.let_vector("cb", cb)
+    kinds = (a.kind, b.kind)
+    if a.kind == "plane":
+        n = ctx.let_vector("n", ea[2])
+        if b.kind == "sphere":
+            _point_plane(ctx, ca, n, cb, sp.Float(b.radius))
+        elif b.kind == "capsule":
+            u = scale(sp.Float(b.length / 2), eb[2])
+            for sgn in (1, -1):
+                _point_plane(ctx, ca, n, add(cb, scale(sgn, u)), sp.Float(b.radius))
+        elif b.kind == "box":
+            h = [scale(sp.Float(b.half[j]), eb[j]) for j in range(3)]
+            for sx in (1, -1):
+                for sy in (1, -1):
+                    for sz in (1, -1):
+                        corner = add(cb, add(scale(sx, h[0]), add(scale(sy, h[1]), scale(sz, h[2]))))
+                        _point_plane(ctx, ca, n, corner, sp.Integer(0))
+        else:
+            raise ValueError(f"no closed form for the pair {kinds}")
+    elif kinds == ("box", "sphere"):
+        _box_sphere(ctx, ca, ea, a.half, cb, sp.Float(b.radius))
+    elif kinds == ("sphere", "sphere"):
+        _sphere_sphere(ctx, ca, sp.Float(a.radius), cb, sp.Float(b.radius))
+    elif kinds == ("sphere", "capsule"):
+        ub = ctx.let_vector("ub", eb[2])
+        q = ctx.let_vector("qb", _segment_point(ctx, cb, ub, sp.Float(b.length / 2), ca, "sb"))
+        _sphere_sphere(ctx, ca, sp.Float(a.radius), q, sp.Float(b.radius))
+    elif kinds == ("capsule", "capsule"):
+        ua, ub = ctx.let_vector("ua", ea[2]), ctx.let_vector("ub", eb[2])
+        ha, hb = sp.Float(a.length / 2), sp.Float(b.length / 2)
+        r = ctx.let_vector("r", sub(ca, cb))
+        beta = ctx.let("beta", dot(ua, ub))
+        c_, f_ = ctx.let("cr", dot(ua, r)), ctx.let("fr", dot(ub, r))
+        s0 = ctx.let("s0", _clamp((beta * f_ - c_) / sp.Max(1 - beta ** 2, _TINY), -ha, ha))
+        t = ctx.let("t", _clamp(beta * s0 + f_, -hb, hb))
+        s = ctx.let("s", _clamp(beta * t - c_, -ha, ha))
+        pa = ctx.let_vector("pa", add(ca, scale(s, ua)))
+        pb = ctx.let_vector("pb", add(cb, scale(t, ub)))
+        _sphere_sphere(ctx, pa, sp.Float(a.radius), pb, sp.Float(b.radius))
+    else:
+        raise ValueError(f"no closed form for the pair {kinds}")
+    return ctx.contact_points
+
+
+def material_point(ctx, body, x):
+    """(the point x (ground frame) in `body`'s frame, the velocity of body's material point there
+    (ground frame)); the ground's points are at rest."""
+    if body == "ground":
+        return x, [sp.Integer(0)] * 3
+    fp, i = ctx.fp, ctx.kin.topo.index(body)
+    p = matvec(fp.R0[i], sub(x, fp.r0[i]))
+    return p, matTvec(fp.R0[i], add(fp.v[i][:3], cross(fp.v[i][3:], p)))
+
+
+def normal_rate(ctx, a, b, x, n):
+    """n . (v_b - v_a) at x: the rate of the signed distance (a point's normal velocity)."""
+    _, va = material_point(ctx, a.body, x)
+    _, vb = material_point(ctx, b.body, x)
+    return dot(n, sub(vb, va))

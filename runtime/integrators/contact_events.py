@@ -1,0 +1,176 @@
+"""Contact start and end as events of the Adams integrator (docs/contact.md, "Events").
+
+A model with `contact` forces or `stop`s has, per contact point (or bound), a gap: its signed distance d (negative in
+contact) and its rate n . (v_b - v_a), outputs of the generated module (`<pair>.distance`,
+`<pair>.normal_velocity`: the outputs kernel, evaluated once per accepted step). The compiled
+Adams step (runtime/native/adams_core.pyx) is driven one step at a time and after each:
+
+  - a gap whose sign differs from the side it was on (outside / in contact) is located on the
+    step's interpolant (`root`) (which is the motion up to there: no contact force
+    changes before the first such root);
+  - a gap that stayed positive at both ends while its rate went from closing to opening is
+    minimised on the interpolant (a root of the rate); a negative minimum is a contact stepped
+    over, located the same way.
+
+At the earliest located time t_e the integration restarts from y(t_e) (order 1: the law's
+kink at d = 0 is not inside any step), the outputs after t_e are recomputed, and the gap's side
+flips. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def gap_forces(model) -> list:
+    """Names of the force elements with gaps: `<name>.distance` and `<name>.normal_velocity` among
+    the outputs (the contact pairs and the stops; generator/mechanics/forces.py, `gaps`)."""
+    keys = {key for key, _ in model.output_layout}
+    return [f["name"] for f in model.spec.forces
+            if f"{f['name']}.distance" in keys and f"{f['name']}.normal_velocity" in keys]
+
+
+def root(f, a, b, eps):
+    """A zero of f on [a, b] where f(a) and f(b) differ in sign (or one is zero): the Illinois
+    variant of regula falsi (Dowell and Jarratt, BIT 11 (1971) 168), bisecting when it stalls,
+    to |b - a| <= eps max(1, |a|, |b|) (no scipy: a cached model's run imports none)."""
+    fa, fb = f(a), f(b)
+    if fa == 0:
+        return a
+    if fb == 0:
+        return b
+    side = 0
+    for _ in range(200):
+        if abs(b - a) <= eps * max(1.0, abs(a), abs(b)):
+            break
+        c = (a * fb - b * fa) / (fb - fa)
+        if not min(a, b) < c < max(a, b):
+            c = (a + b) / 2
+        fc = f(c)
+        if fc == 0:
+            return c
+        if (fc < 0) == (fb < 0):                 # c replaces b; a stays
+            b, fb = c, fc
+            if side == -1:
+                fa /= 2
+            side = -1
+        else:                                    # c replaces a
+            a, fa = c, fc
+            if side == 1:
+                fb /= 2
+            side = 1
+    return (a + b) / 2
+
+
+class Gaps:
+    """(d, d') of every contact point at (t, y): flat arrays from the module's outputs kernel."""
+
+    def __init__(self, model, p):
+        self.model, self.p = model, p
+        slices, self.total = model.output_slices()
+        contacts = gap_forces(model)
+        self.labels, self.d_idx, self.r_idx = [], [], []
+        where = {key: (k, size) for key, _, k, size in slices}
+        for name in contacts:
+            k, size = where[f"{name}.distance"]
+            kr, _ = where[f"{name}.normal_velocity"]
+            self.labels += [(name, j) for j in range(size)]
+            self.d_idx += range(k, k + size)
+            self.r_idx += range(kr, kr + size)
+        self.d_idx, self.r_idx = np.array(self.d_idx, int), np.array(self.r_idx, int)
+        self.flat = np.empty(self.total)
+        self.n = model.n
+        self.calls = 0
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __call__(self, t, y):
+        n = self.n
+        self.model.module.outputs(float(t), np.ascontiguousarray(y[:n]), np.ascontiguousarray(y[n:2 * n]),
+                                  self.p, self.flat)
+        self.calls += 1
+        return self.flat[self.d_idx].copy(), self.flat[self.r_idx].copy()
+
+
+def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
+    """(t, Y (len(t), n), nfev, info) of the model from (t0, y0) with contacts located (the
+    module docstring); `tv` the output times (t0 included)."""
+    from dynamica.runtime.integrators.compiled_adams import check_status, core
+    mod = core()
+    f = model.module.rhs_capsule
+    gaps = Gaps(model, p)
+    n, m = len(y0), len(tv)
+    Y = np.full((m, n), np.nan)
+    j = int(np.count_nonzero(tv <= t0))
+    Y[:j] = y0
+    g, r = gaps(t0, y0)
+    side = np.where(g < 0, -1, 1)
+    contacts, nfev, nsteps, nrejected, restarts = [], 0, 0, 0, 0
+    hist = None
+    t_start, y_start = t0, np.array(y0, float)
+    eps = 4 * float(np.finfo(float).eps)
+    while True:
+        st = mod.Stepper(f, t_start, y_start, tb, p, rtol, atol, None, np.inf, int(max_steps), False, False,
+                         None, 1e-12)
+        check_status(st, st.begin(), rtol, atol, max_steps)
+        g_old, r_old = g, r
+        restart = None
+        while not st.done:
+            before = st.nsteps
+            code, j = st.run(tv, Y, j, 1)
+            if code:
+                check_status(st, code, rtol, atol, max_steps)
+            if st.nsteps == before:
+                break
+            t, t_old = st.t, st.t_old
+            g, r = gaps(t, st.y)
+            intrp = st.intrp
+
+            def gap(s, k):
+                return gaps(s, intrp(s))[0][k]
+
+            found = []
+            for k in np.nonzero(np.where(g < 0, -1, 1) != side)[0]:
+                if (gap(t_old, k) < 0) == (g[k] < 0):     # already there at the step's start: on the
+                    found.append((t_old, k))              # surface within round-off after a restart
+                else:
+                    found.append((root(lambda s, k=k: gap(s, k), t_old, t, eps), k))
+            # stepped over? outside at both ends, closing at the start and opening at the end,
+            # closing fast enough to reach the surface within the step
+            for k in np.nonzero((side > 0) & (g >= 0) & (r_old < 0) & (r > 0)
+                                & (np.minimum(g_old, g) < -r_old * (t - t_old)))[0]:
+                def rate(s, k=k):
+                    return gaps(s, intrp(s))[1][k]
+                if not rate(t_old) < 0 < rate(t):
+                    continue
+                tm = root(rate, t_old, t, eps)
+                if gap(tm, k) < 0:
+                    found.append((root(lambda s, k=k: gap(s, k), t_old, tm, eps), k))
+            if found:
+                te = min(found)[0]
+                # every gap crossing within round-off of the first (symmetric corners touch together)
+                restart = (te, sorted(k for tk, k in found if tk <= te + 64 * eps * max(1.0, abs(te))))
+                break
+            g_old, r_old = g, r
+        info = st.info()
+        nfev, nsteps, nrejected = nfev + info["nfev"], nsteps + info["nsteps"], nrejected + info["nrejected"]
+        h = np.asarray(info["order_histogram"])
+        hist = h if hist is None else hist + h
+        if restart is None:
+            break
+        te, ks = restart
+        y_start = st.intrp(te)
+        j = int(np.count_nonzero(tv <= te))
+        Y[j:] = np.nan
+        if j and tv[j - 1] == te:
+            Y[j - 1] = y_start
+        g, r = gaps(te, y_start)
+        for k in ks:
+            side[k] = -side[k]
+            contacts.append((float(te), *gaps.labels[k], int(-side[k])))
+            g[k] = 0.0                               # on the surface: its side is the flipped one
+        t_start, restarts = te, restarts + 1
+    info = {"steps": nsteps, "rejected": nrejected, "order_histogram": hist.tolist(), "contacts": contacts,
+            "restarts": restarts, "gap_evaluations": gaps.calls}
+    return tv[:j], Y[:j], nfev, info
