@@ -285,7 +285,14 @@ def _contacts(a, A, B):
     return out
 
 
-@law("contact", scalars=("stiffness", "damping", "exponent", "friction", "stiction_velocity"))
+def _contact_energy(a, fn):
+    # the elastic part of the normal law: k delta^(e+1) / (e+1) per contact point (docs/contact.md)
+    k, e = a.value(fn, "stiffness"), a.value(fn, "exponent")
+    return sum(k * max(0.0, -d) ** (e + 1) / (e + 1) for _, _, d in _contacts(a, fn["a"], fn["b"]))
+
+
+@law("contact", scalars=("stiffness", "damping", "exponent", "friction", "stiction_velocity"),
+     energy=_contact_energy)
 def _contact(a, fn):
     # docs/contact.md: delta = max(0, -d), F_n = max(0, k delta^e (1 + 1.5 c delta')),
     # F_t = -mu F_n v_t / sqrt(|v_t|^2 + v_s^2); on b at x, the opposite on a
@@ -318,7 +325,18 @@ def _contact(a, fn):
                 a.F[i] += np.concatenate([fb, np.cross(p, fb)])
 
 
-@law("stop", scalars=("lower", "upper", "stiffness", "damping"))
+def _stop_energy(a, fn):
+    # beyond a bound by delta: k delta^2 / 2 (the elastic part of the stop's law)
+    k = a.coordinate(fn["coordinate"])
+    q, kk, V = a.q[k], a.value(fn, "stiffness"), 0.0
+    if "lower" in fn:
+        V += kk * max(0.0, a.value(fn, "lower") - q) ** 2 / 2
+    if "upper" in fn:
+        V += kk * max(0.0, q - a.value(fn, "upper")) ** 2 / 2
+    return V
+
+
+@law("stop", scalars=("lower", "upper", "stiffness", "damping"), energy=_stop_energy)
 def _stop(a, fn):
     # docs/model_format.md, `stop`: beyond a bound by delta, |Q| = max(0, k delta (1 + 1.5 c delta'))
     k = a.coordinate(fn["coordinate"])

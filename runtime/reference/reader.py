@@ -4,7 +4,9 @@ docs/model_format.md documents) and the tabulated functions (inline or from thei
 each parsed here from the YAML text by the rules of docs/model_format.md and not taken from the
 loader's ModelSpec, so that a misreading there (a default, an inertia order, a table's column) is
 not repeated in the oracle. The loader's data serve only where there is no such file to read: a
-model given as a mapping, a stage's structure, a URDF or MJCF robot.
+model given as a mapping, a stage's structure, a URDF or MJCF robot; and for the force elements
+other sections make (the `contact` section's pairs, whose shapes the reference's contact law reads
+from them).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ FORCE_DEFAULTS = {
     "bushing": {"point_a": (0, 0, 0), "point_b": (0, 0, 0), "stiffness": (0, 0, 0), "damping": (0, 0, 0),
                 "rotational_stiffness": (0, 0, 0), "rotational_damping": (0, 0, 0)},
     "armature": {},
+    "stop": {"damping": 0},
 }
 #: the keys of each force type that are vectors (a list of three expressions or a vector parameter)
 FORCE_VECTORS = {"body_force": ("point", "force", "torque"), "spring_damper": ("point_a", "point_b"),
@@ -66,7 +69,10 @@ def read(spec) -> ModelData:
     if path.is_file() and path.suffix in (".yaml", ".yml") and not getattr(spec, "stages", ()):
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         if isinstance(raw, dict) and {b.get("name") for b in raw.get("bodies", ())} == {b.name for b in spec.bodies}:
-            return _from_file(raw, path.parent)
+            data = _from_file(raw, path.parent)
+            named = {fields["name"] for _, fields in data.forces}
+            made = tuple((f.type, dict(f.fields)) for f in spec.forces if f["name"] not in named)
+            return ModelData(data.parameters, data.bodies, data.gravity, data.forces + made, data.functions)
     return _from_spec(spec)
 
 
