@@ -216,7 +216,7 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) 
     ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL), dopri=DOPRI,
                drift_tol=_fmt(DRIFT_TOL))
     sources = dict(lib.files)
-    for drop in ("main.c", "Makefile", "CMakeLists.txt"):
+    for drop in ("main.c", "Makefile", "CMakeLists.txt", f"{lib.name}_inverse.c", f"{lib.name}_inverse_kernels.h"):
         sources.pop(drop)
     sources["fmu.c"] = env().get_template("export/fmu.c.j2").render(**ctx)
     fmi = resources.files("dynamica.runtime.export").joinpath("fmi2")
