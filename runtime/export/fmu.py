@@ -3,7 +3,8 @@ integrates), Co-Simulation (the FMU integrates with the embedded Dormand-Prince 
 dynamica_dopri.h, error-controlled steps, the inputs held over a communication step, the
 loops projected after every step) or both in one FMU.
 
-The FMU is the standalone C library (c_library.py) plus `fmu.c` (templates/export/fmu.c.j2),
+The FMU is the standalone C library (c_library.py) plus `fmu.c` (templates/export/fmu.c.j2: the
+model's sizes and functions) over the fixed FMI 2.0 functions (templates/export/dynamica_fmi2.h),
 compiled into binaries/linux64/<name>.so with the C compiler Python was built with (as build.py
 builds the modules; $CC overrides it); its sources are in sources/. The variables
 (modelDescription.xml): the continuous states q, der(q) and the extra states with their
@@ -37,6 +38,8 @@ from dynamica.version import __version__
 
 KINDS = {"me": (True, False), "cs": (False, True), "both": (True, True)}
 FMI_HEADERS = ("fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h")
+#: the fixed part of fmu.c (templates/export): the FMI 2.0 functions over the model's hooks
+FMI_CORE = "dynamica_fmi2.h"
 #: the Co-Simulation integrator's default tolerances (a tolerance from fmi2SetupExperiment sets rtol)
 CS_RTOL, CS_ATOL = 1e-10, 1e-12
 #: the loops' projection tolerance in the FMU (position and velocity Newton steps)
@@ -214,11 +217,12 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) 
     from dynamica.generator.render.common import env
     ctx = library_context(lib, {}, [], set())
     ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL), dopri=DOPRI,
-               drift_tol=_fmt(DRIFT_TOL))
+               drift_tol=_fmt(DRIFT_TOL), fmi_header=FMI_CORE)
     sources = dict(lib.files)
     for drop in ("main.c", "Makefile", "CMakeLists.txt", f"{lib.name}_inverse.c", f"{lib.name}_inverse_kernels.h"):
         sources.pop(drop)
     sources["fmu.c"] = env().get_template("export/fmu.c.j2").render(**ctx)
+    sources[FMI_CORE] = resources.files("dynamica.templates").joinpath("export", FMI_CORE).read_text()
     fmi = resources.files("dynamica.runtime.export").joinpath("fmi2")
     for h in FMI_HEADERS:
         sources[h] = fmi.joinpath(h).read_text()
