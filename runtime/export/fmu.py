@@ -1,7 +1,8 @@
 """A model's equations as an FMI 2.0 FMU for linux64 (docs/export.md): Model Exchange (the importer
-integrates), Co-Simulation (the FMU integrates with the embedded Dormand-Prince 5(4) method of
-dynamica_dopri.h, error-controlled steps, the inputs held over a communication step, the
-loops projected after every step) or both in one FMU.
+integrates), Co-Simulation (the FMU integrates with dynamica's variable-step, variable-order
+Adams method, the plain-C runtime/native/dynamica_adams.h that the Python integrator runs too,
+the inputs held over a communication step, the loops projected after every step) or both in
+one FMU.
 
 The FMU is the standalone C library (c_library.py) plus `fmu.c` (templates/export/fmu.c.j2: the
 model's sizes and functions) over the fixed FMI 2.0 functions (templates/export/dynamica_fmi2.h),
@@ -40,6 +41,8 @@ KINDS = {"me": (True, False), "cs": (False, True), "both": (True, True)}
 FMI_HEADERS = ("fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h")
 #: the fixed part of fmu.c (templates/export): the FMI 2.0 functions over the model's hooks
 FMI_CORE = "dynamica_fmi2.h"
+#: the Co-Simulation integrator (runtime/native): the Adams method of dynamica.simulate
+ADAMS = "dynamica_adams.h"
 #: the Co-Simulation integrator's default tolerances (a tolerance from fmi2SetupExperiment sets rtol)
 CS_RTOL, CS_ATOL = 1e-10, 1e-12
 #: the loops' projection tolerance in the FMU (position and velocity Newton steps)
@@ -219,10 +222,12 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) 
     ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL), dopri=DOPRI,
                drift_tol=_fmt(DRIFT_TOL), fmi_header=FMI_CORE)
     sources = dict(lib.files)
-    for drop in ("main.c", "Makefile", "CMakeLists.txt", f"{lib.name}_inverse.c", f"{lib.name}_inverse_kernels.h"):
+    for drop in ("main.c", "Makefile", "CMakeLists.txt", DOPRI, f"{lib.name}_inverse.c",
+                 f"{lib.name}_inverse_kernels.h"):
         sources.pop(drop)
     sources["fmu.c"] = env().get_template("export/fmu.c.j2").render(**ctx)
     sources[FMI_CORE] = resources.files("dynamica.templates").joinpath("export", FMI_CORE).read_text()
+    sources[ADAMS] = resources.files("dynamica.runtime.native").joinpath(ADAMS).read_text()
     fmi = resources.files("dynamica.runtime.export").joinpath("fmi2")
     for h in FMI_HEADERS:
         sources[h] = fmi.joinpath(h).read_text()

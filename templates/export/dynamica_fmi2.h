@@ -19,9 +19,12 @@
 
    Value references: [0, NY) the state y = [q, q', s]; [VR_DER, VR_DER + NQ + NS) q'' and s';
    [VR_P, VR_P + NP) the slots of p (parameters and inputs); [VR_OUT, VR_OUT + NOUT) the outputs.
-   Co-Simulation integrates with the embedded Dormand-Prince 5(4) method (dynamica_dopri.h), the
-   inputs held over a communication step, the state projected on the loops' constraints after
-   every step. No global mutable state: every instance is its own. */
+   Co-Simulation integrates with dynamica's variable-step, variable-order Adams method
+   (dynamica_adams.h, the one implementation the Python integrator runs too), the inputs held over
+   a communication step, the state projected on the loops' constraints after every step; the
+   integration goes on across communication points and starts again (order 1) where the state,
+   a parameter or an input was changed by the importer. No global mutable state: every instance
+   is its own. */
 #ifndef DYNAMICA_FMI2_H
 #define DYNAMICA_FMI2_H
 #include <stdio.h>
@@ -29,7 +32,7 @@
 #include <string.h>
 #include <math.h>
 #include "fmi2Functions.h"
-#include "dynamica_dopri.h"
+#include "dynamica_adams.h"
 
 #define NQ DYN_FMU_NQ
 #define NY DYN_FMU_NY
@@ -55,8 +58,10 @@ typedef struct {
     double t, t_stop;
     double y[NY], p[NP_ARRAY], ydot[NY], out[NOUT + 1];
     int ydot_ok, out_ok;
-    dyn_dp dp;
-    double work[DYN_DP_WORK(NY)];
+    dyn_ad_state ad;                 /* the Co-Simulation integration */
+    double ad_work[DYN_AD_WORK(NY)];
+    double ad_rtol[NY], ad_atol[NY];
+    int ad_fresh;                    /* 1: start it again at the next fmi2DoStep */
     double rtol, atol;
     void *w;            /* the model's workspace (iterative forms), else NULL */
 } instance;
@@ -116,6 +121,14 @@ static void changed(instance *c)
 {
     c->ydot_ok = 0;
     c->out_ok = 0;
+}
+
+/* the right-hand side for the Adams method: a value that is not finite (an inconsistent loop's
+   NaN) is seen by the method itself (DYN_AD_NONFINITE, with the time and the component) */
+static int f_rhs_adams(void *ctx, double t, const double *y, double *ydot)
+{
+    (void)f_rhs(ctx, t, y, ydot);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ common */
@@ -202,6 +215,7 @@ fmi2Status fmi2SetupExperiment(fmi2Component comp, fmi2Boolean tolerance_defined
     c->t = start;
     c->t_stop = stop_defined ? stop : HUGE_VAL;
     changed(c);
+    c->ad_fresh = 1;
     return fmi2OK;
 }
 
@@ -220,7 +234,7 @@ fmi2Status fmi2ExitInitializationMode(fmi2Component comp)
     if (f_project(c, c->t, c->y) != 0)
         return fail(c, "the initial state cannot be brought onto the loops' constraints");
 #endif
-    dyn_dp_init(&c->dp, NY, c->rtol, c->atol, c->work);
+    c->ad_fresh = 1;
     return fmi2OK;
 }
 
@@ -238,6 +252,7 @@ fmi2Status fmi2Reset(fmi2Component comp)
     memcpy(c->y, DYN_FMU_Y0, sizeof c->y);
     memcpy(c->p, DYN_FMU_P_DEFAULT, sizeof c->p);
     changed(c);
+    c->ad_fresh = 1;
     return fmi2OK;
 }
 
@@ -271,12 +286,16 @@ fmi2Status fmi2SetReal(fmi2Component comp, const fmi2ValueReference vr[], size_t
     instance *c = (instance *)comp;
     for (size_t k = 0; k < nvr; ++k) {
         fmi2ValueReference r = vr[k];
+        double *x;
         if (r < VR_DER)
-            c->y[r] = value[k];
+            x = &c->y[r];
         else if (r >= VR_P && r < VR_OUT)
-            c->p[r - VR_P] = value[k];
+            x = &c->p[r - VR_P];
         else
             return fail(c, "this variable cannot be set");
+        if (*x != value[k])          /* a new value: the integration starts again (Co-Simulation) */
+            c->ad_fresh = 1;
+        *x = value[k];
     }
     changed(c);
     return fmi2OK;
@@ -489,27 +508,63 @@ fmi2Status fmi2GetRealOutputDerivatives(fmi2Component comp, const fmi2ValueRefer
     return nvr ? fail((instance *)comp, "maxOutputDerivativeOrder is 0") : fmi2OK;
 }
 
+/* Start the Adams integration again at (t, y) towards tb: order 1, the tolerances of now. */
+static int adams_start(instance *c, double t, double tb)
+{
+    dyn_ad_state *s = &c->ad;
+    for (int k = 0; k < NY; ++k) {
+        c->ad_rtol[k] = c->rtol;
+        c->ad_atol[k] = c->atol;
+    }
+    dyn_ad_init(s, NY, c->ad_work, c->ad_rtol, c->ad_atol);
+    s->call = f_rhs_adams;
+    s->ctx = c;
+    s->par = c->p;
+#if DYN_FMU_LOOPS
+    s->proj = dyn_fmu_model_project;
+    s->proj_tol = PROJECT_TOL;
+#endif
+    c->ad_fresh = 0;
+    return dyn_ad_resume(s, t, c->y, tb);
+}
+
 fmi2Status fmi2DoStep(fmi2Component comp, fmi2Real t, fmi2Real h, fmi2Boolean no_set_prior)
 {
     instance *c = (instance *)comp;
+    dyn_ad_state *s = &c->ad;
+    int rc = DYN_AD_OK, j = 0;
     (void)no_set_prior;
     if (fabs(t - c->t) > 1e-9 * (1.0 + fabs(t)))
         return fail(c, "the communication point is not the FMU's time");
     if (!(h >= 0.0))
         return fail(c, "negative communication step");
-    c->dp.rtol = c->rtol;
-    c->dp.atol = c->atol;
     c->t = t;
-#if DYN_FMU_LOOPS
-    int rc = dyn_dp_integrate(&c->dp, f_rhs, f_project, c, &c->t, c->y, t + h);
-#else
-    int rc = dyn_dp_integrate(&c->dp, f_rhs, NULL, c, &c->t, c->y, t + h);
-#endif
+    if (h > 0.0) {
+        if (c->ad_fresh || s->x != t || s->done) {
+            rc = adams_start(c, t, t + h);
+        } else {                         /* go on from the last step, towards the new end */
+            s->tb = t + h;
+        }
+        if (rc == DYN_AD_OK) {
+            s->max_steps = s->nsteps + 1000000;
+            rc = dyn_ad_run(s, NULL, 0, NULL, &j, s->max_steps, 0);
+        }
+        if (rc == DYN_AD_OK) {
+            if (s->done)                 /* within 4u|t| of the end: the interpolant's value there */
+                dyn_ad_intrp(s, s->tb, c->y);
+            else
+                memcpy(c->y, s->y, NY * sizeof(double));
+            c->t = s->tb;
+        }
+    }
     changed(c);
-    if (rc != DYN_DP_OK) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "the integration failed at t = %.17g (Dormand-Prince status %d)", c->t, rc);
+    if (rc != DYN_AD_OK) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the integration failed at t = %.17g (Adams status %d%s)", s->x, rc,
+                 rc == DYN_AD_NONFINITE ? ": the right-hand side is not finite" :
+                 rc == DYN_AD_CRASH_STEP ? ": the step became too small" : "");
         c->mode = M_ERROR;
+        c->ad_fresh = 1;
         return fail(c, msg);
     }
     return fmi2OK;

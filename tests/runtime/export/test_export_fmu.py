@@ -1,7 +1,7 @@
 """The FMI 2.0 FMU (runtime/export/fmu.py, docs/export.md), checked by an importer that shares no
 code with dynamica: FMPy validates modelDescription.xml and the binary (`validate_fmu`) and
-simulates the Model Exchange FMU with its CVode and the Co-Simulation FMU (the embedded
-Dormand-Prince integrator); both against scipy's DOP853 on the Python module's rhs, from the
+simulates the Model Exchange FMU with its CVode and the Co-Simulation FMU (dynamica's Adams core,
+runtime/native/dynamica_adams.h); both against scipy's DOP853 on the Python module's rhs, from the
 same initial state, outputs against the module's outputs along the reference."""
 
 from __future__ import annotations
@@ -68,6 +68,11 @@ def test_fmpy_validates(tmp_path, fmus, name):
     with zipfile.ZipFile(path) as z:
         assert f"binaries/linux64/{name}.so" in z.namelist()
         z.extractall(tmp_path)
+    # Co-Simulation integrates with the Adams core dynamica.simulate runs (one implementation)
+    from importlib import resources
+    core = resources.files("dynamica.runtime.native").joinpath("dynamica_adams.h").read_text()
+    assert (tmp_path / "sources" / "dynamica_adams.h").read_text() == core
+    assert '#include "dynamica_adams.h"' in (tmp_path / "sources" / "dynamica_fmi2.h").read_text()
     for cc in [c for c in ("gcc", "clang") if shutil.which(c)]:     # fmu.c too is warning-free C99
         proc = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-pedantic", "-fPIC", "-shared", "-I.", "fmu.c",
                                f"{name}.c", "-lm", "-o", f"check_{cc}.so"], cwd=tmp_path / "sources",
