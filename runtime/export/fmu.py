@@ -39,8 +39,10 @@ from dynamica.version import __version__
 
 KINDS = {"me": (True, False), "cs": (False, True), "both": (True, True)}
 FMI_HEADERS = ("fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h")
-#: the fixed part of fmu.c (templates/export): the FMI 2.0 functions over the model's hooks
+#: the fixed part of fmu.c (templates/export): the FMI 2.0 functions over the model's hooks, over what
+#: every interface shares (the instance, the value references, Co-Simulation's integration)
 FMI_CORE = "dynamica_fmi2.h"
+FMU_SHARED = "dynamica_fmu.h"
 #: the Co-Simulation integrator (runtime/native): the Adams method of dynamica.simulate
 ADAMS = "dynamica_adams.h"
 #: the Co-Simulation integrator's default tolerances (a tolerance from fmi2SetupExperiment sets rtol)
@@ -226,7 +228,8 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) 
                  f"{lib.name}_inverse_kernels.h"):
         sources.pop(drop)
     sources["fmu.c"] = env().get_template("export/fmu.c.j2").render(**ctx)
-    sources[FMI_CORE] = resources.files("dynamica.templates").joinpath("export", FMI_CORE).read_text()
+    for fixed in (FMI_CORE, FMU_SHARED):
+        sources[fixed] = resources.files("dynamica.templates").joinpath("export", fixed).read_text()
     sources[ADAMS] = resources.files("dynamica.runtime.native").joinpath(ADAMS).read_text()
     fmi = resources.files("dynamica.runtime.export").joinpath("fmi2")
     for h in FMI_HEADERS:

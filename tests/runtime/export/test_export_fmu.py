@@ -72,7 +72,7 @@ def test_fmpy_validates(tmp_path, fmus, name):
     from importlib import resources
     core = resources.files("dynamica.runtime.native").joinpath("dynamica_adams.h").read_text()
     assert (tmp_path / "sources" / "dynamica_adams.h").read_text() == core
-    assert '#include "dynamica_adams.h"' in (tmp_path / "sources" / "dynamica_fmi2.h").read_text()
+    assert '#include "dynamica_adams.h"' in (tmp_path / "sources" / "dynamica_fmu.h").read_text()
     for cc in [c for c in ("gcc", "clang") if shutil.which(c)]:     # fmu.c too is warning-free C99
         proc = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-pedantic", "-fPIC", "-shared", "-I.", "fmu.c",
                                f"{name}.c", "-lm", "-o", f"check_{cc}.so"], cwd=tmp_path / "sources",
