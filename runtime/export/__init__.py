@@ -18,7 +18,7 @@ def export_c(model, directory, form=None, backend="c"):
 
 
 def export_fmu(model, path, kind="both", form=None, **options):
-    """An FMI 2.0 FMU (linux64) of a model at `path` (kind "me", "cs" or "both")."""
+    """An FMI 2.0 FMU (linux64) of a model at `path` (kind "me", "cs" or "both"; fmi="3": FMI 3.0)."""
     from dynamica.runtime.export.fmu import export_fmu as run
     return run(model, path, kind=kind, form=form, **options)
 

@@ -36,10 +36,10 @@ def fmus(tmp_path_factory, bundled):
     folder = tmp_path_factory.mktemp("fmus")
     cache = {}
 
-    def get(name):
-        if name not in cache:
-            cache[name] = export_fmu(bundled(name), folder / f"{name}.fmu", kind="both")
-        return cache[name]
+    def get(name, fmi="2"):
+        if (name, fmi) not in cache:
+            cache[name, fmi] = export_fmu(bundled(name), folder / f"{name}_fmi{fmi}.fmu", kind="both", fmi=fmi)
+        return cache[name, fmi]
     return get
 
 
@@ -57,16 +57,22 @@ def _states(model, result):
     return np.column_stack([result[n] for n in names])
 
 
+#: the FMI versions (`fmi=`): 2.0 and 3.0, the folder of the linux64 binary in each
+FMI = {"2": "linux64", "3": "x86_64-linux"}
+
+
+@pytest.mark.parametrize("fmi", list(FMI))
 @pytest.mark.parametrize("name", ["double_pendulum", "fourbar", "dc_motor_joint",
                                   pytest.param("hydraulic_drive", marks=pytest.mark.slow), "thrust_launch"])
-def test_fmpy_validates(tmp_path, fmus, name):
-    path = fmus(name)
+def test_fmpy_validates(tmp_path, fmus, name, fmi):
+    path = fmus(name, fmi)
     assert validate_fmu(str(path)) == []
     md = fmpy.read_model_description(str(path), validate=True)
+    assert md.fmiVersion == f"{fmi}.0"
     assert md.modelExchange is not None and md.coSimulation is not None
     assert len(md.derivatives) == 2 * len(md.derivatives) // 2
     with zipfile.ZipFile(path) as z:
-        assert f"binaries/linux64/{name}.so" in z.namelist()
+        assert f"binaries/{FMI[fmi]}/{name}.so" in z.namelist()
         z.extractall(tmp_path)
     # Co-Simulation integrates with the Adams core dynamica.simulate runs (one implementation)
     from importlib import resources
@@ -80,12 +86,13 @@ def test_fmpy_validates(tmp_path, fmus, name):
         assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
+@pytest.mark.parametrize("fmi", list(FMI))
 @pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
-def test_double_pendulum_against_scipy(fmus, bundled, fmi_type, tol):
+def test_double_pendulum_against_scipy(fmus, bundled, fmi_type, tol, fmi):
     model = bundled("double_pendulum")
     outs = ["potential_energy", "tip.position[2]"]
     names = list(model.coordinates) + [f"der({c})" for c in model.coordinates]
-    res = fmpy.simulate_fmu(str(fmus("double_pendulum")), fmi_type=fmi_type, stop_time=5.0, output_interval=0.01,
+    res = fmpy.simulate_fmu(str(fmus("double_pendulum", fmi)), fmi_type=fmi_type, stop_time=5.0, output_interval=0.01,
                             relative_tolerance=ME_RTOL, output=names + outs)
     ref = _reference(model, res["time"])
     assert np.abs(_states(model, res) - ref).max() < tol
@@ -112,8 +119,9 @@ def test_chains_against_scipy(fmus, bundled, name, fmi_type, tol):
     assert np.abs(_states(model, res) - ref).max() < tol * max(1.0, np.abs(ref).max())
 
 
+@pytest.mark.parametrize("fmi", list(FMI))
 @pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
-def test_input_extra_state_and_parameter(fmus, bundled, fmi_type, tol):
+def test_input_extra_state_and_parameter(fmus, bundled, fmi_type, tol, fmi):
     """dc_motor_joint: the armature voltage an input given through FMPy (a step from 0 to 6 V at
     t = 0.2), the current an extra state, the resistance changed through a start value."""
     model = bundled("dc_motor_joint")
@@ -121,7 +129,7 @@ def test_input_extra_state_and_parameter(fmus, bundled, fmi_type, tol):
     signal = np.array([(0.0, 0.0), (t_step, 0.0), (t_step, volts), (1.0, volts)],
                       dtype=[("time", float), ("u", float)])
     names = ["phi", "der(phi)", "i_m"]
-    res = fmpy.simulate_fmu(str(fmus("dc_motor_joint")), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
+    res = fmpy.simulate_fmu(str(fmus("dc_motor_joint", fmi)), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
                             relative_tolerance=ME_RTOL, input=signal, start_values=params,
                             output=names + ["electrical_power", "torque"])
     t = res["time"]           # (Model Exchange: the event at t_step appears twice; the states are continuous)
@@ -137,14 +145,15 @@ def test_input_extra_state_and_parameter(fmus, bundled, fmi_type, tol):
                                rtol=0, atol=10 * tol * volts * np.abs(ref[:, 2]).max())
 
 
+@pytest.mark.parametrize("fmi", list(FMI))
 @pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
-def test_loop_stays_on_its_constraints(fmus, bundled, fmi_type, tol):
+def test_loop_stays_on_its_constraints(fmus, bundled, fmi_type, tol, fmi):
     """The four-bar: Co-Simulation projects after every step (residual <= 1e-10), Model Exchange
     raises a step event when the residual passes 1e-9 and projects in it; both follow the
     reference (tol relative to the largest state)."""
     model = bundled("fourbar")
     names = list(model.coordinates) + [f"der({c})" for c in model.coordinates]
-    res = fmpy.simulate_fmu(str(fmus("fourbar")), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
+    res = fmpy.simulate_fmu(str(fmus("fourbar", fmi)), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
                             relative_tolerance=ME_RTOL, output=names)
     got = _states(model, res)
     drift = max(np.abs(model.constraints(q)).max() for q in got[:, :model.n])
@@ -183,6 +192,13 @@ def test_me_only_fmu_and_bad_requests(tmp_path, bundled):
         export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.fmu", kind="fast")
     with pytest.raises(ExportError, match="ends in .fmu"):
         export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.zip")
+    with pytest.raises(ExportError, match="fmi must be one of 2, 3"):
+        export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.fmu", fmi="4")
+    from dynamica.runtime.cli.main import main  # the command line's --fmi 3
+    assert main(["export", str(MODELS / "double_pendulum.yaml"), "--fmu", str(tmp_path / "dp3.fmu"), "--fmi", "3",
+                 "--kind", "cs", "-q"]) == 0
+    md3 = fmpy.read_model_description(str(tmp_path / "dp3.fmu"), validate=True)
+    assert md3.fmiVersion == "3.0" and md3.modelExchange is None and md3.coSimulation is not None
     if shutil.which("gfortran"):
         fortran = dynamica.load(MODELS / "double_pendulum.yaml", backend="fortran")
         with pytest.raises(ExportError, match="C backend's kernels"):
