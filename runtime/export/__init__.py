@@ -1,6 +1,6 @@
 """Equations that leave Python (docs/export.md): a standalone C99 library (c_library.py) and an
-FMI 2.0 FMU for Model Exchange and Co-Simulation (fmu.py), both from the kernels the compiled
-module is made of, with no Python inside."""
+FMI 2.0 or 3.0 FMU for Model Exchange and Co-Simulation (fmu.py), both from the kernels the
+compiled module is made of, with no Python inside."""
 
 from __future__ import annotations
 
