@@ -252,6 +252,52 @@ def test_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name
     fmu.freeInstance()
 
 
+@pytest.mark.parametrize("name", ["dc_motor_joint", "fourbar"])
+def test_fmi3_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name):
+    """The same second route for FMI 3.0 (FMPy's low-level fmi3 bindings): a parameter, time, states
+    and the inputs set by value reference (fmi3SetFloat64), fmi3GetContinuousStateDerivatives and
+    the outputs (fmi3GetFloat64) at random states equal the Python module's to 1e-12 relative; the
+    independent variable `time` reads back the time set."""
+    from fmpy.fmi3 import FMU3Model, fmi3Float64
+    model = bundled(name)
+    path = fmus(name, "3")
+    md = fmpy.read_model_description(str(path))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    unzipped = fmpy.extract(str(path), unzipdir=str(tmp_path / "unzipped"))
+    fmu = FMU3Model(guid=md.instantiationToken, unzipDirectory=unzipped,
+                    modelIdentifier=md.modelExchange.modelIdentifier, instanceName="check")
+    fmu.instantiate()
+    params = {model.spec.parameters[0].name: model.spec.parameters[0].value * 1.25}
+    fmu.setFloat64([vr[k] for k in params], list(params.values()))
+    fmu.enterInitializationMode(startTime=0.0)
+    fmu.exitInitializationMode()
+    fmu.updateDiscreteStates()
+    fmu.enterContinuousTimeMode()
+    rng = np.random.default_rng(5)
+    ny = model.state_size
+    outputs = [v.name for v in md.modelVariables if v.causality == "output"]
+    for _ in range(5):
+        t = float(rng.uniform(0, 2))
+        y = rng.uniform(-1.5, 1.5, ny)
+        inputs = {u: float(rng.uniform(-5, 5)) for u in model.inputs}
+        if inputs:
+            fmu.setFloat64([vr[u] for u in inputs], list(inputs.values()))
+        fmu.setTime(t)
+        fmu.setContinuousStates((fmi3Float64 * ny)(*y), ny)
+        dx = (fmi3Float64 * ny)()
+        fmu.getContinuousStateDerivatives(dx, ny)
+        ref = model.rhs(t, y, params, inputs)
+        np.testing.assert_allclose(np.array(dx[:]), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        got = np.array(fmu.getFloat64([vr[o] for o in outputs]))
+        p = model.param_vector(params, inputs, y[2 * model.n:] if model.states else None)
+        flat = np.empty(len(outputs))
+        model.module.outputs(t, y[:model.n].copy(), y[model.n:2 * model.n].copy(), p, flat)
+        np.testing.assert_allclose(got, flat, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(flat).max()))
+        assert fmu.getFloat64([vr["time"]]) == [t]
+    fmu.terminate()
+    fmu.freeInstance()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
 def test_fmpy_builds_the_binary_from_the_sources(tmp_path, fmus, bundled):
