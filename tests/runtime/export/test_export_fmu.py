@@ -318,3 +318,17 @@ def test_fmpy_builds_the_binary_from_the_sources(tmp_path, fmus, bundled):
     assert np.abs(_states(model, rebuilt) - _states(model, exported)).max() < 1e-9
     ref = _reference(model, rebuilt["time"])
     assert np.abs(_states(model, rebuilt) - ref).max() < CS_TOL * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("fmi", list(FMI))
+def test_co_simulation_reports_a_right_hand_side_that_is_not_finite(fmus, bundled, fmi):
+    """Zero masses through start values: the Adams core meets a right-hand side that is not finite
+    and fmi2DoStep / fmi3DoStep fail with one message naming the time (no NaN results, no hang)."""
+    model = bundled("double_pendulum")
+    messages = []
+    with pytest.raises(Exception, match="DoStep failed"):
+        fmpy.simulate_fmu(str(fmus("double_pendulum", fmi)), fmi_type="CoSimulation", stop_time=1.0,
+                          output_interval=0.1, output=[model.coordinates[0]], start_values={"m1": 0.0, "m2": 0.0},
+                          logger=lambda *args: messages.append(args[-1]))
+    assert any(b"the integration failed at t = 0 (Adams status 3: the right-hand side is not finite)" in m
+               for m in messages), messages
