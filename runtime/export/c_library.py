@@ -14,8 +14,9 @@ compiles, in a translation unit of their own (`<name>_inverse.c` over `<name>_in
 the two kernel headers use the same static names).
 
 Files: <name>.h, <name>.c, <name>_kernels.h, <name>_inverse.c, <name>_inverse_kernels.h, the fixed
-headers they include, dynamica_dopri.h (the embedded Dormand-Prince 5(4) integrator of main.c and
-the Co-Simulation FMU), main.c, Makefile, CMakeLists.txt.
+headers they include, dynamica_dopri.h (the embedded Dormand-Prince 5(4) integrator of main.c; the
+Co-Simulation FMU integrates with dynamica's Adams core instead, fmu.py), main.c, Makefile,
+CMakeLists.txt.
 """
 
 from __future__ import annotations

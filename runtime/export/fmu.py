@@ -314,7 +314,7 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL, 
     xml = version.description(lib, me, cs, guid, vars_)
     from dynamica.generator.render.common import env
     ctx = library_context(lib, {}, [], set())
-    ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL), dopri=DOPRI,
+    ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL),
                drift_tol=_fmt(DRIFT_TOL), fmi_header=version.header)
     sources = dict(lib.files)
     for drop in ("main.c", "Makefile", "CMakeLists.txt", DOPRI, f"{lib.name}_inverse.c",
