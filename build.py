@@ -356,6 +356,20 @@ _HELPERS: dict = {}
 _HELPERS_LOCK = threading.Lock()
 
 
+#: the plain-C headers (runtime/native) a helper's .pyx includes: part of its source, so of its SOURCE_SHA
+HELPER_HEADERS = {"adams_core": ("dynamica_adams.h",)}
+
+
+def helper_source(name: str) -> tuple:
+    """((file name, text), ...) of a fixed compiled part: its .pyx and the headers it includes, and
+    their SHA-256 (the .pyx's text followed by the headers', as setup.py computes it)."""
+    from importlib import resources
+    files = [(f"{name}.pyx", resources.files("dynamica.runtime.native").joinpath(f"{name}.pyx").read_text())]
+    files += [(h, resources.files("dynamica.runtime.native").joinpath(h).read_text())
+              for h in HELPER_HEADERS.get(name, ())]
+    return tuple(files), hashlib.sha256("".join(text for _, text in files).encode()).hexdigest()
+
+
 def compiled_helper(name: str):
     """A fixed compiled part of dynamica (`runtime/<name>.pyx`: `adams_core`, `ctiming`, `series_core`).
 
@@ -368,17 +382,14 @@ def compiled_helper(name: str):
         return mod
     with _HELPERS_LOCK:
         if name not in _HELPERS:
-            from importlib import resources
-            text = resources.files("dynamica.runtime.native").joinpath(f"{name}.pyx").read_text()
-            sha = hashlib.sha256(text.encode()).hexdigest()
+            files, sha = helper_source(name)
             try:
                 mod = importlib.import_module(f"dynamica.runtime.native.{name}")
             except ImportError:
                 mod = None
             if mod is None or getattr(mod, "SOURCE_SHA", None) != sha:
                 from dynamica.generator.render import SourceBundle
-                bundle = SourceBundle(module_name=name, backend="cython", files=((f"{name}.pyx", text),),
-                                      signature=name)
+                bundle = SourceBundle(module_name=name, backend="cython", files=files, signature=name)
                 mod = import_extension(compile_bundle(bundle, key_parts=(sha,)))
             _HELPERS[name] = mod
     return _HELPERS[name]

@@ -14,13 +14,17 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 FIXED = ("adams_core", "ctiming", "series_core")
+#: the plain-C headers (runtime/native) a part includes (build.HELPER_HEADERS): hashed with its source
+HEADERS = {"adams_core": ("dynamica_adams.h",)}
+NATIVE = Path("runtime") / "native"
 
 
 def extension(name):
     src = Path("runtime") / "native" / f"{name}.pyx"
-    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    text = src.read_bytes() + b"".join((NATIVE / h).read_bytes() for h in HEADERS.get(name, ()))
+    sha = hashlib.sha256(text).hexdigest()
     return Extension(f"dynamica.runtime.native.{name}", [str(src)], extra_compile_args=["-O2"],
-                     define_macros=[("DYN_SOURCE_SHA", f'"{sha}"')])
+                     include_dirs=[str(NATIVE)], define_macros=[("DYN_SOURCE_SHA", f'"{sha}"')])
 
 
 setup(ext_modules=cythonize([extension(n) for n in FIXED], language_level=3, quiet=True))

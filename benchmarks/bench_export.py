@@ -1,8 +1,8 @@
 """The exports (docs/export.md) against the Python module: time per right-hand-side call of the
 standalone C library (`<name>_rhs` in a C loop) and of the module's kernel (its rhs_capsule in
 the C loop of runtime/integrators/timing.py), both over the same states along a short trajectory; and a
-10 s simulation of the FMU with FMPy (Co-Simulation: the embedded Dormand-Prince integrator;
-Model Exchange: FMPy's CVode) against `dynamica.simulate` (Adams), same output step and rtol.
+10 s simulation of the FMU with FMPy (Co-Simulation: the FMU's Adams core, the one
+dynamica.simulate runs; Model Exchange: FMPy's CVode) against `dynamica.simulate` (Adams), same output step and rtol.
 
     python benchmarks/bench_export.py                    # double_pendulum chain7 puma560
     python benchmarks/bench_export.py --models chain7 --no-save

@@ -131,11 +131,16 @@ def test_fixed_parts_are_built_at_install_time():
     import importlib
     from importlib import resources
 
-    from dynamica.build import compiled_helper
+    from dynamica.build import compiled_helper, helper_source
     for name in ("adams_core", "ctiming", "series_core"):
         installed = importlib.import_module(f"dynamica.runtime.native.{name}")
+        files, sha = helper_source(name)
         text = resources.files("dynamica.runtime.native").joinpath(f"{name}.pyx").read_text()
-        assert installed.SOURCE_SHA == hashlib.sha256(text.encode()).hexdigest()
+        assert files[0] == (f"{name}.pyx", text)
+        # the hash of the .pyx followed by the plain-C headers it includes (runtime/native/dynamica_adams.h)
+        headers = "".join(resources.files("dynamica.runtime.native").joinpath(h).read_text() for h, _ in files[1:])
+        assert sha == hashlib.sha256((text + headers).encode()).hexdigest()
+        assert installed.SOURCE_SHA == sha
         assert compiled_helper(name) is installed
 
 

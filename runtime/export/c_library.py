@@ -8,9 +8,15 @@ of `<name>.h` (templates/export/library.*.j2), which return 0 when every number 
 finite. The iterative forms keep their inverse estimate in a caller-owned workspace
 (`<name>_workspace_new`) instead of the module's static one.
 
-Files: <name>.h, <name>.c, <name>_kernels.h, the fixed headers they include, dynamica_dopri.h
-(the embedded Dormand-Prince 5(4) integrator of main.c and the Co-Simulation FMU), main.c,
-Makefile, CMakeLists.txt.
+Inverse dynamics (`<name>_inverse_dynamics`, `<name>_gravity_forces`) come from the kernels of the
+module kind "inverse" (generator/kinds/inverse.py), the same the Python module's `inverse_dynamics`
+compiles, in a translation unit of their own (`<name>_inverse.c` over `<name>_inverse_kernels.h`:
+the two kernel headers use the same static names).
+
+Files: <name>.h, <name>.c, <name>_kernels.h, <name>_inverse.c, <name>_inverse_kernels.h, the fixed
+headers they include, dynamica_dopri.h (the embedded Dormand-Prince 5(4) integrator of main.c; the
+Co-Simulation FMU integrates with dynamica's Adams core instead, fmu.py), main.c, Makefile,
+CMakeLists.txt.
 """
 
 from __future__ import annotations
@@ -194,6 +200,28 @@ def _fortran_kernels(mod, name) -> tuple:
     return files, list(b.declarations(mod)), lambda entry: b.entry_symbol(mod, entry)
 
 
+def inverse_files(model, name: str, context: dict) -> dict:
+    """`<name>_inverse_kernels.h` (the C backend's kernels of the module kind "inverse", as the
+    Python module's `inverse_dynamics` compiles them) and `<name>_inverse.c` over it."""
+    from dynamica.generator.ir.lower import lower
+    from dynamica.generator.kinds.inverse import inverse_equations
+    from dynamica.generator.mechanics.topology import build_topology
+    from dynamica.generator.render import c as c_backend
+    from dynamica.generator.render.common import env
+    from dynamica.generator.render.module import metadata
+    spec = model.spec
+    inv = lower(inverse_equations(spec, build_topology(spec)), spec)
+    own = metadata(inv, "c")
+    if own["NP"] != model.module.NP or own["SLOTS"] != model.module.SLOTS:
+        raise ExportError(f"model {model.name!r}: internal: the inverse-dynamics kernels lay out p differently "
+                          f"({own['NP']} slots, {own['SLOTS']}) from the equations ({model.module.NP}, "
+                          f"{model.module.SLOTS})")
+    ctx = c_backend.header_context(inv)
+    ctx["guard"] = f"DYNAMICA_EXPORT_{name.upper()}_INVERSE_KERNELS_H"
+    return {f"{name}_inverse_kernels.h": env().get_template("kernels.h.j2").render(**ctx),
+            f"{name}_inverse.c": env().get_template("export/inverse.c.j2").render(**context)}
+
+
 def build_library(model, form=None, backend="c") -> Library:
     """The library's files for a model (file name or CompiledModel); backend "fortran": the
     kernels in Fortran (`<name>_f.f90`, gfortran), the rest in C."""
@@ -231,7 +259,8 @@ def build_library(model, form=None, backend="c") -> Library:
     context = library_context(lib, symbols, functions, ws)
     context.update(declarations=declarations, fortran=sorted(f for f in kernel_files if f.endswith(".f90")))
     files = {f"{name}.h": env().get_template("export/library.h.j2").render(**context),
-             f"{name}.c": env().get_template("export/library.c.j2").render(**context), **kernel_files}
+             f"{name}.c": env().get_template("export/library.c.j2").render(**context), **kernel_files,
+             **inverse_files(model, name, context)}
     files.update(dict(helper_files(helpers)))
     files[DOPRI] = resources.files("dynamica.runtime.export").joinpath(DOPRI).read_text()
     files["main.c"] = env().get_template("export/main.c.j2").render(**context)

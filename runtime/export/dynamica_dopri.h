@@ -3,8 +3,9 @@
    ode45), with the usual step control: the error estimate of the embedded 4th-order solution,
    weighted by atol + rtol max(|y_n|, |y_n+1|) in the RMS norm, h_new = h min(5, max(0.2,
    0.9 err^-1/5)), a step with err > 1 rejected. Plain C99, hand-written and the same for every
-   model (dynamica, docs/export.md): the integrator of the exported library's main.c and of the
-   Co-Simulation FMU. No global state: the caller owns the dyn_dp record and its work space.
+   model (dynamica, docs/export.md): the integrator of the exported library's main.c (the
+   Co-Simulation FMU integrates with dynamica's Adams core, runtime/native/dynamica_adams.h).
+   No global state: the caller owns the dyn_dp record and its work space.
 
    dyn_dp_integrate(s, f, project, ctx, &t, y, t_end) advances (t, y) to t_end exactly (the last
    step is cut to land there; the step size proposed before it is kept for the next call). The

@@ -1,9 +1,11 @@
 """A model's equations as an FMI 2.0 FMU for linux64 (docs/export.md): Model Exchange (the importer
-integrates), Co-Simulation (the FMU integrates with the embedded Dormand-Prince 5(4) method of
-dynamica_dopri.h, error-controlled steps, the inputs held over a communication step, the
-loops projected after every step) or both in one FMU.
+integrates), Co-Simulation (the FMU integrates with dynamica's variable-step, variable-order
+Adams method, the plain-C runtime/native/dynamica_adams.h that the Python integrator runs too,
+the inputs held over a communication step, the loops projected after every step) or both in
+one FMU.
 
-The FMU is the standalone C library (c_library.py) plus `fmu.c` (templates/export/fmu.c.j2),
+The FMU is the standalone C library (c_library.py) plus `fmu.c` (templates/export/fmu.c.j2: the
+model's sizes and functions) over the fixed FMI 2.0 functions (templates/export/dynamica_fmi2.h),
 compiled into binaries/linux64/<name>.so with the C compiler Python was built with (as build.py
 builds the modules; $CC overrides it); its sources are in sources/. The variables
 (modelDescription.xml): the continuous states q, der(q) and the extra states with their
@@ -37,6 +39,12 @@ from dynamica.version import __version__
 
 KINDS = {"me": (True, False), "cs": (False, True), "both": (True, True)}
 FMI_HEADERS = ("fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h")
+#: the fixed part of fmu.c (templates/export): the FMI 2.0 functions over the model's hooks, over what
+#: every interface shares (the instance, the value references, Co-Simulation's integration)
+FMI_CORE = "dynamica_fmi2.h"
+FMU_SHARED = "dynamica_fmu.h"
+#: the Co-Simulation integrator (runtime/native): the Adams method of dynamica.simulate
+ADAMS = "dynamica_adams.h"
 #: the Co-Simulation integrator's default tolerances (a tolerance from fmi2SetupExperiment sets rtol)
 CS_RTOL, CS_ATOL = 1e-10, 1e-12
 #: the loops' projection tolerance in the FMU (position and velocity Newton steps)
@@ -190,11 +198,103 @@ def model_description(lib, me: bool, cs: bool, guid: str, variables_: list) -> s
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) -> Path:
+def model_description_3(lib, me: bool, cs: bool, token: str, variables_: list) -> str:
+    """modelDescription.xml of FMI 3.0: the same variables as Float64 (plus the independent
+    variable `time`), the derivatives referring to their states by value reference."""
+    model = lib.model
+    root = ET.Element("fmiModelDescription", {
+        "fmiVersion": "3.0", "modelName": model.name, "instantiationToken": token,
+        "description": (model.spec.description or f"model {model.name}").strip(),
+        "generationTool": f"dynamica {__version__}", "variableNamingConvention": "flat"})
+    common = {"modelIdentifier": lib.name, "canGetAndSetFMUState": "false", "canSerializeFMUState": "false"}
+    if me:        # the loops' drift is checked in fmi3CompletedIntegratorStep (FMI 3.0's default: not called)
+        ET.SubElement(root, "ModelExchange", {**common, "needsCompletedIntegratorStep": "true"})
+    if cs:
+        ET.SubElement(root, "CoSimulation", {**common, "canHandleVariableCommunicationStepSize": "true",
+                                             "hasEventMode": "false"})
+    units = sorted({v.unit for v in variables_ if v.unit})
+    if units:
+        defs = ET.SubElement(root, "UnitDefinitions")
+        for u in units:
+            ET.SubElement(defs, "Unit", {"name": u})
+    sim = model.spec.simulate
+    exp = {"startTime": "0.0", "stopTime": _fmt(sim.t_end), "tolerance": _fmt(sim.rtol)}
+    if sim.output_step:
+        exp["stepSize"] = _fmt(sim.output_step)
+    ET.SubElement(root, "DefaultExperiment", exp)
+    mv = ET.SubElement(root, "ModelVariables")
+    vr_time = lib.ny + model.n + len(model.states) + len(lib.p_names) + len(lib.output_names)   # VR_END of fmu.c
+    ET.SubElement(mv, "Float64", {"name": "time", "valueReference": str(vr_time), "causality": "independent",
+                                  "variability": "continuous", "description": "time"})
+    vr = {v.name: v.vr for v in variables_}
+    for v in variables_:
+        attrs = {"name": v.name, "valueReference": str(v.vr), "description": v.description,
+                 "causality": v.causality, "variability": v.variability}
+        if v.initial:
+            attrs["initial"] = v.initial
+        if v.start is not None:
+            attrs["start"] = _fmt(v.start)
+        if v.unit:
+            attrs["unit"] = v.unit
+        if v.derivative:
+            attrs["derivative"] = str(vr[v.derivative])
+        ET.SubElement(mv, "Float64", attrs)
+    ms = ET.SubElement(root, "ModelStructure")
+    state_order = {name: k for k, name in enumerate(list(model.coordinates)
+                                                    + [f"der({c})" for c in model.coordinates] + list(model.states))}
+    derivs = sorted((v for v in variables_ if v.derivative), key=lambda v: state_order[v.derivative])
+    outputs = [v for v in variables_ if v.causality == "output"]
+    for v in outputs:
+        ET.SubElement(ms, "Output", {"valueReference": str(v.vr)})
+    for v in derivs:
+        ET.SubElement(ms, "ContinuousStateDerivative", {"valueReference": str(v.vr)})
+    for v in sorted({*outputs, *(d for d in derivs if d.initial is None)}, key=lambda v: v.vr):
+        ET.SubElement(ms, "InitialUnknown", {"valueReference": str(v.vr)})
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def build_description_3(lib) -> str:
+    """sources/buildDescription.xml of FMI 3.0: the C files an importer compiles."""
+    root = ET.Element("fmiBuildDescription", {"fmiVersion": "3.0"})
+    conf = ET.SubElement(root, "BuildConfiguration", {"modelIdentifier": lib.name})
+    files = ET.SubElement(conf, "SourceFileSet", {"language": "C99"})
+    for fname in ("fmu.c", f"{lib.name}.c"):
+        ET.SubElement(files, "SourceFile", {"name": fname})
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+@dataclass(frozen=True)
+class FmiVersion:
+    """How one version of the FMI standard packs the same FMU."""
+    description: object             # (lib, me, cs, guid, variables) -> modelDescription.xml
+    header: str                      # the fixed interface (templates/export) fmu.c includes
+    api: str                         # the folder of the standard's headers (runtime/export)
+    api_headers: tuple
+    binaries: str                    # the folder of the binary for this platform
+    extra_sources: object = None     # (lib) -> {file name: text} beside the C sources (sources/)
+    salt: str = ""                   # in the GUID's hash (FMI 2.0: none, as before FMI 3.0 existed)
+
+
+#: the FMI versions an FMU is written for (`fmi=`, `--fmi`)
+VERSIONS = {
+    "2": FmiVersion(model_description, FMI_CORE, "fmi2", FMI_HEADERS, "binaries/linux64"),
+    "3": FmiVersion(model_description_3, "dynamica_fmi3.h", "fmi3",
+                    ("fmi3Functions.h", "fmi3FunctionTypes.h", "fmi3PlatformTypes.h"), "binaries/x86_64-linux",
+                    lambda lib: {"buildDescription.xml": build_description_3(lib)}, "fmi3"),
+}
+
+
+def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL, fmi="2") -> Path:
     """Write the FMU of a model (file name or loaded model) to `path` (.fmu); kind "me", "cs" or
-    "both"; rtol, atol: the Co-Simulation integrator's defaults. Returns the path."""
+    "both"; rtol, atol: the Co-Simulation integrator's defaults; fmi: the FMI version, "2" (2.0)
+    or "3" (3.0). Returns the path."""
     if kind not in KINDS:
         raise ExportError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if str(fmi) not in VERSIONS:
+        raise ExportError(f"fmi must be one of {', '.join(VERSIONS)} (FMI 2.0, FMI 3.0), not {fmi!r}")
+    version = VERSIONS[str(fmi)]
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         raise ExportError(f"the FMU's binary is built for linux64; this is {platform.system()} {platform.machine()}")
     if not (rtol > 0 and atol > 0):
@@ -208,20 +308,26 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) 
                           f"{model.backend!r}: load it with backend='c' (or pass the file name)")
     lib = build_library(model, form)
     vars_ = variables(lib)
-    digest = hashlib.sha256((lib.mod.signature + kind + model_description(lib, me, cs, "", vars_)).encode())
+    digest = hashlib.sha256((lib.mod.signature + kind + version.salt
+                             + version.description(lib, me, cs, "", vars_)).encode())
     guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16])) + "}"
-    xml = model_description(lib, me, cs, guid, vars_)
+    xml = version.description(lib, me, cs, guid, vars_)
     from dynamica.generator.render.common import env
     ctx = library_context(lib, {}, [], set())
-    ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL), dopri=DOPRI,
-               drift_tol=_fmt(DRIFT_TOL))
+    ctx.update(guid=guid, me=me, cs=cs, rtol=_fmt(rtol), atol=_fmt(atol), project_tol=_fmt(PROJECT_TOL),
+               drift_tol=_fmt(DRIFT_TOL), fmi_header=version.header)
     sources = dict(lib.files)
-    for drop in ("main.c", "Makefile", "CMakeLists.txt"):
+    for drop in ("main.c", "Makefile", "CMakeLists.txt", DOPRI, f"{lib.name}_inverse.c",
+                 f"{lib.name}_inverse_kernels.h"):
         sources.pop(drop)
     sources["fmu.c"] = env().get_template("export/fmu.c.j2").render(**ctx)
-    fmi = resources.files("dynamica.runtime.export").joinpath("fmi2")
-    for h in FMI_HEADERS:
-        sources[h] = fmi.joinpath(h).read_text()
+    for fixed in (version.header, FMU_SHARED):
+        sources[fixed] = resources.files("dynamica.templates").joinpath("export", fixed).read_text()
+    sources[ADAMS] = resources.files("dynamica.runtime.native").joinpath(ADAMS).read_text()
+    api = resources.files("dynamica.runtime.export").joinpath(version.api)
+    for h in version.api_headers:
+        sources[h] = api.joinpath(h).read_text()
+    extra = version.extra_sources(lib) if version.extra_sources else {}
     with tempfile.TemporaryDirectory(prefix="dynamica-fmu-") as tmp:
         work = Path(tmp)
         for fname, text in sources.items():
@@ -235,7 +341,7 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL) 
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as partial, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("modelDescription.xml", xml)
-            z.write(work / so, f"binaries/linux64/{so}")
-            for fname, text in sources.items():
+            z.write(work / so, f"{version.binaries}/{so}")
+            for fname, text in {**sources, **extra}.items():
                 z.writestr(f"sources/{fname}", text)
     return path

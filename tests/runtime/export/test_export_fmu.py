@@ -1,7 +1,7 @@
 """The FMI 2.0 FMU (runtime/export/fmu.py, docs/export.md), checked by an importer that shares no
 code with dynamica: FMPy validates modelDescription.xml and the binary (`validate_fmu`) and
-simulates the Model Exchange FMU with its CVode and the Co-Simulation FMU (the embedded
-Dormand-Prince integrator); both against scipy's DOP853 on the Python module's rhs, from the
+simulates the Model Exchange FMU with its CVode and the Co-Simulation FMU (dynamica's Adams core,
+runtime/native/dynamica_adams.h); both against scipy's DOP853 on the Python module's rhs, from the
 same initial state, outputs against the module's outputs along the reference."""
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ def fmus(tmp_path_factory, bundled):
     folder = tmp_path_factory.mktemp("fmus")
     cache = {}
 
-    def get(name):
-        if name not in cache:
-            cache[name] = export_fmu(bundled(name), folder / f"{name}.fmu", kind="both")
-        return cache[name]
+    def get(name, fmi="2"):
+        if (name, fmi) not in cache:
+            cache[name, fmi] = export_fmu(bundled(name), folder / f"{name}_fmi{fmi}.fmu", kind="both", fmi=fmi)
+        return cache[name, fmi]
     return get
 
 
@@ -57,17 +57,28 @@ def _states(model, result):
     return np.column_stack([result[n] for n in names])
 
 
+#: the FMI versions (`fmi=`): 2.0 and 3.0, the folder of the linux64 binary in each
+FMI = {"2": "linux64", "3": "x86_64-linux"}
+
+
+@pytest.mark.parametrize("fmi", list(FMI))
 @pytest.mark.parametrize("name", ["double_pendulum", "fourbar", "dc_motor_joint",
                                   pytest.param("hydraulic_drive", marks=pytest.mark.slow), "thrust_launch"])
-def test_fmpy_validates(tmp_path, fmus, name):
-    path = fmus(name)
+def test_fmpy_validates(tmp_path, fmus, name, fmi):
+    path = fmus(name, fmi)
     assert validate_fmu(str(path)) == []
     md = fmpy.read_model_description(str(path), validate=True)
+    assert md.fmiVersion == f"{fmi}.0"
     assert md.modelExchange is not None and md.coSimulation is not None
     assert len(md.derivatives) == 2 * len(md.derivatives) // 2
     with zipfile.ZipFile(path) as z:
-        assert f"binaries/linux64/{name}.so" in z.namelist()
+        assert f"binaries/{FMI[fmi]}/{name}.so" in z.namelist()
         z.extractall(tmp_path)
+    # Co-Simulation integrates with the Adams core dynamica.simulate runs (one implementation)
+    from importlib import resources
+    core = resources.files("dynamica.runtime.native").joinpath("dynamica_adams.h").read_text()
+    assert (tmp_path / "sources" / "dynamica_adams.h").read_text() == core
+    assert '#include "dynamica_adams.h"' in (tmp_path / "sources" / "dynamica_fmu.h").read_text()
     for cc in [c for c in ("gcc", "clang") if shutil.which(c)]:     # fmu.c too is warning-free C99
         proc = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-pedantic", "-fPIC", "-shared", "-I.", "fmu.c",
                                f"{name}.c", "-lm", "-o", f"check_{cc}.so"], cwd=tmp_path / "sources",
@@ -75,12 +86,13 @@ def test_fmpy_validates(tmp_path, fmus, name):
         assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
+@pytest.mark.parametrize("fmi", list(FMI))
 @pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
-def test_double_pendulum_against_scipy(fmus, bundled, fmi_type, tol):
+def test_double_pendulum_against_scipy(fmus, bundled, fmi_type, tol, fmi):
     model = bundled("double_pendulum")
     outs = ["potential_energy", "tip.position[2]"]
     names = list(model.coordinates) + [f"der({c})" for c in model.coordinates]
-    res = fmpy.simulate_fmu(str(fmus("double_pendulum")), fmi_type=fmi_type, stop_time=5.0, output_interval=0.01,
+    res = fmpy.simulate_fmu(str(fmus("double_pendulum", fmi)), fmi_type=fmi_type, stop_time=5.0, output_interval=0.01,
                             relative_tolerance=ME_RTOL, output=names + outs)
     ref = _reference(model, res["time"])
     assert np.abs(_states(model, res) - ref).max() < tol
@@ -107,8 +119,9 @@ def test_chains_against_scipy(fmus, bundled, name, fmi_type, tol):
     assert np.abs(_states(model, res) - ref).max() < tol * max(1.0, np.abs(ref).max())
 
 
+@pytest.mark.parametrize("fmi", list(FMI))
 @pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
-def test_input_extra_state_and_parameter(fmus, bundled, fmi_type, tol):
+def test_input_extra_state_and_parameter(fmus, bundled, fmi_type, tol, fmi):
     """dc_motor_joint: the armature voltage an input given through FMPy (a step from 0 to 6 V at
     t = 0.2), the current an extra state, the resistance changed through a start value."""
     model = bundled("dc_motor_joint")
@@ -116,7 +129,7 @@ def test_input_extra_state_and_parameter(fmus, bundled, fmi_type, tol):
     signal = np.array([(0.0, 0.0), (t_step, 0.0), (t_step, volts), (1.0, volts)],
                       dtype=[("time", float), ("u", float)])
     names = ["phi", "der(phi)", "i_m"]
-    res = fmpy.simulate_fmu(str(fmus("dc_motor_joint")), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
+    res = fmpy.simulate_fmu(str(fmus("dc_motor_joint", fmi)), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
                             relative_tolerance=ME_RTOL, input=signal, start_values=params,
                             output=names + ["electrical_power", "torque"])
     t = res["time"]           # (Model Exchange: the event at t_step appears twice; the states are continuous)
@@ -132,14 +145,15 @@ def test_input_extra_state_and_parameter(fmus, bundled, fmi_type, tol):
                                rtol=0, atol=10 * tol * volts * np.abs(ref[:, 2]).max())
 
 
+@pytest.mark.parametrize("fmi", list(FMI))
 @pytest.mark.parametrize("fmi_type,tol", [("ModelExchange", ME_TOL), ("CoSimulation", CS_TOL)])
-def test_loop_stays_on_its_constraints(fmus, bundled, fmi_type, tol):
+def test_loop_stays_on_its_constraints(fmus, bundled, fmi_type, tol, fmi):
     """The four-bar: Co-Simulation projects after every step (residual <= 1e-10), Model Exchange
     raises a step event when the residual passes 1e-9 and projects in it; both follow the
     reference (tol relative to the largest state)."""
     model = bundled("fourbar")
     names = list(model.coordinates) + [f"der({c})" for c in model.coordinates]
-    res = fmpy.simulate_fmu(str(fmus("fourbar")), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
+    res = fmpy.simulate_fmu(str(fmus("fourbar", fmi)), fmi_type=fmi_type, stop_time=1.0, output_interval=0.01,
                             relative_tolerance=ME_RTOL, output=names)
     got = _states(model, res)
     drift = max(np.abs(model.constraints(q)).max() for q in got[:, :model.n])
@@ -178,6 +192,13 @@ def test_me_only_fmu_and_bad_requests(tmp_path, bundled):
         export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.fmu", kind="fast")
     with pytest.raises(ExportError, match="ends in .fmu"):
         export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.zip")
+    with pytest.raises(ExportError, match="fmi must be one of 2, 3"):
+        export_fmu(MODELS / "double_pendulum.yaml", tmp_path / "x.fmu", fmi="4")
+    from dynamica.runtime.cli.main import main  # the command line's --fmi 3
+    assert main(["export", str(MODELS / "double_pendulum.yaml"), "--fmu", str(tmp_path / "dp3.fmu"), "--fmi", "3",
+                 "--kind", "cs", "-q"]) == 0
+    md3 = fmpy.read_model_description(str(tmp_path / "dp3.fmu"), validate=True)
+    assert md3.fmiVersion == "3.0" and md3.modelExchange is None and md3.coSimulation is not None
     if shutil.which("gfortran"):
         fortran = dynamica.load(MODELS / "double_pendulum.yaml", backend="fortran")
         with pytest.raises(ExportError, match="C backend's kernels"):
@@ -231,6 +252,52 @@ def test_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name
     fmu.freeInstance()
 
 
+@pytest.mark.parametrize("name", ["dc_motor_joint", "fourbar"])
+def test_fmi3_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name):
+    """The same second route for FMI 3.0 (FMPy's low-level fmi3 bindings): a parameter, time, states
+    and the inputs set by value reference (fmi3SetFloat64), fmi3GetContinuousStateDerivatives and
+    the outputs (fmi3GetFloat64) at random states equal the Python module's to 1e-12 relative; the
+    independent variable `time` reads back the time set."""
+    from fmpy.fmi3 import FMU3Model, fmi3Float64
+    model = bundled(name)
+    path = fmus(name, "3")
+    md = fmpy.read_model_description(str(path))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    unzipped = fmpy.extract(str(path), unzipdir=str(tmp_path / "unzipped"))
+    fmu = FMU3Model(guid=md.instantiationToken, unzipDirectory=unzipped,
+                    modelIdentifier=md.modelExchange.modelIdentifier, instanceName="check")
+    fmu.instantiate()
+    params = {model.spec.parameters[0].name: model.spec.parameters[0].value * 1.25}
+    fmu.setFloat64([vr[k] for k in params], list(params.values()))
+    fmu.enterInitializationMode(startTime=0.0)
+    fmu.exitInitializationMode()
+    fmu.updateDiscreteStates()
+    fmu.enterContinuousTimeMode()
+    rng = np.random.default_rng(5)
+    ny = model.state_size
+    outputs = [v.name for v in md.modelVariables if v.causality == "output"]
+    for _ in range(5):
+        t = float(rng.uniform(0, 2))
+        y = rng.uniform(-1.5, 1.5, ny)
+        inputs = {u: float(rng.uniform(-5, 5)) for u in model.inputs}
+        if inputs:
+            fmu.setFloat64([vr[u] for u in inputs], list(inputs.values()))
+        fmu.setTime(t)
+        fmu.setContinuousStates((fmi3Float64 * ny)(*y), ny)
+        dx = (fmi3Float64 * ny)()
+        fmu.getContinuousStateDerivatives(dx, ny)
+        ref = model.rhs(t, y, params, inputs)
+        np.testing.assert_allclose(np.array(dx[:]), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        got = np.array(fmu.getFloat64([vr[o] for o in outputs]))
+        p = model.param_vector(params, inputs, y[2 * model.n:] if model.states else None)
+        flat = np.empty(len(outputs))
+        model.module.outputs(t, y[:model.n].copy(), y[model.n:2 * model.n].copy(), p, flat)
+        np.testing.assert_allclose(got, flat, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(flat).max()))
+        assert fmu.getFloat64([vr["time"]]) == [t]
+    fmu.terminate()
+    fmu.freeInstance()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
 def test_fmpy_builds_the_binary_from_the_sources(tmp_path, fmus, bundled):
@@ -251,3 +318,17 @@ def test_fmpy_builds_the_binary_from_the_sources(tmp_path, fmus, bundled):
     assert np.abs(_states(model, rebuilt) - _states(model, exported)).max() < 1e-9
     ref = _reference(model, rebuilt["time"])
     assert np.abs(_states(model, rebuilt) - ref).max() < CS_TOL * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("fmi", list(FMI))
+def test_co_simulation_reports_a_right_hand_side_that_is_not_finite(fmus, bundled, fmi):
+    """Zero masses through start values: the Adams core meets a right-hand side that is not finite
+    and fmi2DoStep / fmi3DoStep fail with one message naming the time (no NaN results, no hang)."""
+    model = bundled("double_pendulum")
+    messages = []
+    with pytest.raises(Exception, match="DoStep failed"):
+        fmpy.simulate_fmu(str(fmus("double_pendulum", fmi)), fmi_type="CoSimulation", stop_time=1.0,
+                          output_interval=0.1, output=[model.coordinates[0]], start_values={"m1": 0.0, "m2": 0.0},
+                          logger=lambda *args: messages.append(args[-1]))
+    assert any(b"the integration failed at t = 0 (Adams status 3: the right-hand side is not finite)" in m
+               for m in messages), messages
