@@ -45,10 +45,14 @@ SHORTHANDS = {
 
 def joint_transforms(spec) -> dict:
     """Body name -> [(kind, axis or offset texts, coordinate, by, pitch)], read from the model file
-    when there is one and it has the spec's bodies and coordinates (else the loader's expansion:
-    a model given as a mapping, a stage's structure): kind "rotate", "translate", "screw" or
-    "offset"."""
+    when there is one and it has the spec's bodies and coordinates (a URDF file by
+    runtime/reference/reader.py's `urdf`; else the loader's expansion: a model given as a
+    mapping, a stage's structure): kind "rotate", "translate", "screw" or "offset"."""
     own = {b.name: [(tr.kind, tr.vector, tr.q, tr.by, tr.pitch) for tr in b.joint] for b in spec.bodies}
+    from dynamica.runtime.reference.reader import urdf
+    robot = urdf(spec)
+    if robot is not None:                          # a URDF robot: its joints read from its XML
+        return robot[1]
     path = Path(spec.file)
     if not path.is_file() or path.suffix not in (".yaml", ".yml"):
         return own

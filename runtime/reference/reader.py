@@ -73,7 +73,11 @@ def read(spec) -> ModelData:
             named = {fields["name"] for _, fields in data.forces}
             made = tuple((f.type, dict(f.fields)) for f in spec.forces if f["name"] not in named)
             return ModelData(data.parameters, data.bodies, data.gravity, data.forces + made, data.functions)
-    return _from_spec(spec)
+    data = _from_spec(spec)
+    robot = urdf(spec)
+    if robot is not None:                          # a URDF robot's inertial numbers, read from its XML
+        data = ModelData(data.parameters | robot[0], data.bodies, data.gravity, data.forces, data.functions)
+    return data
 
 
 def _from_spec(spec) -> ModelData:
@@ -143,3 +147,96 @@ def _table(name, t, folder: Path) -> Table:
         header, rows = [c.strip() for c in rows[0]], rows[1:]
     cols = [header.index(c) if isinstance(c, str) else c for c in t.get("columns", (0, 1))]
     return Table(name, tuple(float(r[cols[0]]) for r in rows), tuple(float(r[cols[1]]) for r in rows), **options)
+
+
+# --------------------------------------------------------------------------- URDF
+def _identifier(name):
+    """docs/urdf.md: a URDF name as an identifier, other characters than letters, digits and `_`
+    becoming `_` (the rarer renamings, of keywords and leading digits, are not repeated here: such
+    a model is read from the loader's data)."""
+    import re
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _floats(text, default):
+    return tuple(float(x) for x in text.split()) if text is not None else default
+
+
+def _rpy_matrix(rpy):
+    """URDF's fixed-axis roll, pitch, yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    import numpy as np
+    r, p, y = rpy
+    cr, sr, cp, sp_, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return (np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]]) @ np.array([[cp, 0, sp_], [0, 1, 0], [-sp_, 0, cp]])
+            @ np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]]))
+
+
+def _origin(el):
+    o = el.find("origin") if el is not None else None
+    return (_floats(o.get("xyz"), (0.0, 0.0, 0.0)), _floats(o.get("rpy"), (0.0, 0.0, 0.0))) if o is not None else \
+        ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+
+
+def urdf(spec):
+    """(parameter values, joints) of a model loaded from a URDF file, read here from its XML with
+    the standard library (not the importer's library or mapping): per joint its origin (translate,
+    then rotate about z by yaw, y by pitch, x by roll) and its motion about or along its axis
+    (URDF's default axis x); per link its mass, centre of mass and inertia (the inertial frame's
+    tensor R I R^T in link axes). The importer's names are used where they are names (bodies are
+    links, coordinates joints, the inertial parameters `<link>_mass`, `_com`, `_inertia`); None when
+    they do not match (renamed identifiers), and then the loader's data serve."""
+    import xml.etree.ElementTree as ET
+
+    import numpy as np
+    path = Path(spec.file)
+    if not path.is_file() or path.suffix != ".urdf":
+        return None
+    root = ET.parse(path).getroot()
+    links = {_identifier(el.get("name")): el for el in root.findall("link")}
+    joints = {_identifier(el.find("child").get("link")): el for el in root.findall("joint")}
+    bodies = {b.name: b for b in spec.bodies}
+    if set(links) != set(bodies):
+        return None
+    out_joints, values = {}, {}
+    for name, body in bodies.items():
+        spec_coords = [tr.q for tr in body.joint if tr.q is not None]
+        j = joints.get(name)
+        if j is None:                                       # the root: welded, or free (floating=True)
+            if len(spec_coords) not in (0, 6):
+                return None
+            out_joints[name] = [("translate", ax, c, None, None) for ax, c in
+                                zip(((1, 0, 0), (0, 1, 0), (0, 0, 1)), spec_coords[:3])] + \
+                               [("rotate", ax, c, None, None) for ax, c in
+                                zip(((1, 0, 0), (0, 1, 0), (0, 0, 1)), spec_coords[3:])]
+        else:
+            xyz, (roll, pitch, yaw) = _origin(j)
+            tr = [("offset", xyz, None, None, None)] if any(xyz) else []
+            tr += [("rotate", ax, None, angle, None) for ax, angle in
+                   (((0, 0, 1), yaw), ((0, 1, 0), pitch), ((1, 0, 0), roll)) if angle]
+            axis = _floats(j.find("axis").get("xyz") if j.find("axis") is not None else None, (1.0, 0.0, 0.0))
+            kind = j.get("type")
+            if kind in ("revolute", "continuous", "prismatic"):
+                if spec_coords != [_identifier(j.get("name"))]:
+                    return None
+                tr.append(("rotate" if kind != "prismatic" else "translate", axis, spec_coords[0], None, None))
+            elif kind != "fixed" or spec_coords:
+                return None
+            out_joints[name] = tr
+        inertial = links[name].find("inertial")
+        if inertial is None or inertial.find("mass") is None or isinstance(body.mass, (int, float)):
+            continue
+        if (body.mass, tuple(body.com), tuple(body.inertia)) != (
+                f"{name}_mass", tuple(f"{name}_com[{k}]" for k in range(3)),
+                tuple(f"{name}_inertia[{k}]" for k in range(6))):
+            return None
+        xyz, rpy = _origin(inertial)
+        el = inertial.find("inertia")
+        g = {k: float(el.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")} if el is not None else {}
+        I_ = np.array([[g.get("ixx", 0), g.get("ixy", 0), g.get("ixz", 0)], [g.get("ixy", 0), g.get("iyy", 0),
+                      g.get("iyz", 0)], [g.get("ixz", 0), g.get("iyz", 0), g.get("izz", 0)]])
+        R = _rpy_matrix(rpy)
+        Il = R @ I_ @ R.T
+        values[f"{name}_mass"] = float(inertial.find("mass").get("value"))
+        values[f"{name}_com"] = tuple(xyz)
+        values[f"{name}_inertia"] = (Il[0, 0], Il[1, 1], Il[2, 2], Il[0, 1], Il[1, 2], Il[0, 2])
+    return values, out_joints

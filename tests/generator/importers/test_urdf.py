@@ -296,3 +296,29 @@ def test_malformed_urdf_is_a_model_error_naming_the_element(tmp_path, case):
 def test_missing_file_is_a_model_error(tmp_path):
     with pytest.raises(ModelError, match="file not found"):
         load_model(tmp_path / "none.urdf")
+
+
+@pytest.mark.parametrize("name", ["small", "small_floating"] + list(ROBOTS))
+def test_the_reference_reads_the_urdf_itself(name, small_urdf):
+    """The numeric reference reads a URDF's joints and inertial numbers from its XML itself
+    (runtime/reference/reader.py, the standard library's parser; not the importer's library or
+    mapping): its mass matrix and q'' (joint torques of the URDF's damping and friction) equal
+    Pinocchio's at random states, 1e-10."""
+    from dynamica.runtime.reference import reader
+    from dynamica.runtime.reference.numeric import NumericReference
+    path = small_urdf if name.startswith("small") else robot_path(name)
+    floating = name == "small_floating"
+    spec = load_model(path, floating=floating, limits=False)
+    assert reader.urdf(spec) is not None
+    ref = NumericReference(spec)
+    assert tuple(ref.coordinates) == tuple(c for b in spec.bodies for tr in b.joint for c in [tr.q] if c)
+    root = ("base_x", "base_y", "base_z", "base_rx", "base_ry", "base_rz") if floating else ()
+    pmodel = pin_model(path, root="cardan" if floating else None)
+    cmap = coordinate_map(pmodel, list(ref.coordinates), root)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        q = rng.uniform(-1.0, 1.0, len(ref.coordinates))
+        qd = rng.uniform(-2.0, 2.0, len(ref.coordinates))
+        a, M = pin_qdd_and_M(pmodel, cmap, q, qd, len(q))
+        assert max_rel_err(ref.mass_matrix(q), M) < RTOL
+        assert max_rel_err(ref.qdd(q, qd), a) < RTOL
