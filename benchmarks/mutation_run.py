@@ -213,8 +213,21 @@ MUTATIONS = [
              "runtime/reference/reader.py", '"torque": (0, 0, 0), "frame": "ground"}',
              '"torque": (0, 0, 0), "frame": "body"}', ("tests/runtime/reference/test_reference.py",)),
     Mutation("sobol_constant", "Sobol indices of an output that does not vary kept (0/0 in the table)",
-             "runtime/studies/sensitivity.py", "CONSTANT = 64 * np.finfo(float).eps", "CONSTANT = -1.0",
+             "runtime/studies/sensitivity.py", "        if np.ptp(y) <= CONSTANT * np.abs(y).max():", "        if False:",
              ("tests/runtime/studies/test_sweep.py",)),
+    Mutation("contact_friction_sign", "the contact's friction pushes along the sliding velocity (sign flipped)",
+             "generator/mechanics/forces.py", 'ft = ctx.let(f"ft{j}", -mu * Fn', 'ft = ctx.let(f"ft{j}", mu * Fn',
+             ("tests/generator/mechanics/test_contact_pairs.py", "tests/runtime/integrators/test_contact_scenes.py")),
+    Mutation("contact_stepped_over", "a contact that opens and closes within one step is not looked for",
+             "runtime/integrators/contact_events.py", "& (np.minimum(g_old, g) < -r_old * (t - t_old)))[0]:",
+             "& (np.minimum(g_old, g) < -1e300))[0]:", ("tests/runtime/integrators/test_contact_scenes.py",)),
+    Mutation("export_inverse_qdd", "the exported library's inverse dynamics take the velocities for the "
+             "accelerations", "templates/export/inverse.c.j2",
+             "    dyn_inverse_dynamics(t, q, qd, qdd, p, tau);", "    dyn_inverse_dynamics(t, q, qd, qd, p, tau);",
+             ("tests/runtime/export/test_export_inverse.py",)),
+    Mutation("reference_urdf_rpy", "the reference reads a URDF origin's rpy as x, then y, then z in moving axes",
+             "runtime/reference/reader.py", "(((0, 0, 1), yaw), ((0, 1, 0), pitch), ((1, 0, 0), roll))",
+             "(((1, 0, 0), roll), ((0, 1, 0), pitch), ((0, 0, 1), yaw))", ("tests/generator/importers/test_urdf.py",)),
 ]
 
 
