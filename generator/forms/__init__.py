@@ -71,7 +71,7 @@ class EquationsOfMotion:
     aliases: dict = field(default_factory=dict)   # hamiltonian: qd symbol -> program symbol
     extra_kernels: tuple = ()        # KernelSpec of form-specific kernels
     info: dict = field(default_factory=dict)      # form-specific metadata exported by the module
-    entries: str = ""                # module kind: its kernels (KERNELS) and entry points; default: `kind`
+    entries: str = ""                # module kind (generator/ir/kinds.py); default: `kind`
     mode: str = "symbolic"           # generation mode (MODES): part of the module's name
     tables: tuple = ()               # ((name, integers), ...): constant tables of the module (numeric mode)
     constrained: bool = False        # closed loops: the entry points solve with the loops' kernels
@@ -97,7 +97,7 @@ class KernelSpec:
                                      # partials `P`, and the module the tables of tangent.tape_kernel
 
 
-def _lagrangian_kernels(eom: EquationsOfMotion) -> list:
+def lagrangian_kernels(eom: EquationsOfMotion) -> list:
     o = eom.outputs
     if eom.mass_in_dynamics:
         return [KernelSpec("dynamics", ("t", "q", "qd", "p"), (("qdd", o["qdd"]), ("M", o["mass_matrix"])))]
@@ -105,7 +105,7 @@ def _lagrangian_kernels(eom: EquationsOfMotion) -> list:
             KernelSpec("mass", ("t", "q", "p"), (("M", o["mass_matrix"]),))]
 
 
-def _hamiltonian_kernels(eom: EquationsOfMotion) -> list:
+def hamiltonian_kernels(eom: EquationsOfMotion) -> list:
     o = eom.outputs
     return [KernelSpec("hamilton", ("t", "q", "pm", "p"), (("qd", o["qd"]), ("pmd", o["pmd"])),
                        aliases=tuple(eom.aliases.items())),
@@ -113,18 +113,11 @@ def _hamiltonian_kernels(eom: EquationsOfMotion) -> list:
             KernelSpec("mass", ("t", "q", "p"), (("M", o["mass_matrix"]),))]
 
 
-#: module kind -> the kernels its entry points call (before the form's own `extra_kernels`)
-KERNELS = {"lagrangian": _lagrangian_kernels, "iterative": _lagrangian_kernels,
-           "hamiltonian": _hamiltonian_kernels, "numeric": lambda eom: [],
-           "derivatives": lambda eom: []}      # generator/kinds/derivatives.py: its own kernels
-
-
 def kernel_specs(eom: EquationsOfMotion) -> tuple:
-    """The kernels of a module (see the module docstring)."""
-    kind = eom.entries or eom.kind
-    if kind not in KERNELS:
-        raise ValueError(f"unknown module kind {kind!r}")
-    return tuple(KERNELS[kind](eom)) + tuple(eom.extra_kernels)
+    """The kernels of a module (see the module docstring): those of its kind (generator/ir/kinds.py)
+    and the form's own."""
+    from dynamica.generator.ir.kinds import module_kind
+    return tuple(module_kind(eom.entries or eom.kind).kernels(eom)) + tuple(eom.extra_kernels)
 
 
 @dataclass(frozen=True)

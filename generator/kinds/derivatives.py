@@ -41,6 +41,7 @@ import sympy as sp
 from dynamica.generator.forms import EquationsOfMotion, KernelSpec
 from dynamica.generator.forms.parts.common import forward_pass
 from dynamica.generator.forms.parts.spatial import apply_C, apply_CT, coordinate_layout, inertia_times, mass_matrix
+from dynamica.generator.ir.kinds import ModuleKind, register_kind
 from dynamica.generator.ir.program import add, cross, dot, fold_vectors, matvec, mul, scale, total
 from dynamica.generator.mechanics.forces import active_forces
 
@@ -227,3 +228,14 @@ def _recursive(kin, x):
                           program=jac_prog, tangent=("q", "qd"), tangent_add=("A", "J")),
                KernelSpec("mass", ("t", "q", "p"), (("M", mass),), program=res_prog)) + solve
     return kernels, res_prog, r
+
+
+def _record():
+    from dynamica.generator.render import c, fortran, module
+    register_kind(ModuleKind(
+        "derivatives", lambda eom: [], module.derivative_entries,      # its kernels: the form's extra_kernels
+        {"c": c.derivative_entries, "fortran": fortran.derivative_entries}, composed=module.derivative_solves,
+        description="the residual, its Jacobian by [q, q'] and M; q'' and its Jacobian composed over them"))
+
+
+_record()

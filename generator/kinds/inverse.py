@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from dynamica.generator.forms import KERNELS, EquationsOfMotion, KernelSpec
+from dynamica.generator.forms import EquationsOfMotion, KernelSpec
 from dynamica.generator.forms.parts.common import bias_forces, forward_pass
 from dynamica.generator.forms.parts.spatial import apply_C, apply_CT, coordinate_layout, inertia_times
+from dynamica.generator.ir.kinds import ModuleKind, register_kind
 from dynamica.generator.ir.program import dot, fold_vectors, matvec
 from dynamica.generator.mechanics.forces import active_forces
 from dynamica.generator.mechanics.kinematics import derive_kinematics
@@ -108,12 +109,5 @@ def _python_entries(mod) -> list:
                   "The generalized gravity forces g(q) (the forces that hold the system still) into `out`.")]
 
 
-def _register():
-    from dynamica.generator.render import c as c_backend
-    from dynamica.generator.render import module
-    KERNELS[KIND] = lambda eom: []
-    c_backend.ENTRY_POINTS[KIND] = _c_entries
-    module.ENTRIES[KIND] = _python_entries
-
-
-_register()
+register_kind(ModuleKind(KIND, lambda eom: [], _python_entries, {"c": _c_entries},
+                         description="the recursive Newton-Euler inverse dynamics and the gravity forces"))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from dynamica.generator.ir import nodes as ir
+from dynamica.generator.ir.kinds import module_kind
 from dynamica.generator.render.common import SourceBundle, env, helper_files
 from dynamica.generator.render.module import module_file
 
@@ -41,7 +42,6 @@ class Backend:
     declarations: Callable              # (mod) -> lines of C through which the module file reaches the entries
     entry_symbol: Callable              # (mod, entry name) -> the C symbol of that entry point
     helpers: tuple = ()                 # fixed files of dynamica.templates.native copied into the build
-    kinds: tuple = ("lagrangian", "hamiltonian", "iterative")   # ModuleIR.entries it renders
     description: str = ""
 
 
@@ -74,7 +74,7 @@ def backend_names() -> tuple:
 
 def render(mod: ir.ModuleIR, backend: str = "c") -> SourceBundle:
     b = BACKENDS[resolve_backend(backend)]
-    if mod.entries not in b.kinds:
+    if b.name not in module_kind(mod.entries).backends:          # the kinds it renders: generator/ir/kinds.py
         raise ValueError(f"backend {b.name!r} cannot render {mod.entries!r} modules (form {mod.form!r}); "
                          f"use backend 'c'")
     files, compiled = [], []

@@ -4,12 +4,13 @@ which the module file includes, so a module is one translation unit and one comp
 Each kernel is cut into parts of at most `CHUNK` expression nodes (separate functions, so the
 compiler's work stays bounded), temporaries used across parts live in a workspace `dyn_w`, and
 runs of zero stores become one `memset`. The entry points (`dyn_<name>`) wrap the kernels as
-the module kind needs (`ENTRY_POINTS`).
+the module kind needs (ModuleKind.backends["c"], generator/ir/kinds.py).
 """
 
 from __future__ import annotations
 
 from dynamica.generator.ir import nodes as ir
+from dynamica.generator.ir.kinds import module_kind
 from dynamica.generator.render import Backend, common, register
 from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size
 from dynamica.generator.render.printers import CPrinter
@@ -212,7 +213,7 @@ def numeric_preamble(mod: ir.ModuleIR) -> list:
 
 def derivative_entries(mod: ir.ModuleIR) -> list:
     """A derivatives module (generator/kinds/derivatives.py): its kernels as they are; the solves are
-    composed in the module file (render/module.py COMPOSED)."""
+    composed in the module file (ModuleKind.composed)."""
     state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
     jac = "residual_jacobian" if "residual_jacobian" in kernel_names(mod) else "residual_partials"
     if "mass" in kernel_names(mod):
@@ -237,11 +238,6 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     ] + solve
 
 
-#: ModuleIR.entries -> function(mod) -> [{"signature", "lines"}]
-ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries,
-                "iterative": iterative_entries, "numeric": numeric_entries, "derivatives": derivative_entries}
-#: ModuleIR.entries -> function(mod) -> lines at file scope of the kernel header (before the kernels)
-PREAMBLES = {"iterative": iterative_preamble, "numeric": numeric_preamble}
 
 
 def tables(mod: ir.ModuleIR, per_line=24) -> list:
@@ -311,11 +307,12 @@ def exported_entries(mod: ir.ModuleIR) -> list:
 
 def header_context(mod: ir.ModuleIR) -> dict:
     """What templates/kernels.h.j2 shows."""
+    kind = module_kind(mod.entries)
     return {
         "version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
         "kernels": [kernel_context(k) for k in mod.kernels],
-        "entries": with_states(mod, ENTRY_POINTS[mod.entries](mod)) + output_entry(mod) + exported_entries(mod),
-        "preamble": PREAMBLES[mod.entries](mod) if mod.entries in PREAMBLES else [],
+        "entries": with_states(mod, kind.backends["c"](mod)) + output_entry(mod) + exported_entries(mod),
+        "preamble": kind.preambles["c"](mod) if "c" in kind.preambles else [],
         "tables": tables(mod),
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
     }
@@ -327,5 +324,4 @@ C = register(Backend(
     declarations=lambda mod: (f'#include "{mod.module_name}_kernels.h"',),
     entry_symbol=lambda mod, name: f"{ENTRY}{name}",
     helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h", "dynamica_linalg.h"),
-    kinds=("lagrangian", "hamiltonian", "iterative", "numeric", "derivatives", "inverse"),
     description="C99 kernels in a header the module file includes"))

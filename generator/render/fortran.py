@@ -11,6 +11,7 @@ several statements (`_statement`).
 from __future__ import annotations
 
 from dynamica.generator.ir import nodes as ir
+from dynamica.generator.ir.kinds import module_kind
 from dynamica.generator.render import Backend, common, register
 from dynamica.generator.render.c import tables as c_tables
 from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size
@@ -152,7 +153,7 @@ def hamiltonian_entries(mod: ir.ModuleIR) -> list:
 
 
 def derivative_entries(mod: ir.ModuleIR) -> list:
-    """A derivatives module: its kernels; the solves are C in the module file (module.COMPOSED)."""
+    """A derivatives module: its kernels; the solves are C in the module file (ModuleKind.composed)."""
     n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
     state = [("q", n, 0), ("qd", n, 0), ("qdd", n, 0), ("p", np_, 0)]
     if "residual_jacobian" in kernel_names(mod):
@@ -173,9 +174,6 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     return [_entry("residual", state + [("r", n, 1)], ["call k_residual(t, q, qd, qdd, p, r)"]), jac, mass] + solve
 
 
-#: ModuleIR.entries -> function(mod) -> the bind(C) entry points (the iterative solver is C only)
-ENTRY_POINTS = {"lagrangian": lagrangian_entries, "hamiltonian": hamiltonian_entries,
-                "derivatives": derivative_entries}
 
 
 def entry_symbol(mod: ir.ModuleIR, name: str) -> str:
@@ -240,7 +238,7 @@ def lookup_declarations(mod: ir.ModuleIR) -> list:
 def entries(mod: ir.ModuleIR) -> list:
     """The bind(C) entry points, t passed by value: {"name", "args": [(name, size, writable)], ...}."""
     n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
-    ents = _with_states(mod, ENTRY_POINTS[mod.entries](mod))
+    ents = _with_states(mod, module_kind(mod.entries).backends["fortran"](mod))
     if "outputs" in kernel_names(mod):
         size = kernel_output_size(mod, "outputs", "out")
         ents.append(_entry("outputs", [("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)],
@@ -289,6 +287,6 @@ FORTRAN = register(Backend(
     templates=(("fortran_kernels.f90.j2", "{module}_f.f90", kernels_context, "fortran"),),
     declarations=lambda mod: tuple(f"extern {e['c_signature']};" for e in entries(mod)) + tuple(c_tables(mod))
     + tuple(lookup_declarations(mod)),
-    entry_symbol=entry_symbol, kinds=("lagrangian", "hamiltonian", "derivatives"),
+    entry_symbol=entry_symbol,
     helpers=("dynamica_linalg.h", "dynamica_helpers.h"),
     description="Fortran 2008 kernels with bind(C) entry points, compiled by gfortran"))

@@ -4,15 +4,15 @@ It reaches the backend's entry points through `declarations`, gives each Python-
 a one-line adapter with the uniform signature of templates/native/dynamica_module.h, lists them in a
 table, and carries the module's metadata as a Python literal; dynamica_module.h does the rest.
 
-Python-callable entries by module kind (`ENTRIES`; every kind adds `outputs` when the module
-has an outputs kernel):
+Python-callable entries by module kind (ModuleKind.python_entries, generator/ir/kinds.py; every
+kind adds `outputs` when the module has an outputs kernel):
   lagrangian, numeric   qdd(t, q, qd, p, out), mass_matrix(t, q, p, out), rhs(t, y, p, ydot)
   hamiltonian           rhs(t, y, p, ydot) on y = [q, pm], momenta, velocities, mass_matrix
   iterative             the Lagrangian ones and the solver's controls (`_itr_*`, wrapped in
                         Python by templates/native/itr_controls.py, whose text runs in the module)
   derivatives           residual, residual_jacobian, mass_matrix (the backend's) and qdd,
                         qdd_jacobian, rhs, jacobian composed from them in the module file
-                        (`COMPOSED`, templates/native/dynamica_linalg.h)
+                        (ModuleKind.composed, templates/native/dynamica_linalg.h)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 
 from dynamica.generator.ir import nodes as ir
+from dynamica.generator.ir.kinds import module_kind
 from dynamica.generator.render.common import env, kernel_names, kernel_output_size
 from dynamica.templates.native.itr_controls import ITR_SETTINGS, ITR_STATS
 from dynamica.version import __version__
@@ -41,7 +42,7 @@ class Entry:
     symbol: str = ""              # or a C function of the module file itself (a layer's, below)
 
 
-def _lagrangian(mod) -> list:
+def lagrangian_entries(mod) -> list:
     n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
     return [
         Entry("qdd", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)),
@@ -53,7 +54,7 @@ def _lagrangian(mod) -> list:
     ]
 
 
-def _hamiltonian(mod) -> list:
+def hamiltonian_entries(mod) -> list:
     n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
     return [
         Entry("rhs", (("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)),
@@ -67,9 +68,9 @@ def _hamiltonian(mod) -> list:
     ]
 
 
-def _iterative(mod) -> list:
+def iterative_entries(mod) -> list:
     n = len(mod.coordinates)
-    return _lagrangian(mod) + [
+    return lagrangian_entries(mod) + [
         Entry("_itr_stats", (("out", len(ITR_STATS), 1),), "The solver's counters (ITR_STATS) into `out`.",
               first="", entry="itr_stats"),
         Entry("_itr_reset", (), "Forget the inverse estimate (flag & 1) and/or clear the counters (flag & 2).",
@@ -82,7 +83,7 @@ def _iterative(mod) -> list:
     ]
 
 
-def _derivatives(mod) -> list:
+def derivative_entries(mod) -> list:
     n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
     state = (("q", n, 0), ("qd", n, 0))
     return [
@@ -103,7 +104,7 @@ def _derivatives(mod) -> list:
     ]
 
 
-def _derivative_solves(mod, symbol) -> tuple:
+def derivative_solves(mod, symbol) -> tuple:
     """q'', dq''/d[q, qd], the state Jacobian and rhs composed from the backend's residual,
     residual_jacobian and mass_matrix entry points by templates/native/dynamica_linalg.h."""
     n = len(mod.coordinates)
@@ -156,14 +157,6 @@ def _derivative_solves(mod, symbol) -> tuple:
                    "jacobian": "dyn_m_jacobian", **names}
 
 
-#: ModuleIR.entries -> the module's Python-callable entries
-ENTRIES = {"lagrangian": _lagrangian, "numeric": _lagrangian, "hamiltonian": _hamiltonian, "iterative": _iterative,
-           "derivatives": _derivatives}
-#: ModuleIR.entries -> (mod, symbol) -> (C lines of the module file, {entry: C function}): entry
-#: points composed in the module file from the backend's ones, hence the same for every backend
-COMPOSED = {"derivatives": _derivative_solves}
-#: ModuleIR.entries -> Python source run in the module's namespace at import (runtime/<file>)
-PYTHON_CODE = {"iterative": "itr_controls.py"}
 
 
 def exported(mod: ir.ModuleIR) -> list:
@@ -197,7 +190,7 @@ def _with_states(mod: ir.ModuleIR, ents: list) -> list:
 
 
 def entries(mod: ir.ModuleIR) -> list:
-    out = _with_states(mod, ENTRIES[mod.entries](mod))
+    out = _with_states(mod, module_kind(mod.entries).python_entries(mod))
     if "outputs" in kernel_names(mod):
         n, np_ = len(mod.coordinates), len(mod.parameter_defaults)
         size = kernel_output_size(mod, "outputs", "out")
@@ -221,11 +214,12 @@ LAYERS: list = []
 
 
 def _composed(mod: ir.ModuleIR, symbol) -> Layer | None:
-    """The entry points a module kind composes in the module file (`COMPOSED`)."""
-    if mod.entries not in COMPOSED:
+    """The entry points a module kind composes in the module file (ModuleKind.composed)."""
+    kind = module_kind(mod.entries)
+    if kind.composed is None:
         return None
-    lines, names = COMPOSED[mod.entries](mod, symbol)
-    ents = tuple(replace(e, symbol=names[e.name]) for e in ENTRIES[mod.entries](mod) if e.name in names)
+    lines, names = kind.composed(mod, symbol)
+    ents = tuple(replace(e, symbol=names[e.name]) for e in kind.python_entries(mod) if e.name in names)
     return Layer(tuple(lines), ents, (("rhs_capsule", "dynamica.rhs", names["rhs"]),) if "rhs" in names else ())
 
 
@@ -310,7 +304,7 @@ def module_context(mod: ir.ModuleIR, backend: str, declarations, symbol) -> dict
         names = ",".join(x for x, _, _ in e.arrays)
         table.append(f'{{"{e.name}", {a["cname"]}, {FIRST[e.first]}, {int(e.returns_int)}, {len(e.arrays)}, '
                      f'{{{sizes}}}, {{{writable}}}, "{names}", {c_string(e.doc, 10**6)}}}')
-    python = PYTHON_CODE.get(mod.entries)
+    python = module_kind(mod.entries).python_code
     code = resources.files("dynamica.templates.native").joinpath(python).read_text() if python else ""
     ctx = {
         "version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
