@@ -96,6 +96,15 @@ def forces(q, v) -> np.ndarray:
     ])
 
 
+def spring_energy(q) -> float:
+    """c0 (L - l0)^2 / 2 of the spring from D on body 3 to C."""
+    p = P
+    ga = q[2]
+    xd = p["sd"] * math.cos(ga) + p["sc"] * math.sin(ga) + p["xb"]
+    yd = p["sd"] * math.sin(ga) - p["sc"] * math.cos(ga) + p["yb"]
+    return 0.5 * p["c0"] * (math.hypot(xd - p["xc"], yd - p["yc"]) - p["l0"]) ** 2
+
+
 def _points(q):
     """E reached along the four branches: through bodies 1-2 (from O), body 3 (from B), bodies
     5-4 (from A) and bodies 7-6 (from A); g = the first minus each of the others."""
