@@ -88,7 +88,8 @@ def forces(q, v) -> np.ndarray:
     return np.array([
         p["mom"] - p["m2"] * p["da"] * p["rr"] * tp * (tp + 2 * bp) * math.sin(th),
         p["m2"] * p["da"] * p["rr"] * bp ** 2 * math.sin(th),
-        fx * (p["sc"] * math.cos(ga) - p["sd"] * math.sin(ga)) + fy * (p["sd"] * math.cos(ga) + p["sc"] * math.sin(ga)),
+        fx * (p["sc"] * math.cos(ga) - p["sd"] * math.sin(ga))
+        + fy * (p["sd"] * math.cos(ga) + p["sc"] * math.sin(ga)),
         p["m4"] * p["zt"] * a4 * dp ** 2 * math.cos(ph),
         -p["m4"] * p["zt"] * a4 * pp * (pp + 2 * dp) * math.cos(ph),
         -p["m6"] * p["u"] * a6 * ep ** 2 * math.cos(om),
@@ -110,7 +111,8 @@ def _points(q):
     5-4 (from A) and bodies 7-6 (from A); g = the first minus each of the others."""
     p = P
     be, th, ga, ph, de, om, ep = q
-    e12 = np.array([p["rr"] * math.cos(be) - p["d"] * math.cos(be + th), p["rr"] * math.sin(be) - p["d"] * math.sin(be + th)])
+    e12 = np.array([p["rr"] * math.cos(be) - p["d"] * math.cos(be + th),
+                    p["rr"] * math.sin(be) - p["d"] * math.sin(be + th)])
     e3 = np.array([p["xb"] + p["ss"] * math.sin(ga), p["yb"] - p["ss"] * math.cos(ga)])
     e54 = np.array([p["xa"] + p["e"] * math.sin(ph + de) + p["zt"] * math.cos(de),
                     p["ya"] - p["e"] * math.cos(ph + de) + p["zt"] * math.sin(de)])

@@ -19,7 +19,7 @@ import dynamica
 from conftest import MODELS
 
 pytest.importorskip("pinocchio")
-from oracles import bricard as br  # noqa: E402
+from oracles import bricard as br
 
 T_END = 10.0
 TIMES = np.round(np.arange(0.0, T_END + 1e-9, 0.01), 10)
