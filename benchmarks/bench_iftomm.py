@@ -39,6 +39,7 @@ RTOLS = (1e-8, 1e-10, 1e-12)
 
 def andrews_case(method, rtol):
     import dynamica
+
     from oracles import andrews as an
     model = dynamica.load(str(ROOT / "tests" / "data" / "andrews.yaml"))
     dynamica.simulate(model, t_end=1e-4, method=method)                     # imports and first calls
@@ -61,6 +62,7 @@ def andrews_case(method, rtol):
 
 def bricard_case(method, rtol):
     import dynamica
+
     from oracles import bricard as br
     times = np.round(np.arange(0.0, 10.0 + 1e-9, 0.01), 10)
     p3_ref, _, _ = br.Bricard().run(times)

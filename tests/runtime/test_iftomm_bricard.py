@@ -102,21 +102,25 @@ def test_q_dd_follows_a_defect_of_the_state_continuously(model):
             assert np.abs(model.qdd(q, qd + dv) - base).max() <= 20 * d
 
 
-@pytest.mark.parametrize("rtol, bound", [(1e-10, 1e-7), (1e-12, 1e-9)])
-def test_p3_over_10_s_matches_the_oracle(model, oracle_run, rtol, bound):
-    """P3 over the benchmark's 10 s (two and a half swings) with adams against the oracle: within `bound`
-    (m; measured with adams: 5e-9 at rtol 1e-10, 2e-11 at 1e-12; benchmarks/results/iftomm.txt),
-    the energy (a closed form: constant) to 1e-8 m g L, the constraints to 1e-10 at every output
-    row. The oracle itself keeps its energy to 1e-9 m g L and its closure to 1e-10."""
+@pytest.mark.parametrize("method, rtol, bound", [("adams", 1e-8, 1e-6), ("adams", 1e-10, 1e-8), ("adams", 1e-12, 1e-9),
+                                                 ("DOP853", 1e-10, 2e-7), ("radau", 1e-10, 1e-9)])
+def test_p3_over_10_s_matches_the_oracle(model, oracle_run, method, rtol, bound):
+    """P3 over the benchmark's 10 s (two and a half swings) against the oracle: within `bound` (m;
+    measured: adams 1.8e-8, 5.9e-10, 2.3e-11 at rtol 1e-8, 1e-10, 1e-12, DOP853 5.7e-8, radau
+    2.8e-11 at 1e-10; benchmarks/results/iftomm.txt), the energy (a closed form: constant) to
+    1e-7 m g L (measured: at most 4.7e-8), the constraints to 1e-10 at every output row. Before
+    the solve allowed for the state's defect, adams stopped at rtol 1e-8 ("right-hand side
+    returned nan") and DOP853 took 3.4 million RHS calls at 1e-10. The oracle itself keeps its
+    energy to 1e-9 m g L and its closure to 1e-10."""
     p3_ref, energy_ref, closure_ref = oracle_run
     assert np.abs(energy_ref - energy_ref[0]).max() < 1e-9 * MGL and closure_ref < 1e-10
-    res = dynamica.simulate(model, t_end=T_END, output_step=0.01, rtol=rtol, atol=rtol)
+    res = dynamica.simulate(model, t_end=T_END, output_step=0.01, rtol=rtol, atol=rtol, method=method)
     assert len(res.t) == len(TIMES) and np.allclose(res.t, TIMES)
     p3 = res.outputs["P3.position"]
     assert np.abs(p3 - p3_ref).max() <= bound, np.abs(p3 - p3_ref).max()
     assert np.ptp(p3[:, 0]) > 1.5                                 # it swings: x from 1 to -0.78 and back
     energy = res.outputs["energy.total"]
-    assert np.abs(energy - energy[0]).max() <= 1e-8 * MGL
+    assert np.abs(energy - energy[0]).max() <= 1e-7 * MGL
     assert abs(energy[0] - energy_ref[0]) < 1e-12 * MGL
     assert max(float(np.abs(model.constraints(q)).max()) for q in res.q) <= 1e-10
 
