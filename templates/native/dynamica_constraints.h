@@ -35,6 +35,18 @@
                 a dependent row at RANK_TOL leaves about 1e-12;
    PROJECT_RANK the projection's rank test: a correction along a row within 1e-8 of the others
                 would move the state by 1e8 times its defect;
+   DEFECT_RANK  off the constraint manifold the rank test and the consistency test allow for the
+                position defect dq = max |phi_a| / max |J_a|: an equation that is redundant on the
+                manifold (an over-constrained mechanism: Bricard's, IFToMM A04) keeps a part of
+                its unit row of about 0.3 dq outside the span of the others there (measured on
+                Bricard's mechanism at dq = 1e-14 ... 1e-8), along a direction without meaning;
+                kept, it imposes a spurious equation on the motion (q'' off by O(1) at dq = 1e-10,
+                "inconsistent" at 1e-8). Rows within DEFECT_RANK dq of the span are dependent,
+                and their residual may reach 100 DEFECT_RANK max(dq, dv) of the terms (dv =
+                max |J_a q' + phi_t,a| / (max |J_a| max |q'_k|), the velocity defect). On the
+                manifold (dq, dv ~ 1e-16) nothing changes; nor at a state off it by more than
+                DEFECT_CAP (no integrator's defect: a state given as it is, whose equations are
+                judged as they stand).
    WEAK_TOL, KAPPA, PROJECT_WEAK, ROUNDING: dyn_con_weak. WEAK_TOL 1e-10 and KAPPA 10 (with 1e-6
                 or KAPPA 30 the rtol 1e-12 runs lost 1e-6 m of B0 or took 60 000 steps; from
                 1e-9 to 1e-12 the errors were within 2x of each other). */
@@ -49,6 +61,12 @@
 #endif
 #ifndef DYN_CON_PROJECT_RANK_TOL
 #define DYN_CON_PROJECT_RANK_TOL 1e-8
+#endif
+#ifndef DYN_CON_DEFECT_RANK
+#define DYN_CON_DEFECT_RANK 10.0
+#endif
+#ifndef DYN_CON_DEFECT_CAP
+#define DYN_CON_DEFECT_CAP 1e-4
 #endif
 #ifndef DYN_CON_WEAK_TOL
 #define DYN_CON_WEAK_TOL 1e-10
@@ -514,8 +532,24 @@ static int dyn_con_qdd(const dyn_con_spec *s, double t, const double *q, const d
         s->qdd_free(t, q, qd, p, qdd);
         s->bias(t, q, qd, p, W.gamma);
         const double vmax = dyn_con_velocity_defect(n, m, &W, qd, e);
+        s->phi(t, q, p, phi);
+        double jmax = 0.0, fmax = 0.0, emax = 0.0;         /* the defects dq and dv (DEFECT_RANK) */
+        for (int a = 0; a < m; ++a) {
+            double s2 = 0.0;
+            for (int k = 0; k < n; ++k)
+                s2 += W.J[(size_t)a * n + k] * W.J[(size_t)a * n + k];
+            if (s2 > jmax) jmax = s2;
+            if (fabs(phi[a]) > fmax) fmax = fabs(phi[a]);
+            if (fabs(e[a]) > emax) emax = fabs(e[a]);
+        }
+        jmax = sqrt(jmax);
+        const double dq = jmax > 0.0 ? fmax / jmax : 0.0, dv = jmax > 0.0 && vmax > 0.0 ? emax / (jmax * vmax) : 0.0;
+        const double dmax = dq > dv ? dq : dv;
+        const double rank_tol = dmax <= DYN_CON_DEFECT_CAP && DYN_CON_DEFECT_RANK * dq > DYN_CON_RANK_TOL
+                                ? DYN_CON_DEFECT_RANK * dq : DYN_CON_RANK_TOL;
+        const double consistent_tol = dmax <= DYN_CON_DEFECT_CAP && 100.0 * DYN_CON_DEFECT_RANK * dmax > DYN_CON_CONSISTENT_TOL
+                                      ? 100.0 * DYN_CON_DEFECT_RANK * dmax : DYN_CON_CONSISTENT_TOL;
         if (vmax > 0.0) {                                  /* the weak rows */
-            s->phi(t, q, p, phi);
             dyn_con_jdot(s, t, q, qd, p, &W, W.A, W.z, b);
             dyn_con_weak(n, m, W.J, W.A, phi, e, vmax, E, kappa);
             const double accel = DYN_CON_WEAK_TOL * (vmax * vmax + dyn_con_amax(n, qdd));
@@ -525,7 +559,7 @@ static int dyn_con_qdd(const dyn_con_spec *s, double t, const double *q, const d
                     W.gamma[a] /= 1.0 + r * r;
                 }
         }
-        rank = dyn_con_prepare(s, &W, DYN_CON_RANK_TOL, NULL);
+        rank = dyn_con_prepare(s, &W, rank_tol, NULL);
         for (int a = 0; a < m; ++a) {                      /* b = J q''_free - gamma */
             double v = -W.gamma[a];
             for (int k = 0; k < n; ++k)
@@ -549,7 +583,7 @@ static int dyn_con_qdd(const dyn_con_spec *s, double t, const double *q, const d
             double v = -W.gamma[a];
             for (int k = 0; k < n; ++k)                    /* J_a q'' - gamma_a */
                 v += W.J[(size_t)a * n + k] * qdd[k];
-            if (!(fabs(v) <= DYN_CON_CONSISTENT_TOL * (scale[a] + largest)) && fabs(v) > rep->residual) {
+            if (!(fabs(v) <= consistent_tol * (scale[a] + largest)) && fabs(v) > rep->residual) {
                 status = DYN_CON_INCONSISTENT;
                 rep->row = a;
                 rep->residual = fabs(v);
