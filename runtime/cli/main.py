@@ -108,6 +108,9 @@ def cmd_simulate(args):
                     for j in range(len(coords) if k == "qdd" else int(np.prod(shape)) if shape != () else 1)
                     ] if hasattr(model.module, "outputs") else []
             parse_vars(text, [*coords, *(f"der({c})" for c in coords), *outs, *model.states, *model.inputs])
+    from dynamica.runtime.integrators.simulate import prepare
+    t_start = time.perf_counter()
+    prepare(model, args.method, params)           # imports, a Jacobian module: timed apart from the integration
     t0 = time.perf_counter()
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
@@ -122,11 +125,12 @@ def cmd_simulate(args):
                        progress=(lambda res, new: bar.update(res.t[-1])) if show and not driven else None)
     finally:
         bar.close()
+    dt = time.perf_counter() - t0
     if driven and args.out:
         res.to_csv(args.out)
-    dt = time.perf_counter() - t0
     print(f"simulated {model.name} to t = {res.t[-1]:g} with {res.method} "
-          f"({res.nfev} RHS calls, {dt:.3f} s, {res.info.get('rows', len(res.t))} output points)")
+          f"({res.nfev} RHS calls, {res.info.get('rows', len(res.t))} output points) in {dt:.3f} s; "
+          f"start-up {t0 - t_start:.3f} s")
     if args.out:
         print(f"results written to {args.out}")
     if args.plot:
