@@ -32,8 +32,10 @@ ax = fig.add_subplot(projection="3d")
 for s in scene.shapes:
     R, p = frame[s["body"], :9].reshape(3, 3), frame[s["body"], 9:]
     tri = s["triangles"].reshape(-1, 3, 3) @ R.T + p
-    ax.add_collection3d(Poly3DCollection(tri[:: max(1, len(tri) // 3000)], facecolor=s["color"], edgecolor="none",
-                                         alpha=0.9))
+    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    light = np.abs(n @ [0.4, -0.5, 0.77]) / np.maximum(np.linalg.norm(n, axis=1), 1e-30)   # a head light
+    ax.add_collection3d(Poly3DCollection(tri, facecolors=np.outer(0.35 + 0.65 * light, s["color"]),
+                                         edgecolor="none"))
 pts = frame[:, 9:]
 centre, span = pts.mean(axis=0), max(np.ptp(pts, axis=0).max(), 0.5)
 for set_lim, c in zip((ax.set_xlim, ax.set_ylim, ax.set_zlim), centre):
