@@ -66,7 +66,7 @@ def on_files(files, config):
     docs = Path(config["docs_dir"])
     scripts = _scripts(docs)
     env = dict(os.environ, MPLBACKEND="Agg")
-    root = os.environ.get("DYNAMICA_DOCS_ROOT")
+    root = os.environ.get("DYNAMICA_DOCS_IMPORT")
     if root:                                  # `import dynamica` from this checkout, installed or not
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     with cf.ThreadPoolExecutor(max_workers=2) as pool:
