@@ -87,3 +87,37 @@ def test_readme_links_the_site_and_keeps_its_two_commands():
     setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
     assert setup.count("```bash") == 2
     assert "mkdocs.yml" in text and "docs/_site/build.py" in text
+
+
+def _hooks():
+    import importlib.util
+
+    import pytest
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install .[docs])")
+    spec = importlib.util.spec_from_file_location("site_hooks", DOCS / "_site" / "hooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_failing_gallery_script_fails_the_build(tmp_path):
+    """The build stops with the script's output (not a page without its picture)."""
+    import os
+
+    import pytest
+    hooks = _hooks()
+    bad = tmp_path / "bad.py"
+    bad.write_text('"""Bad\n\nfails."""\nraise SystemExit("no model here")\n')
+    with pytest.raises(hooks.PluginError, match="(?s)bad.py failed.*no model here"):
+        hooks._run(bad, dict(os.environ))
+    quiet = tmp_path / "quiet.py"
+    quiet.write_text('"""Quiet\n\ndraws nothing."""\nprint("done")\n')
+    with pytest.raises(hooks.PluginError, match="wrote no picture"):
+        hooks._run(quiet, dict(os.environ))
+
+
+def test_links_outside_docs_become_repository_paths():
+    hooks = _hooks()
+    text = "see [the models](../models/README.md) and [the API](api.md#load)"
+    assert hooks.on_page_markdown(text, None, None, None) == \
+        "see the models (`models/README.md` in the repository) and [the API](api.md#load)"
