@@ -234,6 +234,7 @@ class Entry:
     created: float
     last_used: float
     manifest: dict | None
+    stage_of: str = ""          #: the model whose stage's structure this module is ("": none)
 
     @property
     def name(self) -> str:
@@ -263,18 +264,30 @@ def _entry(folder: Path) -> Entry:
         used = created
     return Entry(path=folder, module=mod, model=m.get("model") or mod, form=m.get("form", ""),
                  backend=m.get("backend", ""), mode=m.get("mode", ""), size=_tree_size(folder),
-                 created=created, last_used=used, manifest=m or None)
+                 created=created, last_used=used, manifest=m or None, stage_of=m.get("stage_of") or "")
+
+
+#: the name of a stage's structure: the model's name and 10 hex digits (generator/mechanics/stages.py
+#: `derive`), for entries whose manifest predates its `stage_of`
+_STAGE_NAME = re.compile(r"^(?P<model>.+)_[0-9a-f]{10}$")
+
+
+def _of_model(e: Entry, model: str) -> bool:
+    if model in (e.model, e.module) or e.stage_of == model:
+        return True
+    m = _STAGE_NAME.match(e.model)
+    return not e.stage_of and m is not None and m.group("model") == model
 
 
 def entries(cache: Path, model: str | None = None) -> list:
-    """The published entries of the cache (optionally of one model, by model or module name),
-    least recently used first."""
+    """The published entries of the cache (optionally of one model, by model or module name, its
+    stages' modules included), least recently used first."""
     cache = Path(cache)
     if not cache.is_dir():
         return []
     found = [_entry(f) for f in cache.iterdir() if f.is_dir() and _ENTRY.match(f.name)]
     if model is not None:
-        found = [e for e in found if model in (e.model, e.module)]
+        found = [e for e in found if _of_model(e, model)]
     return sorted(found, key=lambda e: e.last_used)
 
 

@@ -128,21 +128,23 @@ def spec_key(spec, form, backend="c", mode="symbolic") -> str:
 
 
 def load_spec(spec, form, backend="c", mode="symbolic", *, cache=None, progress=None,
-              check_mass_matrix=False) -> CompiledModel:
-    """Compile (or fetch from the cache) and import the module of a ModelSpec (resolved form)."""
+              check_mass_matrix=False, stage_of=None) -> CompiledModel:
+    """Compile (or fetch from the cache) and import the module of a ModelSpec (resolved form).
+    `stage_of`: the name of the model whose stage's structure `spec` is (recorded in the cache
+    entry's manifest, so that `dynamica cache list MODEL` lists the stages' modules)."""
     return _import(spec, spec_key(spec, form, backend, mode), form, backend, mode, cache, progress,
-                   check_mass_matrix)
+                   check_mass_matrix, stage_of)
 
 
-def build_spec(spec, form, backend="c", mode="symbolic", cache=None) -> str:
+def build_spec(spec, form, backend="c", mode="symbolic", cache=None, stage_of=None) -> str:
     """The compiled extension of a ModelSpec (built if not cached), without importing it: what a
     worker process of a parallel build runs (runtime/stages/cyclogram.py)."""
     from dynamica.build import cache_root
     cache = Path(cache) if cache is not None else cache_root()
-    return str(_built(spec, spec_key(spec, form, backend, mode), form, backend, mode, cache, None))
+    return str(_built(spec, spec_key(spec, form, backend, mode), form, backend, mode, cache, None, stage_of))
 
 
-def _built(spec, key, form, backend, mode, cache, progress) -> Path:
+def _built(spec, key, form, backend, mode, cache, progress, stage_of=None) -> Path:
     """The extension of cache key `key`: from the index when its entry verifies, else generated
     and compiled (and indexed)."""
     from dynamica.build import compile_bundle
@@ -152,17 +154,18 @@ def _built(spec, key, form, backend, mode, cache, progress) -> Path:
         from dynamica.generator.pipeline import generate
         gen = generate(spec, form=form, backend=backend, progress=progress, mode=mode)
         so = compile_bundle(gen.bundle, cache=cache, progress=progress,
-                            meta={"model": spec.name, "form": form, "mode": mode})
+                            meta={"model": spec.name, "form": form, "mode": mode,
+                                  **({"stage_of": stage_of} if stage_of else {})})
         write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
                            "signature": gen.module_ir.signature, "model": spec.name, "form": form, "mode": mode})
     return so
 
 
-def _import(spec, key, form, backend, mode, cache, progress, check_mass_matrix) -> CompiledModel:
+def _import(spec, key, form, backend, mode, cache, progress, check_mass_matrix, stage_of=None) -> CompiledModel:
     from dynamica.build import EntryVanished, cache_root, import_extension
     cache = Path(cache) if cache is not None else cache_root()
     for attempt in (1, 2):                  # 2: the entry was pruned between finding and locking it
-        so = _built(spec, key, form, backend, mode, cache, progress)
+        so = _built(spec, key, form, backend, mode, cache, progress, stage_of)
         try:
             module = import_extension(so)
             break
@@ -171,6 +174,7 @@ def _import(spec, key, form, backend, mode, cache, progress, check_mass_matrix) 
                 raise
     model = CompiledModel(module, spec, so)
     model.backend, model.mode, model.cache = backend, mode, cache      # how its stages' structures are built
+    model.stage_of = stage_of                                          # (cache manifests of its companions)
     if check_mass_matrix:
         check_regular(model)
     model.check_defaults = True      # from here on an evaluation at singular default inertias raises (LGR, HLGR)

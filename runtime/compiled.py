@@ -43,6 +43,7 @@ class CompiledModel:
         #: (given by runtime/fastload.py, which loads a model without sympy)
         self._initial_at_defaults = initial_at_defaults
         self.backend, self.mode, self.cache = "c", "symbolic", None     # set by api.load
+        self.stage_of: str | None = None     # a stage's structure: its model's name (api.load_spec)
         #: where the loops' references start in p: right after the declared parameters
         self._reference_slot = sum(size for name, size in self._layout if name in declared)
         #: extra first-order states and inputs (generator/mechanics/signals.py): y = [q, qd, s]; their slots in p

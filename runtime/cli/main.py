@@ -108,6 +108,9 @@ def cmd_simulate(args):
                     for j in range(len(coords) if k == "qdd" else int(np.prod(shape)) if shape != () else 1)
                     ] if hasattr(model.module, "outputs") else []
             parse_vars(text, [*coords, *(f"der({c})" for c in coords), *outs, *model.states, *model.inputs])
+    from dynamica.runtime.integrators.simulate import prepare
+    t_start = time.perf_counter()
+    prepare(model, args.method, params)           # imports, a Jacobian module: timed apart from the integration
     t0 = time.perf_counter()
     show = (not args.quiet) and (args.progress if args.progress is not None else sys.stderr.isatty())
     t_end = args.t_end if args.t_end is not None else model.spec.simulate.t_end
@@ -122,11 +125,12 @@ def cmd_simulate(args):
                        progress=(lambda res, new: bar.update(res.t[-1])) if show and not driven else None)
     finally:
         bar.close()
+    dt = time.perf_counter() - t0
     if driven and args.out:
         res.to_csv(args.out)
-    dt = time.perf_counter() - t0
     print(f"simulated {model.name} to t = {res.t[-1]:g} with {res.method} "
-          f"({res.nfev} RHS calls, {dt:.3f} s, {res.info.get('rows', len(res.t))} output points)")
+          f"({res.nfev} RHS calls, {res.info.get('rows', len(res.t))} output points) in {dt:.3f} s; "
+          f"start-up {t0 - t_start:.3f} s")
     if args.out:
         print(f"results written to {args.out}")
     if args.plot:
@@ -228,19 +232,35 @@ def cmd_cache_list(args):
         return 0
     from dynamica.build import tool_fingerprint
     fp = tool_fingerprint()
-    print(f"{'last use':<16s}  {'size':>9s}  {'model':<20s} {'form':<20s} {'backend':<7s} {'mode':<9s} "
-          f"{'in use':<6s}  {'status':<7s} entry")
-    notes = []
+    head = ("last use", "size", "model", "form", "backend", "mode", "in use", "status", "entry")
+    rows, notes = [], []
     for e in es:
         state = cache.status(e.path, fp)
         if state.startswith("damaged"):
             notes.append(f"{e.name}: {state}")
-        print(f"{_when(e.last_used):<16s}  {cache.human(e.size):>9s}  {e.model:<20s} {e.form:<20s} {e.backend:<7s} "
-              f"{e.mode:<9s} {'yes' if cache.in_use(e.path) else 'no':<6s}  {state.split(':')[0]:<7s} {e.name}")
+        model = f"{e.model} (stage of {e.stage_of})" if e.stage_of else e.model
+        rows.append((_when(e.last_used), cache.human(e.size), model, e.form, e.backend, e.mode,
+                     "yes" if cache.in_use(e.path) else "no", state.split(":")[0], e.name))
+    print(_columns(head, rows, right=(1,)))
     for note in notes:
         print(note)
-    print("(stale: built by another version of dynamica, never used again; damaged: rebuilt on the next load)")
+    states = {r[7] for r in rows}
+    legend = [text for word, text in (("stale", "stale: built by another version of dynamica, never used again"),
+                                      ("damaged", "damaged: rebuilt on the next load")) if word in states]
+    if legend:
+        print(f"({'; '.join(legend)})")
     return 0
+
+
+def _columns(head, rows, right=()) -> str:
+    """A table of text columns as wide as their longest cell (right-aligned where `right` says),
+    the last column unpadded."""
+    widths = [max(len(str(r[k])) for r in (head, *rows)) for k in range(len(head))]
+
+    def line(cells):
+        out = [f"{c:>{w}s}" if k in right else f"{c:<{w}s}" for k, (c, w) in enumerate(zip(cells[:-1], widths))]
+        return "  ".join([*out, cells[-1]])
+    return "\n".join(line(r) for r in (head, *rows))
 
 
 def _report_removal(rem):

@@ -275,6 +275,48 @@ RUNNERS = {"adams": lambda record: _run_adams, "stoermer": lambda record: _run_s
 INTEGRATORS = {r.name: RUNNERS[r.kind](r) for r in INTEGRATOR_RECORDS.values()}
 
 
+def _prepare_adams(model, record, params, jacobian):
+    from dynamica.runtime.integrators.compiled_adams import core
+    core()
+
+
+def _prepare_stoermer(model, record, params, jacobian):
+    import dynamica.runtime.integrators.stoermer  # noqa: F401
+
+
+def _prepare_scipy(model, record, params, jacobian):
+    import scipy.integrate  # noqa: F401
+    _jacobian(model, record.options["method"], params, jacobian)      # built (or fetched) once per model
+
+
+def _prepare_ida(model, record, params, jacobian):
+    try:
+        import sksundae.ida  # noqa: F401
+    except ImportError:
+        pass                                # run_ida names the package to install
+
+
+#: integrator kind -> what its runner needs before the first step (imports, a Jacobian module):
+#: `prepare` runs it, so that a timed `simulate` that follows measures the integration alone
+PREPARE = {"adams": _prepare_adams, "stoermer": _prepare_stoermer, "scipy": _prepare_scipy, "ida": _prepare_ida}
+
+
+def prepare(model, method=None, params=None, jacobian=None) -> None:
+    """Do the start-up work of `simulate(model, method=...)` ahead of it: import the integrator's
+    modules (scipy for its methods, the compiled Adams core) and build the Jacobian module an
+    implicit method uses. Optional: `simulate` does the same on its own; the command line calls it
+    first to print the integration's time apart from the start-up. (A model with stages loads its
+    stages' modules in `simulate`, not here.)"""
+    method = method or model.spec.simulate.integrator
+    if method not in INTEGRATOR_RECORDS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(INTEGRATORS)}")
+    record = INTEGRATOR_RECORDS[method]
+    PREPARE[record.kind](model, record, params, jacobian)
+    if hasattr(model.module, "outputs"):    # the rows' outputs (simulation_result: model.output_series)
+        from dynamica.runtime.series import _core
+        _core()
+
+
 #: output rows per piece when results stream to a file: bounds the memory of a long run
 STREAM_ROWS = 10000
 

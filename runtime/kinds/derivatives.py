@@ -238,7 +238,8 @@ def _load_module(model, variant, progress):
     from dynamica.generator.kinds.derivatives import VARIANTS
     mode = VARIANTS[variant].mode
     so = compile_bundle(gen.bundle, cache=cache, progress=progress,
-                        meta={"model": model.spec.name, "form": "derivatives", "mode": mode})
+                        meta={"model": model.spec.name, "form": "derivatives", "mode": mode,
+                              **({"stage_of": model.stage_of} if getattr(model, "stage_of", None) else {})})
     if idx is not None:
         write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
                            "signature": gen.module_ir.signature, "model": model.spec.name,

@@ -12,12 +12,25 @@
   const speedSel = document.getElementById("speed");
   const label = document.getElementById("time");
 
-  function f32(b64) {
+  function bytes(b64) {
     const bin = atob(b64), buf = new ArrayBuffer(bin.length), u8 = new Uint8Array(buf);
     for (let i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
-    return new Float32Array(buf);
+    return buf;
   }
-  const frames = f32(S.frames), B = S.names.length, F = S.t.length;
+  function triangles(s) {                  // an indexed mesh of 16-bit coordinates -> triangle corners
+    const v = new Uint16Array(bytes(s.vertices)), f = s.wide ? new Uint32Array(bytes(s.faces)) : new Uint16Array(bytes(s.faces));
+    const out = new Float32Array(3 * f.length);
+    for (let i = 0; i < f.length; i++)
+      for (let k = 0; k < 3; k++) out[3 * i + k] = s.lo[k] + s.step[k] * v[3 * f[i] + k];
+    return out;
+  }
+  const frames = new Float32Array(bytes(S.frames)), B = S.names.length, F = S.t.length;
+  // the floor is normal to "up" (against gravity): e1, e2 span it
+  const up = S.up, ref = Math.abs(up[0]) < 0.9 ? [1, 0, 0] : [0, 1, 0], dot = ref[0] * up[0] + ref[1] * up[1] + ref[2] * up[2];
+  let e1 = [ref[0] - dot * up[0], ref[1] - dot * up[1], ref[2] - dot * up[2]];
+  const n1 = Math.hypot(e1[0], e1[1], e1[2]); e1 = e1.map((x) => x / n1);
+  const e2 = [up[1] * e1[2] - up[2] * e1[1], up[2] * e1[0] - up[0] * e1[2], up[0] * e1[1] - up[1] * e1[0]];
+  const along = (a, u, b, w) => [0, 1, 2].map((k) => a * u[k] + b * w[k]);
 
   const gl = canvas.getContext("webgl", {antialias: true, preserveDrawingBuffer: true});
   if (!gl) { status.textContent = "WebGL is not available in this browser: the 3-D view cannot be drawn."; return; }
@@ -54,7 +67,7 @@
       gl.bufferData(gl.ARRAY_BUFFER, a, gl.STATIC_DRAW); return b; };
     return {pos: mk(tri), nrm: mk(nrm), count: tri.length / 3};
   }
-  const shapes = S.shapes.map((s) => Object.assign(buffers(f32(s.triangles)), {body: s.body, color: s.color}));
+  const shapes = S.shapes.map((s) => Object.assign(buffers(triangles(s)), {body: s.body, color: s.color}));
 
   // a unit cylinder along z (0..1) for the rods between joint origins
   function unitCylinder(n) {
@@ -74,7 +87,10 @@
   function lines(arr) { const b = gl.createBuffer(); gl.bindBuffer(gl.ARRAY_BUFFER, b);
     gl.bufferData(gl.ARRAY_BUFFER, new Float32Array(arr), gl.STATIC_DRAW); return {pos: b, count: arr.length / 3}; }
   const step = Math.pow(10, Math.floor(Math.log10(R0 / 2))), nGrid = Math.ceil(1.5 * R0 / step), half = nGrid * step, g = [];
-  for (let i = -nGrid; i <= nGrid; i++) { g.push(i * step, -half, 0, i * step, half, 0, -half, i * step, 0, half, i * step, 0); }
+  for (let i = -nGrid; i <= nGrid; i++) {
+    g.push(...along(i * step, e1, -half, e2), ...along(i * step, e1, half, e2),
+           ...along(-half, e1, i * step, e2), ...along(half, e1, i * step, e2));
+  }
   const grid = lines(g);
   const axes = [lines([0, 0, 0, 2 * step, 0, 0]), lines([0, 0, 0, 0, 2 * step, 0]), lines([0, 0, 0, 0, 0, 2 * step])];
   const zeroNormals = gl.createBuffer(); gl.bindBuffer(gl.ARRAY_BUFFER, zeroNormals);
@@ -122,9 +138,10 @@
     gl.viewport(0, 0, canvas.width, canvas.height);
     gl.clearColor(0.97, 0.97, 0.98, 1); gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT); gl.enable(gl.DEPTH_TEST);
     const t = cam.target, ce = Math.cos(cam.el);
-    const eye = [t[0] + cam.dist * ce * Math.cos(cam.az), t[1] + cam.dist * ce * Math.sin(cam.az), t[2] + cam.dist * Math.sin(cam.el)];
+    const ca = cam.dist * ce * Math.cos(cam.az), sa = cam.dist * ce * Math.sin(cam.az), su = cam.dist * Math.sin(cam.el);
+    const eye = [0, 1, 2].map((k) => t[k] + ca * e1[k] + sa * e2[k] + su * up[k]);
     gl.uniformMatrix4fv(loc.proj, false, perspective(0.7, canvas.width / Math.max(canvas.height, 1), cam.dist / 100, cam.dist * 100));
-    gl.uniformMatrix4fv(loc.view, false, lookAt(eye, t, [0, 0, 1]));
+    gl.uniformMatrix4fv(loc.view, false, lookAt(eye, t, up));
     const I = new Float32Array([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
     function mesh(buf, model, color, lit, mode) {
       gl.uniformMatrix4fv(loc.model, false, model); gl.uniform3fv(loc.color, color); gl.uniform1f(loc.lit, lit);
@@ -178,7 +195,7 @@
     const dx = e.clientX - drag.x, dy = e.clientY - drag.y; drag.x = e.clientX; drag.y = e.clientY;
     if (drag.pan) {
       const s = cam.dist / canvas.clientHeight, sa = Math.sin(cam.az), ca = Math.cos(cam.az);
-      cam.target[0] += s * (dx * sa); cam.target[1] -= s * (dx * ca); cam.target[2] += s * dy;
+      for (let k = 0; k < 3; k++) cam.target[k] += s * (dx * (sa * e1[k] - ca * e2[k]) + dy * up[k]);
     } else { cam.az -= dx * 0.01; cam.el = Math.max(-1.5, Math.min(1.5, cam.el + dy * 0.01)); }
     draw();
   });

@@ -65,12 +65,14 @@ def build(model, structs) -> dict:
         # fork: the workers inherit the loaded tool (spawn would re-run the caller's __main__)
         method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
         with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context(method)) as pool:
-            jobs = [pool.submit(api.build_spec, todo[s][0], model.form, model.backend, model.mode, cache)
+            jobs = [pool.submit(api.build_spec, todo[s][0], model.form, model.backend, model.mode, cache,
+                                model.spec.name)
                     for s in missing]
             for job in jobs:
                 job.result()
     for s, (dspec, dropped) in todo.items():
-        out[s] = _Built(api.load_spec(dspec, model.form, model.backend, model.mode, cache=cache), dropped)
+        out[s] = _Built(api.load_spec(dspec, model.form, model.backend, model.mode, cache=cache,
+                                      stage_of=model.spec.name), dropped)
     return out
 
 
