@@ -10,13 +10,79 @@ several statements (`_statement`).
 
 from __future__ import annotations
 
+import math
+
 from dynamica.generator.ir import nodes as ir
 from dynamica.generator.ir.kinds import module_kind
 from dynamica.generator.render import Backend, common, register
 from dynamica.generator.render.c import tables as c_tables
 from dynamica.generator.render.common import STACK_DOUBLES, kernel_names, kernel_output_size
-from dynamica.generator.render.printers import FortranPrinter
+from dynamica.generator.render.printers import CPrinter, NonFiniteConstant
 from dynamica.version import __version__
+
+
+class FortranPrinter(CPrinter):
+    """Fortran 2008 expressions (free form) for the Fortran backend (templates/fortran_*.j2).
+
+    Arrays are declared 0-based (`q(0:*)`), so IR indices print unchanged; constants are
+    double precision literals (`1.5d0`); integer powers stay integer powers (`x**5`, exact
+    repeated multiplication as in C); sign/heaviside/fmin/fmax are the module's helpers
+    (C semantics of templates/native/dynamica_helpers.h: dyn_sign(0) = 0, H(0) = 1/2, fmin/fmax ignore
+    a NaN operand). Line length is not this class's business: the renderer wraps statements.
+    """
+
+    functions = {f: f for f in ir.FUNCTIONS} | {
+        "fabs": "abs", "sign": "dyn_sign", "heaviside": "dyn_heaviside", "fmin": "dyn_fmin", "fmax": "dyn_fmax"}
+
+    @staticmethod
+    def literal(v: float) -> str:
+        if not math.isfinite(v):
+            raise NonFiniteConstant(f"non-finite constant {v} in generated code")
+        s = repr(float(v))
+        s = s.replace("e", "d") if "e" in s else s + "d0"
+        return s
+
+    def _print_Num(self, n):
+        s = self.literal(n.value)
+        return f"({s})" if n.value < 0 else s
+
+    #: the module's lookups -> their number in the module file's C function (render/fortran.py)
+    lookups: dict = {}
+
+    def _print_Lookup(self, e):
+        """A tabulated function: the module file's C function over its tables (render/fortran.py)."""
+        key = ir.Lookup(e.data, e.orders, e.shape, e.degree, e.ext, ())
+        args = [self.doprint(a) for a in e.args] + ([] if len(e.args) == 2 else ["0.0d0"])
+        return f"dyn_lookup({self.lookups[key]}, {', '.join(args)})"
+
+    def _print_Arg(self, a):
+        name = self.arrays.get(a.array, a.array)
+        return name if a.index is None else f"{name}({a.index})"
+
+    def _mul_text(self, e) -> str:
+        # the C text with its one literal "1.0" (no numerator) made double precision
+        num = [f for f in e.factors if not (isinstance(f, ir.Pow) and isinstance(f.exp, ir.Num)
+                                           and f.exp.value < 0 and float(f.exp.value).is_integer())]
+        text = super()._mul_text(e)
+        if not num or (len(num) == 1 and isinstance(num[0], ir.Num) and num[0].value == -1.0):
+            sign = "-" if text.startswith("-") else ""
+            text = sign + "1.0d0" + text[len(sign) + 3:]
+        return text
+
+    def _print_Pow(self, e):
+        if isinstance(e.exp, ir.Num) and float(e.exp.value).is_integer():
+            k = int(e.exp.value)
+            if k == 0:
+                return "1.0d0"
+            b = self._paren(e.base)
+            if abs(k) <= 4:
+                prod = "*".join([b] * abs(k))
+            else:
+                prod = f"{b}**{abs(k)}"
+            return prod if k > 0 else f"1.0d0/({prod})"
+        exp = self.doprint(e.exp) if isinstance(e.exp, (ir.Var, ir.Arg, ir.Call)) or \
+            (isinstance(e.exp, ir.Num) and e.exp.value >= 0) else f"({self.doprint(e.exp)})"
+        return f"{self._paren(e.base)}**{exp}"
 
 #: free-form source lines are at most 132 characters: statements are cut at this width with `&`
 FORTRAN_WIDTH = 100
@@ -223,7 +289,6 @@ def lookup_declarations(mod: ir.ModuleIR) -> list:
     ids = lookup_ids(mod)
     if not ids:
         return []
-    from dynamica.generator.render.printers import CPrinter
     pr = CPrinter({}, {"a": "a", "b": "b"})
     lines = ['#include "dynamica_helpers.h"']
     lines += [f"double {entry_symbol(mod, 'lookup')}(int id, double a, double b)", "{", "    switch (id) {"]

@@ -8,8 +8,7 @@ import pytest
 
 import dynamica
 from dynamica.generator.ir import nodes as ir
-from dynamica.generator.render.fortran import fortran_wrap
-from dynamica.generator.render.printers import FortranPrinter
+from dynamica.generator.render.fortran import FortranPrinter, fortran_wrap
 from dynamica.runtime.reference.check import check_against_reference
 
 from conftest import MODELS, SIGNAL_MODELS
