@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def _core():
+def row_loop():
+    """The compiled loop over the rows (runtime/native/series_core.pyx), loaded on first use."""
     from dynamica.build import compiled_helper
     return compiled_helper("series_core")
 
@@ -58,7 +59,7 @@ def output_rows(model, t, Q, QD, params=None, S=None, U=None) -> dict | None:
     P = np.ascontiguousarray(P)
     sl, total = model.output_slices()
     flat = np.empty((rows, total))
-    _core().output_rows(capsule, t, Q, QD, P, flat)
+    row_loop().output_rows(capsule, t, Q, QD, P, flat)
     out = {key: flat[:, k].copy() if shape == () else flat[:, k:k + size].reshape((rows, *shape)).copy()
            for key, shape, k, size in sl}
     if model.inputs or model.states:                 # runtime/inputs.py signal_values, a column at a time

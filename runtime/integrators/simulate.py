@@ -313,8 +313,8 @@ def prepare(model, method=None, params=None, jacobian=None) -> None:
     record = INTEGRATOR_RECORDS[method]
     PREPARE[record.kind](model, record, params, jacobian)
     if hasattr(model.module, "outputs"):    # the rows' outputs (simulation_result: model.output_series)
-        from dynamica.runtime.series import _core
-        _core()
+        from dynamica.runtime.series import row_loop
+        row_loop()
 
 
 #: output rows per piece when results stream to a file: bounds the memory of a long run
