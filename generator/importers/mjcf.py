@@ -24,6 +24,8 @@ its parent's, then its joints move it in order, each in the frame the previous o
   damping, stiffness   -> joint_spring_damper (neutral: springref); on a ball's or a free
                           joint's rotation a bushing's rotational damping
   armature             -> an `armature` element: added to the coordinate's diagonal of M
+  hinge, slide joints  -> an input tau_<joint> each (torques="inputs", the default): a generalized
+                          force on the coordinate, added to the actuators' (MuJoCo's qfrc_applied)
   motor actuators      -> inputs u_<actuator>, generalized_force gear*gain*u (clamped to
                           ctrlrange/forcerange when MuJoCo clamps); servos' affine bias; on
                           fixed tendons through their coefficients
@@ -50,26 +52,27 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.importers import existing_file
+from dynamica.generator.importers import FRICTION_VELOCITY, check_torques, coulomb_friction, existing_file
 from dynamica.generator.importers.urdf import IdentifierNames, cleaned, rpy_of, yaml_num
 
 SUFFIXES = (".xml", ".mjcf")
 ACTUATORS = ("inputs", "off")
 
 
-def check_options(file, actuators="inputs", limits=False, frictionloss=False, **other) -> dict:
+def check_options(file, actuators="inputs", limits=False, frictionloss=False, torques="inputs", **other) -> dict:
     """The import options of an MJCF file: actuators="inputs" (each an input u_<actuator>) or
-    "off" (left out, as MuJoCo's actuation flag off); limits=True (joint ranges as `limit`
+    "off" (left out, as MuJoCo's actuation flag off); torques="inputs" (an input tau_<joint> per
+    hinge and slide joint, MuJoCo's qfrc_applied) or "off"; limits=True (joint ranges as `limit`
     forces), frictionloss=True (a regularised Coulomb force); URDF's other options are an error."""
-    problems = []
+    problems = check_torques(file, torques)
     if other:
         problems.append(Problem("", f"the options {', '.join(sorted(other))} are for URDF files; an MJCF file "
-                                    "takes actuators='inputs' or 'off', limits and frictionloss"))
+                                    "takes actuators='inputs' or 'off', torques, limits and frictionloss"))
     if actuators not in ACTUATORS:
         problems.append(Problem("actuators", f"expected one of {', '.join(ACTUATORS)}, found {actuators!r}"))
     if problems:
         raise ModelError(str(file), problems)
-    return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss)}
+    return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss), "torques": torques}
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 _KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
 
@@ -188,7 +191,8 @@ def _merge(transforms) -> list:
 class _Converter:
     def __init__(self, m, file: str, options=None):
         self.m, self.file = m, file
-        self.options = options or {"actuators": "inputs", "limits": False, "frictionloss": False}
+        self.options = {"actuators": "inputs", "limits": False, "frictionloss": False, "torques": "inputs",
+                        **(options or {})}
         self.names = IdentifierNames()
         self.params: dict = {}
         self.forces: list = []
@@ -321,6 +325,7 @@ class _Converter:
             out.append({move: _axis(axis), "q": q})
             if ref:
                 self.initial[q] = yaml_num(ref)
+            self._torque(q)
             self._dof_forces(j, [q], dof)
             self._spring(j, q, adr)
             return _translate(p) + out + _translate(-np.asarray(p)) if kind == HINGE else out
@@ -341,6 +346,15 @@ class _Converter:
             return _translate(p) + rot + _translate(-np.asarray(p))
         self.err(f"{where}.type", f"unknown joint type {kind}")
         return []
+
+    def _torque(self, q):
+        """torques="inputs": the input tau_<joint>, a generalized force on the joint's coordinate
+        that adds to the actuators' (MuJoCo's qfrc_applied beside its actuator forces)."""
+        if self.options["torques"] != "inputs":
+            return
+        u = self.names(f"tau_{q}", "symbol")
+        self.inputs.append(u)
+        self.forces.append({"type": "generalized_force", "name": self.names(u, "force"), "coordinate": q, "value": u})
 
     def _dof_forces(self, j, coords, dof):
         """Damping and armature of translational or 1-DOF coordinates (diagonal in them)."""
@@ -367,7 +381,7 @@ class _Converter:
                                   "description": f"friction loss of joint `{self.jname(j)}` (MJCF frictionloss)"}
                 w = self._friction_velocity()
                 self.forces.append({"type": "generalized_force", "name": self.names(p, "force"), "coordinate": q,
-                                    "value": f"-{p}*tanh(der({q})/{w})"})
+                                    "value": coulomb_friction(p, q, w)})
             elif f:
                 self.ignore("friction loss (a constraint in MuJoCo; frictionloss=True: a regularised Coulomb "
                             "force)", self.jname(j))
@@ -376,9 +390,7 @@ class _Converter:
     def _friction_velocity(self) -> str:
         if getattr(self, "_fv", None) is None:
             self._fv = self.names("friction_velocity", "symbol")
-            self.params[self._fv] = {"value": 0.01, "unit": "rad/s or m/s",
-                                     "description": "friction loss: the rate at which tanh reaches 76 % of the "
-                                                    "Coulomb force"}
+            self.params[self._fv] = dict(FRICTION_VELOCITY)
         return self._fv
 
     def _limit(self, j, q):

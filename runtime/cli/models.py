@@ -1,5 +1,5 @@
 """Command-line pieces about model files: the options of robot descriptions (--floating,
---mimic, --limits) on every command that loads a model, `dynamica convert` and `dynamica params`."""
+--mimic, --limits, --torques, ...) on every command that loads a model, `dynamica convert` and `dynamica params`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ def add_import_options(p):
     p.add_argument("--actuators", choices=("inputs", "off"), default=None,
                    help="MJCF: the actuators as inputs u_<actuator> (default) or left out (MuJoCo's actuation "
                         "flag off): a simulation needs every input")
+    p.add_argument("--torques", choices=("inputs", "off"), default=None,
+                   help="URDF, MJCF: an input tau_<joint> per revolute/prismatic (hinge/slide) joint, a joint "
+                        "torque or force (default), or none (a simulation needs every input)")
+    p.add_argument("--saturate", action="store_true", help="URDF: the torque inputs clamped to +-<joint>_effort "
+                   "(the <limit effort>)")
     p.add_argument("--warnings", action="store_true", help="print every warning, also those an earlier "
                    "command printed about this model")
 
@@ -34,6 +39,10 @@ def import_options(args) -> dict:
         out["frictionloss"] = True
     if getattr(args, "actuators", None):
         out["actuators"] = args.actuators
+    if getattr(args, "torques", None):
+        out["torques"] = args.torques
+    if getattr(args, "saturate", False):
+        out["saturate"] = True
     return out
 
 
