@@ -23,14 +23,28 @@ def existing_file(path, what: str) -> Path:
 #: on its coordinate (Pinocchio's tau of aba(q, v, tau), MuJoCo's qfrc_applied); "off" leaves them out
 TORQUE_MODES = ("inputs", "off")
 
-#: Coulomb friction f of a joint as one regularised law, f tanh(q' / friction_velocity): below the
-#: stiction velocity v_s the force grows as a steep viscous one (slope f / v_s), above it it is
-#: f to within 1 - tanh(3) = 0.5 % at 3 v_s. v_s = 0.01 rad/s or m/s: a UR5 with the friction
-#: of its joints at 2 N m simulates 3 s with adams in a few times the time without friction
-#: (benchmarks/bench_friction.py), where sign(q') stalls every integrator at the first reversal.
-FRICTION_VELOCITY = {"value": 0.01, "unit": "rad/s or m/s",
-                     "description": "Coulomb friction f tanh(q'/friction_velocity): the stiction velocity, "
-                                    "at which the force is 76 % of f (99.5 % at 3 times it)"}
+#: Coulomb friction f of a joint as one regularised law, f tanh(q' / v_s): below the stiction
+#: velocity v_s (the parameter `friction_velocity`) the force grows as a steep viscous one (slope
+#: f / v_s), above it it is f to within 1 - tanh(3) = 0.5 % at 3 v_s. Each importer has its
+#: default v_s (`friction_velocity`):
+#:   MJCF frictionloss 0.01: MuJoCo's friction loss is a constraint of its solver (it holds at rest
+#:     up to f), which a steep slope approaches;
+#:   URDF friction 0.2, chosen by cost: the UR5 falling for 3 s with adams, friction 2 N m and
+#:     damping 0.5 on every joint, against the same robot without friction
+#:     (benchmarks/bench_friction.py, benchmarks/results/friction.txt, shortest of 11 interleaved
+#:     runs): RHS evaluations relative 50x at v_s = 0.01, 20x at 0.03, 7.9x at 0.1, 4.9x at 0.2,
+#:     3.7x at 0.3; the time relative 40x, 17x, 6.3x, 4.1x, 3.1x in a quiet run, up to twice
+#:     that under load (a 1 ms baseline). -f sign(q') stalled every integrator at the first
+#:     reversal of q'.
+MJCF_FRICTION_VELOCITY = 0.01
+URDF_FRICTION_VELOCITY = 0.2
+
+
+def friction_velocity(value: float) -> dict:
+    """The parameter `friction_velocity` (v_s of the law above) with its default."""
+    return {"value": value, "unit": "rad/s or m/s",
+            "description": "Coulomb friction f tanh(q'/friction_velocity): the stiction velocity, at which the "
+                           "force is 76 % of f (99.5 % at 3 times it)"}
 
 
 def coulomb_friction(f: str, q: str, velocity: str) -> str:

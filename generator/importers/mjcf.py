@@ -52,7 +52,13 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.importers import FRICTION_VELOCITY, check_torques, coulomb_friction, existing_file
+from dynamica.generator.importers import (
+    MJCF_FRICTION_VELOCITY,
+    check_torques,
+    coulomb_friction,
+    existing_file,
+    friction_velocity,
+)
 from dynamica.generator.importers.urdf import IdentifierNames, cleaned, rpy_of, yaml_num
 
 SUFFIXES = (".xml", ".mjcf")
@@ -390,7 +396,7 @@ class _Converter:
     def _friction_velocity(self) -> str:
         if getattr(self, "_fv", None) is None:
             self._fv = self.names("friction_velocity", "symbol")
-            self.params[self._fv] = dict(FRICTION_VELOCITY)
+            self.params[self._fv] = friction_velocity(MJCF_FRICTION_VELOCITY)
         return self._fv
 
     def _limit(self, j, q):

@@ -44,10 +44,11 @@ import numpy as np
 from dynamica.errors import ModelError, Problem
 from dynamica.files import write_atomic
 from dynamica.generator.importers import (
-    FRICTION_VELOCITY,
+    URDF_FRICTION_VELOCITY,
     check_torques,
     coulomb_friction,
     existing_file,
+    friction_velocity,
 )
 from dynamica.generator.spec import expr as ex
 
@@ -331,7 +332,7 @@ class _Converter:
             else:
                 if self.friction_velocity is None:
                     self.friction_velocity = self.names("friction_velocity", "parameter")
-                    self.params[self.friction_velocity] = dict(FRICTION_VELOCITY)
+                    self.params[self.friction_velocity] = friction_velocity(URDF_FRICTION_VELOCITY)
                 self.forces.append({"type": "generalized_force", "name": p, "coordinate": q,
                                     "value": coulomb_friction(p, q, self.friction_velocity)})
         lim = j.limit

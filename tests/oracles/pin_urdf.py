@@ -87,12 +87,12 @@ def to_pinocchio(cmap, x, nv):
 
 
 #: docs/urdf.md: URDF Coulomb friction f as -f tanh(q'/v_s), v_s the parameter friction_velocity
-FRICTION_VELOCITY = 0.01
+FRICTION_VELOCITY = 0.2
 
 
 def pin_qdd_and_M(pmodel, cmap, q, qd, n, tau=None):
     """q'' (aba, with the joint torques `tau` (dynamica's order, default 0) and the URDF's damping
-    and Coulomb friction f tanh(v / 0.01) added as joint torques) and M (crba), in dynamica's
+    and Coulomb friction f tanh(v / 0.2) added as joint torques) and M (crba), in dynamica's
     coordinate order."""
     import pinocchio as pin
     data = pmodel.createData()

@@ -364,3 +364,60 @@ def test_inverse_dynamics_torques_reproduce_the_motion():
     free = dynamica.simulate(model, t_end=0.5, q0=q_start, qd0=qd_start, output_step=0.01,
                              inputs={u: (np.array([0.0, 0.5]), np.zeros(2)) for u in model.inputs})
     assert np.abs(free.q[-1] - ref(0.5)[0]).max() > 0.1
+
+
+# ---------------------------------------------------------------- Coulomb friction that simulates
+BLOCK = """<?xml version="1.0"?>
+<robot name="block">
+  <link name="floor"/>
+  <link name="block"><inertial><mass value="0.1"/>
+    <inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="slide" type="prismatic"><parent link="floor"/><child link="block"/><axis xyz="1 0 0"/>
+    <limit lower="-10" upper="10" effort="100" velocity="5"/><dynamics friction="2.0"/></joint>
+</robot>
+"""
+
+
+def test_block_sticks_then_slips_at_the_coulomb_force(tmp_path):
+    """A 0.1 kg block on a horizontal prismatic joint with <dynamics friction="2.0"> (f = 2 N)
+    under the ramp force F = k t, k = 0.002 N/s (the input tau_slide, linear data: exact). Closed
+    form of the law f tanh(v / v_s): the block creeps at v = v_s atanh(F / f) while F < f (it
+    sticks: below v_s until F = tanh(1) f) and slips once F exceeds f. Slip is the first time
+    v > 3 v_s (where a quasi-static creep would need F = tanh(3) f = 0.995 f; the block's inertia
+    adds m k v_s / (f (1 - (F/f)^2)) ~ 0.1 % more): the force then is f to 1 %."""
+    path = tmp_path / "block.urdf"
+    path.write_text(BLOCK)
+    model = _load(path)
+    f, k, vs = 2.0, 0.002, model.parameters["friction_velocity"]          # the documented stiction velocity
+    t_end = 1.2 * f / k
+    res = dynamica.simulate(model, t_end=t_end, inputs={"tau_slide": (np.array([0.0, t_end]), np.array([0.0, k * t_end]))},
+                            output_step=0.05, rtol=1e-9, atol=1e-12)
+    v = res.qd[:, 0]
+    F = k * res.t
+    sticking = F < np.tanh(1.0) * f
+    assert np.abs(v[sticking]).max() < vs                       # creeps below the stiction velocity
+    assert np.all(np.abs(v[sticking] - vs * np.arctanh(F[sticking] / f)) < 0.02 * vs + 1e-9)  # as v_s atanh(F/f)
+    slip = np.argmax(v > 3 * vs)
+    assert slip > 0
+    assert abs(F[slip] / f - 1) < 0.01, F[slip] / f
+    assert v[-1] > 10 * vs                                      # and keeps sliding
+
+
+def test_friction_costs_the_ur5_a_few_times_the_steps(tmp_path):
+    """The UR5 with friction 2 N m on every joint (and damping 0.5) falls for 3 s with adams in
+    under 10 times the right-hand side evaluations of the same robot without friction (a count,
+    not a time: benchmarks/bench_friction.py has the times; measured 4.9x). The sign law needed
+    more than 500 000 steps for 4e-7 s."""
+    import re
+    src = robot_path("ur5").read_text()
+    src = re.sub(r"<visual>.*?</visual>|<collision>.*?</collision>", "", src, flags=re.S)
+    runs = []
+    for friction in (0.0, 2.0):
+        path = tmp_path / f"ur5_{friction}.urdf"
+        path.write_text(src.replace('<dynamics damping="0.0" friction="0.0"/>',
+                                    f'<dynamics damping="0.5" friction="{friction}"/>'))
+        model = _load(path, torques="off")
+        res = dynamica.simulate(model, t_end=3.0, q0=[0.1, -1.0, 1.2, -0.5, 0.4, 0.2])
+        assert res.success and res.t[-1] == pytest.approx(3.0)
+        runs.append(res.nfev)
+    assert runs[1] < 10 * runs[0], runs
