@@ -327,5 +327,5 @@ C = register(Backend(
     declarations=lambda mod: (f'#include "{mod.module_name}_kernels.h"',),
     entry_symbol=lambda mod, name: f"{ENTRY}{name}",
     helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h", "dynamica_linalg.h"),
-    kinds=("lagrangian", "hamiltonian", "iterative", "numeric", "derivatives", "inverse"),
+    kinds=("lagrangian", "hamiltonian", "iterative", "numeric", "derivatives", "inverse", "frames"),
     description="C99 kernels in a header the module file includes"))
