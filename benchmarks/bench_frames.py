@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from oracles.pin_urdf import coordinate_map, pin_model, pin_state, robot_file  # noqa: E402
+from oracles.pin_urdf import coordinate_map, pin_model, pin_state, robot_file
 
 ROBOTS = {"ur5": ("robots/ur_description/urdf/ur5_robot.urdf", "tool0"),
           "panda": ("robots/panda_description/urdf/panda.urdf", "panda_hand")}

@@ -9,9 +9,10 @@
 
 Each row: the shortest wall time of 11 runs (after one warm-up; the runs of all rows
 interleaved, so that a burst of load on a shared machine hits every row alike, and the shortest
-the least disturbed), the right-hand side evaluations, and the ratio to the run without friction. The visuals are stripped from the copy of the file
-(meshes play no part in the dynamics). The sign law -f sign(q') of before is not a row: no
-integrator got past the first reversals of q' in minutes.
+the least disturbed), the right-hand side evaluations, and the ratio to the run without friction.
+The visuals are stripped from the copy of the file (meshes play no part in the dynamics). The
+sign law -f sign(q') of before is not a row: no integrator got past the first reversals of q'
+in minutes.
 
 A plain script, run by hand:  python benchmarks/bench_friction.py [--out benchmarks/results/friction.txt]
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from oracles.pin_urdf import robot_file  # noqa: E402
+from oracles.pin_urdf import robot_file
 
 Q0 = np.array([0.1, -1.0, 1.2, -0.5, 0.4, 0.2])
 VELOCITIES = (0.01, 0.03, 0.1, 0.2, 0.3)

@@ -344,7 +344,7 @@ def test_inverse_dynamics_torques_reproduce_the_motion():
     = 2 rad/s), which bounds the motion's error to ~1e-7 rad over 0.5 s; the integration's own
     (rtol 1e-10) is below that. Without the torques the robot falls by more than 0.1 rad."""
     model = _load(robot_path("ur5"))
-    n, w = model.n, 2.0
+    w = 2.0
     q0 = np.array([0.1, -1.2, 1.4, -0.8, 0.6, 0.3])
     amp = np.array([0.3, 0.2, -0.25, 0.4, -0.3, 0.5])
     t = np.linspace(0.0, 0.5, 501)
@@ -390,8 +390,8 @@ def test_block_sticks_then_slips_at_the_coulomb_force(tmp_path):
     model = _load(path)
     f, k, vs = 2.0, 0.002, model.parameters["friction_velocity"]          # the documented stiction velocity
     t_end = 1.2 * f / k
-    res = dynamica.simulate(model, t_end=t_end, inputs={"tau_slide": (np.array([0.0, t_end]), np.array([0.0, k * t_end]))},
-                            output_step=0.05, rtol=1e-9, atol=1e-12)
+    ramp = (np.array([0.0, t_end]), np.array([0.0, k * t_end]))
+    res = dynamica.simulate(model, t_end=t_end, inputs={"tau_slide": ramp}, output_step=0.05, rtol=1e-9, atol=1e-12)
     v = res.qd[:, 0]
     F = k * res.t
     sticking = F < np.tanh(1.0) * f

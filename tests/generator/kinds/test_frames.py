@@ -117,3 +117,23 @@ def test_unknown_body_is_an_error_naming_it():
         model.frame("tool")
     with pytest.raises(ValueError, match="reference 'GLOBAL'"):
         model.frame("tool0").jacobian(np.zeros(6), "GLOBAL")
+
+
+def test_command_line_prints_the_frame(capsys):
+    """`dynamica frame MODEL BODY --q ...`: the position printed is Pinocchio's oMf (to the 6
+    digits printed); an unknown body is one error line naming it, exit status 2."""
+    from dynamica.runtime.cli.main import main
+    path, model = _robot("ur5")
+    assert main(["frame", str(path), "tool0", "--q", "elbow_joint=0.5", "shoulder_lift_joint=-0.7", "-q"]) == 0
+    out = capsys.readouterr().out
+    pos = np.array([float(x) for x in out.split("position [")[1].split("]")[0].split()])
+    pmodel = pin_model(path)
+    data = pmodel.createData()
+    cmap = coordinate_map(pmodel, list(model.coordinates))
+    q = np.zeros(model.n)
+    q[model.coordinates.index("elbow_joint")], q[model.coordinates.index("shoulder_lift_joint")] = 0.5, -0.7
+    pin.framesForwardKinematics(pmodel, data, pin_state(pmodel, cmap, q, q)[0])
+    assert np.abs(pos - data.oMf[pmodel.getFrameId("tool0")].translation).max() < 1e-6
+    assert "Jacobian (6 x 6" in out
+    assert main(["frame", str(path), "tool", "-q"]) == 2
+    assert "no body named 'tool'" in capsys.readouterr().err
