@@ -204,6 +204,7 @@ class _Converter:
         self.forces: list = []
         self.initial: dict = {}
         self.inputs: list = []
+        self.torques: list = []                        # the inputs tau_<joint>
         self.problems: list[Problem] = []
         self.ignored: dict = {}                       # what the model leaves out -> its elements
         self.body_name: dict = {0: "ground"}
@@ -232,6 +233,11 @@ class _Converter:
         self._tendons()
         self._actuators()
         loops = self._equalities()
+        if loops and self.torques:          # closed loops take no inputs yet (mechanics/constraints.py)
+            self.inputs = [u for u in self.inputs if u not in self.torques]
+            self.forces = [f for f in self.forces if f.get("value") not in self.torques]
+            for u in self.torques:
+                self.ignore("joint torques (torques='inputs': a model with closed loops takes no inputs yet)", u)
         self._unsupported()
         if self.problems:
             raise ModelError(self.file, self.problems)
@@ -360,6 +366,7 @@ class _Converter:
             return
         u = self.names(f"tau_{q}", "symbol")
         self.inputs.append(u)
+        self.torques.append(u)
         self.forces.append({"type": "generalized_force", "name": self.names(u, "force"), "coordinate": q, "value": u})
 
     def _dof_forces(self, j, coords, dof):
