@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from oracles.pin_urdf import coordinate_map, pin_model, pin_state, robot_file
+from oracles.pin_urdf import FRICTION_VELOCITY, coordinate_map, pin_model, pin_state, robot_file
 
 ROBOTS = {"ur5": "robots/ur_description/urdf/ur5_robot.urdf",
           "allegro_hand": "robots/allegro_hand_description/urdf/allegro_right_hand.urdf"}
@@ -82,7 +82,7 @@ def rhs_times(name):
     c_level = seconds_per_call(model, states=ys, budget=0.5)
     pins = [pin_state(pm, cmap, q, qd) for q, qd in states]
     damping, friction = np.asarray(pm.damping), np.asarray(pm.friction)
-    taus = [-damping * v - friction * np.sign(v) for _, v in pins]
+    taus = [-damping * v - friction * np.tanh(v / FRICTION_VELOCITY) for _, v in pins]
 
     def loop(fn, repeat):
         best = float("inf")

@@ -248,6 +248,13 @@ class CompiledModel:
                                        self._p(params, inputs, self.extra_states(s, params)), out)
         return out
 
+    def frame(self, body: str, at=None):
+        """The operational-space kinematics of a body (a URDF link, an MJCF body) or of a point `at`
+        of it: placement, spatial velocity and acceleration, Jacobians in Pinocchio's references,
+        J'q' (runtime/kinds/frames.py; the module is generated on first use)."""
+        from dynamica.runtime.kinds.frames import frame
+        return frame(self, body, at)
+
     def gravity_forces(self, q, t=0.0, params=None) -> np.ndarray:
         """The generalized gravity forces g(q): those that hold the system still against gravity."""
         from dynamica.runtime.kinds.inverse import companion

@@ -24,6 +24,8 @@ its parent's, then its joints move it in order, each in the frame the previous o
   damping, stiffness   -> joint_spring_damper (neutral: springref); on a ball's or a free
                           joint's rotation a bushing's rotational damping
   armature             -> an `armature` element: added to the coordinate's diagonal of M
+  hinge, slide joints  -> an input tau_<joint> each (torques="inputs", the default): a generalized
+                          force on the coordinate, added to the actuators' (MuJoCo's qfrc_applied)
   motor actuators      -> inputs u_<actuator>, generalized_force gear*gain*u (clamped to
                           ctrlrange/forcerange when MuJoCo clamps); servos' affine bias; on
                           fixed tendons through their coefficients
@@ -50,29 +52,37 @@ from pathlib import Path
 import numpy as np
 
 from dynamica.errors import ModelError, Problem
-from dynamica.generator.importers import existing_file
+from dynamica.generator.importers import (
+    MJCF_FRICTION_VELOCITY,
+    check_torques,
+    coulomb_friction,
+    existing_file,
+    friction_velocity,
+)
 from dynamica.generator.importers.urdf import IdentifierNames, cleaned, rpy_of, yaml_num
 
 SUFFIXES = (".xml", ".mjcf")
 ACTUATORS = ("inputs", "off")
 
 
-def check_options(file, actuators="inputs", limits=True, frictionloss=False, contacts=True, **other) -> dict:
+def check_options(file, actuators="inputs", limits=True, frictionloss=False, contacts=True, torques="inputs",
+                  **other) -> dict:
     """The import options of an MJCF file: actuators="inputs" (each an input u_<actuator>) or
-    "off" (left out, as MuJoCo's actuation flag off); limits=False leaves out the joint ranges
-    (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the geoms'
-    contacts out (default: sphere, capsule, box and plane geoms collide as MuJoCo's filters
+    "off" (left out, as MuJoCo's actuation flag off); torques="inputs" (an input tau_<joint> per
+    hinge and slide joint, MuJoCo's qfrc_applied) or "off"; limits=False leaves out the joint ranges
+    (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the
+    geoms' contacts out (default: sphere, capsule, box and plane geoms collide as MuJoCo's filters
     say); URDF's other options are an error."""
-    problems = []
+    problems = check_torques(file, torques)
     if other:
         problems.append(Problem("", f"the options {', '.join(sorted(other))} are for URDF files; an MJCF file "
-                                    "takes actuators='inputs' or 'off', limits, frictionloss and contacts"))
+                                    "takes actuators='inputs' or 'off', torques, limits, frictionloss and contacts"))
     if actuators not in ACTUATORS:
         problems.append(Problem("actuators", f"expected one of {', '.join(ACTUATORS)}, found {actuators!r}"))
     if problems:
         raise ModelError(str(file), problems)
     return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss),
-            "contacts": bool(contacts)}
+            "contacts": bool(contacts), "torques": torques}
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 _KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
 
@@ -192,6 +202,7 @@ class _Converter:
     def __init__(self, m, file: str, options=None):
         self.m, self.file = m, file
         self.options = {"actuators": "inputs", "limits": True, "frictionloss": False, "contacts": False,
+                        "torques": "inputs",
                         **(options or {})}
         self.names = IdentifierNames()
         self.params: dict = {}
@@ -199,6 +210,7 @@ class _Converter:
         self.initial: dict = {}
         self.ranges: dict = {}                         # limits=False: coordinate -> [lower, upper]
         self.inputs: list = []
+        self.torques: list = []                        # the inputs tau_<joint>
         self.problems: list[Problem] = []
         self.ignored: dict = {}                       # what the model leaves out -> its elements
         self.body_name: dict = {0: "ground"}
@@ -228,6 +240,11 @@ class _Converter:
         self._actuators()
         loops = self._equalities()
         contact = self._contacts()
+        if loops and self.torques:          # closed loops take no inputs yet (mechanics/constraints.py)
+            self.inputs = [u for u in self.inputs if u not in self.torques]
+            self.forces = [f for f in self.forces if f.get("value") not in self.torques]
+            for u in self.torques:
+                self.ignore("joint torques (torques='inputs': a model with closed loops takes no inputs yet)", u)
         self._unsupported()
         if self.problems:
             raise ModelError(self.file, self.problems)
@@ -331,6 +348,7 @@ class _Converter:
             out.append({move: _axis(axis), "q": q})
             if ref:
                 self.initial[q] = yaml_num(ref)
+            self._torque(q)
             self._dof_forces(j, [q], dof)
             self._spring(j, q, adr)
             return _translate(p) + out + _translate(-np.asarray(p)) if kind == HINGE else out
@@ -351,6 +369,16 @@ class _Converter:
             return _translate(p) + rot + _translate(-np.asarray(p))
         self.err(f"{where}.type", f"unknown joint type {kind}")
         return []
+
+    def _torque(self, q):
+        """torques="inputs": the input tau_<joint>, a generalized force on the joint's coordinate
+        that adds to the actuators' (MuJoCo's qfrc_applied beside its actuator forces)."""
+        if self.options["torques"] != "inputs":
+            return
+        u = self.names(f"tau_{q}", "symbol")
+        self.inputs.append(u)
+        self.torques.append(u)
+        self.forces.append({"type": "generalized_force", "name": self.names(u, "force"), "coordinate": q, "value": u})
 
     def _dof_forces(self, j, coords, dof):
         """Damping and armature of translational or 1-DOF coordinates (diagonal in them)."""
@@ -377,7 +405,7 @@ class _Converter:
                                   "description": f"friction loss of joint `{self.jname(j)}` (MJCF frictionloss)"}
                 w = self._friction_velocity()
                 self.forces.append({"type": "generalized_force", "name": self.names(p, "force"), "coordinate": q,
-                                    "value": f"-{p}*tanh(der({q})/{w})"})
+                                    "value": coulomb_friction(p, q, w)})
             elif f:
                 self.ignore("friction loss (a constraint in MuJoCo; frictionloss=True: a regularised Coulomb "
                             "force)", self.jname(j))
@@ -386,9 +414,7 @@ class _Converter:
     def _friction_velocity(self) -> str:
         if getattr(self, "_fv", None) is None:
             self._fv = self.names("friction_velocity", "symbol")
-            self.params[self._fv] = {"value": 0.01, "unit": "rad/s or m/s",
-                                     "description": "friction loss: the rate at which tanh reaches 76 % of the "
-                                                    "Coulomb force"}
+            self.params[self._fv] = friction_velocity(MJCF_FRICTION_VELOCITY)
         return self._fv
 
     def _limit(self, j, q):

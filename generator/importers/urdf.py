@@ -17,8 +17,12 @@ Mapping (the same conventions as Pinocchio's buildModelFromUrdf):
   floating (a joint)   -> free: translations x, y, z, then rotations x, y, z
   inertial             -> parameters <link>_mass, <link>_com and <link>_inertia: the inertia
                           given in the inertial frame, rotated into the link frame (R I R^T)
+  joint (1 DOF)        -> an input tau_<joint>, a generalized_force on its coordinate (torques="inputs",
+                          the default), clamped to +-<joint>_effort with saturate=True
+  limit effort, velocity -> parameters <joint>_effort, <joint>_velocity
   dynamics damping     -> joint_spring_damper (parameter <joint>_damping)
-  dynamics friction    -> generalized_force -friction*sign(q') (parameter <joint>_friction)
+  dynamics friction    -> generalized_force -friction*tanh(q'/friction_velocity) (parameter
+                          <joint>_friction): the regularised Coulomb law MJCF's frictionloss has
   limit                -> a `stop` force: no force inside [lower, upper], a compliant stop beyond
                           (parameters limit_stiffness, limit_damping); limits=False leaves them out
   mimic                -> an independent coordinate with a warning (as Pinocchio without mimic)
@@ -40,7 +44,13 @@ import numpy as np
 
 from dynamica.errors import ModelError, Problem
 from dynamica.files import write_atomic
-from dynamica.generator.importers import existing_file
+from dynamica.generator.importers import (
+    URDF_FRICTION_VELOCITY,
+    check_torques,
+    coulomb_friction,
+    existing_file,
+    friction_velocity,
+)
 from dynamica.generator.spec import expr as ex
 
 #: what this importer adds to the cache key of a module (generator/importers/urdf.py's own text is in the
@@ -54,15 +64,23 @@ class UrdfOptions:
     floating: bool = False          # a free joint between the ground and the root link
     mimic: str = "independent"      # "coupled": mimic joints follow their joint (needs constraints)
     limits: bool = True             # joint limits as `stop` forces
+    torques: str = "inputs"         # "inputs": an input tau_<joint> per 1-DOF joint; "off": none
+    saturate: bool = False          # the torque inputs clamped to +-<joint>_effort (URDF <limit effort>)
 
     def key(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
 
-def check_options(file, floating=False, mimic="independent", limits=True) -> UrdfOptions:
+def check_options(file, floating=False, mimic="independent", limits=True, torques="inputs",
+                  saturate=False) -> UrdfOptions:
+    problems = check_torques(file, torques)
     if mimic not in MIMIC_MODES:
-        raise ModelError(str(file), [Problem("mimic", f"expected one of {', '.join(MIMIC_MODES)}, found {mimic!r}")])
-    return UrdfOptions(bool(floating), mimic, bool(limits))
+        problems.append(Problem("mimic", f"expected one of {', '.join(MIMIC_MODES)}, found {mimic!r}"))
+    if saturate and torques == "off":
+        problems.append(Problem("saturate", "saturates the torque inputs, which torques='off' leaves out"))
+    if problems:
+        raise ModelError(str(file), problems)
+    return UrdfOptions(bool(floating), mimic, bool(limits), torques, bool(saturate))
 
 
 # ---------------------------------------------------------------- names
@@ -147,6 +165,8 @@ class _Converter:
         self.forces: list = []
         self.initial: dict = {}
         self.ranges: dict = {}                         # limits=False: coordinate -> [lower, upper]
+        self.inputs: list = []
+        self.friction_velocity: str | None = None
         self.body_name: dict = {}
         self.coord_name: dict = {}
         self.mimics: list = []
@@ -179,7 +199,10 @@ class _Converter:
         self._mimic_warnings()
         model = {"name": self.names(robot.name or Path(self.file).stem, "model"),
                  "description": f"converted from the URDF file {Path(self.file).name} (robot `{robot.name}`)",
-                 "parameters": self.params, "gravity": [0, 0, "-g"], "bodies": bodies}
+                 "parameters": self.params}
+        if self.inputs:
+            model["inputs"] = self.inputs
+        model.update({"gravity": [0, 0, "-g"], "bodies": bodies})
         if self.initial:
             model["initial"] = self.initial
         if self.forces:
@@ -288,6 +311,13 @@ class _Converter:
 
     def _joint_forces(self, j, q):
         unit = "N*m*s/rad" if j.type != "prismatic" else "N*s/m"
+        force = unit.split("*s")[0]
+        effort = self._limit_parameters(j, q, force)
+        if self.opt.torques == "inputs":
+            u = self.names(f"tau_{q}", "parameter")
+            self.inputs.append(u)
+            value = f"min(max({u}, -{effort}), {effort})" if self.opt.saturate and effort else u
+            self.forces.append({"type": "generalized_force", "name": u, "coordinate": q, "value": value})
         d = j.dynamics
         for attr, what in (("damping", "viscous damping"), ("friction", "Coulomb friction")):
             value = getattr(d, attr, None) if d is not None else None
@@ -299,13 +329,16 @@ class _Converter:
             if float(value) == 0:
                 continue
             p = self.names(f"{q}_{attr}", "parameter")
-            self.params[p] = {"value": yaml_num(value), "unit": unit if attr == "damping" else unit.split("*s")[0],
+            self.params[p] = {"value": yaml_num(value), "unit": unit if attr == "damping" else force,
                               "description": f"{what} of joint `{j.name}` (URDF <dynamics>)"}
             if attr == "damping":
                 self.forces.append({"type": "joint_spring_damper", "name": p, "coordinate": q, "damping": p})
             else:
+                if self.friction_velocity is None:
+                    self.friction_velocity = self.names("friction_velocity", "parameter")
+                    self.params[self.friction_velocity] = friction_velocity(URDF_FRICTION_VELOCITY)
                 self.forces.append({"type": "generalized_force", "name": p, "coordinate": q,
-                                    "value": f"-{p}*sign(der({q}))"})
+                                    "value": coulomb_friction(p, q, self.friction_velocity)})
         lim = j.limit
         if self.opt.limits and j.type in ("revolute", "prismatic") and lim is not None \
                 and lim.lower is not None and lim.upper is not None and lim.lower < lim.upper:
@@ -317,6 +350,30 @@ class _Converter:
         elif j.type in ("revolute", "prismatic") and lim is not None and lim.lower is not None \
                 and lim.upper is not None and lim.lower < lim.upper:        # limits=False: warned about
             self.ranges[q] = [yaml_num(lim.lower), yaml_num(lim.upper)]
+
+    def _limit_parameters(self, j, q, force) -> str | None:
+        """URDF <limit effort velocity> as parameters <q>_effort, <q>_velocity (when > 0); the
+        effort's name (None without one)."""
+        lim, effort = j.limit, None
+        if lim is None:
+            return None
+        rate = "rad/s" if j.type != "prismatic" else "m/s"
+        for attr, unit, what in (("effort", force, "largest joint torque (force)"),
+                                 ("velocity", rate, "largest joint speed")):
+            value = getattr(lim, attr, None)
+            if value is None:
+                continue
+            if not _finite([value]) or float(value) < 0:
+                self.err(f"joint[{j.name}].limit.{attr}", f"expected a finite number >= 0, found {ex.shown(value)}")
+                continue
+            if float(value) == 0:                     # URDF's "no limit given" in many files
+                continue
+            p = self.names(f"{q}_{attr}", "parameter")
+            self.params[p] = {"value": yaml_num(value), "unit": unit,
+                              "description": f"{what} of joint `{j.name}` (URDF <limit {attr}>)"}
+            if attr == "effort":
+                effort = p
+        return effort
 
     def _inertial(self, link, name) -> dict:
         where = f"link[{link.name}].inertial"

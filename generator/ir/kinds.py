@@ -7,9 +7,10 @@ record each (`ModuleKind`), so that a new kind is one record in one file:
     iterative    q'' of the iterative forms (the solver's controls in Python at import)
     derivatives  the residual, its Jacobian by [q, q'] and M, and the solves composed over them
     inverse      the recursive Newton-Euler inverse dynamics and the gravity forces
+    frames       placement, velocities, accelerations and Jacobians of one body's frame
 
 The records themselves are declared where their parts are written (generator/kinds/__init__.py
-for the first four; generator/kinds/derivatives.py, inverse.py for theirs). This module holds only
+for the first four; generator/kinds/derivatives.py, inverse.py, frames.py for theirs). This module holds only
 the record type and the table, so that the IR's consumers (forms.kernel_specs, the backends, the
 module file) look a kind up without importing the code that declares it: `module_kind` imports
 dynamica.generator.kinds (which registers every kind) on first use.

@@ -162,7 +162,7 @@ class ModuleIR:
     parameters: tuple        # ((name, size), ...)
     parameter_defaults: tuple  # flattened floats
     kernels: tuple           # of Kernel
-    entries: str = "lagrangian"   # which entry points wrap the kernels (render.ENTRY_POINTS)
+    entries: str = "lagrangian"   # the module kind (generator/ir/kinds.py): its entry points
     info: tuple = ()         # ((key, value), ...) form-specific metadata, exported as INFO
     tables: tuple = ()       # ((name, values), ...) constant tables: of ints (numeric mode's topology) or of
                              # floats (tabulated functions' knots and coefficients, read by Lookup)

@@ -28,4 +28,4 @@ register_kind(ModuleKind(
     preambles={"c": c.iterative_preamble}, python_code="itr_controls.py",
     description="q'' of the iterative forms; the solver's controls in Python at import"))
 
-from dynamica.generator.kinds import derivatives, inverse  # noqa: E402,F401  (each registers its kind)
+from dynamica.generator.kinds import derivatives, frames, inverse  # noqa: E402,F401  (each registers its kind)

@@ -97,6 +97,8 @@ def derivative_entries(mod) -> list:
               "Generalized accelerations -M^-1 r(t, q, qd, 0) into `out` (NaN when M is singular)."),
         Entry("qdd_jacobian", state + (("p", np_, 0), ("qdd", n, 1), ("out", 2 * n * n, 1)),
               "q'' into `qdd` and dq''/d[q, qd] = -M^-1 [dr/dq | dr/dqd], row-major N x 2N, into `out`."),
+        Entry("qdd_derivatives", state + (("p", np_, 0), ("qdd", n, 1), ("out", 2 * n * n, 1), ("minv", n * n, 1)),
+              "As qdd_jacobian, and M^-1 (row-major N x N) into `minv` from the same factors of M."),
         Entry("rhs", (("y", 2 * n, 0), ("p", np_, 0), ("ydot", 2 * n, 1)),
               "The state derivative of y = [q, qd] into `ydot` (length 2N)."),
         Entry("jacobian", (("y", 2 * n, 0), ("p", np_, 0), ("out", 4 * n * n, 1)),
@@ -138,9 +140,11 @@ def derivative_solves(mod, symbol) -> tuple:
     if "solve_jacobian" in kernel_names(mod):         # q'', M's factors and J in one kernel (variant recursive)
         solve = f"(dyn_solve_jacobian_fn){symbol('solve_jacobian')}"
         qdd_jac = f"dyn_dv_ldl_qdd_jacobian({n}, {solve}, t, q, qd, p, out, qdd);"
+        qdd_der = f"dyn_dv_ldl_qdd_derivatives({n}, {solve}, t, q, qd, p, out, qdd, minv);"
         state_jac = f"dyn_dv_ldl_state_jacobian({n}, {solve}, t, y, p, out);"
     else:
         qdd_jac = f"dyn_dv_qdd_jacobian({n}, {res}, {jac}, {mass}, t, q, qd, p, out, qdd);"
+        qdd_der = f"dyn_dv_qdd_derivatives({n}, {res}, {jac}, {mass}, t, q, qd, p, out, qdd, minv);"
         state_jac = f"dyn_dv_state_jacobian({n}, {res}, {jac}, {mass}, t, y, p, out);"
     lines += [
         "static void dyn_m_qdd(double t, const double *q, const double *qd, const double *p, double *out)",
@@ -148,12 +152,16 @@ def derivative_solves(mod, symbol) -> tuple:
         "static void dyn_m_qdd_jacobian(double t, const double *q, const double *qd, const double *p, double *qdd,",
         "                               double *out)",
         f"{{ {qdd_jac} }}",
+        "static void dyn_m_qdd_derivatives(double t, const double *q, const double *qd, const double *p,",
+        "                                  double *qdd, double *out, double *minv)",
+        f"{{ {qdd_der} }}",
         "static void dyn_m_rhs(double t, const double *y, const double *p, double *ydot)",
         f"{{ memcpy(ydot, y + {n}, {n} * sizeof(double)); dyn_m_qdd(t, y, y + {n}, p, ydot + {n}); }}",
         "static void dyn_m_jacobian(double t, const double *y, const double *p, double *out)",
         f"{{ {state_jac} }}",
     ]
-    return lines, {"qdd": "dyn_m_qdd", "qdd_jacobian": "dyn_m_qdd_jacobian", "rhs": "dyn_m_rhs",
+    return lines, {"qdd": "dyn_m_qdd", "qdd_jacobian": "dyn_m_qdd_jacobian",
+                   "qdd_derivatives": "dyn_m_qdd_derivatives", "rhs": "dyn_m_rhs",
                    "jacobian": "dyn_m_jacobian", **names}
 
 

@@ -1,5 +1,5 @@
 """Command-line pieces about model files: the options of robot descriptions (--floating,
---mimic, --limits) on every command that loads a model, `dynamica convert` and `dynamica params`."""
+--mimic, --limits, --torques, ...) on every command that loads a model, `dynamica convert` and `dynamica params`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,11 @@ def add_import_options(p):
     p.add_argument("--actuators", choices=("inputs", "off"), default=None,
                    help="MJCF: the actuators as inputs u_<actuator> (default) or left out (MuJoCo's actuation "
                         "flag off): a simulation needs every input")
+    p.add_argument("--torques", choices=("inputs", "off"), default=None,
+                   help="URDF, MJCF: an input tau_<joint> per revolute/prismatic (hinge/slide) joint, a joint "
+                        "torque or force (default), or none (a simulation needs every input)")
+    p.add_argument("--saturate", action="store_true", help="URDF: the torque inputs clamped to +-<joint>_effort "
+                   "(the <limit effort>)")
     p.add_argument("--warnings", action="store_true", help="print every warning, also those an earlier "
                    "command printed about this model")
 
@@ -36,6 +41,10 @@ def import_options(args) -> dict:
         out["frictionloss"] = True
     if getattr(args, "actuators", None):
         out["actuators"] = args.actuators
+    if getattr(args, "torques", None):
+        out["torques"] = args.torques
+    if getattr(args, "saturate", False):
+        out["saturate"] = True
     return out
 
 
@@ -60,6 +69,36 @@ def cmd_params(args):
     return 0
 
 
+def cmd_frame(args):
+    """The kinematics of one body at one state (runtime/kinds/frames.py), printed."""
+    import numpy as np
+
+    from dynamica.runtime.cli.main import load_for_command
+    from dynamica.runtime.paramsets import scalar_values
+    model = load_for_command(args, check_mass_matrix=False)
+    at = None
+    if args.at:
+        try:
+            at = [float(x) for x in args.at.split(",")]
+        except ValueError:
+            at = args.at.split(",")          # the frame's own check names it
+    frame = model.frame(args.body, at=at)
+    q, qd = model.initial_state()[:2]
+    for option, vec in (("--q", q), ("--qd", qd)):
+        for name, v in scalar_values(getattr(args, option[2:]), option, model.coordinates, "coordinate").items():
+            vec[model.coordinates.index(name)] = v
+    ref = args.reference
+    pos, R = frame.placement(q)
+    np.set_printoptions(precision=6, suppress=True, linewidth=120)
+    print(f"frame {args.body} of {model.name}" + (f" at {args.at}" if args.at else "") + f"; reference {ref}")
+    print(f"coordinates {', '.join(model.coordinates)}")
+    print(f"position {pos}\nrotation (frame -> ground)\n{R}")
+    print(f"spatial velocity [linear; angular] {frame.velocity(q, qd, ref)}")
+    print(f"J'q' (classical acceleration at q'' = 0) {frame.bias(q, qd, ref)}")
+    print(f"Jacobian (6 x {model.n}, rows [linear; angular])\n{frame.jacobian(q, ref)}")
+    return 0
+
+
 def add_parsers(sub, common):
     from dynamica.runtime import paramsets
     p = sub.add_parser("convert", help="write a robot description (URDF, MJCF) as a model file (YAML)",
@@ -69,6 +108,20 @@ def add_parsers(sub, common):
     p.add_argument("-o", "--output", required=True, help="the model file to write (YAML)")
     add_import_options(p)
     p.set_defaults(fn=cmd_convert)
+
+    p = sub.add_parser("frame", help="print the kinematics of a body (a URDF link): placement, spatial velocity, "
+                       "Jacobian and J'q' at a state",
+                       description="Operational-space kinematics of one body at one state (docs/api.md, "
+                                   "`model.frame`): the frame's position and rotation, its spatial velocity, "
+                                   "J'q' and the frame Jacobian in Pinocchio's references.")
+    common(p)
+    p.add_argument("body", help="the body (a URDF link, an MJCF body)")
+    p.add_argument("--at", help="a point of the body, x,y,z in its axes (default: its origin)")
+    p.add_argument("--q", nargs="*", default=[], metavar="NAME=VALUE", help="coordinates (default: the initial state)")
+    p.add_argument("--qd", nargs="*", default=[], metavar="NAME=VALUE", help="rates (default: the initial state)")
+    p.add_argument("--reference", default="LOCAL_WORLD_ALIGNED", choices=("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED"),
+                   help="the reference of the velocity, J'q' and the Jacobian (default LOCAL_WORLD_ALIGNED)")
+    p.set_defaults(fn=cmd_frame)
 
     p = sub.add_parser("params", help="write the model's parameters (values, units, descriptions) as a "
                        "parameter set, to stdout or -o FILE")

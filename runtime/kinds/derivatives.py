@@ -12,6 +12,9 @@ and mode, and keeps it on the model: by default (`default_variant`) the analytic
     d.mass_matrix(q)                M
     d.qdd(q, qd)                    q'' = -M^-1 r(q, q', 0)
     d.qdd_jacobian(q, qd)           (q'', dq''/dq, dq''/dqd) = -M^-1 J at q''
+    d.qdd_derivatives(q, qd, u)     {"qdd", "qdd_q", "qdd_qd", "qdd_u", "qdd_tau", "Minv"}: the above,
+                                    dq''/du of the inputs and dq''/dtau = M^-1 of generalized
+                                    forces, M^-1 from the same factors of M
     d.state_jacobian(t, y)          d[q', q'']/d[q, q'], the Jacobian implicit integrators use
     d.force_jacobian(q, qd)         (Q, dQ/dq, dQ/dqd): the active and inertial forces at q'' = 0
 
@@ -149,6 +152,38 @@ class Derivatives:
         self.module.qdd_jacobian(float(t), q, qd, self._p(params, s, u), qdd, J)
         J = J.reshape(self.n, 2 * self.n)
         return qdd, J[:, :self.n].copy(), J[:, self.n:].copy()
+
+    def qdd_derivatives(self, q, qd, u=None, t=0.0, params=None, s=None) -> dict:
+        """q'' and its derivatives at (q, q') with the inputs u (a sequence in the order of
+        `model.inputs`, or name -> value; default 0) and extra states s held:
+        {"qdd", "qdd_q", "qdd_qd", "qdd_u" (n x m, m inputs; n x 0 without), "qdd_tau", "Minv"}.
+        qdd_tau = dq''/dtau = M^-1 is the derivative by a generalized force on each coordinate
+        (a URDF or MJCF robot's joint torques tau_<joint>: the columns of their coordinates).
+        The factors of M that give dq''/d[q, q'] give M^-1 (one factorisation; Pinocchio's
+        computeABADerivatives returns the same three and M^-1); dq''/du = -M^-1 dr/du, dr/du by
+        the tangent of the residual in u alone."""
+        m = self.model
+        n, nu = self.n, len(m.inputs)
+        if isinstance(u, dict):
+            unknown = [k for k in u if k not in m.inputs]
+            if unknown:
+                raise ValueError(f"{', '.join(map(repr, unknown))} not inputs of the model; its inputs are "
+                                 f"{', '.join(m.inputs) or 'none'}")
+            u = [u.get(name, 0.0) for name in m.inputs]
+        uv = m.as_vector(np.zeros(nu) if u is None else u, "u", nu) if nu else np.zeros(0)
+        q, qd = self._state(q, qd)
+        p = self._p(params, s, uv if nu else None)
+        qdd, J, Minv = np.empty(n), np.empty(2 * n * n), np.empty(n * n)
+        self.module.qdd_derivatives(float(t), q, qd, p, qdd, J, Minv)
+        J, Minv = J.reshape(n, 2 * n), Minv.reshape(n, n)
+        if nu:
+            r, Ju = np.empty(n), np.empty(n * nu)
+            self.module.residual_input_jacobian(float(t), q, qd, qdd, uv, p, r, Ju)
+            Bu = -Minv @ Ju.reshape(n, nu)
+        else:
+            Bu = np.zeros((n, 0))
+        return {"qdd": qdd, "qdd_q": J[:, :n].copy(), "qdd_qd": J[:, n:].copy(), "qdd_u": Bu, "qdd_tau": Minv,
+                "Minv": Minv}
 
     def state_jacobian(self, t, y, params=None) -> np.ndarray:
         """d y'/d y of the integrators' state (with extra states: over [q, q', s], inputs 0)."""

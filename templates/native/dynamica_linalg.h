@@ -352,6 +352,33 @@ static void dyn_dv_qdd_jacobian(int n, dyn_residual_fn residual, dyn_residual_ja
     free(piv);
 }
 
+/* dyn_dv_qdd_jacobian, and M^-1 (row-major n x n) into minv from the same LU factors of M */
+static void dyn_dv_qdd_derivatives(int n, dyn_residual_fn residual, dyn_residual_jacobian_fn jacobian,
+                                   dyn_mass_fn mass, double t, const double *q, const double *qd, const double *p,
+                                   double *out, double *qdd_out, double *minv)
+{
+    double *M = (double *)malloc(((size_t)n * n + 3 * (size_t)n) * sizeof(double));
+    int *piv = (int *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    double *qdd = M + (size_t)n * n, *r = qdd + n, *work = r + n;
+    if (M == NULL || piv == NULL || dyn_dv_solve_qdd(n, residual, mass, t, q, qd, p, qdd, M, piv, work) != 0) {
+        dyn_fill_nan(out, 2 * n * n);
+        dyn_fill_nan(qdd_out, n);
+        dyn_fill_nan(minv, n * n);
+    } else {
+        jacobian(t, q, qd, qdd, p, r, out);
+        for (int k = 0; k < 2 * n * n; ++k)
+            out[k] = -out[k];
+        dyn_lu_solve(n, M, piv, 2 * n, out);
+        memset(minv, 0, (size_t)n * n * sizeof(double));
+        for (int k = 0; k < n; ++k)
+            minv[(size_t)k * n + k] = 1.0;
+        dyn_lu_solve(n, M, piv, n, minv);
+        memcpy(qdd_out, qdd, (size_t)n * sizeof(double));
+    }
+    free(M);
+    free(piv);
+}
+
 /* B := sign M^-1 B for B row-major n x nrhs, M = L^T D L given as F (row-major n x n: L below the
    diagonal, 1/d_i on it; the variant recursive's solve_jacobian kernel): L^T y = sign B from the
    last row up (F[k n + i], k > i: the column i of L below it), then L x = D^-1 y */
@@ -393,6 +420,39 @@ static void dyn_dv_ldl_qdd_jacobian(int n, dyn_solve_jacobian_fn solve, double t
         memcpy(qdd_out, qdd, (size_t)n * sizeof(double));
     if (F != local)
         free(F);
+}
+
+/* dyn_dv_ldl_qdd_jacobian, and M^-1 (row-major n x n) into minv from the same L^T D L factors F */
+static void dyn_dv_ldl_qdd_derivatives(int n, dyn_solve_jacobian_fn solve, double t, const double *q,
+                                       const double *qd, const double *p, double *out, double *qdd_out,
+                                       double *minv)
+{
+    double *F = (double *)malloc(((size_t)n * n + n) * sizeof(double));
+    if (F == NULL) {
+        dyn_fill_nan(out, 2 * n * n);
+        dyn_fill_nan(qdd_out, n);
+        dyn_fill_nan(minv, n * n);
+        return;
+    }
+    double *qdd = F + (size_t)n * n;
+    solve(t, q, qd, p, qdd, F, out);
+    int ok = 1;
+    for (int i = 0; i < n; ++i)
+        if (!isfinite(F[(size_t)i * n + i]))
+            ok = 0;
+    if (!ok) {
+        dyn_fill_nan(out, 2 * n * n);
+        dyn_fill_nan(qdd, n);
+        dyn_fill_nan(minv, n * n);
+    } else {
+        dyn_ldl_solve(n, F, 2 * n, out, -1.0);
+        memset(minv, 0, (size_t)n * n * sizeof(double));
+        for (int k = 0; k < n; ++k)
+            minv[(size_t)k * n + k] = 1.0;
+        dyn_ldl_solve(n, F, n, minv, 1.0);
+    }
+    memcpy(qdd_out, qdd, (size_t)n * sizeof(double));
+    free(F);
 }
 
 static void dyn_dv_ldl_state_jacobian(int n, dyn_solve_jacobian_fn solve, double t, const double *y, const double *p,

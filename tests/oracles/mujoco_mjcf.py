@@ -115,11 +115,12 @@ class MujocoOracle:
             out[da:da + 3] = np.imag(cardan_rates(abc) @ qd[k:k + 3]) / h
         return out
 
-    def qacc_and_M(self, q, qd, ctrl=None):
-        """MuJoCo's qacc and full M (dofs) at dynamica's state, and T."""
+    def qacc_and_M(self, q, qd, ctrl=None, qfrc=None):
+        """MuJoCo's qacc and full M (dofs) at dynamica's state, and T; `qfrc`: qfrc_applied (dofs)."""
         mj, m, d = self.mj, self.m, self.d
         qpos, qvel, T = self.state(np.asarray(q, float), np.asarray(qd, float))
         d.qpos[:], d.qvel[:] = qpos, qvel
+        d.qfrc_applied[:] = 0.0 if qfrc is None else qfrc
         if ctrl is not None:
             d.ctrl[:] = ctrl
         mj.mj_forward(m, d)
@@ -127,10 +128,10 @@ class MujocoOracle:
         mj.mj_fullM(m, d, M) if not hasattr(d, "qM") else mj.mj_fullM(m, M, d.qM)
         return np.array(d.qacc), M, T
 
-    def compare(self, model, q, qd, ctrl=None, inputs=None):
+    def compare(self, model, q, qd, ctrl=None, inputs=None, qfrc=None):
         """(MuJoCo's qacc, dynamica's q'' mapped to MuJoCo's dofs, M of MuJoCo mapped, M of
         dynamica)."""
-        qacc, M, T = self.qacc_and_M(q, qd, ctrl)
+        qacc, M, T = self.qacc_and_M(q, qd, ctrl, qfrc)
         ours = model.qdd(q, qd, inputs=inputs) if inputs else model.qdd(q, qd)
         return qacc, T @ ours + self.bias_rate(np.asarray(q, float), np.asarray(qd, float)), T.T @ M @ T, \
             model.mass_matrix(q)

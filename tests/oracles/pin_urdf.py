@@ -78,13 +78,27 @@ def to_dynamica(cmap, xp, n):
     return out
 
 
-def pin_qdd_and_M(pmodel, cmap, q, qd, n):
-    """q'' (aba, with the URDF's damping and Coulomb friction as joint torques) and M (crba),
-    in dynamica's coordinate order."""
+def to_pinocchio(cmap, x, nv):
+    """A vector in dynamica's coordinate order, in Pinocchio's velocity order."""
+    out = np.zeros(nv)
+    for _, iv, _, idx in cmap:
+        out[iv:iv + len(idx)] = x[idx]
+    return out
+
+
+#: docs/urdf.md: URDF Coulomb friction f as -f tanh(q'/v_s), v_s the parameter friction_velocity
+FRICTION_VELOCITY = 0.2
+
+
+def pin_qdd_and_M(pmodel, cmap, q, qd, n, tau=None):
+    """q'' (aba, with the joint torques `tau` (dynamica's order, default 0) and the URDF's damping
+    and Coulomb friction f tanh(v / 0.2) added as joint torques) and M (crba), in dynamica's
+    coordinate order."""
     import pinocchio as pin
     data = pmodel.createData()
     qp, vp = pin_state(pmodel, cmap, q, qd)
-    tau = -np.asarray(pmodel.damping) * vp - np.asarray(pmodel.friction) * np.sign(vp)
+    applied = np.zeros(pmodel.nv) if tau is None else to_pinocchio(cmap, np.asarray(tau, float), pmodel.nv)
+    tau = applied - np.asarray(pmodel.damping) * vp - np.asarray(pmodel.friction) * np.tanh(vp / FRICTION_VELOCITY)
     a = pin.aba(pmodel, data, qp, vp, tau)
     M = pin.crba(pmodel, data, qp)
     M = np.triu(M) + np.triu(M, 1).T

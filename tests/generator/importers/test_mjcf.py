@@ -217,16 +217,20 @@ def test_free_body_starts_where_the_file_puts_it(small_files):
 
 
 def test_motor_actuators_are_inputs(small_files):
-    """Motors as inputs u_<actuator>: gear-scaled, clamped to ctrlrange as MuJoCo does."""
+    """Motors as inputs u_<actuator>: gear-scaled, clamped to ctrlrange as MuJoCo does; the joint
+    torques tau_<joint> add to them as MuJoCo's qfrc_applied adds to its actuator forces."""
     path = small_files["cart_pendulum"]
     model = _load(path)
-    assert model.inputs == ("u_push", "u_twist")
+    assert model.inputs == ("tau_slider", "tau_hinge", "u_push", "u_twist")
+    assert _load(path, torques="off").inputs == ("u_push", "u_twist")
     oracle = MujocoOracle(path, model.coordinates, actuation=True)
     rng = np.random.default_rng(7)
     for u in ([0.3, -0.7], [2.5, 1.0], [-4.0, 0.2]):                  # inside and outside ctrlrange
         q, qd = rng.uniform(-1, 1, 2), rng.uniform(-1, 1, 2)
-        qacc, ours, _, _ = oracle.compare(model, q, qd, ctrl=u, inputs=dict(zip(model.inputs, u)))
-        assert max_rel_err(ours, qacc) < RTOL
+        for tau in ([0.0, 0.0], list(rng.uniform(-3, 3, 2))):
+            qacc, ours, _, _ = oracle.compare(model, q, qd, ctrl=u, qfrc=tau,
+                                              inputs=dict(zip(model.inputs, tau + u)))
+            assert max_rel_err(ours, qacc) < RTOL
 
 
 DM_SUITE = ["acrobot", "cartpole", "hopper", "cheetah", "walker", "finger", "reacher", "pendulum", "point_mass",
@@ -354,7 +358,7 @@ def test_missing_file_is_a_model_error(tmp_path):
 
 def test_actuators_off_and_urdf_options_refused(small_files):
     path = small_files["cart_pendulum"]
-    off = _load(path, actuators="off")
+    off = _load(path, actuators="off", torques="off")
     assert off.inputs == () and off.n == 2
     oracle = MujocoOracle(path, off.coordinates)                 # actuation disabled there
     qacc, ours, _, _ = oracle.compare(off, np.array([0.2, -0.4]), np.array([0.5, 1.0]))
@@ -363,6 +367,8 @@ def test_actuators_off_and_urdf_options_refused(small_files):
         load_model(path, floating=True)
     with pytest.raises(ModelError, match="actuators"):
         load_model(path, actuators="sometimes")
+    with pytest.raises(ModelError, match="torques.*inputs, off"):
+        load_model(path, torques="always")
 
 
 def test_simulate_from_the_command_line(tmp_path, small_files):
@@ -370,7 +376,8 @@ def test_simulate_from_the_command_line(tmp_path, small_files):
     out = tmp_path / "run.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DynamicaWarning)
-        assert main(["simulate", str(small_files["double_pendulum"]), "--t-end", "0.2", "--out", str(out)]) == 0
+        assert main(["simulate", str(small_files["double_pendulum"]), "--t-end", "0.2", "--torques", "off",
+                     "--out", str(out)]) == 0
     assert out.read_text().splitlines()[0].startswith("t,shoulder,elbow")
 
 
@@ -452,7 +459,7 @@ def test_limits_and_frictionloss_on_request(tmp_path):
     <body name="slider" pos="0.5 0 0"><joint name="slide" type="slide" axis="1 0 0" frictionloss="2"/>
       <geom type="sphere" size="0.05" mass="0.3"/></body></body>
 </worldbody></mujoco>""")
-    plain = load_model(path, limits=False)
+    plain = load_model(path, limits=False, torques="off")
     assert not [f for f in plain.forces if f.type in ("stop", "generalized_force")]
     spec = load_model(path)
     limits = {f["coordinate"]: f for f in spec.forces if f.type == "stop"}

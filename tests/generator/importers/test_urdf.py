@@ -26,7 +26,7 @@ from dynamica.generator.spec.model import DynamicaWarning, load_model  # noqa: E
 from helpers import max_rel_err  # noqa: E402
 from oracles.pin_urdf import coordinate_map, identifier, pin_model, pin_qdd_and_M, robot_file  # noqa: E402
 
-RTOL = 1e-10
+RTOL = 1e-12
 ROBOTS = {
     "ur5": "robots/ur_description/urdf/ur5_robot.urdf",
     "double_pendulum": "robots/double_pendulum_description/urdf/double_pendulum.urdf",
@@ -117,14 +117,20 @@ def _load(path, **kw):
 
 
 def _compare(model, pmodel, root=(), states=6, seed=0):
+    """q'' with random joint torques (the inputs tau_<joint>) against aba(q, v, tau), and M."""
     cmap = coordinate_map(pmodel, list(model.coordinates), root)
     rng = np.random.default_rng(seed)
     worst = 0.0
+    index = {c: k for k, c in enumerate(model.coordinates)}
     for _ in range(states):
         q = rng.uniform(-1.5, 1.5, model.n)
         qd = rng.uniform(-2.0, 2.0, model.n)
-        a, M = pin_qdd_and_M(pmodel, cmap, q, qd, model.n)
-        worst = max(worst, max_rel_err(model.qdd(q, qd), a), max_rel_err(model.mass_matrix(q), M))
+        tau = np.zeros(model.n)
+        inputs = {u: rng.uniform(-5, 5) for u in model.inputs}
+        for u, v in inputs.items():
+            tau[index[u[len("tau_"):]]] = v
+        a, M = pin_qdd_and_M(pmodel, cmap, q, qd, model.n, tau)
+        worst = max(worst, max_rel_err(model.qdd(q, qd, inputs=inputs), a), max_rel_err(model.mass_matrix(q), M))
     assert worst < RTOL, worst
     return worst
 
@@ -322,3 +328,124 @@ def test_the_reference_reads_the_urdf_itself(name, small_urdf):
         a, M = pin_qdd_and_M(pmodel, cmap, q, qd, len(q))
         assert max_rel_err(ref.mass_matrix(q), M) < RTOL
         assert max_rel_err(ref.qdd(q, qd), a) < RTOL
+
+
+# ---------------------------------------------------------------- joint torques as inputs
+def test_joint_torques_are_inputs_with_effort_and_velocity_parameters(small_urdf):
+    """Every 1-DOF joint (revolute, continuous, prismatic, the mimic joint too: an independent
+    coordinate) gets an input tau_<joint>; <limit effort velocity> become parameters;
+    saturate=True clamps the input to +-effort (checked on q'' against aba with the clamped
+    torque); torques="off" leaves them out."""
+    spec = load_model(small_urdf)
+    assert spec.inputs == ("tau_shoulder", "tau_slide", "tau_spin", "tau_grip")
+    params = {p.name: p for p in spec.parameters}
+    assert params["shoulder_effort"].value == 10 and params["shoulder_effort"].unit == "N*m"
+    assert params["shoulder_velocity"].value == 3 and params["shoulder_velocity"].unit == "rad/s"
+    assert load_model(small_urdf, torques="off").inputs == ()
+    model = _load(small_urdf, saturate=True)
+    pmodel = pin_model(small_urdf)
+    cmap = coordinate_map(pmodel, list(model.coordinates))
+    q, qd = np.array([0.3, 0.05, -0.2, 0.1]), np.array([0.4, -0.3, 1.0, 0.2])
+    inputs = {"tau_shoulder": 25.0, "tau_slide": -1.0, "tau_spin": 0.2, "tau_grip": 0.0}
+    clamped = np.array([10.0, -1.0, 0.2, 0.0])          # the shoulder's effort is 10
+    a, _ = pin_qdd_and_M(pmodel, cmap, q, qd, model.n, clamped)
+    assert max_rel_err(model.qdd(q, qd, inputs=inputs), a) < RTOL
+    with pytest.raises(ModelError, match="torques"):
+        load_model(small_urdf, torques="sometimes")
+    with pytest.raises(ModelError, match="saturate"):
+        load_model(small_urdf, torques="off", saturate=True)
+
+
+def test_negative_effort_is_a_model_error(tmp_path):
+    path = tmp_path / "bad.urdf"
+    path.write_text('<robot name="bad">' + GOOD_LINKS + '<joint name="j" type="revolute"><parent link="a"/>'
+                    '<child link="b"/><limit lower="-1" upper="1" effort="-3" velocity="1"/></joint></robot>')
+    with pytest.raises(ModelError, match=r"joint\[j\]\.limit\.effort") as err:
+        load_model(path)
+    assert str(path) in str(err.value)
+
+
+def test_inverse_dynamics_torques_reproduce_the_motion():
+    """Closed form: driven by tau(t) = inverse_dynamics(q_ref, q_ref', q_ref'') the robot (UR5,
+    6 DOF) follows q_ref(t) = q0 + a sin(w t). The torques are given as data every h = 1 ms
+    (linear between the points: an error h^2/8 max|tau''| ~ 1e-6 N m of torque, w^2 |tau| with w
+    = 2 rad/s), which bounds the motion's error to ~1e-7 rad over 0.5 s; the integration's own
+    (rtol 1e-10) is below that. Without the torques the robot falls by more than 0.1 rad."""
+    model = _load(robot_path("ur5"))
+    w = 2.0
+    q0 = np.array([0.1, -1.2, 1.4, -0.8, 0.6, 0.3])
+    amp = np.array([0.3, 0.2, -0.25, 0.4, -0.3, 0.5])
+    t = np.linspace(0.0, 0.5, 501)
+
+    def ref(tt):
+        s, c = np.sin(w * tt), np.cos(w * tt)
+        return q0 + amp * s, amp * w * c, -amp * w * w * s
+    tau = np.array([model.inverse_dynamics(*ref(tt)) for tt in t])
+    inputs = {u: (t, tau[:, k]) for k, u in enumerate(model.inputs)}
+    assert model.inputs == tuple(f"tau_{c}" for c in model.coordinates)
+    q_start, qd_start, _ = ref(0.0)
+    res = dynamica.simulate(model, t_end=0.5, q0=q_start, qd0=qd_start, inputs=inputs, rtol=1e-10, atol=1e-12,
+                            output_step=0.01)
+    err = max(np.abs(res.q[k] - ref(tt)[0]).max() for k, tt in enumerate(res.t))
+    assert err < 1e-6, err
+    print(f"tracking error {err:.2e} rad")
+    free = dynamica.simulate(model, t_end=0.5, q0=q_start, qd0=qd_start, output_step=0.01,
+                             inputs={u: (np.array([0.0, 0.5]), np.zeros(2)) for u in model.inputs})
+    assert np.abs(free.q[-1] - ref(0.5)[0]).max() > 0.1
+
+
+# ---------------------------------------------------------------- Coulomb friction that simulates
+BLOCK = """<?xml version="1.0"?>
+<robot name="block">
+  <link name="floor"/>
+  <link name="block"><inertial><mass value="0.1"/>
+    <inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="slide" type="prismatic"><parent link="floor"/><child link="block"/><axis xyz="1 0 0"/>
+    <limit lower="-10" upper="10" effort="100" velocity="5"/><dynamics friction="2.0"/></joint>
+</robot>
+"""
+
+
+def test_block_sticks_then_slips_at_the_coulomb_force(tmp_path):
+    """A 0.1 kg block on a horizontal prismatic joint with <dynamics friction="2.0"> (f = 2 N)
+    under the ramp force F = k t, k = 0.002 N/s (the input tau_slide, linear data: exact). Closed
+    form of the law f tanh(v / v_s): the block creeps at v = v_s atanh(F / f) while F < f (it
+    sticks: below v_s until F = tanh(1) f) and slips once F exceeds f. Slip is the first time
+    v > 3 v_s (where a quasi-static creep would need F = tanh(3) f = 0.995 f; the block's inertia
+    adds m k v_s / (f (1 - (F/f)^2)) ~ 0.1 % more): the force then is f to 1 %."""
+    path = tmp_path / "block.urdf"
+    path.write_text(BLOCK)
+    model = _load(path)
+    f, k, vs = 2.0, 0.002, model.parameters["friction_velocity"]          # the documented stiction velocity
+    t_end = 1.2 * f / k
+    ramp = (np.array([0.0, t_end]), np.array([0.0, k * t_end]))
+    res = dynamica.simulate(model, t_end=t_end, inputs={"tau_slide": ramp}, output_step=0.05, rtol=1e-9, atol=1e-12)
+    v = res.qd[:, 0]
+    F = k * res.t
+    sticking = F < np.tanh(1.0) * f
+    assert np.abs(v[sticking]).max() < vs                       # creeps below the stiction velocity
+    assert np.all(np.abs(v[sticking] - vs * np.arctanh(F[sticking] / f)) < 0.02 * vs + 1e-9)  # as v_s atanh(F/f)
+    slip = np.argmax(v > 3 * vs)
+    assert slip > 0
+    assert abs(F[slip] / f - 1) < 0.01, F[slip] / f
+    assert v[-1] > 10 * vs                                      # and keeps sliding
+
+
+def test_friction_costs_the_ur5_a_few_times_the_steps(tmp_path):
+    """The UR5 with friction 2 N m on every joint (and damping 0.5) falls for 3 s with adams in
+    under 10 times the right-hand side evaluations of the same robot without friction (a count,
+    not a time: benchmarks/bench_friction.py has the times; measured 4.9x). The sign law needed
+    more than 500 000 steps for 4e-7 s."""
+    import re
+    src = robot_path("ur5").read_text()
+    src = re.sub(r"<visual>.*?</visual>|<collision>.*?</collision>", "", src, flags=re.S)
+    runs = []
+    for friction in (0.0, 2.0):
+        path = tmp_path / f"ur5_{friction}.urdf"
+        path.write_text(src.replace('<dynamics damping="0.0" friction="0.0"/>',
+                                    f'<dynamics damping="0.5" friction="{friction}"/>'))
+        model = _load(path, torques="off")
+        res = dynamica.simulate(model, t_end=3.0, q0=[0.1, -1.0, 1.2, -0.5, 0.4, 0.2])
+        assert res.success and res.t[-1] == pytest.approx(3.0)
+        runs.append(res.nfev)
+    assert runs[1] < 10 * runs[0], runs

@@ -219,7 +219,8 @@ if os.environ.get("DYNAMICA_SCREENSHOT"):      # a tool, collected only when ask
         from oracles.pin_urdf import robot_file
         urdf = robot_file("robots/ur_description/urdf/ur5_robot.urdf")
         out = tmp_path / "ur5.html"
-        assert main(["simulate", str(urdf), "--t-end", "2", "--output-step", "0.01", "--report", str(out), "-q"]) == 0
+        assert main(["simulate", str(urdf), "--torques", "off", "--t-end", "2", "--output-step", "0.01", "--report",
+                     str(out), "-q"]) == 0
         page = page_of(out)
         page.locator("#frame").fill("120")
         _painted(page)
