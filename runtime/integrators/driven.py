@@ -48,8 +48,7 @@ def _scipy_segments(model, drive, p, y0, tv, rtol, atol, method):
     """scipy's solve_ivp per segment, on the module's rhs with the slots of p."""
     from scipy.integrate import solve_ivp
 
-    from dynamica.errors import IntegrationError
-    from dynamica.runtime.integrators.simulate import SCIPY_METHODS
+    from dynamica.runtime.integrators.simulate import SCIPY_METHODS, solve_ivp_error
     if method not in SCIPY_METHODS:
         raise ValueError(f"method {method!r} does not take inputs or a controller; use adams or one of "
                          f"{', '.join(SCIPY_METHODS)}")
@@ -68,7 +67,7 @@ def _scipy_segments(model, drive, p, y0, tv, rtol, atol, method):
                         t_eval=np.concatenate([inside, [b[k + 1]]]) if not len(inside) or inside[-1] != b[k + 1]
                         else inside)
         if sol.status < 0:
-            raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
+            raise solve_ivp_error(sol, b[k], SCIPY_METHODS[method])
         nfev += sol.nfev
         y = sol.y[:, -1]
         keep = np.isin(sol.t, inside)
