@@ -18,6 +18,7 @@ points, the end values held outside).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,49 @@ def input_value(model, name, v, when=""):
     if not math.isfinite(x):
         _fail(model, f"input `{name}`{when}: the value {x} is not finite")
     return x
+
+
+def input_vector(model, given, where="inputs"):
+    """The values of the model's inputs given in either form every evaluation takes (`qdd(inputs=)`,
+    `rhs`, `outputs`, the derivatives' `u=`, `statics`, `linearize`): a mapping name -> value (the
+    inputs not named are 0) or a sequence of values in the order of the model's `inputs:` (a
+    scalar for a model of one input). None (or an empty mapping or sequence) -> None: every input
+    0. An InputError names the model file, the argument `where` and the key or length that is
+    wrong, or the value that is not a finite number."""
+    if given is None:
+        return None
+    names = tuple(model.inputs)
+    if isinstance(given, Mapping):
+        if not given:
+            return None
+        unknown = [k for k in given if k not in names]
+        if unknown:
+            _fail(model, f"`{where}`: unknown input(s) {', '.join(f'`{k}`' for k in unknown)}; the model's inputs "
+                         f"are {', '.join(names) or 'none'}")
+        return np.array([input_value(model, k, given[k], f" (`{where}`)") if k in given else 0.0 for k in names])
+    if isinstance(given, (str, bytes)) or callable(given):
+        _fail(model, f"`{where}`: expected a mapping {{input name: value}} or a sequence of values in the order "
+                     f"of the model's inputs ({', '.join(names) or 'none'}), found {type(given).__name__}")
+    try:
+        arr = np.asarray(given, dtype=object)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim > 1:
+        _fail(model, f"`{where}`: expected a mapping {{input name: value}} or a flat sequence of values, "
+                     f"found {type(given).__name__}")
+    values = arr.reshape(-1)
+    if len(values) == 0:
+        return None
+    if len(values) != len(names):
+        _fail(model, f"`{where}` has {len(values)} value(s), expected {len(names)}: one per input of the model, "
+                     f"in the order {', '.join(names) or '(the model has none)'}")
+    return np.array([input_value(model, k, v, f" (`{where}`)") for k, v in zip(names, values)])
+
+
+def input_mapping(model, given, where="inputs"):
+    """`input_vector` as a mapping name -> value (None when no input is given)."""
+    u = input_vector(model, given, where)
+    return None if u is None else dict(zip(model.inputs, u.tolist()))
 
 
 def set_inputs(model, p, values: dict, t_k: float, rates=None):
