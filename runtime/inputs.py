@@ -10,9 +10,12 @@ there). The controller `f(t, q, qd, s) -> {"u": value}` is called exactly at the
 with the state there, and its values are held (zero-order hold) until the next sample: the
 results do not depend on the integrator's steps.
 
-Signals (`inputs={"u": ...}`): a callable u(t) (sampled every `sample_time`, linear between
-samples), data `(t_array, values)` or a CSV file of two columns t, value (linear between the
-points, the end values held outside).
+Signals (`inputs={"u": ...}`): a callable u(t), data `(t_array, values)` or a CSV file of two
+columns t, value (linear between the points, the end values held outside). A callable is
+evaluated where the integrator evaluates the right-hand side (exact: the run integrates the
+model with u(t) itself; `Drive.live`, one Python call of u and of the module's rhs per
+evaluation), or, with `sample_time`, sampled every `sample_time` and linear between samples
+(a Signal: no Python between the samples).
 """
 
 from __future__ import annotations
@@ -133,12 +136,9 @@ class Signal:
 
 
 def make_signal(model, name, given, t0, t_end, sample_time) -> Signal:
-    """A Signal from a callable (sampled every sample_time), (t, values) or a CSV file."""
+    """A Signal from a callable sampled every sample_time (given), (t, values) or a CSV file."""
     where = f"input `{name}`"
     if callable(given):
-        if not sample_time:
-            _fail(model, f"{where} is a callable: it is sampled every `sample_time` (linear between samples); "
-                         "pass sample_time=")
         t = sample_times(t0, t_end, sample_time, with_end=True)
         vals = []
         for tk in t:
@@ -198,7 +198,10 @@ class Drive:
         if controller is None:
             require_inputs(model, inputs, "this simulation")
         self.model, self.controller, self.params = model, controller, params
-        signals = [make_signal(model, k, v, t0, t_end, sample_time) for k, v in inputs.items()]
+        #: the callables evaluated where the integrator asks (no sample_time): (name, index, u)
+        self.live = [(k, model.inputs.index(k), v) for k, v in inputs.items() if callable(v) and not sample_time]
+        live = {k for k, _, _ in self.live}
+        signals = [make_signal(model, k, v, t0, t_end, sample_time) for k, v in inputs.items() if k not in live]
         self.controlled = [u for u in model.inputs if u not in inputs]
         samples = sample_times(t0, t_end, sample_time) if controller is not None else np.zeros(0)
         cuts = [t0, t_end] + [float(x) for x in samples] + [float(x) for s in signals for x in s.t]
@@ -219,6 +222,25 @@ class Drive:
         self.slot_u, self.slot_du = sl.get("inputs", 0), sl.get("input_rates", 0)
         self.slot_t = sl.get("segment_start", 0)
         self.calls = 0
+
+    def live_rhs(self, p):
+        """f(t, y) of the module's rhs with the live inputs u(t) written into their slots of p at
+        every evaluation (value u(t), rate 0), the other slots as `update` set them; None without
+        live inputs (the compiled rhs then runs with no Python)."""
+        if not self.live:
+            return None
+        model, rhs, size = self.model, self.model.module.rhs, self.model.state_size
+        su, sd, live = self.slot_u, self.slot_du, self.live
+
+        def f(t, y):
+            t = float(t)
+            for name, j, u in live:
+                p[su + j] = input_value(model, name, u(t), f" at t = {t!r}")
+                p[sd + j] = 0.0
+            out = np.empty(size)
+            rhs(t, np.ascontiguousarray(y, dtype=float), p, out)
+            return out
+        return f
 
     def update(self, p, k, y):
         """Set the slots of p for segment k, [b[k], b[k+1]]; y is the state at b[k] (what the
@@ -277,4 +299,8 @@ class Drive:
         """The inputs along the output times: name -> values (right-continuous at the boundaries)."""
         seg = np.clip(np.searchsorted(self.b, t, side="right") - 1, 0, len(self.b) - 2)
         dt = np.asarray(t) - np.asarray(self.b)[seg]
-        return {u: self.values[seg, j] + self.rates[seg, j] * dt for j, u in enumerate(self.model.inputs)}
+        out = {u: self.values[seg, j] + self.rates[seg, j] * dt for j, u in enumerate(self.model.inputs)}
+        for name, _, u in self.live:
+            out[name] = np.array([input_value(self.model, name, u(float(tk)), f" at t = {float(tk)!r}")
+                                  for tk in np.asarray(t, dtype=float).reshape(-1)])
+        return out

@@ -28,7 +28,8 @@ def _adams_segments(model, drive, p, y0, tv, rtol, atol, method):
     from dynamica.runtime.integrators.compiled_adams import check_status, core
     b, nmax = drive.b, 500_000
     drive.update(p, 0, y0)
-    st = core().Stepper(model.module.rhs_capsule, b[0], y0, b[1], p, rtol, atol, None, np.inf, nmax, False)
+    f = drive.live_rhs(p) or model.module.rhs_capsule         # live inputs: Python per evaluation
+    st = core().Stepper(f, b[0], y0, b[1], p, rtol, atol, None, np.inf, nmax, False)
     Y = np.full((len(tv), len(y0)), np.nan)
     j = 0
     while j < len(tv) and tv[j] == b[0]:
@@ -41,7 +42,9 @@ def _adams_segments(model, drive, p, y0, tv, rtol, atol, method):
         check_status(st, code, rtol, atol, nmax)
     info = st.info()
     return tv[:j], Y[:j], info["nfev"], {"integrator": "compiled Adams PECE (Shampine-Gordon), restarted at each "
-                                                       "segment", "steps": info["nsteps"]}
+                                                       "segment" + (", inputs evaluated by Python at every step"
+                                                                    if drive.live else ""),
+                                         "steps": info["nsteps"]}
 
 
 def _scipy_segments(model, drive, p, y0, tv, rtol, atol, method):
@@ -58,6 +61,7 @@ def _scipy_segments(model, drive, p, y0, tv, rtol, atol, method):
         out = np.empty(size)
         rhs(float(t), np.ascontiguousarray(y, dtype=float), p, out)
         return out
+    f = drive.live_rhs(p) or f
     b, y, nfev = drive.b, np.asarray(y0, dtype=float), 0
     T, Y = [], []
     for k in range(len(b) - 1):
