@@ -404,7 +404,8 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                          bodies=tuple(bodies), initial=tuple(initial), forces=tuple(forces),
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
                          assembly_hold=hold, stages=tuple(stages),
-                         functions=tuple(functions), states=tuple(states), inputs=tuple(inputs))
+                         functions=tuple(functions), states=tuple(states), inputs=tuple(inputs),
+                         display_units=self.shown_units(coords))
         physics_warnings(spec, self.default_value)
         return spec
 
@@ -469,6 +470,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
 
     def initial(self, d: dict, coords) -> list:
         out = []
+        self.display_units = {}
         keys = set(coords) | {f"der({c})" for c in coords}
         for k, v in d.items():
             path = join_path("initial", k)
@@ -485,7 +487,25 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             val = self.expression(v, path, self.pscope.child(time_allowed=False), expect=expect if u else None)
             if val is not None:
                 out.append((k, val))
+                shown = units.quantity(v) if u and val != v else None
+                if shown is not None and shown[1].factor != 1.0:      # shown in the file's unit
+                    self.display_units[str(k)] = (shown[1].text, shown[1].factor)
         return out
+
+    def shown_units(self, coords) -> tuple:
+        """((column, unit, factor), ...) of the coordinates whose initial value (or rate) is a
+        quantity in other units than SI: the rate of one given in deg is shown in deg/s."""
+        given = getattr(self, "display_units", {})
+        out = []
+        for c in coords:
+            if c in given:
+                out.append((c, *given[c]))
+            rate = f"der({c})"
+            if rate in given:
+                out.append((rate, *given[rate]))
+            elif c in given:
+                out.append((rate, f"{given[c][0]}/s", given[c][1]))
+        return tuple(out)
 
     def flag(self, d: dict, key: str) -> bool:
         """outputs.<key>: true or false."""

@@ -157,6 +157,9 @@ class ModelSpec:
     functions: tuple = ()           # of tables.TabulatedFunction
     states: tuple = ()              # of State
     inputs: tuple = ()              # names of the signals from outside
+    #: ((column, unit, factor to SI), ...): the coordinates (and rates) whose initial values the file
+    #: writes in other units than SI ("30 deg"), shown in those units by tables and plots
+    display_units: tuple = ()
 
     @cached_property
     def coordinates(self) -> tuple:

@@ -98,3 +98,44 @@ def test_a_pendulum_in_mm_g_and_degrees_moves_as_in_si(tmp_path):
     assert model.parameters["l"] == pytest.approx(L, rel=1e-15)
     assert np.isclose(model.qdd(q0, qd0, params={"l": 2 * L})[0],       # params= of a run are SI
                       -M * G * 2 * L * math.sin(phi) / (J + M * 4 * L ** 2), rtol=1e-13)
+
+
+def test_coordinates_given_in_other_units_are_shown_in_them():
+    s = load(copy.deepcopy(BASE), file="units.yaml")
+    shown = {c: (u, f) for c, u, f in s.display_units}
+    assert set(shown) == {"phi", "der(phi)", "z", "der(z)"}
+    assert shown["phi"][0] == "deg" and shown["phi"][1] == pytest.approx(math.pi / 180, rel=1e-15)
+    assert shown["der(phi)"][0] == "deg/s" and shown["z"] == ("cm", pytest.approx(0.01, rel=1e-15))
+    assert shown["der(z)"] == ("km/h", pytest.approx(1 / 3.6, rel=1e-15))
+    d = copy.deepcopy(BASE)
+    d["initial"] = {"phi": "30 deg", "z": 0.1}               # a rate follows its coordinate; SI is not listed
+    shown = {c: u for c, u, _ in load(d, file="units.yaml").display_units}
+    assert shown == {"phi": "deg", "der(phi)": "deg/s"}
+
+
+def test_tables_plots_and_report_show_the_declared_units(tmp_path, capsys):
+    """The command line's summary table has a unit column and the coordinate started at 40 deg
+    in degrees (its initial value 40 to 1e-12: math.degrees the oracle); the report's parameter
+    table shows each parameter in its declared unit (l = 900 mm)."""
+    from dynamica.runtime.cli.main import main
+    from dynamica.runtime.report.page import parameter_rows
+    data = {"name": "pendulum_deg",
+            "parameters": {"m": {"value": M * 1e3, "unit": "g"}, "l": {"value": L * 1e3, "unit": "mm"},
+                           "J": J, "g": G},
+            "gravity": [0, 0, "-g"],
+            "bodies": [{"name": "rod", "parent": "ground", "joint": [{"rotate": "x", "q": "phi"}],
+                        "mass": "m", "com": [0, 0, "-l"], "inertia": ["J", "J", "J"]}],
+            "initial": {"phi": "40 deg"}}
+    path = write_model(tmp_path, data, "pendulum_deg.yaml")
+    assert main(["simulate", str(path), "--t-end", "0.5", "-q", "--table", str(tmp_path / "t.csv"),
+                 "--plot", str(tmp_path / "p.pdf")]) == 0
+    rows = [line.split(",") for line in (tmp_path / "t.csv").read_text().splitlines()]
+    assert rows[0][:3] == ["variable", "unit", "initial"]
+    table = {r[0]: r for r in rows[1:]}
+    assert table["phi"][1] == "deg" and float(table["phi"][2]) == pytest.approx(40.0, rel=1e-12)
+    assert table["der(phi)"][1] == "deg/s"
+    assert "deg" in capsys.readouterr().out
+    model = dynamica.load(str(path))
+    params = {r[0]: r for r in parameter_rows(model, None)}
+    assert params["l"][1] == f"{L * 1e3:.6g}" and params["l"][3] == "mm"
+    assert params["m"][1] == f"{M * 1e3:.6g}" and params["m"][3] == "g"
