@@ -448,7 +448,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             self.err(path, "a vector parameter needs at least one element")
         elif all(x is not None for x in vals):
             if declared is None:                 # the unit of its quantities, for display and checks
-                qs = [units.quantity(x) for x in elems if units.QUANTITY.match(str(x))]
+                qs = [q for q in (units.quantity(x) for x in elems) if q is not None]
                 declared = qs[0][1] if qs else None
                 unit = declared.text if declared is not None else unit
             if declared is not None:
@@ -458,7 +458,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
     def _parameter_value(self, x, path, declared):
         """One number of a parameter in SI: a quantity converted (of the declared unit's dimension),
         a bare number times the declared unit's factor to SI (1 for an SI unit: unchanged)."""
-        if isinstance(x, str) and units.QUANTITY.match(x):
+        if isinstance(x, str) and len(x) <= 120 and units.QUANTITY.match(x):
             if declared is None:
                 return self.number(x, path)
             x = self.in_si(x, path, (declared.text, f"in {declared.text} (the parameter's unit)"))

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 
 #: a quantity written as text: a number, blanks, then a unit ("30 deg", "-2.5e-3 m", "250 mm"); an
 #: expression never has a number followed by a blank and a name, so nothing that parsed before is read as one
-QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s+([^\d\s.+\-].*?)\s*$")
+QUANTITY = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s+([A-Za-z\u00b0\u00b5\u03a9]"
+                      r"[A-Za-z0-9\u00b0\u00b5\u03a9_*/^(). -]*?)\s*$")
+#: words that make text after a number an expression, not a unit (`1 if 1 else 0` is not read by pint)
+_NOT_UNITS = frozenset(("if", "else", "and", "or", "not", "in", "is", "for", "lambda", "None", "True", "False"))
 
 #: the unit of entries of a known kind, by the pattern of their entry path: what a quantity or a
 #: parameter with a declared unit given there must convert to (an angle: rad or a plain number)
@@ -123,6 +126,36 @@ def _base_text(dims: dict) -> str:
 
 _UNITS: dict = {}
 
+#: what a unit's text may hold before pint reads it (pint evaluates its text: `9**9**9**9` would not
+#: end): names, products, quotients, single powers by a plain number, shallow parentheses
+_UNIT_CHARS = re.compile(r"^[A-Za-z0-9\u00b0\u00b5\u03a9_*/^(). -]{1,80}$")
+_NUMBER = re.compile(r"(\^|\*\*)?\s*\(?\s*([-+]?\d+(?:\.\d+)?)")
+
+
+def _plain(part: str) -> bool:
+    """Whether `part` is made of unit names, `*`, `/`, blanks, parentheses (depth <= 3) and powers
+    `^`/`**` by plain numbers of magnitude <= 12 (no power of a power); a number standing alone
+    only as the unit 1 ("1/s")."""
+    if not _UNIT_CHARS.match(part) or re.search(r"(\^|\*\*)\s*\(?\s*[-+]?[\d.]+\s*\)?\s*(\^|\*\*)", part):
+        return False
+    depth = 0
+    for ch in part:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0 or depth > 3:
+            return False
+    if depth:
+        return False
+    for m in _NUMBER.finditer(part):
+        start = m.start(2)
+        if start > 0 and (part[start - 1].isalnum() or part[start - 1] in "_."):
+            continue                                      # a digit inside a name
+        if m.group(1):
+            if abs(float(m.group(2))) > 12:
+                return False
+        elif m.group(2) != "1":
+            return False
+    return True
+
 
 def unit(text: str) -> Unit:
     """The Unit of `text` (alternatives "N*m or N" allowed when they share one factor to SI, as the
@@ -133,15 +166,17 @@ def unit(text: str) -> Unit:
     parts = [p.strip() for p in text.split(" or ")]
     found = []
     for part in parts:
+        if not _plain(part):
+            raise UnitError(f"`{part[:40]}` is not a unit: expected unit names with `*`, `/`, blanks, "
+                            "parentheses and powers by plain numbers (kg*m^2, N m/rad, mm)")
         dims = _coherent(part)
         if dims is not None:
             found.append((1.0, _base_text(dims)))
             continue
-        import pint
         ureg = registry()
         try:
             q = ureg.Quantity(1.0, part)
-        except (pint.errors.PintError, AttributeError, TypeError, ValueError, SyntaxError, AssertionError) as exc:
+        except Exception as exc:          # noqa: BLE001 - pint raises many kinds on bad text (ZeroDivisionError, ...)
             raise UnitError(f"unknown unit `{part}` ({type(exc).__name__}: {str(exc)[:80]})") from None
         if not q._is_multiplicative:
             raise UnitError(f"the unit `{part}` has an offset (a temperature scale): give it in K")
@@ -156,10 +191,10 @@ def unit(text: str) -> Unit:
 
 def quantity(value):
     """(SI value, Unit) of a quantity written as text ("30 deg"), or None if `value` is not one."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > 120:      # (a quantity is short; long text is an expression)
         return None
     m = QUANTITY.match(value)
-    if m is None:
+    if m is None or _NOT_UNITS & set(re.findall(r"[A-Za-z_]+", m.group(2))):
         return None
     u = unit(m.group(2))
     return float(m.group(1)) * u.factor, u
