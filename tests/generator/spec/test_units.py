@@ -67,6 +67,9 @@ def test_bundled_models_keep_their_numbers(name):
     (("parameters", "m"), {"value": 1, "unit": "blorps"}, r"`parameters\.m\.unit`: unknown unit `blorps`"),
     (("parameters", "m"), "1 blorps", r"`parameters\.m`: unknown unit `blorps`"),
     (("parameters", "m"), {"value": 1, "unit": "degC"}, r"`parameters\.m\.unit`: the unit `degC` has an offset"),
+    (("parameters", "m"), {"value": 1, "unit": "kg**9**9**9"},
+     r"`parameters\.m\.unit`: `kg\*\*9\*\*9\*\*9` is not a unit"),
+    (("parameters", "m"), {"value": 1, "unit": "(" * 500 + "kg" + ")" * 500}, r"`parameters\.m\.unit`: `\(+` is not"),
 ])
 def test_a_unit_that_cannot_be_converted_is_named(where, value, message):
     d = copy.deepcopy(BASE)
