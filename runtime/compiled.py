@@ -113,12 +113,15 @@ class CompiledModel:
     # -- parameters
     def param_vector(self, params=None, inputs=None, s=None) -> np.ndarray:
         """The flat array p of the module: the parameters (defaults overridden by `params`), then
-        the loops' references of the last assembly, the inputs' slots (`inputs`: name -> value, held
-        constant; missing ones 0) and the extra states' (`s`, default 0; the module's `rhs` takes them from y)."""
+        the loops' references of the last assembly, the inputs' slots (`inputs`: name -> value, or
+        the values in the order of `inputs`, held constant; missing ones 0: runtime/inputs.py
+        input_vector) and the extra states' (`s`, default 0; the module's `rhs` takes them from y)."""
         p = self._params(params)
-        if inputs:
-            from dynamica.runtime.inputs import set_inputs
-            set_inputs(self, p, inputs, 0.0)
+        if inputs is not None:
+            from dynamica.runtime.inputs import input_mapping, set_inputs
+            values = input_mapping(self, inputs, "inputs")
+            if values:
+                set_inputs(self, p, values, 0.0)
         if s is not None and self.states:
             k = self.slots["states"]
             p[k:k + len(self.states)] = self.as_vector(s, "s", len(self.states))

@@ -10,14 +10,18 @@ there). The controller `f(t, q, qd, s) -> {"u": value}` is called exactly at the
 with the state there, and its values are held (zero-order hold) until the next sample: the
 results do not depend on the integrator's steps.
 
-Signals (`inputs={"u": ...}`): a callable u(t) (sampled every `sample_time`, linear between
-samples), data `(t_array, values)` or a CSV file of two columns t, value (linear between the
-points, the end values held outside).
+Signals (`inputs={"u": ...}`): a callable u(t), data `(t_array, values)` or a CSV file of two
+columns t, value (linear between the points, the end values held outside). A callable is
+evaluated where the integrator evaluates the right-hand side (exact: the run integrates the
+model with u(t) itself; `Drive.live`, one Python call of u and of the module's rhs per
+evaluation), or, with `sample_time`, sampled every `sample_time` and linear between samples
+(a Signal: no Python between the samples).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +55,49 @@ def input_value(model, name, v, when=""):
     if not math.isfinite(x):
         _fail(model, f"input `{name}`{when}: the value {x} is not finite")
     return x
+
+
+def input_vector(model, given, where="inputs"):
+    """The values of the model's inputs given in either form every evaluation takes (`qdd(inputs=)`,
+    `rhs`, `outputs`, the derivatives' `u=`, `statics`, `linearize`): a mapping name -> value (the
+    inputs not named are 0) or a sequence of values in the order of the model's `inputs:` (a
+    scalar for a model of one input). None (or an empty mapping or sequence) -> None: every input
+    0. An InputError names the model file, the argument `where` and the key or length that is
+    wrong, or the value that is not a finite number."""
+    if given is None:
+        return None
+    names = tuple(model.inputs)
+    if isinstance(given, Mapping):
+        if not given:
+            return None
+        unknown = [k for k in given if k not in names]
+        if unknown:
+            _fail(model, f"`{where}`: unknown input(s) {', '.join(f'`{k}`' for k in unknown)}; the model's inputs "
+                         f"are {', '.join(names) or 'none'}")
+        return np.array([input_value(model, k, given[k], f" (`{where}`)") if k in given else 0.0 for k in names])
+    if isinstance(given, (str, bytes)) or callable(given):
+        _fail(model, f"`{where}`: expected a mapping {{input name: value}} or a sequence of values in the order "
+                     f"of the model's inputs ({', '.join(names) or 'none'}), found {type(given).__name__}")
+    try:
+        arr = np.asarray(given, dtype=object)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim > 1:
+        _fail(model, f"`{where}`: expected a mapping {{input name: value}} or a flat sequence of values, "
+                     f"found {type(given).__name__}")
+    values = arr.reshape(-1)
+    if len(values) == 0:
+        return None
+    if len(values) != len(names):
+        _fail(model, f"`{where}` has {len(values)} value(s), expected {len(names)}: one per input of the model, "
+                     f"in the order {', '.join(names) or '(the model has none)'}")
+    return np.array([input_value(model, k, v, f" (`{where}`)") for k, v in zip(names, values)])
+
+
+def input_mapping(model, given, where="inputs"):
+    """`input_vector` as a mapping name -> value (None when no input is given)."""
+    u = input_vector(model, given, where)
+    return None if u is None else dict(zip(model.inputs, u.tolist()))
 
 
 def set_inputs(model, p, values: dict, t_k: float, rates=None):
@@ -89,12 +136,9 @@ class Signal:
 
 
 def make_signal(model, name, given, t0, t_end, sample_time) -> Signal:
-    """A Signal from a callable (sampled every sample_time), (t, values) or a CSV file."""
+    """A Signal from a callable sampled every sample_time (given), (t, values) or a CSV file."""
     where = f"input `{name}`"
     if callable(given):
-        if not sample_time:
-            _fail(model, f"{where} is a callable: it is sampled every `sample_time` (linear between samples); "
-                         "pass sample_time=")
         t = sample_times(t0, t_end, sample_time, with_end=True)
         vals = []
         for tk in t:
@@ -154,7 +198,10 @@ class Drive:
         if controller is None:
             require_inputs(model, inputs, "this simulation")
         self.model, self.controller, self.params = model, controller, params
-        signals = [make_signal(model, k, v, t0, t_end, sample_time) for k, v in inputs.items()]
+        #: the callables evaluated where the integrator asks (no sample_time): (name, index, u)
+        self.live = [(k, model.inputs.index(k), v) for k, v in inputs.items() if callable(v) and not sample_time]
+        live = {k for k, _, _ in self.live}
+        signals = [make_signal(model, k, v, t0, t_end, sample_time) for k, v in inputs.items() if k not in live]
         self.controlled = [u for u in model.inputs if u not in inputs]
         samples = sample_times(t0, t_end, sample_time) if controller is not None else np.zeros(0)
         cuts = [t0, t_end] + [float(x) for x in samples] + [float(x) for s in signals for x in s.t]
@@ -175,6 +222,25 @@ class Drive:
         self.slot_u, self.slot_du = sl.get("inputs", 0), sl.get("input_rates", 0)
         self.slot_t = sl.get("segment_start", 0)
         self.calls = 0
+
+    def live_rhs(self, p):
+        """f(t, y) of the module's rhs with the live inputs u(t) written into their slots of p at
+        every evaluation (value u(t), rate 0), the other slots as `update` set them; None without
+        live inputs (the compiled rhs then runs with no Python)."""
+        if not self.live:
+            return None
+        model, rhs, size = self.model, self.model.module.rhs, self.model.state_size
+        su, sd, live = self.slot_u, self.slot_du, self.live
+
+        def f(t, y):
+            t = float(t)
+            for name, j, u in live:
+                p[su + j] = input_value(model, name, u(t), f" at t = {t!r}")
+                p[sd + j] = 0.0
+            out = np.empty(size)
+            rhs(t, np.ascontiguousarray(y, dtype=float), p, out)
+            return out
+        return f
 
     def update(self, p, k, y):
         """Set the slots of p for segment k, [b[k], b[k+1]]; y is the state at b[k] (what the
@@ -233,4 +299,8 @@ class Drive:
         """The inputs along the output times: name -> values (right-continuous at the boundaries)."""
         seg = np.clip(np.searchsorted(self.b, t, side="right") - 1, 0, len(self.b) - 2)
         dt = np.asarray(t) - np.asarray(self.b)[seg]
-        return {u: self.values[seg, j] + self.rates[seg, j] * dt for j, u in enumerate(self.model.inputs)}
+        out = {u: self.values[seg, j] + self.rates[seg, j] * dt for j, u in enumerate(self.model.inputs)}
+        for name, _, u in self.live:
+            out[name] = np.array([input_value(self.model, name, u(float(tk)), f" at t = {float(tk)!r}")
+                                  for tk in np.asarray(t, dtype=float).reshape(-1)])
+        return out

@@ -115,3 +115,18 @@ def model_free_body():
              "free_length": 0.6},
         ],
     }
+
+
+def oscillator(tmp_path, inputs=False):
+    """A slider x of mass m on a spring k with damping c and a cubic spring k3 x^3 (k3 = 0 by
+    default): m x'' = -k x - c x' + k3 x^3 (+ u with `inputs`: the model's input u, a force on x).
+    x starts at 0."""
+    name = "oscillator_u" if inputs else "oscillator"
+    forces = [{"type": "joint_spring_damper", "coordinate": "x", "stiffness": "k", "damping": "c"},
+              {"type": "generalized_force", "coordinate": "x", "value": "k3*x**3"}]
+    data = {"name": name, "parameters": {"m": 2.0, "k": 50.0, "c": 0.3, "k3": 0.0},
+            **({"inputs": ["u"]} if inputs else {}),
+            "bodies": [{"name": "slider", "parent": "ground", "joint": [{"translate": "x", "q": "x"}], "mass": "m",
+                        "com": [0, 0, 0], "inertia": [0.1, 0.1, 0.1]}],
+            "forces": forces + ([{"type": "generalized_force", "coordinate": "x", "value": "u"}] if inputs else [])}
+    return write_model(tmp_path, data, f"{name}.yaml")

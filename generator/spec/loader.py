@@ -17,6 +17,7 @@ from dynamica.generator.mechanics.loops import LoopSections
 from dynamica.generator.mechanics.stages import StageSections
 from dynamica.generator.mechanics.tables import scope_functions
 from dynamica.generator.spec import expr as ex
+from dynamica.generator.spec import units
 from dynamica.generator.spec.actuator_sections import ActuatorSections
 from dynamica.generator.spec.contact_sections import ContactSections
 from dynamica.generator.spec.expr import found, join_path
@@ -252,9 +253,37 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             return False
         return True
 
-    def expression(self, value, path: str, scope: ex.Scope):
+    def in_si(self, value, path: str, expect=None):
+        """A quantity written as text ("30 deg") as its SI value (generator/spec/units.py), checked
+        against the unit of the entry (`expect`: (unit, what), default by the entry path's kind);
+        a parameter with a declared unit, given alone at an entry of a known kind, is checked the
+        same way. Anything else unchanged; None (and a problem) when a unit is wrong."""
+        expect = expect or units.entry_unit(path)
+        try:
+            q = units.quantity(value)
+            if q is None:
+                declared = getattr(self, "param_units", {}).get(value) if isinstance(value, str) else None
+                if expect and declared is not None and not units.compatible(declared, expect[0]):
+                    self.err(path, f"parameter `{value}` is in {declared.text}, but this entry is {expect[1]} "
+                                   f"(in {expect[0]} or a unit of its dimension)")
+                    return None
+                return value
+            x, u = q
+            if expect and not units.compatible(u, expect[0]):
+                self.err(path, f"`{value}` is not {expect[1]}: expected a unit of the dimension of {expect[0]}")
+                return None
+        except units.UnitError as exc:
+            self.err(path, f"{exc} in {ex.shown(value)}")
+            return None
+        return x
+
+    def expression(self, value, path: str, scope: ex.Scope, expect=None):
         """Check an expression; return it unchanged (text or number) or None if invalid. Its value
-        at the parameters' defaults, when it has one, must be a finite real number."""
+        at the parameters' defaults, when it has one, must be a finite real number. A quantity
+        ("30 deg") is returned as its SI value (`in_si`)."""
+        value = self.in_si(value, path, expect)
+        if value is None:
+            return None
         try:
             if isinstance(value, (int, float)) and not isinstance(value, bool):     # a literal number
                 val = ex.number_value(value)
@@ -291,6 +320,9 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         return None if any(o is None for o in out) else tuple(out)
 
     def number(self, value, path: str, positive=False):
+        value = self.in_si(value, path)
+        if value is None:
+            return None
         try:
             x = ex.number_value(value)
         except ex.ExpressionError:
@@ -324,6 +356,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             self.err("description", f"expected a string, found {found(description)}")
             description = ""
         self.entry = "parameters"
+        self.param_units = {}
         params = self.params = self.parameters(self.section(d, "parameters", dict, {}, "a mapping name -> value"))
         self.entry = "functions"
         functions = self.functions(self.section(d, "functions", dict, {}, "a mapping name -> table"))
@@ -343,6 +376,8 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             coordinates_allowed=True, functions=self.pscope.functions, inputs=frozenset(inputs),
             states=frozenset(self.state_names(d.get("states"))))
         body_names = {b.name for b in bodies if isinstance(b.name, str)}
+        self.coordinate_units = {tr.q: "rad" if tr.kind == "rotate" else "m" for b in bodies for tr in b.joint
+                                 if tr.q is not None}
         self.entry = "initial"
         initial = self.initial(self.section(d, "initial", dict, {}, "a mapping coordinate -> value"), coords)
         self.entry = "contact"
@@ -379,7 +414,8 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
                          assembly_hold=hold, stages=tuple(stages),
                          functions=tuple(functions), states=tuple(states), inputs=tuple(inputs),
-                         shapes=shapes, ranges=ranges)
+                         shapes=shapes, ranges=ranges,
+                         display_units=self.shown_units(coords))
         physics_warnings(spec, self.default_value)
         return spec
 
@@ -399,27 +435,52 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         if not self.ident(name, path, "a parameter name"):
             return
         unit = description = ""
+        declared = None
         if isinstance(v, dict):
             self.keys(v, path, {"value", "unit", "description"}, required=("value",))
             if "value" not in v:                 # said by keys()
                 return
             unit = self.text(v.get("unit", ""), f"{path}.unit")
             description = self.text(v.get("description", ""), f"{path}.description")
+            if unit.strip():
+                try:
+                    declared = units.unit(unit.strip())
+                except units.UnitError as exc:
+                    self.err(f"{path}.unit", f"{exc}: the value is converted to SI from this unit "
+                                             "(docs/model_format.md, Units and numbers)")
+                    return
             v = v.get("value")
             path += ".value"
-        if isinstance(v, (list, tuple)):
-            vals = [self.number(x, f"{path}[{k}]") for k, x in enumerate(v)]
-            if not vals:
-                self.err(path, "a vector parameter needs at least one element")
-            elif all(x is not None for x in vals):
-                out.append(Parameter(name, tuple(vals), unit, description))
-        else:
-            x = self.number(v, path)
-            if x is not None:
-                out.append(Parameter(name, x, unit, description))
+        elems = list(v) if isinstance(v, (list, tuple)) else [v]
+        vals = [self._parameter_value(x, f"{path}[{k}]" if isinstance(v, (list, tuple)) else path, declared)
+                for k, x in enumerate(elems)]
+        if isinstance(v, (list, tuple)) and not vals:
+            self.err(path, "a vector parameter needs at least one element")
+        elif all(x is not None for x in vals):
+            if declared is None:                 # the unit of its quantities, for display and checks
+                qs = [q for q in (units.quantity(x) for x in elems) if q is not None]
+                declared = qs[0][1] if qs else None
+                unit = declared.text if declared is not None else unit
+            if declared is not None:
+                self.param_units[name] = declared
+            out.append(Parameter(name, tuple(vals) if isinstance(v, (list, tuple)) else vals[0], unit, description))
+
+    def _parameter_value(self, x, path, declared):
+        """One number of a parameter in SI: a quantity converted (of the declared unit's dimension),
+        a bare number times the declared unit's factor to SI (1 for an SI unit: unchanged)."""
+        if isinstance(x, str) and len(x) <= 120 and units.QUANTITY.match(x):
+            if declared is None:
+                return self.number(x, path)
+            x = self.in_si(x, path, (declared.text, f"in {declared.text} (the parameter's unit)"))
+            return None if x is None else self.number(x, path)
+        x = self.number(x, path)
+        if x is None or declared is None or declared.factor == 1.0:
+            return x
+        return x * declared.factor
 
     def initial(self, d: dict, coords) -> list:
         out = []
+        self.display_units = {}
         keys = set(coords) | {f"der({c})" for c in coords}
         for k, v in d.items():
             path = join_path("initial", k)
@@ -429,9 +490,16 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                 self.unknown(path, inner, f"unknown coordinate `{join_path('', k)}`{hint}; expected a coordinate "
                                           "name or der(name)")
                 continue
-            val = self.expression(v, path, self.pscope.child(time_allowed=False))
+            q = str(k)[4:-1] if str(k).startswith("der(") else str(k)
+            u = getattr(self, "coordinate_units", {}).get(q, "")
+            expect = (f"{u}/s", f"the rate of coordinate `{q}`") if str(k).startswith("der(") else \
+                (u, f"a value of coordinate `{q}`")
+            val = self.expression(v, path, self.pscope.child(time_allowed=False), expect=expect if u else None)
             if val is not None:
                 out.append((k, val))
+                shown = units.quantity(v) if u and val != v else None
+                if shown is not None and shown[1].factor != 1.0:      # shown in the file's unit
+                    self.display_units[str(k)] = (shown[1].text, shown[1].factor)
         return out
 
     def ranges(self, d: dict, coords) -> tuple:
@@ -453,6 +521,21 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                     self.err(path, f"expected lower < upper, found [{ex.shown(lo)}, {ex.shown(hi)}]")
                 else:
                     out.append((c, lo, hi))
+        return tuple(out)
+
+    def shown_units(self, coords) -> tuple:
+        """((column, unit, factor), ...) of the coordinates whose initial value (or rate) is a
+        quantity in other units than SI: the rate of one given in deg is shown in deg/s."""
+        given = getattr(self, "display_units", {})
+        out = []
+        for c in coords:
+            if c in given:
+                out.append((c, *given[c]))
+            rate = f"der({c})"
+            if rate in given:
+                out.append((rate, *given[rate]))
+            elif c in given:
+                out.append((rate, f"{given[c][0]}/s", given[c][1]))
         return tuple(out)
 
     def flag(self, d: dict, key: str) -> bool:

@@ -278,18 +278,10 @@ def _attempt(g_and_K, x0, tolerance, max_iter):
 
 
 def input_values(model, u):
-    """The inputs of the model as an array: None (zeros), a list or a scalar (in the order of the
-    model's `inputs:`), or a mapping name -> value (missing ones 0)."""
-    names = tuple(getattr(model, "inputs", ()) or model.spec.inputs)
-    if u is None or not names:
-        return None
-    if isinstance(u, dict):
-        unknown = [k for k in u if k not in names]
-        if unknown:
-            raise ValueError(f"unknown input(s) {', '.join(map(repr, unknown))}; the model's inputs are "
-                             f"{', '.join(names)}")
-        return np.array([float(u.get(k, 0.0)) for k in names])
-    return model.as_vector(np.atleast_1d(np.asarray(u, dtype=float)), "u", len(names))
+    """The inputs of the model as an array (None: every input 0): a mapping name -> value (missing
+    ones 0) or the values in the order of the model's `inputs:` (runtime/inputs.py input_vector)."""
+    from dynamica.runtime.inputs import input_vector
+    return input_vector(model, u, "u")
 
 
 def _statics_with_loops(model, q0, free, t, params, tol, max_iter) -> Equilibrium:

@@ -133,15 +133,19 @@ def cmd_simulate(args):
           f"start-up {t0 - t_start:.3f} s")
     if args.out:
         print(f"results written to {args.out}")
+    if args.plot or args.table:           # (units.py imports sympy: only for plots and tables)
+        from dynamica.runtime.results.units import display_units, variable_units
+        shown = display_units(model)
     if args.plot:
-        from dynamica.runtime.results.units import variable_units
         rep = plot_pages(res, args.plot, args.vars, deviation=args.deviation, title=f"{model.name} ({model.form})",
-                         panels_per_page=args.panels, units=variable_units(model), stages=stages)
+                         panels_per_page=args.panels, stages=stages,
+                         units={**variable_units(model), **{c: u for c, (u, _) in shown.items()}},
+                         scales={c: f for c, (_, f) in shown.items()})
         print(f"plot: {rep.pages} page(s), {rep.panels} panel(s) in {', '.join(map(str, rep.files))}")
     if args.table:
         names = [v for p in args.vars.replace(";", " ").split() for v in p.split(",") if v] if args.vars else None
         times = args.table_times or []
-        tab = summary_table(res, names, times)
+        tab = summary_table(res, names, times, units={**variable_units(model), **shown})
         tab.to_csv(args.table)
         print(tab.text())
         print(f"summary table written to {args.table}")

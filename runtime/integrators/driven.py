@@ -28,7 +28,8 @@ def _adams_segments(model, drive, p, y0, tv, rtol, atol, method):
     from dynamica.runtime.integrators.compiled_adams import check_status, core
     b, nmax = drive.b, 500_000
     drive.update(p, 0, y0)
-    st = core().Stepper(model.module.rhs_capsule, b[0], y0, b[1], p, rtol, atol, None, np.inf, nmax, False)
+    f = drive.live_rhs(p) or model.module.rhs_capsule         # live inputs: Python per evaluation
+    st = core().Stepper(f, b[0], y0, b[1], p, rtol, atol, None, np.inf, nmax, False)
     Y = np.full((len(tv), len(y0)), np.nan)
     j = 0
     while j < len(tv) and tv[j] == b[0]:
@@ -41,15 +42,16 @@ def _adams_segments(model, drive, p, y0, tv, rtol, atol, method):
         check_status(st, code, rtol, atol, nmax)
     info = st.info()
     return tv[:j], Y[:j], info["nfev"], {"integrator": "compiled Adams PECE (Shampine-Gordon), restarted at each "
-                                                       "segment", "steps": info["nsteps"]}
+                                                       "segment" + (", inputs evaluated by Python at every step"
+                                                                    if drive.live else ""),
+                                         "steps": info["nsteps"]}
 
 
 def _scipy_segments(model, drive, p, y0, tv, rtol, atol, method):
     """scipy's solve_ivp per segment, on the module's rhs with the slots of p."""
     from scipy.integrate import solve_ivp
 
-    from dynamica.errors import IntegrationError
-    from dynamica.runtime.integrators.simulate import SCIPY_METHODS
+    from dynamica.runtime.integrators.simulate import SCIPY_METHODS, solve_ivp_error
     if method not in SCIPY_METHODS:
         raise ValueError(f"method {method!r} does not take inputs or a controller; use adams or one of "
                          f"{', '.join(SCIPY_METHODS)}")
@@ -59,6 +61,7 @@ def _scipy_segments(model, drive, p, y0, tv, rtol, atol, method):
         out = np.empty(size)
         rhs(float(t), np.ascontiguousarray(y, dtype=float), p, out)
         return out
+    f = drive.live_rhs(p) or f
     b, y, nfev = drive.b, np.asarray(y0, dtype=float), 0
     T, Y = [], []
     for k in range(len(b) - 1):
@@ -68,7 +71,7 @@ def _scipy_segments(model, drive, p, y0, tv, rtol, atol, method):
                         t_eval=np.concatenate([inside, [b[k + 1]]]) if not len(inside) or inside[-1] != b[k + 1]
                         else inside)
         if sol.status < 0:
-            raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
+            raise solve_ivp_error(sol, b[k], SCIPY_METHODS[method])
         nfev += sol.nfev
         y = sol.y[:, -1]
         keep = np.isin(sol.t, inside)

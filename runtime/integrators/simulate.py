@@ -130,6 +130,13 @@ ONE_STEP = tuple(dict.fromkeys(r.options["method"] for r in INTEGRATOR_RECORDS.v
                                if r.kind == "scipy" and r.options["one_step"]))
 
 
+#: consecutive steps of a scipy solver that leave t where it was before the run is stopped: scipy's
+#: LSODA, near a solution that grows without bound (x'' = x^3 at t = 1.854 from x = 1), returns
+#: success from every step while t no longer moves (200 000 steps measured, t unchanged), which
+#: would loop for ever; a step that advances t at all resets the count
+STALLED_STEPS = 100
+
+
 class _Stepped:
     """scipy's solver class stepped directly, as solve_ivp does, with its output rows handed on as
     they are reached (`rows()`), so that a run can stream them (progress, out) without restarting.
@@ -167,11 +174,17 @@ class _Stepped:
         while j < len(times) and times[j] <= self.t0:
             yield times[j], self.y0.copy()
             j += 1
+        stalled = 0
         while solver.status == "running":
             t_old = solver.t
             msg = solver.step()
             if solver.status == "failed":
                 raise IntegrationError(f"integration failed at t = {t_old}: {msg}")
+            stalled = stalled + 1 if solver.t == t_old else 0
+            if stalled > STALLED_STEPS:
+                raise IntegrationError(f"integration failed at t = {t_old}: {STALLED_STEPS} steps of "
+                                       f"{type(solver).__name__} did not advance t (its step is below the spacing of "
+                                       f"floating-point numbers there; the state is {solver.y[:4]}...)")
             sol = None
             while j < len(times) and times[j] <= solver.t:
                 sol = sol or solver.dense_output()
@@ -194,7 +207,6 @@ class _Stepped:
 
 def _scipy_runner(scipy_method):
     def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
-        from dynamica.errors import IntegrationError
         if not events:                 # (solve_ivp's own loop below locates events)
             stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
             rows = list(stepped.rows())
@@ -207,7 +219,7 @@ def _scipy_runner(scipy_method):
         sol = solve_ivp(model.rhs_function(params), (t0, t_end), y0, method=scipy_method, rtol=rtol, atol=atol,
                         t_eval=t_eval, events=events, **extra)
         if sol.status < 0:
-            raise IntegrationError(f"integration failed at t = {sol.t[-1]}: {sol.message}")
+            raise solve_ivp_error(sol, t0, scipy_method)
         info = {"integrator": f"scipy solve_ivp {scipy_method}"}
         if scipy_method in IMPLICIT:
             info.update(jacobian="analytic" if jac is not None else "numeric", njev=int(sol.njev))
@@ -215,6 +227,16 @@ def _scipy_runner(scipy_method):
             info.update(t_events=sol.t_events, y_events=sol.y_events, status=sol.status)
         return simulation_result(model, sol.t, sol.y.T, run.name, sol.nfev, info, sol.message, params=params)
     return run
+
+
+def solve_ivp_error(sol, t_start, scipy_method):
+    """The IntegrationError of a failed solve_ivp run, with the integrator's message and the last
+    time it reached: t_start when it failed on its first step (then sol.t holds no row at all when
+    output times were given, e.g. LSODA with atol = 0 and a state component that is 0)."""
+    from dynamica.errors import IntegrationError
+    t = sol.t[-1] if len(sol.t) else t_start
+    return IntegrationError(f"integration failed at t = {t} ({scipy_method}"
+                            f"{', on its first step' if not len(sol.t) else ''}): {sol.message}")
 
 
 #: integrator name -> scipy's solve_ivp method (the records of kind "scipy")

@@ -30,6 +30,13 @@ from pathlib import Path
 import numpy as np
 
 
+def _input_vector(model, u, nu):
+    """The inputs u (a mapping name -> value or a sequence in the model's order; default 0) as an array."""
+    from dynamica.runtime.inputs import input_vector
+    v = input_vector(model, u, "u")
+    return np.zeros(nu) if v is None else v
+
+
 class Derivatives:
     """A compiled derivatives module with the named coordinates and parameters of its model."""
 
@@ -53,9 +60,8 @@ class Derivatives:
 
     def _p(self, params=None, s=None, u=None) -> np.ndarray:
         """p with the extra states s and the inputs u (held) in their slots (default 0)."""
-        m = self.model
-        inputs = None if u is None or not m.inputs else dict(zip(m.inputs, m.as_vector(u, "u", len(m.inputs))))
-        return m.param_vector(params, inputs=inputs, s=s)
+        from dynamica.runtime.inputs import input_mapping
+        return self.model.param_vector(params, inputs=input_mapping(self.model, u, "u"), s=s)
 
     def residual(self, q, qd, qdd, t=0.0, params=None, s=None, u=None) -> np.ndarray:
         q, qd = self._state(q, qd)
@@ -85,7 +91,7 @@ class Derivatives:
         q, qd = self._state(q, qd)
         args = [float(t), q, qd, m.as_vector(qdd, "qdd")]
         sig = ([m.as_vector(np.zeros(k) if s is None else s, "s", k)] if k else []) + \
-              ([m.as_vector(np.zeros(nu) if u is None else u, "u", nu)] if nu else [])
+              ([_input_vector(m, u, nu)] if nu else [])
         p = self._p(params)
         D = 2 * n + k + nu
         cuts = np.cumsum([n, n, k])

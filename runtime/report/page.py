@@ -75,14 +75,30 @@ def _fmt(x) -> str:
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
+def _in_unit(value, unit_text):
+    """An SI value (what the model holds) in its parameter's declared unit (converted at load:
+    generator/spec/units.py), for the table that shows that unit."""
+    from dynamica.generator.spec.units import UnitError, unit
+    try:
+        f = unit(unit_text.strip()).factor if unit_text.strip() else 1.0
+    except UnitError:
+        f = 1.0
+    if f == 1.0:
+        return value
+    return tuple(v / f for v in value) if isinstance(value, tuple) else value / f
+
+
 def parameter_rows(model, params) -> list:
     spec = {p.name: p for p in model.spec.parameters}
     rows = []
     for name, default in model.parameters.items():
         value = (params or {}).get(name, default)
         value = tuple(value) if isinstance(value, (list, tuple)) else value
+        default = tuple(default) if isinstance(default, (list, tuple)) else default
+        changed = value != default
+        value, default = _in_unit(value, spec[name].unit), _in_unit(default, spec[name].unit)
         rows.append(
-            (name, _fmt(value), "" if value == default else _fmt(default), spec[name].unit, spec[name].description)
+            (name, _fmt(value), _fmt(default) if changed else "", spec[name].unit, spec[name].description)
         )
     return rows
 

@@ -253,11 +253,13 @@ class PlotReport:
 
 
 def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, title=None, units=None,
-               boundaries=None, stages=None) -> PlotReport:
+               boundaries=None, stages=None, scales=None) -> PlotReport:
     """Pages of time plots. PDF: one multi-page file; other formats (PNG, SVG): one file per
     page, `name.png`, `name_2.png`, ... `deviation=True` plots x(t) - x(t0). `units` (variable ->
     unit, runtime/results/units.py): axis labels with units and one panel per unit (a panel of --vars
-    mixing units is split). A result with stages has its stage boundaries marked (`boundaries`:
+    mixing units is split); `scales` (variable -> factor to SI, runtime/results/units.py display_units):
+    those variables plotted in their declared units (value / factor). A result with stages has its
+    stage boundaries marked (`boundaries`:
     other (time, label) pairs instead); `stages` (as `staged.select_stages`) plots only those.
     Legends stand beside the panels, outside the data."""
     import matplotlib
@@ -288,7 +290,8 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
                                      sharex=True, squeeze=False)
             for ax, panel in zip(axes[:, 0], page):
                 for name in panel:
-                    ax.plot(result.t, view.curve(data[name], deviation), label=name)
+                    y = data[name] if name not in (scales or {}) else np.asarray(data[name]) / scales[name]
+                    ax.plot(result.t, view.curve(y, deviation), label=name)
                 view.decorate(ax, top=ax is axes[0, 0])
                 ax.grid(True)
                 ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
@@ -325,34 +328,39 @@ class SummaryTable:
     t_max_dev: list
     mean: list
     std: list
+    units: list = field(default_factory=list)    # per variable, when the table was given units
 
     def header(self):
-        return (["variable", "initial"] + [f"t={t:g}" for t in self.times]
+        return (["variable"] + (["unit"] if self.units else []) + ["initial"] + [f"t={t:g}" for t in self.times]
                 + ["max deviation", "t of max deviation", "mean", "std"])
 
     def rows(self):
         for k, name in enumerate(self.names):
-            yield [name, self.initial[k], *self.at_times[k], self.max_dev[k], self.t_max_dev[k],
-                   self.mean[k], self.std[k]]
+            yield [name, *([self.units[k]] if self.units else []), self.initial[k], *self.at_times[k],
+                   self.max_dev[k], self.t_max_dev[k], self.mean[k], self.std[k]]
 
     def to_csv(self, path):
+        lead = 2 if self.units else 1
         with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(self.header())
             for r in self.rows():
-                w.writerow([r[0], *(repr(float(x)) for x in r[1:])])
+                w.writerow([*r[:lead], *(repr(float(x)) for x in r[lead:])])
 
     def text(self) -> str:
         head = self.header()
-        body = [[r[0], *(f"{x:.6g}" for x in r[1:])] for r in self.rows()]
+        lead = 2 if self.units else 1
+        body = [[*r[:lead], *(f"{x:.6g}" for x in r[lead:])] for r in self.rows()]
         widths = [max(len(str(c)) for c in col) for col in zip(head, *body)]
         fmt = lambda row: "  ".join(str(c).rjust(w) for c, w in zip(row, widths))  # noqa: E731
         return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(r) for r in body])
 
 
-def summary_table(result, vars=None, times=()) -> SummaryTable:
+def summary_table(result, vars=None, times=(), units=None) -> SummaryTable:
     """The summary table of `vars` (names; default all coordinates and rates); values at
-    `times` are linearly interpolated between output points (times outside are an error)."""
+    `times` are linearly interpolated between output points (times outside are an error).
+    `units` (variable -> unit label, or (label, factor to SI) for a variable shown in its declared
+    unit: runtime/results/units.py): a unit column, the values in those units."""
     data = series(result)
     names = list(vars) if vars else [v for v in data if "[" not in v]
     unknown = [v for v in names if v not in data]
@@ -365,6 +373,11 @@ def summary_table(result, vars=None, times=()) -> SummaryTable:
     tab = SummaryTable(names, list(times), [], [], [], [], [], [])
     for name in names:
         y = np.asarray(data[name], dtype=float)
+        if units is not None:
+            u = units.get(name, "")
+            label, factor = u if isinstance(u, tuple) else (u, 1.0)
+            tab.units.append(label)
+            y = y / factor if factor != 1.0 else y
         tab.at_times.append([float(np.interp(tt, t, y)) for tt in times])
         # over the points where the variable exists (a stage's separated bodies and removed
         # coordinates are NaN elsewhere): its first value there is the initial one

@@ -64,7 +64,8 @@ def coordinate_kinds(spec) -> dict:
 
 
 def variable_units(model) -> dict:
-    """Column name of a result (coordinates, der(q), output keys and their elements) -> unit label."""
+    """Column name of a result (coordinates, der(q), output keys and their elements) -> SI unit label
+    (`display_units` has the declared units some columns may be shown in instead)."""
     spec = model.spec
     kinds = coordinate_kinds(spec)
     out = {}
@@ -99,6 +100,13 @@ def variable_units(model) -> dict:
     return out
 
 
+def display_units(model) -> dict:
+    """Column -> (unit, factor to SI) of the columns shown in the units the model file wrote their
+    initial values in (a coordinate started at "30 deg": deg and deg/s); a value shown is the
+    SI value divided by the factor."""
+    return {c: (u, f) for c, u, f in getattr(model.spec, "display_units", ())}
+
+
 def expression_unit(spec, text) -> str:
     """The unit of an output expression from the parameters' units and the coordinates' kinds
     ("" when a parameter has no unit or the terms of a sum disagree)."""
@@ -110,6 +118,8 @@ def expression_unit(spec, text) -> str:
     units = {}
     for p in spec.parameters:
         u = parse_unit(p.unit)
+        if u is not None:                    # the values are SI (converted at load): the dimension only
+            u = sp.Mul(*[f for f in sp.Mul.make_args(u) if f.free_symbols])
         if isinstance(p.value, tuple):
             for k in range(len(p.value)):
                 units[ex.param_symbol(p.name, k)] = u

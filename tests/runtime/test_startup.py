@@ -18,7 +18,8 @@ import dynamica
 from conftest import MODELS
 
 #: what a cache hit must not import: the generator's heavy parts and what they use
-HEAVY = ("sympy", "jinja2", "yaml", "scipy", "matplotlib", "dynamica.generator.spec.expr",
+HEAVY = ("sympy", "jinja2", "yaml", "scipy", "matplotlib", "pint", "dynamica.generator.spec.expr",
+         "dynamica.generator.spec.units",
          "dynamica.generator.spec.loader", "dynamica.generator.render", "dynamica.generator.pipeline",
          "dynamica.generator.forms")
 
@@ -45,6 +46,7 @@ def test_a_cache_hit_imports_no_generator_sympy_jinja2_yaml_or_scipy(tmp_path):
         model = MODELS / f"{name}.yaml"
         first, _ = _run(tmp_path, load, model)
         assert "sympy" in first                   # the first load generates (and writes the record)
+        assert "pint" not in first                # SI units only (both files declare some): read without pint
         hit, _ = _run(tmp_path, load, model)
         assert hit == [], name
     cli = ("from dynamica.runtime.cli.main import main\n"
