@@ -195,8 +195,12 @@ class Drive:
             if name not in model.inputs:
                 _fail(model, f"`{name}` is not an input of the model; its inputs are "
                              f"{', '.join(model.inputs) or 'none'}")
-        if controller is None:
+        defaults = dict(getattr(model.spec, "input_defaults", ()))
+        if controller is None:                         # an input with a default, not given: held at it
+            inputs = {**{u: (np.array([t0, t_end]), np.array([d, d])) for u, d in defaults.items()
+                         if u not in inputs}, **inputs}
             require_inputs(model, inputs, "this simulation")
+        self.defaults = defaults
         self.model, self.controller, self.params = model, controller, params
         #: the callables evaluated where the integrator asks (no sample_time): (name, index, u)
         self.live = [(k, model.inputs.index(k), v) for k, v in inputs.items() if callable(v) and not sample_time]
@@ -273,8 +277,11 @@ class Drive:
                     raise ValueError
                 row[j] = x
         except (KeyError, TypeError, ValueError):
-            self._answer(out, t)                                   # raises, naming what is wrong
-            raise
+            self._answer(out, t)                  # raises, naming what is wrong, unless the answer leaves
+            row = self.values[k]                  # out only inputs with defaults: they keep their values
+            for name, j in self.held:
+                row[j] = input_value(model, name, out[name], f" (controller at t = {t!r})") if name in out else \
+                    self.values[k - 1, j] if k > 0 else self.defaults[name]
 
     def _answer(self, out, t):
         """The InputError of a controller's answer that is not a dict of finite numbers for exactly
@@ -288,7 +295,7 @@ class Drive:
             what = "given as signals" if any(k in model.inputs for k in extra) else "not inputs of the model"
             _fail(model, f"the controller returned {', '.join(f'`{k}`' for k in extra)} at t = {t!r}: {what}; "
                          f"it drives {', '.join(self.controlled)}")
-        missing = [u for u in self.controlled if u not in out]
+        missing = [u for u in self.controlled if u not in out and u not in self.defaults]
         if missing:
             _fail(model, f"input(s) {', '.join(f'`{u}`' for u in missing)} of the model (entry `inputs`) not "
                          f"supplied: neither a signal nor returned by the controller at t = {t!r}")

@@ -254,7 +254,8 @@ class _Converter:
                                 + (f" (model `{model_name}`)" if model_name else ""),
                  "parameters": self.params}
         if self.inputs:
-            model["inputs"] = self.inputs
+            model["inputs"] = [{"name": u, "default": 0} if u in self.torques else u   # (torques: 0 unless given)
+                               for u in self.inputs]
         model["gravity"] = self.gravity
         model["bodies"] = bodies
         if self.initial:

@@ -201,7 +201,7 @@ class _Converter:
                  "description": f"converted from the URDF file {Path(self.file).name} (robot `{robot.name}`)",
                  "parameters": self.params}
         if self.inputs:
-            model["inputs"] = self.inputs
+            model["inputs"] = [{"name": u, "default": 0} for u in self.inputs]   # (held at 0 unless given)
         model.update({"gravity": [0, 0, "-g"], "bodies": bodies})
         if self.initial:
             model["initial"] = self.initial

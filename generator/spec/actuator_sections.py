@@ -226,9 +226,18 @@ class ActuatorSections:
 
     # -- inputs and states
     def inputs(self, lst) -> list:
+        """The input names; an entry {name: NAME, default: NUMBER} also gives the value a simulation
+        holds when the input is not supplied (self.input_defaults)."""
         out = []
+        self.input_defaults = []
         for k, name in enumerate(lst):
             path = self.entry = f"inputs[{k}]"
+            if isinstance(name, dict):
+                self.keys(name, path, ("name", "default"), required=("name", "default"))
+                default = self.number(name.get("default"), f"{path}.default") if "default" in name else None
+                name = name.get("name")
+                if default is not None and isinstance(name, str):
+                    self.input_defaults.append((name, default))
             if self.ident(name, path, "an input name"):
                 if name in out:
                     self.err(path, f"input `{name}` is declared twice")

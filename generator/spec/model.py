@@ -192,6 +192,8 @@ class ModelSpec:
     #: ((column, unit, factor to SI), ...): the coordinates (and rates) whose initial values the file
     #: writes in other units than SI ("30 deg"), shown in those units by tables and plots
     display_units: tuple = ()
+    #: ((input, value), ...): the value a simulation holds for an input it is not given
+    input_defaults: tuple = ()
 
     @cached_property
     def coordinates(self) -> tuple:
