@@ -12,6 +12,7 @@ from them).
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,8 +102,9 @@ def _from_file(raw, folder: Path) -> ModelData:
     for b in raw["bodies"]:
         massless = b["mass"] == 0 and not isinstance(b["mass"], bool)
         com = vector(b["com"]) if "com" in b or not massless else (0, 0, 0)
-        bodies[b["name"]] = (b["mass"], com, _inertia(b.get("inertia", (0, 0, 0)) if massless else b["inertia"],
-                                                      vector))
+        bodies[b["name"]] = (_text(b["mass"]), tuple(_text(x) for x in com),
+                             tuple(_text(x) for x in _inertia(b.get("inertia", (0, 0, 0)) if massless
+                                                              else b["inertia"], vector)))
     forces = []
     for index, f in enumerate(raw.get("forces") or ()):
         kind = f["type"]
@@ -115,13 +117,42 @@ def _from_file(raw, folder: Path) -> ModelData:
             fields[key] = vector(fields[key])
         forces.append((kind, fields))
     functions = tuple(_table(name, t, folder) for name, t in (raw.get("functions") or {}).items())
-    return ModelData(parameters, bodies, vector(raw.get("gravity", (0, 0, 0))), tuple(forces), functions)
+    gravity = tuple(_text(x) for x in vector(raw.get("gravity", (0, 0, 0))))
+    return ModelData(parameters, bodies, gravity, tuple(forces), functions)
 
 
 def _value(v):
-    """A parameter's value: a number, a list of numbers, or a mapping with `value`."""
+    """A parameter's value in SI: a number, a quantity text ("250 mm"), a list of them, or a
+    mapping with `value` and an optional `unit` (docs/model_format.md, "Units and numbers")."""
+    unit = v.get("unit") if isinstance(v, dict) else None
     v = v["value"] if isinstance(v, dict) else v
-    return tuple(float(x) for x in v) if isinstance(v, list) else float(v)
+    if isinstance(v, list):
+        return tuple(_si(x, unit) for x in v)
+    return _si(v, unit)
+
+
+#: unit symbols whose factor to SI is 1 (read without pint)
+_SI = {"", "1", "m", "kg", "s", "N", "rad", "sr", "Pa", "J", "W", "A", "V", "K", "mol", "Hz", "C", "ohm", "T", "Wb"}
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s+(\S.*)$")
+
+
+def _si(v, unit=None) -> float:
+    """A number (times its unit's factor to SI) or a quantity text, as a float in SI units (pint,
+    the maintained units library, read here apart from the loader's own conversion)."""
+    if isinstance(v, str):
+        m = _QUANTITY.match(v)
+        if m is None:
+            return float(v)
+        v, unit = float(m.group(1)), m.group(2)
+    if unit is None or all(tok in _SI for tok in re.split(r"[\s*/^().0-9-]+", str(unit))):
+        return float(v)
+    import pint
+    return float(pint.UnitRegistry().Quantity(float(v), str(unit)).to_base_units().magnitude)
+
+
+def _text(v):
+    """An expression text of a body entry, a quantity ("2 kg") as its SI number."""
+    return _si(v) if isinstance(v, str) and _QUANTITY.match(v) else v
 
 
 def _inertia(v, vector) -> tuple:

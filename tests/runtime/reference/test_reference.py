@@ -119,7 +119,7 @@ def _normal(data):
         if isinstance(v, dict):
             return {k: norm(x) for k, x in v.items()}
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
+            return float(f"{float(v):.14g}")           # (a unit's factor may round differently in the last bit)
         return v
     return (norm(data.parameters), norm(data.bodies), norm(data.gravity), norm(data.forces),
             tuple((t.name, norm(t.x), norm(t.y), norm(t.z), t.interpolation, t.extrapolation)
@@ -128,14 +128,15 @@ def _normal(data):
 
 DEFAULTS_MODEL = """
 name: defaults
-parameters: {m: 2.0, r: [0.1, 0.0, -0.3], I: {value: [0.2, 0.3, 0.4], unit: kg*m^2}, k: 5}
+parameters: {m: {value: 2000, unit: g}, r: [0.1, 0.0, "-300 mm"], I: {value: [0.2, 0.3, 0.4], unit: kg*m^2},
+             k: {value: 5, unit: N/m}, a: 30 deg}
 gravity: r
 functions:
   push: {table: push.csv, columns: [time, F], interpolation: cubic}
   grid: {x: [0.0, 1.0], y: [0.0, 1.0, 2.0], z: [[0, 1, 2], [3, 4, 5]]}
 bodies:
   - {name: a, parent: ground, joint: [{rotate: x, q: qa}], mass: m, com: r, inertia: I}
-  - {name: b, parent: a, joint: {type: revolute, axis: y, q: qb}, mass: 1, com: [0, 0, 0.2],
+  - {name: b, parent: a, joint: {type: revolute, axis: y, q: qb}, mass: 1 kg, com: [0, 0, 20 cm],
      inertia: {Ixx: 0.1, Izz: 0.2, Ixy: -0.01}}
   - {name: c, parent: b, joint: [{translate: [0, 0, 0.1]}], mass: 0}
 forces:
