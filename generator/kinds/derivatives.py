@@ -146,15 +146,16 @@ class Variant:
     mode: str
     jacobian: str
     build: Callable
+    backends: tuple = ("c", "fortran")     # the backends whose entry points it has
 
 
 #: the registered variants by name (`register_variant`)
 VARIANTS: dict = {}
 
 
-def register_variant(name: str, mode: str, jacobian: str):
+def register_variant(name: str, mode: str, jacobian: str, backends: tuple = ("c", "fortran")):
     def deco(build):
-        VARIANTS[name] = Variant(name, mode, jacobian, build)
+        VARIANTS[name] = Variant(name, mode, jacobian, build, backends)
         return build
     return deco
 
@@ -233,15 +234,16 @@ def _recursive(kin, x):
 
 @register_variant("recursive_loops", "recursive_loops",
                   "[dr/dq | dr/dqd], row-major n x 2n, analytical recursive derivatives with the pairs of "
-                  "coordinates in loops (inertial part) + forward-mode tangent (active forces)")
+                  "coordinates in loops (inertial part) + forward-mode tangent (active forces)", backends=("c",))
 def _recursive_loops(kin, x):
     """The variant "recursive_loops" (large trees): the residual as "unrolled" and one kernel
     `pair_terms` (t, q, qd, x, p) -> r, the per-coordinate vectors V and the armature D of
     generator/kinds/derivatives_recursive.py pair_terms, and J holding the active forces' tangent;
+    one more, `pair_mass` (t, q, qd, p) -> r at x = 0, the blocks S and IC S of V and D (for M and q'');
     the module file (templates/native/dynamica_linalg.h dyn_rl_*) adds the inner products of the
     pairs of coordinates into J, forms M from the same vectors and factors it as L^T D L along the
     table `dyn_rl_pred` (each coordinate's predecessor on its path). Generated code O(n)."""
-    from dynamica.generator.kinds.derivatives_recursive import pair_terms
+    from dynamica.generator.kinds.derivatives_recursive import pair_mass_terms, pair_terms
     base = kin.program
     kin.program = base.fork()
     r, _ = residual(kin, x)
@@ -251,6 +253,9 @@ def _recursive_loops(kin, x):
     terms = KernelSpec("pair_terms", _INPUTS, (("r", rr), ("V", V), ("D", D), ("J", [sp.Integer(0)] * (2 * n * n)),
                                                ("A", r_act)),
                        symbols=(("x", x),), program=kin.program, tangent=("q", "qd"), tangent_add=("A", "J"))
+    kin.program = base.fork()
+    r0, SA, D0 = pair_mass_terms(kin)
+    mass = KernelSpec("pair_mass", ("t", "q", "qd", "p"), (("r", r0), ("SA", SA), ("D", D0)), program=kin.program)
     kin.program = base
-    return ((KernelSpec("residual", _INPUTS, (("r", r),), symbols=(("x", x),), program=res_prog), terms),
+    return ((KernelSpec("residual", _INPUTS, (("r", r),), symbols=(("x", x),), program=res_prog), terms, mass),
             res_prog, r, (("dyn_rl_pred", tuple(pred)),))

@@ -345,7 +345,7 @@ def pair_terms(kin, x):
         dr_e/dq_c = d(S_e, g_c), dr_e/dq'_c = d(S_e, k_c)                  e <= c
         dr_c/dq_e = d(Sdd_e, a_c) + d(Sd_e, b_c), dr_c/dq'_e = d(S_e, b_c) + 2 d(Sd_e, a_c)   e < c
         M_ce = M_ec = d(S_e, a_c) (+ D_c on the diagonal)."""
-    prog, topo = kin.program, kin.topo
+    prog = kin.program
     n = len(kin.coordinates)
     fp = forward_pass(kin)
     r_act = active_part(kin, fp)
@@ -370,8 +370,31 @@ def pair_terms(kin, x):
         kk.append(fold_vectors([ids, sh, scale(2, inertia_times(IC, Sd[c]))]))
     V = [e for block in (S, Sd, Sdd, al, be, g, kk) for vec in block for e in vec]
     D = [arm.get(c, sp.Integer(0)) for c in range(n)]
-    pred = []
-    for c in range(n):
-        before = _before(kin, topo, owner, first, c)
-        pred.append(before[-1] if before else -1)
-    return r, V, D, r_act, pred
+    return r, V, D, r_act, _predecessors(kin, owner, first)
+
+
+def pair_mass_terms(kin):
+    """For M and q'' of the variant "recursive_loops": (r0, SA, D): r at x = 0 (n), SA (12 n) the
+    blocks S and a_c = IC S_c of every coordinate, D (n) the armature; M_ce = d(S_e, a_c) (+ D_c)."""
+    prog = kin.program
+    n = len(kin.coordinates)
+    fp = forward_pass(kin)
+    r_act = active_part(kin, fp)
+    owner, _, first = coordinate_layout(kin)
+    motions, S, Sd, v = _motions(kin, fp)
+    body, comp = _inertias(kin, fp, v)
+    _, a0 = _accelerations(kin, motions, [sp.Integer(0)] * n, "R0")
+    FC0 = _forces(kin, body, v, a0, "R0")
+    r0 = [total([dot(S[c], FC0[owner[c]]), r_act[c]]) for c in range(n)]
+    al = [prog.let_vector(f"RDal{c}", inertia_times(comp[owner[c]][0], S[c])) for c in range(n)]
+    arm = _armature(kin)
+    return r0, [e for block in (S, al) for vec in block for e in vec], [arm.get(c, sp.Integer(0)) for c in range(n)]
+
+
+def _predecessors(kin, owner, first):
+    """Per coordinate the one before it on its path (-1 at the root)."""
+    out = []
+    for c in range(len(kin.coordinates)):
+        before = _before(kin, kin.topo, owner, first, c)
+        out.append(before[-1] if before else -1)
+    return out

@@ -116,13 +116,14 @@ def _derivative_solves(mod, symbol) -> tuple:
         mass, names = "(dyn_mass_fn)dyn_m_mass_matrix", {"mass_matrix": "dyn_m_mass_matrix"}
     if "pair_terms" in kernel_names(mod):              # variant recursive_loops: pairs of coordinates in loops
         nv = kernel_output_size(mod, "pair_terms", "V")
-        terms = f"(dyn_pair_terms_fn){symbol('pair_terms')}"
+        terms = f"(dyn_pair_terms_fn){symbol('pair_terms')}, (dyn_pair_mass_fn){symbol('pair_mass')}"
         lines += [
             "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
             "                                    const double *p, double *r, double *J)",
-            f"{{ dyn_rl_residual_jacobian({n}, {nv}, dyn_rl_pred, {terms}, t, q, qd, x, p, r, J); }}",
+            f"{{ dyn_rl_residual_jacobian({n}, {nv}, dyn_rl_pred, (dyn_pair_terms_fn){symbol('pair_terms')}, t, q, qd, "
+            "x, p, r, J); }",
             "static void dyn_m_mass_matrix(double t, const double *q, const double *p, double *M)",
-            f"{{ dyn_rl_mass_matrix({n}, {nv}, dyn_rl_pred, {terms}, t, q, p, M); }}",
+            f"{{ dyn_rl_mass_matrix({n}, dyn_rl_pred, (dyn_pair_mass_fn){symbol('pair_mass')}, t, q, p, M); }}",
             "static void dyn_m_solve_jacobian(double t, const double *q, const double *qd, const double *p,",
             "                                 double *qdd, double *F, double *J)",
             f"{{ dyn_rl_solve_jacobian({n}, {nv}, dyn_rl_pred, {terms}, t, q, qd, p, qdd, F, J); }}"]

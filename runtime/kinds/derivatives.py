@@ -199,8 +199,12 @@ RECURSIVE_MAX_COORDINATES = 30
 
 
 def default_variant(model) -> str:
-    """"recursive" up to RECURSIVE_MAX_COORDINATES coordinates, else "tape"."""
-    return "recursive" if model.n <= RECURSIVE_MAX_COORDINATES else "tape"
+    """"recursive" up to RECURSIVE_MAX_COORDINATES coordinates, else "recursive_loops" (its loops
+    are C: "tape" for a model of the Fortran backend)."""
+    if model.n <= RECURSIVE_MAX_COORDINATES:
+        return "recursive"
+    backend = getattr(getattr(model, "module", None), "BACKEND", "c")
+    return "recursive_loops" if backend == "c" else "tape"
 
 
 def derivatives(model, variant=None, progress=None) -> Derivatives:
@@ -211,6 +215,10 @@ def derivatives(model, variant=None, progress=None) -> Derivatives:
     variant = variant or default_variant(model)
     if variant not in VARIANTS:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
+    backend = getattr(model.module, "BACKEND", "c")
+    if backend not in VARIANTS[variant].backends:
+        raise ValueError(f"the derivatives variant {variant!r} has no {backend!r} backend; it has "
+                         f"{', '.join(VARIANTS[variant].backends)}")
     cached = model.companions.setdefault("derivatives", {})
     if variant not in cached:
         cached[variant] = Derivatives(_load_module(model, variant, progress), model)

@@ -461,6 +461,9 @@ static void dyn_dv_state_jacobian(int n, dyn_residual_fn residual, dyn_residual_
    path (pred: each coordinate's predecessor, -1 at the root) are added here. */
 typedef void (*dyn_pair_terms_fn)(double t, const double *q, const double *qd, const double *x, const double *p,
                                   double *r, double *V, double *D, double *J);
+/* r at x = 0, the blocks S and a = IC S of V (SA), the armature D */
+typedef void (*dyn_pair_mass_fn)(double t, const double *q, const double *qd, const double *p, double *r, double *SA,
+                                 double *D);
 
 static inline double dyn_rl_dot6(const double *a, const double *b)
 {
@@ -489,9 +492,9 @@ static DYN_LA_FAST void dyn_rl_pairs(int n, const int *pred, const double *V, do
 }
 
 /* M (row-major n x n): M_ce = M_ec = S_e.a_c for e on the path of c, + D_c on the diagonal */
-static DYN_LA_FAST void dyn_rl_mass(int n, const int *pred, const double *V, const double *D, double *M)
+static DYN_LA_FAST void dyn_rl_mass(int n, const int *pred, const double *S, const double *al, const double *D,
+                                    double *M)
 {
-    const double *S = V, *al = V + 18 * (size_t)n;
     memset(M, 0, (size_t)n * n * sizeof(double));
     for (int c = 0; c < n; ++c) {
         M[(size_t)c * n + c] = dyn_rl_dot6(S + 6 * c, al + 6 * c) + D[c];
@@ -535,25 +538,26 @@ static void dyn_rl_residual_jacobian(int n, int nv, const int *pred, dyn_pair_te
     free(V);
 }
 
-static void dyn_rl_mass_matrix(int n, int nv, const int *pred, dyn_pair_terms_fn terms, double t, const double *q,
+static void dyn_rl_mass_matrix(int n, const int *pred, dyn_pair_mass_fn mass, double t, const double *q,
                                const double *p, double *M)
 {
-    double *V = (double *)malloc(((size_t)nv + 4 * (size_t)n + 2 * (size_t)n * n) * sizeof(double));
-    if (V == NULL) {
+    double *SA = (double *)malloc(15 * (size_t)n * sizeof(double));
+    if (SA == NULL) {
         dyn_fill_nan(M, n * n);
         return;
     }
-    double *D = V + nv, *z = D + n, *r = z + 2 * n, *J = r + n;
-    memset(z, 0, 2 * (size_t)n * sizeof(double));
-    terms(t, q, z, z + n, p, r, V, D, J);               /* S and a_c depend on q only */
-    dyn_rl_mass(n, pred, V, D, M);
-    free(V);
+    double *D = SA + 12 * (size_t)n, *z = D + n, *r = z + n;
+    memset(z, 0, (size_t)n * sizeof(double));
+    mass(t, q, z, p, r, SA, D);                         /* S and a_c depend on q only */
+    dyn_rl_mass(n, pred, SA, SA + 6 * (size_t)n, D, M);
+    free(SA);
 }
 
-/* q'', the factors F of M and J at q'' (dyn_solve_jacobian_fn): the terms at x = 0 give r(0) and
+/* q'', the factors F of M and J at q'' (dyn_solve_jacobian_fn): the mass terms give r(0) and
    M, q'' = -M^-1 r(0), the terms at x = q'' give J */
-static void dyn_rl_solve_jacobian(int n, int nv, const int *pred, dyn_pair_terms_fn terms, double t, const double *q,
-                                  const double *qd, const double *p, double *qdd, double *F, double *J)
+static void dyn_rl_solve_jacobian(int n, int nv, const int *pred, dyn_pair_terms_fn terms, dyn_pair_mass_fn mass,
+                                  double t, const double *q, const double *qd, const double *p, double *qdd, double *F,
+                                  double *J)
 {
     double *V = (double *)malloc(((size_t)nv + 2 * (size_t)n) * sizeof(double));
     if (V == NULL) {
@@ -562,12 +566,9 @@ static void dyn_rl_solve_jacobian(int n, int nv, const int *pred, dyn_pair_terms
         return;
     }
     double *D = V + nv, *r = D + n;
-    memset(qdd, 0, (size_t)n * sizeof(double));
-    terms(t, q, qd, qdd, p, r, V, D, J);
-    dyn_rl_mass(n, pred, V, D, F);
+    mass(t, q, qd, p, qdd, V, D);                       /* r(0) into qdd; S and a_c into V's blocks 0 and 1 */
+    dyn_rl_mass(n, pred, V, V + 6 * (size_t)n, D, F);
     dyn_rl_ldl(n, pred, F);
-    for (int i = 0; i < n; ++i)
-        qdd[i] = r[i];
     dyn_ldl_solve(n, F, 1, qdd, -1.0);
     terms(t, q, qd, qdd, p, r, V, D, J);
     dyn_rl_pairs(n, pred, V, J);
