@@ -504,18 +504,33 @@ static DYN_LA_FAST void dyn_rl_mass(int n, const int *pred, const double *S, con
 }
 
 /* M = L^T D L in place along the tree (Featherstone, Rigid Body Dynamics Algorithms, 6.5, with
-   pred as lambda): L (unit) below the diagonal, then 1/d_i on it (the layout of dyn_ldl_solve) */
+   pred as lambda): L (unit) below the diagonal, then 1/d_i on it (the layout of dyn_ldl_solve).
+   The path of i is walked in runs of consecutive coordinates (run[j]: the first of j's run; a
+   chain is one run), so that the inner update is a contiguous, vectorized loop. */
 static DYN_LA_FAST void dyn_rl_ldl(int n, const int *pred, double *H)
 {
+    int local[256];
+    int *run = n <= 256 ? local : (int *)malloc((size_t)n * sizeof(int));
+    if (run == NULL) {
+        dyn_fill_nan(H, n * n);
+        return;
+    }
+    for (int j = 0; j < n; ++j)
+        run[j] = (j > 0 && pred[j] == j - 1) ? run[j - 1] : j;
     for (int k = n - 1; k >= 0; --k) {
-        const double dk = H[(size_t)k * n + k];
+        double *Hk = H + (size_t)k * n;
+        const double dk = Hk[k];
         for (int i = pred[k]; i >= 0; i = pred[i]) {
-            const double a = H[(size_t)k * n + i] / dk;
-            for (int j = i; j >= 0; j = pred[j])
-                H[(size_t)i * n + j] -= a * H[(size_t)k * n + j];
-            H[(size_t)k * n + i] = a;
+            double *Hi = H + (size_t)i * n;
+            const double a = Hk[i] / dk;
+            for (int j = i; j >= 0; j = pred[run[j]])
+                for (int m = run[j]; m <= j; ++m)
+                    Hi[m] -= a * Hk[m];
+            Hk[i] = a;
         }
     }
+    if (run != local)
+        free(run);
     for (int k = 0; k < n; ++k) {
         H[(size_t)k * n + k] = 1.0 / H[(size_t)k * n + k];
         for (int j = k + 1; j < n; ++j)
