@@ -48,7 +48,6 @@ os.environ["DYNAMICA_CACHE"] = tempfile.mkdtemp(prefix="dcache_deriv_")
 from bench_forms import model_dict, write_model  # noqa: E402
 from bench_scale import pinocchio_model  # noqa: E402
 
-
 VARIANTS = ("unrolled", "tape", "recursive", "recursive_loops")
 
 
