@@ -14,6 +14,7 @@ python benchmarks/bench_defaults.py [--sizes 7 20 50]
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -68,22 +69,75 @@ def measure(n: int, folder: Path) -> list:
     t_eval = np.arange(0.0, T_END + 0.5, 1.0)
     wall, sol = best(lambda: solve_ivp(f_pin, (0, T_END), y0, method="LSODA", rtol=TOL, atol=TOL, t_eval=t_eval))
     rows.append((n, "pin.aba + LSODA", None, wall, sol.nfev, float(np.abs(sol.y[:n, 1] - ref).max())))
+    rows += mujoco_rk4(n, q0, ref, max(r[5] for r in rows if r[1].startswith("default")))
     return rows
 
 
+def mujoco_chain(n: int):
+    """The chain of bench_spine.py through MuJoCo's MjSpec: hinges about x / y, each body at
+    OFFSET from its parent, inertial at COM with diag(INERTIA); contacts off, RK4."""
+    import mujoco
+    spec = mujoco.MjSpec()
+    spec.option.gravity = [0.0, 0.0, -bs.G]
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    parent = spec.worldbody
+    for i in range(1, n + 1):
+        body = parent.add_body(name=f"b{i}", pos=list(bs.OFFSET))
+        body.add_joint(type=mujoco.mjtJoint.mjJNT_HINGE, axis=[1, 0, 0] if bs.axis_of(i) == "x" else [0, 1, 0])
+        body.explicitinertial = True
+        body.mass, body.ipos = bs.MASS, list(bs.COM)
+        body.fullinertia = [*bs.INERTIA, 0.0, 0.0, 0.0]
+        parent = body
+    m = spec.compile()
+    return m, mujoco.MjData(m)
+
+
+#: RK4 time steps tried: the largest whose error of q at 1 s is at most the default form's is timed
+RK4_STEPS = (1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4)
+
+
+def mujoco_rk4(n, q0, ref, target):
+    """MuJoCo RK4 at equal accuracy: the largest step of RK4_STEPS with error(q, 1 s) <= target,
+    its 10 s run timed (mj_step in a Python loop; 4 mj_forward-like stages a step)."""
+    try:
+        import mujoco
+    except ImportError:
+        return []
+    m, d = mujoco_chain(n)
+
+    def run(dt, t_end):
+        m.opt.timestep = dt
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = q0
+        for _ in range(int(round(t_end / dt))):
+            mujoco.mj_step(m, d)
+        return d.qpos.copy()
+    for dt in RK4_STEPS:
+        err = float(np.abs(run(dt, 1.0) - ref).max())
+        if err <= target:
+            wall, _ = best(lambda dt=dt: run(dt, T_END))
+            return [(n, f"MuJoCo RK4 dt={dt:g}", None, wall, 4 * int(round(T_END / dt)), err)]
+    return [(n, f"MuJoCo RK4 dt={RK4_STEPS[-1]:g} (error above the default's)", None,
+             best(lambda: run(RK4_STEPS[-1], T_END))[0], 4 * int(round(T_END / RK4_STEPS[-1])), err)]
+
+
 def report(rows, info) -> list:
-    head = ("N", "form", "us per RHS (C)", "10 s wall ms", "RHS calls", "error of q at 1 s", "wall / pin")
+    head = ("N", "form", "us per RHS (C)", "10 s wall ms", "RHS calls", "error of q at 1 s", "wall / pin",
+            "wall / MuJoCo")
     lines = info + ["", " | ".join(head), " | ".join("---" for _ in head)]
     pins = {r[0]: r[3] for r in rows if r[1].startswith("pin")}
+    mjs = {r[0]: r[3] for r in rows if r[1].startswith("MuJoCo")}
     for n, label, us, wall, nfev, err in rows:
         lines.append(" | ".join([str(n), label, "-" if us is None else f"{us:.3f}", f"{1e3 * wall:.1f}", str(nfev),
-                                 f"{err:.1e}", f"{wall / pins[n]:.2f}"]))
+                                 f"{err:.1e}", f"{wall / pins[n]:.2f}",
+                                 f"{wall / mjs[n]:.2f}" if n in mjs else "-"]))
     return lines
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="*", default=[7, 20, 50])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[7, 20, 50, 100])
     ap.add_argument("--out", default=str(HERE / "results" / "defaults.txt"))
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
@@ -97,7 +151,8 @@ def main(argv=None) -> int:
     for n in args.sizes:
         rows += measure(n, tmp)
         print(f"N = {n} done", file=sys.stderr, flush=True)
-    info = [f"# the default form: dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}, "
+    info = [f"# load average at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (a shared machine)",
+            f"# the default form: dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}, "
             f"Python {platform.python_version()}, {platform.machine()}",
             f"# chain of bench_spine.py, 10 s from q = 0.4 cos(k), rtol = atol = {TOL:g}; wall: best of {RUNS}; "
             "error: max |q(1 s) - DOP853 at 1e-13|"]
