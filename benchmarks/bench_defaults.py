@@ -6,7 +6,7 @@ Per N and form: the form `dynamica.load` takes without one (runtime/analysis/sel
 the time per RHS call from C (runtime/native/ctiming.pyx, best of 5), and a 10 s simulation from the
 state of bench_sim.py (q = 0.4 cos(k), q' = 0) with the compiled adams at rtol = atol = TOL: wall
 time (best of RUNS), RHS calls, and the error of q at t = 1 s (the chain is chaotic after a few
-seconds) against DOP853 at 1e-13 on the composite RHS. The peer: pin.aba + scipy LSODA at the
+seconds) against DOP853 at 1e-13 on Pinocchio's aba (an RHS independent of dynamica's). The peer: pin.aba + scipy LSODA at the
 same tolerance, its RHS calls and its error measured the same way. A plain script, run by hand:
 python benchmarks/bench_defaults.py [--sizes 7 20 50]
 """
@@ -39,19 +39,26 @@ def best(fn, runs=RUNS):
     return min(times), out
 
 
-def measure(n: int, folder: Path) -> list:
+def measure(n: int, folder: Path, forms_max: int = 50) -> list:
     import pinocchio as pin
 
     import dynamica
     from dynamica.runtime.integrators.timing import ctiming
     path = bs.write_chain_yaml(n, folder)
     default = dynamica.load(path)
-    models = {"default": default, "composite": dynamica.load(path, form="composite"),
-              "articulated": dynamica.load(path, form="articulated")}
+    models = {"default": default}
+    if n <= forms_max:              # symbolic composite at N = 100 takes minutes to build
+        models.update({"composite": dynamica.load(path, form="composite"),
+                       "articulated": dynamica.load(path, form="articulated")})
     q0 = 0.4 * np.cos(np.arange(n))
     y0 = np.concatenate([q0, np.zeros(n)])
-    ref = solve_ivp(models["composite"].rhs_function(), (0, 1.0), y0, method="DOP853", rtol=1e-13,
-                    atol=1e-13).y[:n, -1]
+    pm = bs.pinocchio_chain(n)
+    pd = pm.createData()
+    zero = np.zeros(n)
+
+    def f_pin(t, y):
+        return np.concatenate([y[n:], pin.aba(pm, pd, y[:n], y[n:], zero)])
+    ref = solve_ivp(f_pin, (0, 1.0), y0, method="DOP853", rtol=1e-13, atol=1e-13).y[:n, -1]   # an independent RHS
     rows = []
     for label, m in models.items():
         out = np.empty(2 * n)
@@ -60,12 +67,6 @@ def measure(n: int, folder: Path) -> list:
         wall, res = best(lambda m=m: dynamica.simulate(m, t_end=T_END, q0=q0, rtol=TOL, atol=TOL, output_step=1.0))
         err = float(np.abs(res.q[1] - ref).max())
         rows.append((n, f"{label} ({m.form})" if label == "default" else label, us, wall, res.nfev, err))
-    pm = bs.pinocchio_chain(n)
-    pd = pm.createData()
-    zero = np.zeros(n)
-
-    def f_pin(t, y):
-        return np.concatenate([y[n:], pin.aba(pm, pd, y[:n], y[n:], zero)])
     t_eval = np.arange(0.0, T_END + 0.5, 1.0)
     wall, sol = best(lambda: solve_ivp(f_pin, (0, T_END), y0, method="LSODA", rtol=TOL, atol=TOL, t_eval=t_eval))
     rows.append((n, "pin.aba + LSODA", None, wall, sol.nfev, float(np.abs(sol.y[:n, 1] - ref).max())))
@@ -140,6 +141,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", type=int, nargs="*", default=[7, 20, 50, 100])
     ap.add_argument("--out", default=str(HERE / "results" / "defaults.txt"))
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--forms-max", type=int, default=50, help="composite and articulated rows up to this N")
     args = ap.parse_args(argv)
     import platform
 
@@ -149,7 +151,7 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench_defaults_"))
     rows = []
     for n in args.sizes:
-        rows += measure(n, tmp)
+        rows += measure(n, tmp, args.forms_max)
         print(f"N = {n} done", file=sys.stderr, flush=True)
     info = [f"# load average at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (a shared machine)",
             f"# the default form: dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}, "
