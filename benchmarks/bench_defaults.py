@@ -6,9 +6,12 @@ Per N and form: the form `dynamica.load` takes without one (runtime/analysis/sel
 the time per RHS call from C (runtime/native/ctiming.pyx, best of 5), and a 10 s simulation from the
 state of bench_sim.py (q = 0.4 cos(k), q' = 0) with the compiled adams at rtol = atol = TOL: wall
 time (best of RUNS), RHS calls, and the error of q at t = 1 s (the chain is chaotic after a few
-seconds) against DOP853 at 1e-13 on Pinocchio's aba (an RHS independent of dynamica's). The peer: pin.aba + scipy LSODA at the
-same tolerance, its RHS calls and its error measured the same way. A plain script, run by hand:
-python benchmarks/bench_defaults.py [--sizes 7 20 50]
+seconds) against DOP853 at 1e-13 on Pinocchio's aba (an RHS independent of dynamica's). The
+peers: pin.aba + scipy LSODA at the same tolerance, its RHS calls and its error measured the
+same way; MuJoCo RK4 (mj_step in a Python loop) at equal accuracy: the largest step of
+RK4_STEPS whose error of q at 1 s is at most the default form's. Composite and articulated
+rows up to --forms-max (50). A plain script, run by hand:
+python benchmarks/bench_defaults.py [--sizes 7 20 50 100]
 """
 
 from __future__ import annotations
