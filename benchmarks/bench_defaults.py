@@ -6,14 +6,18 @@ Per N and form: the form `dynamica.load` takes without one (runtime/analysis/sel
 the time per RHS call from C (runtime/native/ctiming.pyx, best of 5), and a 10 s simulation from the
 state of bench_sim.py (q = 0.4 cos(k), q' = 0) with the compiled adams at rtol = atol = TOL: wall
 time (best of RUNS), RHS calls, and the error of q at t = 1 s (the chain is chaotic after a few
-seconds) against DOP853 at 1e-13 on the composite RHS. The peer: pin.aba + scipy LSODA at the
-same tolerance, its RHS calls and its error measured the same way. A plain script, run by hand:
-python benchmarks/bench_defaults.py [--sizes 7 20 50]
+seconds) against DOP853 at 1e-13 on Pinocchio's aba (an RHS independent of dynamica's). The
+peers: pin.aba + scipy LSODA at the same tolerance, its RHS calls and its error measured the
+same way; MuJoCo RK4 (mj_step in a Python loop) at equal accuracy: the largest step of
+RK4_STEPS whose error of q at 1 s is at most the default form's. Composite and articulated
+rows up to --forms-max (50). A plain script, run by hand:
+python benchmarks/bench_defaults.py [--sizes 7 20 50 100]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -38,19 +42,26 @@ def best(fn, runs=RUNS):
     return min(times), out
 
 
-def measure(n: int, folder: Path) -> list:
+def measure(n: int, folder: Path, forms_max: int = 50) -> list:
     import pinocchio as pin
 
     import dynamica
     from dynamica.runtime.integrators.timing import ctiming
     path = bs.write_chain_yaml(n, folder)
     default = dynamica.load(path)
-    models = {"default": default, "composite": dynamica.load(path, form="composite"),
-              "articulated": dynamica.load(path, form="articulated")}
+    models = {"default": default}
+    if n <= forms_max:              # symbolic composite at N = 100 takes minutes to build
+        models.update({"composite": dynamica.load(path, form="composite"),
+                       "articulated": dynamica.load(path, form="articulated")})
     q0 = 0.4 * np.cos(np.arange(n))
     y0 = np.concatenate([q0, np.zeros(n)])
-    ref = solve_ivp(models["composite"].rhs_function(), (0, 1.0), y0, method="DOP853", rtol=1e-13,
-                    atol=1e-13).y[:n, -1]
+    pm = bs.pinocchio_chain(n)
+    pd = pm.createData()
+    zero = np.zeros(n)
+
+    def f_pin(t, y):
+        return np.concatenate([y[n:], pin.aba(pm, pd, y[:n], y[n:], zero)])
+    ref = solve_ivp(f_pin, (0, 1.0), y0, method="DOP853", rtol=1e-13, atol=1e-13).y[:n, -1]   # an independent RHS
     rows = []
     for label, m in models.items():
         out = np.empty(2 * n)
@@ -59,33 +70,81 @@ def measure(n: int, folder: Path) -> list:
         wall, res = best(lambda m=m: dynamica.simulate(m, t_end=T_END, q0=q0, rtol=TOL, atol=TOL, output_step=1.0))
         err = float(np.abs(res.q[1] - ref).max())
         rows.append((n, f"{label} ({m.form})" if label == "default" else label, us, wall, res.nfev, err))
-    pm = bs.pinocchio_chain(n)
-    pd = pm.createData()
-    zero = np.zeros(n)
-
-    def f_pin(t, y):
-        return np.concatenate([y[n:], pin.aba(pm, pd, y[:n], y[n:], zero)])
     t_eval = np.arange(0.0, T_END + 0.5, 1.0)
     wall, sol = best(lambda: solve_ivp(f_pin, (0, T_END), y0, method="LSODA", rtol=TOL, atol=TOL, t_eval=t_eval))
     rows.append((n, "pin.aba + LSODA", None, wall, sol.nfev, float(np.abs(sol.y[:n, 1] - ref).max())))
+    rows += mujoco_rk4(n, q0, ref, max(r[5] for r in rows if r[1].startswith("default")))
     return rows
 
 
+def mujoco_chain(n: int):
+    """The chain of bench_spine.py through MuJoCo's MjSpec: hinges about x / y, each body at
+    OFFSET from its parent, inertial at COM with diag(INERTIA); contacts off, RK4."""
+    import mujoco
+    spec = mujoco.MjSpec()
+    spec.option.gravity = [0.0, 0.0, -bs.G]
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    parent = spec.worldbody
+    for i in range(1, n + 1):
+        body = parent.add_body(name=f"b{i}", pos=list(bs.OFFSET))
+        body.add_joint(type=mujoco.mjtJoint.mjJNT_HINGE, axis=[1, 0, 0] if bs.axis_of(i) == "x" else [0, 1, 0])
+        body.explicitinertial = True
+        body.mass, body.ipos = bs.MASS, list(bs.COM)
+        body.fullinertia = [*bs.INERTIA, 0.0, 0.0, 0.0]
+        parent = body
+    m = spec.compile()
+    return m, mujoco.MjData(m)
+
+
+#: RK4 time steps tried: the largest whose error of q at 1 s is at most the default form's is timed
+RK4_STEPS = (1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 2e-4, 1.6e-4, 1.25e-4, 1e-4)     # each divides 1 s
+
+
+def mujoco_rk4(n, q0, ref, target):
+    """MuJoCo RK4 at equal accuracy: the largest step of RK4_STEPS with error(q, 1 s) <= target,
+    its 10 s run timed (mj_step in a Python loop; 4 mj_forward-like stages a step)."""
+    try:
+        import mujoco
+    except ImportError:
+        return []
+    m, d = mujoco_chain(n)
+
+    def run(dt, t_end):
+        m.opt.timestep = dt
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = q0
+        for _ in range(int(round(t_end / dt))):
+            mujoco.mj_step(m, d)
+        return d.qpos.copy()
+    for dt in RK4_STEPS:
+        err = float(np.abs(run(dt, 1.0) - ref).max())
+        if err <= target:
+            wall, _ = best(lambda dt=dt: run(dt, T_END))
+            return [(n, f"MuJoCo RK4 dt={dt:g}", None, wall, 4 * int(round(T_END / dt)), err)]
+    return [(n, f"MuJoCo RK4 dt={RK4_STEPS[-1]:g} (error above the default's)", None,
+             best(lambda: run(RK4_STEPS[-1], T_END))[0], 4 * int(round(T_END / RK4_STEPS[-1])), err)]
+
+
 def report(rows, info) -> list:
-    head = ("N", "form", "us per RHS (C)", "10 s wall ms", "RHS calls", "error of q at 1 s", "wall / pin")
+    head = ("N", "form", "us per RHS (C)", "10 s wall ms", "RHS calls", "error of q at 1 s", "wall / pin",
+            "wall / MuJoCo")
     lines = info + ["", " | ".join(head), " | ".join("---" for _ in head)]
     pins = {r[0]: r[3] for r in rows if r[1].startswith("pin")}
+    mjs = {r[0]: r[3] for r in rows if r[1].startswith("MuJoCo")}
     for n, label, us, wall, nfev, err in rows:
         lines.append(" | ".join([str(n), label, "-" if us is None else f"{us:.3f}", f"{1e3 * wall:.1f}", str(nfev),
-                                 f"{err:.1e}", f"{wall / pins[n]:.2f}"]))
+                                 f"{err:.1e}", f"{wall / pins[n]:.2f}",
+                                 f"{wall / mjs[n]:.2f}" if n in mjs else "-"]))
     return lines
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="*", default=[7, 20, 50])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[7, 20, 50, 100])
     ap.add_argument("--out", default=str(HERE / "results" / "defaults.txt"))
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--forms-max", type=int, default=50, help="composite and articulated rows up to this N")
     args = ap.parse_args(argv)
     import platform
 
@@ -95,9 +154,10 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench_defaults_"))
     rows = []
     for n in args.sizes:
-        rows += measure(n, tmp)
+        rows += measure(n, tmp, args.forms_max)
         print(f"N = {n} done", file=sys.stderr, flush=True)
-    info = [f"# the default form: dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}, "
+    info = [f"# load average at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (a shared machine)",
+            f"# the default form: dynamica {dynamica.__version__}, pinocchio {pinocchio.__version__}, "
             f"Python {platform.python_version()}, {platform.machine()}",
             f"# chain of bench_spine.py, 10 s from q = 0.4 cos(k), rtol = atol = {TOL:g}; wall: best of {RUNS}; "
             "error: max |q(1 s) - DOP853 at 1e-13|"]

@@ -48,6 +48,8 @@ os.environ["DYNAMICA_CACHE"] = tempfile.mkdtemp(prefix="dcache_deriv_")
 from bench_forms import model_dict, write_model  # noqa: E402
 from bench_scale import pinocchio_model  # noqa: E402
 
+VARIANTS = ("unrolled", "tape", "recursive", "recursive_loops")
+
 
 def best(f, rounds):
     t = timeit.timeit(f, number=3) / 3
@@ -66,7 +68,7 @@ def build(path, variant):
     return import_extension(so), t1 - t0, t2 - t1, {k.name: k.op_count()["total"] for k in gen.module_ir.kernels}
 
 
-def run(n, rounds, folder, unrolled_max, only=("unrolled", "tape", "recursive")):
+def run(n, rounds, folder, unrolled_max, only=("unrolled", "tape", "recursive"), numeric_above=40):
     import pinocchio as pin
 
     import dynamica
@@ -78,7 +80,9 @@ def run(n, rounds, folder, unrolled_max, only=("unrolled", "tape", "recursive"))
     mods = {}
     for v in variants:
         mods[v], row[f"gen_{v}"], row[f"cc_{v}"], row[f"ops_{v}"] = build(path, v)
-    models = {f: dynamica.load(path, form=f) for f in ("composite", "articulated")}
+    mode = "numeric" if n > numeric_above else "symbolic"      # the RHS peers: symbolic builds take minutes at 100
+    models = {f: dynamica.load(path, form=f, mode=mode) for f in ("composite", "articulated")}
+    row["mode"] = mode
     rng = np.random.default_rng(n)
     q, qd = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n)
     y = np.concatenate([q, qd])
@@ -111,16 +115,17 @@ def run(n, rounds, folder, unrolled_max, only=("unrolled", "tape", "recursive"))
 
 
 def report(rows) -> list:
-    lines = [f"{'N':>3s} {'variant':>9s} {'gen s':>6s} {'cc s':>6s} {'ops res':>8s} {'ops jac':>8s} {'RHS C':>7s} "
+    lines = [f"{'N':>3s} {'variant':>15s} {'gen s':>6s} {'cc s':>6s} {'ops res':>8s} {'ops jac':>8s} {'RHS C':>7s} "
              f"{'ABM C':>7s} {'RHS py':>7s} {'jac py':>8s} {'kernel':>8s} {'jac/RHS':>8s} {'jac/ABM':>8s} "
              f"{'pin aba':>8s} {'pin der':>8s} {'jac/pin':>8s} {'err pin':>8s}"]
     for r in rows:
-        for v in ("unrolled", "tape", "recursive"):
+        for v in VARIANTS:
             if f"jac_{v}" not in r:
                 continue
             ops = r[f"ops_{v}"]
-            jac_ops = ops.get("solve_jacobian", ops.get("residual_jacobian", ops.get("residual_partials")))
-            lines.append(f"{r['n']:3d} {v:>9s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
+            jac_ops = ops.get("solve_jacobian", ops.get("residual_jacobian", ops.get("residual_partials",
+                                                                                   ops.get("pair_terms"))))
+            lines.append(f"{r['n']:3d} {v:>15s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
                          f"{jac_ops:8d} {r['rhs_c']:7.2f} {r['rhs_abm_c']:7.2f} {r['rhs_py']:7.2f} "
                          f"{r['jac_' + v]:8.2f} {r['kernel_' + v]:8.2f} {r['jac_' + v] / r['rhs_py']:8.2f} "
                          f"{r['jac_' + v] / r['rhs_abm_py']:8.2f} {r['pin_aba']:8.2f} {r['pin_deriv']:8.2f} "
@@ -133,7 +138,9 @@ def main(argv=None):
     ap.add_argument("--sizes", type=int, nargs="+", default=[5, 10, 20, 40])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--unrolled-max", type=int, default=24, help="build the unrolled variant up to this N")
-    ap.add_argument("--variants", nargs="+", default=["unrolled", "tape", "recursive"])
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
+    ap.add_argument("--numeric-above", type=int, default=40,
+                    help="the RHS peers (composite, articulated) in numeric mode above this N")
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     import pinocchio
@@ -143,7 +150,7 @@ def main(argv=None):
     rows = []
     for n in args.sizes:
         print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
-        rows.append(run(n, args.rounds, folder, args.unrolled_max, tuple(args.variants)))
+        rows.append(run(n, args.rounds, folder, args.unrolled_max, tuple(args.variants), args.numeric_above))
     head = [
         f"Derivative kernels: full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "
@@ -155,7 +162,9 @@ def main(argv=None):
         "the partials kernel and the loop of dynamica_linalg.h; recursive: the analytical derivatives at given q'');",
         "ops jac: the tangent kernel (unrolled), the partials kernel (tape), the solve_jacobian kernel (recursive: "
         "q'', M's factors and J in one); jac/RHS, jac/ABM: over the composite / "
-        "articulated RHS called from Python; err pin: vs computeABADerivatives",
+        "articulated RHS called from Python; err pin: vs computeABADerivatives; recursive_loops: the kernel "
+        "pair_terms (ops jac) gives the per-coordinate vectors, the pairs, M and its L^T D L are loops; "
+        f"RHS peers in numeric mode above N = {args.numeric_above}",
         "",
     ]
     text = "\n".join(head + report(rows))

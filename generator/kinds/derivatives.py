@@ -146,22 +146,24 @@ def loop_kernels(kin) -> tuple:
 
 @dataclass(frozen=True)
 class Variant:
-    """How a derivatives module forms the Jacobian: `build(kin, x)` gives (kernels, program, r):
-    the kernels of the variant (the residual, the Jacobian's, M's), the program they read by
-    default and the residual's expressions (for the signal kernels); `mode` labels the module."""
+    """How a derivatives module forms the Jacobian: `build(kin, x)` gives (kernels, program, r)
+    or (kernels, program, r, tables): the kernels of the variant (the residual, the Jacobian's,
+    M's), the program they read by default, the residual's expressions (for the signal kernels)
+    and the module's constant tables ((name, integers), ...); `mode` labels the module."""
     name: str
     mode: str
     jacobian: str
     build: Callable
+    backends: tuple = ("c", "fortran")     # the backends whose entry points it has
 
 
 #: the registered variants by name (`register_variant`)
 VARIANTS: dict = {}
 
 
-def register_variant(name: str, mode: str, jacobian: str):
+def register_variant(name: str, mode: str, jacobian: str, backends: tuple = ("c", "fortran")):
     def deco(build):
-        VARIANTS[name] = Variant(name, mode, jacobian, build)
+        VARIANTS[name] = Variant(name, mode, jacobian, build, backends)
         return build
     return deco
 
@@ -172,12 +174,13 @@ def derivative_equations(kin, variant="unrolled") -> EquationsOfMotion:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
     v = VARIANTS[variant]
     x = trial_accelerations(kin.coordinates)
-    kernels, program, r = v.build(kin, x)
+    kernels, program, r, *tables = v.build(kin, x)
     kernels += signal_kernels(kin, r, x) + loop_kernels(kin)
     qs = tuple(q for jk in kin.joints[1:] for q in jk.q)
     qds = tuple(q for jk in kin.joints[1:] for q in jk.qd)
     return EquationsOfMotion(form="derivatives", kind="derivatives", program=program,
                              coordinates=kin.coordinates, q=qs, qd=qds, extra_kernels=kernels, mode=v.mode,
+                             tables=tuple(tables[0]) if tables else (),
                              info={"residual": "r = M(q) x - Q(t, q, qd), inverse dynamics (2.54)-(2.55)",
                                    "jacobian": v.jacobian, "variant": variant})
 
@@ -235,6 +238,35 @@ def _recursive(kin, x):
                           program=jac_prog, tangent=("q", "qd"), tangent_add=("A", "J")),
                KernelSpec("mass", ("t", "q", "p"), (("M", mass),), program=res_prog)) + solve
     return kernels, res_prog, r
+
+
+@register_variant("recursive_loops", "recursive_loops",
+                  "[dr/dq | dr/dqd], row-major n x 2n, analytical recursive derivatives with the pairs of "
+                  "coordinates in loops (inertial part) + forward-mode tangent (active forces)", backends=("c",))
+def _recursive_loops(kin, x):
+    """The variant "recursive_loops" (large trees): the residual as "unrolled" and one kernel
+    `pair_terms` (t, q, qd, x, p) -> r, the per-coordinate vectors V and the armature D of
+    generator/kinds/derivatives_recursive.py pair_terms, and J holding the active forces' tangent;
+    one more, `pair_mass` (t, q, qd, p) -> r at x = 0, the blocks S and IC S of V and D (for M and q'');
+    the module file (templates/native/dynamica_linalg.h dyn_rl_*) adds the inner products of the
+    pairs of coordinates into J, forms M from the same vectors and factors it as L^T D L along the
+    table `dyn_rl_pred` (each coordinate's predecessor on its path). Generated code O(n)."""
+    from dynamica.generator.kinds.derivatives_recursive import pair_mass_terms, pair_terms
+    base = kin.program
+    kin.program = base.fork()
+    r, _ = residual(kin, x)
+    res_prog, kin.program = kin.program, base.fork()
+    rr, V, D, r_act, pred = pair_terms(kin, x)
+    n = len(rr)
+    terms = KernelSpec("pair_terms", _INPUTS, (("r", rr), ("V", V), ("D", D), ("J", [sp.Integer(0)] * (2 * n * n)),
+                                               ("A", r_act)),
+                       symbols=(("x", x),), program=kin.program, tangent=("q", "qd"), tangent_add=("A", "J"))
+    kin.program = base.fork()
+    r0, SA, D0 = pair_mass_terms(kin)
+    mass = KernelSpec("pair_mass", ("t", "q", "qd", "p"), (("r", r0), ("SA", SA), ("D", D0)), program=kin.program)
+    kin.program = base
+    return ((KernelSpec("residual", _INPUTS, (("r", r),), symbols=(("x", x),), program=res_prog), terms, mass),
+            res_prog, r, (("dyn_rl_pred", tuple(pred)),))
 
 
 def _record():

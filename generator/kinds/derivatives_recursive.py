@@ -332,3 +332,69 @@ def world_mass_matrix(kin):
         for e in _before(kin, topo, owner, first, c) + [c]:
             M[c][e] = M[e][c] = prog.let(f"WM{c}_{e}", dot(S[e], al))
     return [x for row in M for x in row]
+
+
+def pair_terms(kin, x):
+    """The variant "recursive_loops": the per-coordinate vectors of the module docstring, generated
+    (O(n) statements), the inner products of the pairs of coordinates left to a loop of the module
+    file (templates/native/dynamica_linalg.h dyn_rl_*). Returns (r, V, D, r_active, pred): r (n);
+    V (42 n) the blocks S, Sd, Sdd, a_c = IC S_c, b_c, g_c = S_c x* FC + IC Sdd_c + B Sd_c and
+    k_c = B S_c + 2 IC Sd_c of every coordinate, 6 each; D (n) the armature on M's diagonal;
+    pred (n) the coordinate before each on its path (-1 at the root), so that e < c on the path
+    of c are pred[c], pred[pred[c]], ...; then (with d = dot)
+        dr_e/dq_c = d(S_e, g_c), dr_e/dq'_c = d(S_e, k_c)                  e <= c
+        dr_c/dq_e = d(Sdd_e, a_c) + d(Sd_e, b_c), dr_c/dq'_e = d(S_e, b_c) + 2 d(Sd_e, a_c)   e < c
+        M_ce = M_ec = d(S_e, a_c) (+ D_c on the diagonal)."""
+    prog = kin.program
+    n = len(kin.coordinates)
+    fp = forward_pass(kin)
+    r_act = active_part(kin, fp)
+    owner, _, first = coordinate_layout(kin)
+    motions, S, Sd, v = _motions(kin, fp)
+    Sdd, a = _accelerations(kin, motions, x, "R")
+    body, comp = _inertias(kin, fp, v)
+    FC = _forces(kin, body, v, a, "R")
+    arm = _armature(kin)
+    r = [prog.let(f"RDr{c}", total([dot(S[c], FC[owner[c]]), r_act[c]] + ([mul(arm[c], x[c])] if c in arm else [])))
+         for c in range(n)]
+    al, be, g, kk = [], [], [], []
+    for c in range(n):
+        (IC, IdC, HC), F = comp[owner[c]], FC[owner[c]]
+        s = S[c]
+        al.append(prog.let_vector(f"RDal{c}", inertia_times(IC, s)))
+        ids = prog.let_vector(f"RDis{c}", inertia_times(IdC, s))
+        sh = crossf(s, HC)
+        be.append(prog.let_vector(f"RDbe{c}", sub(ids, sh)))
+        g.append(fold_vectors([crossf(s, F), inertia_times(IC, Sdd[c]), inertia_times(IdC, Sd[c]),
+                               crossf(Sd[c], HC)]))
+        kk.append(fold_vectors([ids, sh, scale(2, inertia_times(IC, Sd[c]))]))
+    V = [e for block in (S, Sd, Sdd, al, be, g, kk) for vec in block for e in vec]
+    D = [arm.get(c, sp.Integer(0)) for c in range(n)]
+    return r, V, D, r_act, _predecessors(kin, owner, first)
+
+
+def pair_mass_terms(kin):
+    """For M and q'' of the variant "recursive_loops": (r0, SA, D): r at x = 0 (n), SA (12 n) the
+    blocks S and a_c = IC S_c of every coordinate, D (n) the armature; M_ce = d(S_e, a_c) (+ D_c)."""
+    prog = kin.program
+    n = len(kin.coordinates)
+    fp = forward_pass(kin)
+    r_act = active_part(kin, fp)
+    owner, _, first = coordinate_layout(kin)
+    motions, S, Sd, v = _motions(kin, fp)
+    body, comp = _inertias(kin, fp, v)
+    _, a0 = _accelerations(kin, motions, [sp.Integer(0)] * n, "R0")
+    FC0 = _forces(kin, body, v, a0, "R0")
+    r0 = [total([dot(S[c], FC0[owner[c]]), r_act[c]]) for c in range(n)]
+    al = [prog.let_vector(f"RDal{c}", inertia_times(comp[owner[c]][0], S[c])) for c in range(n)]
+    arm = _armature(kin)
+    return r0, [e for block in (S, al) for vec in block for e in vec], [arm.get(c, sp.Integer(0)) for c in range(n)]
+
+
+def _predecessors(kin, owner, first):
+    """Per coordinate the one before it on its path (-1 at the root)."""
+    out = []
+    for c in range(len(kin.coordinates)):
+        before = _before(kin, kin.topo, owner, first, c)
+        out.append(before[-1] if before else -1)
+    return out

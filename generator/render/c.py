@@ -215,6 +215,14 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     """A derivatives module (generator/kinds/derivatives.py): its kernels as they are; the solves are
     composed in the module file (ModuleKind.composed)."""
     state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
+    if "pair_terms" in kernel_names(mod):              # variant recursive_loops: the module file composes the rest
+        return [{"signature": f"void {ENTRY}residual({state}, double *r)",
+                 "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"]},
+                {"signature": f"void {ENTRY}pair_terms({state}, double *r, double *V, double *D, double *J)",
+                 "lines": [f"{PREFIX}pair_terms(t, q, qd, qdd, p, r, V, D, J);"]},
+                {"signature": f"void {ENTRY}pair_mass(double t, const double *q, const double *qd, const double *p, "
+                              "double *r, double *SA, double *D)",
+                 "lines": [f"{PREFIX}pair_mass(t, q, qd, p, r, SA, D);"]}]
     jac = "residual_jacobian" if "residual_jacobian" in kernel_names(mod) else "residual_partials"
     if "mass" in kernel_names(mod):
         mass = {"signature": _mass_signature(), "lines": [f"{PREFIX}mass(t, q, p, M);"]}

@@ -117,6 +117,21 @@ def derivative_solves(mod, symbol) -> tuple:
             "static void dyn_m_mass_matrix(double t, const double *q, const double *p, double *M)",
             f"{{ dyn_dv_mass_by_columns({n}, (dyn_mass_times_fn){symbol('mass_times')}, t, q, p, M); }}"]
         mass, names = "(dyn_mass_fn)dyn_m_mass_matrix", {"mass_matrix": "dyn_m_mass_matrix"}
+    if "pair_terms" in kernel_names(mod):              # variant recursive_loops: pairs of coordinates in loops
+        nv = kernel_output_size(mod, "pair_terms", "V")
+        terms = f"(dyn_pair_terms_fn){symbol('pair_terms')}, (dyn_pair_mass_fn){symbol('pair_mass')}"
+        lines += [
+            "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
+            "                                    const double *p, double *r, double *J)",
+            f"{{ dyn_rl_residual_jacobian({n}, {nv}, dyn_rl_pred, (dyn_pair_terms_fn){symbol('pair_terms')}, t, q, qd, "
+            "x, p, r, J); }",
+            "static void dyn_m_mass_matrix(double t, const double *q, const double *p, double *M)",
+            f"{{ dyn_rl_mass_matrix({n}, dyn_rl_pred, (dyn_pair_mass_fn){symbol('pair_mass')}, t, q, p, M); }}",
+            "static void dyn_m_solve_jacobian(double t, const double *q, const double *qd, const double *p,",
+            "                                 double *qdd, double *F, double *J)",
+            f"{{ dyn_rl_solve_jacobian({n}, {nv}, dyn_rl_pred, {terms}, t, q, qd, p, qdd, F, J); }}"]
+        mass, names = "(dyn_mass_fn)dyn_m_mass_matrix", {"mass_matrix": "dyn_m_mass_matrix",
+                                                          "residual_jacobian": "dyn_m_residual_jacobian"}
     if "residual_partials" in kernel_names(mod):       # the tape (generator/ir/tangent.py tape_kernel)
         size = kernel_output_size(mod, "residual_partials", "P")
         lines += [
@@ -135,10 +150,14 @@ def derivative_solves(mod, symbol) -> tuple:
             "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian",
             {**names, "residual_jacobian": "dyn_m_residual_jacobian"},
         )
+    elif "pair_terms" in kernel_names(mod):
+        jac = "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian"
     else:
         jac = f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}"
-    if "solve_jacobian" in kernel_names(mod):         # q'', M's factors and J in one kernel (variant recursive)
-        solve = f"(dyn_solve_jacobian_fn){symbol('solve_jacobian')}"
+    if "solve_jacobian" in kernel_names(mod) or "pair_terms" in kernel_names(mod):
+        # q'', M's factors and J in one call (variants recursive and recursive_loops)
+        solve = "(dyn_solve_jacobian_fn)dyn_m_solve_jacobian" if "pair_terms" in kernel_names(mod) else \
+            f"(dyn_solve_jacobian_fn){symbol('solve_jacobian')}"
         qdd_jac = f"dyn_dv_ldl_qdd_jacobian({n}, {solve}, t, q, qd, p, out, qdd);"
         qdd_der = f"dyn_dv_ldl_qdd_derivatives({n}, {solve}, t, q, qd, p, out, qdd, minv);"
         state_jac = f"dyn_dv_ldl_state_jacobian({n}, {solve}, t, y, p, out);"

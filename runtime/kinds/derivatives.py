@@ -234,14 +234,22 @@ class Derivatives:
 #: Above 30 coordinates its first build (20-30 s at 30 and 40) outweighs the evaluation for
 #: one-off analyses, and the tape (O(n) code: a 100-body chain builds in 10 s,
 #: benchmarks/results/modes.txt) is the default.
+#: Above 30 coordinates "recursive_loops" (the same formulas, the pairs of coordinates in loops,
+#: generated code O(n)) replaces the tape on the C backend: benchmarks/results/derivatives_scale.txt,
+#: qdd_jacobian over pin.computeABADerivatives interleaved in one run (load average 8-12 on 2 cores):
+#: 0.77 at N = 50, 0.76 at N = 100 (the tape 5.96 at N = 50 in a run under the same load).
 #: The unrolled tangent (on request) grows as n^2 x depth: a 20-body chain's has 115 000
 #: operations and compiles in 15-70 s, a 40-body chain's 460 000 and takes minutes.
 RECURSIVE_MAX_COORDINATES = 30
 
 
 def default_variant(model) -> str:
-    """"recursive" up to RECURSIVE_MAX_COORDINATES coordinates, else "tape"."""
-    return "recursive" if model.n <= RECURSIVE_MAX_COORDINATES else "tape"
+    """"recursive" up to RECURSIVE_MAX_COORDINATES coordinates, else "recursive_loops" (its loops
+    are C: "tape" for a model of the Fortran backend)."""
+    if model.n <= RECURSIVE_MAX_COORDINATES:
+        return "recursive"
+    backend = getattr(getattr(model, "module", None), "BACKEND", "c")
+    return "recursive_loops" if backend == "c" else "tape"
 
 
 def derivatives(model, variant=None, progress=None) -> Derivatives:
@@ -252,6 +260,10 @@ def derivatives(model, variant=None, progress=None) -> Derivatives:
     variant = variant or default_variant(model)
     if variant not in VARIANTS:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
+    backend = getattr(model.module, "BACKEND", "c")
+    if backend not in VARIANTS[variant].backends:
+        raise ValueError(f"the derivatives variant {variant!r} has no {backend!r} backend; it has "
+                         f"{', '.join(VARIANTS[variant].backends)}")
     cached = model.companions.setdefault("derivatives", {})
     if variant not in cached:
         cached[variant] = Derivatives(_load_module(model, variant, progress), model)

@@ -515,4 +515,138 @@ static void dyn_dv_state_jacobian(int n, dyn_residual_fn residual, dyn_residual_
         out[k * m + n + k] = 1.0;
     dyn_dv_qdd_jacobian(n, residual, jacobian, mass, t, y, y + n, p, out + (size_t)n * m, NULL);
 }
+/* The variant recursive_loops (generator/kinds/derivatives_recursive.py pair_terms): the kernel gives
+   r, the per-coordinate 6-vectors V = [S | Sd | Sdd | a | b | g | k] (n of each), the armature D
+   and J holding the active forces' tangent; the inner products of the pairs of coordinates on a
+   path (pred: each coordinate's predecessor, -1 at the root) are added here. */
+typedef void (*dyn_pair_terms_fn)(double t, const double *q, const double *qd, const double *x, const double *p,
+                                  double *r, double *V, double *D, double *J);
+/* r at x = 0, the blocks S and a = IC S of V (SA), the armature D */
+typedef void (*dyn_pair_mass_fn)(double t, const double *q, const double *qd, const double *p, double *r, double *SA,
+                                 double *D);
+
+static inline double dyn_rl_dot6(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+/* J += the inertial part: dr_e/dq_c = S_e.g_c, dr_e/dq'_c = S_e.k_c (e <= c on the path of c),
+   dr_c/dq_e = Sdd_e.a_c + Sd_e.b_c, dr_c/dq'_e = S_e.b_c + 2 Sd_e.a_c (e < c) */
+static DYN_LA_FAST void dyn_rl_pairs(int n, const int *pred, const double *V, double *J)
+{
+    const size_t n6 = 6 * (size_t)n, m = 2 * (size_t)n;
+    const double *S = V, *Sd = V + n6, *Sdd = V + 2 * n6, *al = V + 3 * n6, *be = V + 4 * n6, *g = V + 5 * n6,
+                 *kk = V + 6 * n6;
+    for (int c = 0; c < n; ++c) {
+        const double *gc = g + 6 * c, *kc = kk + 6 * c, *ac = al + 6 * c, *bc = be + 6 * c;
+        for (int e = c; e >= 0; e = pred[e]) {
+            const double *se = S + 6 * e;
+            J[e * m + c] += dyn_rl_dot6(se, gc);
+            J[e * m + n + c] += dyn_rl_dot6(se, kc);
+            if (e != c) {
+                J[c * m + e] += dyn_rl_dot6(Sdd + 6 * e, ac) + dyn_rl_dot6(Sd + 6 * e, bc);
+                J[c * m + n + e] += dyn_rl_dot6(se, bc) + 2.0 * dyn_rl_dot6(Sd + 6 * e, ac);
+            }
+        }
+    }
+}
+
+/* M (row-major n x n): M_ce = M_ec = S_e.a_c for e on the path of c, + D_c on the diagonal */
+static DYN_LA_FAST void dyn_rl_mass(int n, const int *pred, const double *S, const double *al, const double *D,
+                                    double *M)
+{
+    memset(M, 0, (size_t)n * n * sizeof(double));
+    for (int c = 0; c < n; ++c) {
+        M[(size_t)c * n + c] = dyn_rl_dot6(S + 6 * c, al + 6 * c) + D[c];
+        for (int e = pred[c]; e >= 0; e = pred[e])
+            M[(size_t)c * n + e] = M[(size_t)e * n + c] = dyn_rl_dot6(S + 6 * e, al + 6 * c);
+    }
+}
+
+/* M = L^T D L in place along the tree (Featherstone, Rigid Body Dynamics Algorithms, 6.5, with
+   pred as lambda): L (unit) below the diagonal, then 1/d_i on it (the layout of dyn_ldl_solve).
+   The path of i is walked in runs of consecutive coordinates (run[j]: the first of j's run; a
+   chain is one run), so that the inner update is a contiguous, vectorized loop. */
+static DYN_LA_FAST void dyn_rl_ldl(int n, const int *pred, double *H)
+{
+    int local[256];
+    int *run = n <= 256 ? local : (int *)malloc((size_t)n * sizeof(int));
+    if (run == NULL) {
+        dyn_fill_nan(H, n * n);
+        return;
+    }
+    for (int j = 0; j < n; ++j)
+        run[j] = (j > 0 && pred[j] == j - 1) ? run[j - 1] : j;
+    for (int k = n - 1; k >= 0; --k) {
+        double *Hk = H + (size_t)k * n;
+        const double dk = Hk[k];
+        for (int i = pred[k]; i >= 0; i = pred[i]) {
+            double *Hi = H + (size_t)i * n;
+            const double a = Hk[i] / dk;
+            for (int j = i; j >= 0; j = pred[run[j]])
+                for (int m = run[j]; m <= j; ++m)
+                    Hi[m] -= a * Hk[m];
+            Hk[i] = a;
+        }
+    }
+    if (run != local)
+        free(run);
+    for (int k = 0; k < n; ++k) {
+        H[(size_t)k * n + k] = 1.0 / H[(size_t)k * n + k];
+        for (int j = k + 1; j < n; ++j)
+            H[(size_t)k * n + j] = 0.0;
+    }
+}
+
+static void dyn_rl_residual_jacobian(int n, int nv, const int *pred, dyn_pair_terms_fn terms, double t,
+                                     const double *q, const double *qd, const double *x, const double *p, double *r,
+                                     double *J)
+{
+    double *V = (double *)malloc(((size_t)nv + n) * sizeof(double));
+    if (V == NULL) {
+        dyn_fill_nan(r, n);
+        dyn_fill_nan(J, 2 * n * n);
+        return;
+    }
+    terms(t, q, qd, x, p, r, V, V + nv, J);
+    dyn_rl_pairs(n, pred, V, J);
+    free(V);
+}
+
+static void dyn_rl_mass_matrix(int n, const int *pred, dyn_pair_mass_fn mass, double t, const double *q,
+                               const double *p, double *M)
+{
+    double *SA = (double *)malloc(15 * (size_t)n * sizeof(double));
+    if (SA == NULL) {
+        dyn_fill_nan(M, n * n);
+        return;
+    }
+    double *D = SA + 12 * (size_t)n, *z = D + n, *r = z + n;
+    memset(z, 0, (size_t)n * sizeof(double));
+    mass(t, q, z, p, r, SA, D);                         /* S and a_c depend on q only */
+    dyn_rl_mass(n, pred, SA, SA + 6 * (size_t)n, D, M);
+    free(SA);
+}
+
+/* q'', the factors F of M and J at q'' (dyn_solve_jacobian_fn): the mass terms give r(0) and
+   M, q'' = -M^-1 r(0), the terms at x = q'' give J */
+static void dyn_rl_solve_jacobian(int n, int nv, const int *pred, dyn_pair_terms_fn terms, dyn_pair_mass_fn mass,
+                                  double t, const double *q, const double *qd, const double *p, double *qdd, double *F,
+                                  double *J)
+{
+    double *V = (double *)malloc(((size_t)nv + 2 * (size_t)n) * sizeof(double));
+    if (V == NULL) {
+        dyn_fill_nan(qdd, n);
+        dyn_fill_nan(F, n * n);
+        return;
+    }
+    double *D = V + nv, *r = D + n;
+    mass(t, q, qd, p, qdd, V, D);                       /* r(0) into qdd; S and a_c into V's blocks 0 and 1 */
+    dyn_rl_mass(n, pred, V, V + 6 * (size_t)n, D, F);
+    dyn_rl_ldl(n, pred, F);
+    dyn_ldl_solve(n, F, 1, qdd, -1.0);
+    terms(t, q, qd, qdd, p, r, V, D, J);
+    dyn_rl_pairs(n, pred, V, J);
+    free(V);
+}
 #endif

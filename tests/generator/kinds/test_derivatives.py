@@ -12,7 +12,11 @@
     sum of the dependency sets (quadratically along a chain), not exponentially;
   * the variant "recursive" (analytical recursive derivatives, generator/kinds/derivatives_recursive.py)
     runs the same checks as "unrolled" and equals it (1e-12) on every bundled model the
-    derivatives module takes and on joints that mix coordinates, driven motions and screws.
+    derivatives module takes and on joints that mix coordinates, driven motions and screws;
+  * the variant "recursive_loops" (the same formulas, the pairs of coordinates, M and its
+    L^T D L in loops of the module file) runs the checks of "unrolled" too (central differences,
+    Pinocchio, forces, a singular M), equals "recursive" on the bundled models, and its
+    generated kernel grows linearly along a chain.
 """
 
 from __future__ import annotations
@@ -111,7 +115,7 @@ def tree_models(tmp_path_factory):
 
 
 #: the variants whose Jacobian kernels are exact formulas (the tape equals the unrolled one, below)
-EXACT = ("unrolled", "recursive")
+EXACT = ("unrolled", "recursive", "recursive_loops")
 
 
 @pytest.mark.parametrize("variant", EXACT)
@@ -361,7 +365,8 @@ def test_recursive_kernel_is_smaller_than_the_tangent_along_a_chain(tmp_path):
 
 
 def test_default_variant_is_recursive_up_to_its_size_limit(bundled):
-    """recursive up to RECURSIVE_MAX_COORDINATES, the tape above (runtime/kinds/derivatives.py)."""
+    """recursive up to RECURSIVE_MAX_COORDINATES, recursive_loops above (the C backend;
+    runtime/kinds/derivatives.py)."""
     from dynamica.runtime.kinds import derivatives as rd
     chain = bundled("chain7")
     assert rd.default_variant(chain) == "recursive"
@@ -369,7 +374,7 @@ def test_default_variant_is_recursive_up_to_its_size_limit(bundled):
 
     class Big:
         n = rd.RECURSIVE_MAX_COORDINATES + 1
-    assert rd.default_variant(Big()) == "tape"
+    assert rd.default_variant(Big()) == "recursive_loops"
 
 
 def test_numeric_mode_model_gets_the_same_derivatives(bundled):
@@ -481,3 +486,51 @@ def test_dense_solves_against_numpy_and_the_generic_path(solve_chains):
     generic = json.loads(run.stdout.strip().splitlines()[-1])
     for key, J in here.items():
         assert scaled_err(J, np.array(generic[key])) < 1e-12, key
+
+
+@pytest.mark.parametrize("name", DERIVATIVE_MODELS)
+def test_recursive_loops_equal_the_recursive_kernel_on_bundled_models(bundled, name):
+    """The pairs, M and its factors formed by the loops of dynamica_linalg.h give the generated
+    recursive kernel's r, J, M and dq''/d[q, q'] (1e-12 relative: the same formulas, summed in
+    another order) at random states, trial accelerations and t != 0."""
+    model = bundled(name)
+    dl, dr_ = derivatives(model, "recursive_loops"), derivatives(model, "recursive")
+    _same_jacobians(dl, dr_, model.n, 17, 0.41)
+    q = np.random.default_rng(3).uniform(-1, 1, model.n)
+    assert scaled_err(dl.mass_matrix(q, 0.41), model.mass_matrix(q, 0.41)) < 1e-12
+
+
+def test_recursive_loops_kernel_grows_linearly_along_a_chain(tmp_path):
+    """The generated part of "recursive_loops" is O(n): doubling a chain (8 -> 16 bodies) doubles
+    its operations (ratio 2.0-2.2 measured; the recursive kernel's ratio is 3.3: n^2 pairs)."""
+    from dynamica.generator.pipeline import generate_derivatives
+
+    def ops(nb, variant):
+        bodies = [{"name": f"b{i}", "parent": "ground" if i == 1 else f"b{i - 1}",
+                   "joint": [{"translate": [0.1, 0.0, -0.4]}, {"rotate": "xy"[i % 2], "q": f"q{i}"}],
+                   "mass": 1.0, "com": [0.02, 0.0, -0.2], "inertia": [0.05, 0.04, 0.03, 0.001, 0.0, 0.002]}
+                  for i in range(1, nb + 1)]
+        path = tmp_path / f"c{nb}.yaml"
+        path.write_text(yaml.safe_dump({"name": f"c{nb}", "gravity": [0, 0, -9.81], "bodies": bodies}))
+        kernels = {k.name: k.op_count()["total"] for k in generate_derivatives(path, variant=variant).module_ir.kernels}
+        return kernels["pair_terms" if variant == "recursive_loops" else "solve_jacobian"]
+    loops = ops(16, "recursive_loops") / ops(8, "recursive_loops")
+    rec = ops(16, "recursive") / ops(8, "recursive")
+    assert loops < 2.5 < rec, (loops, rec)
+
+
+def test_recursive_loops_has_no_fortran_backend(tmp_path):
+    """The loops are C (the module file's): asking for them with the Fortran backend is one
+    clear error, and a Fortran model's default above the recursive variant's limit is the tape."""
+    from dynamica.generator.pipeline import generate_derivatives
+    from dynamica.runtime.kinds import derivatives as rd
+    with pytest.raises(ValueError, match="recursive_loops.*no 'fortran' backend"):
+        generate_derivatives(tree_path("chain6_123", tmp_path), backend="fortran", variant="recursive_loops")
+
+    class Module:
+        BACKEND = "fortran"
+
+    class Big:
+        n = rd.RECURSIVE_MAX_COORDINATES + 1
+        module = Module()
+    assert rd.default_variant(Big()) == "tape"
