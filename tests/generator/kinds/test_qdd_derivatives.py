@@ -39,7 +39,7 @@ def _robot(name):
         pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DynamicaWarning)            # the Panda's mimic finger
-        return path, dynamica.load(path)
+        return path, dynamica.load(path, limits=False)              # (Pinocchio models no stops)
 
 
 @pytest.mark.parametrize("name", list(ROBOTS))
