@@ -185,6 +185,15 @@ def test_armature_in_other_forms(small_files, form):
         _compare(_load(small_files[name], form=form, actuators="off"), small_files[name], states=3, seed=5)
 
 
+@pytest.mark.parametrize("form", ["composite", "articulated", "ltdl"])
+def test_armature_in_numeric_mode(small_files, form):
+    """Numeric mode's recursions (numeric_core.h) add the armature to M's diagonal (CBM) and to
+    the joint blocks D_i (ABM, DEC): the same q'' and M as MuJoCo."""
+    for name in ("cart_pendulum", "free", "swimmer_like", "double_pendulum"):
+        _compare(_load(small_files[name], form=form, mode="numeric", actuators="off"), small_files[name], states=3,
+                 seed=6)
+
+
 def test_armature_refused_by_other_forms(small_files):
     with pytest.raises(ModelError, match=r"forces\[\d+\].*`lagrange1`.*armature"):
         _load(small_files["cart_pendulum"], form="lagrange1")
