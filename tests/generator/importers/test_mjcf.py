@@ -8,7 +8,7 @@ Models: small ones written here (a double pendulum with a defaults class, angles
 damping, armature, a spring with springref, a joint ref and gravity compensation; a cart pendulum driven by a motor;
 a ball joint; a free body with a hinged child and tilted gravity; several joints in one body;
 inertias from geoms and a full inertia) and dm_control's suite (acrobot, cartpole, hopper,
-cheetah, walker; humanoid among the slow tests)."""
+cheetah, walker; humanoid, dog and humanoid_CMU among the slow tests)."""
 
 from __future__ import annotations
 
@@ -262,6 +262,17 @@ def test_large_models_match_mujoco(source):
     path = {"dm_control": lambda: dm_suite("humanoid"), "gymnasium": lambda: gym_asset("humanoid"),
             "standup": lambda: gym_asset("humanoidstandup"), "quadruped": lambda: dm_suite("quadruped")}[source]()
     _compare(_load(path, actuators="off"), path, states=3, seed=12, spread=0.8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dog", "humanoid_CMU"])
+def test_largest_suite_models_match_mujoco_in_numeric_mode(name):
+    """dm_control's dog (63 bodies, two free joints, 85 dofs) and humanoid_CMU (62 dofs), with
+    their armatures, dampers and springs, in numeric mode (generation and compilation 12-30 s on
+    a loaded machine against 75-125 s symbolic: benchmarks/results/mjcf_large.txt, where both
+    modes agree with MuJoCo to 5e-12)."""
+    path = dm_suite(name)
+    _compare(_load(path, form="composite", mode="numeric", actuators="off"), path, states=3, seed=12, spread=0.8)
 
 
 @pytest.mark.parametrize("name", ["fish", "manipulator"])
