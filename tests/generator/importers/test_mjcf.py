@@ -265,14 +265,16 @@ def test_large_models_match_mujoco(source):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("mode", ["numeric", "symbolic"])
 @pytest.mark.parametrize("name", ["dog", "humanoid_CMU"])
-def test_largest_suite_models_match_mujoco_in_numeric_mode(name):
+def test_largest_suite_models_match_mujoco(name, mode):
     """dm_control's dog (63 bodies, two free joints, 85 dofs) and humanoid_CMU (62 dofs), with
-    their armatures, dampers and springs, in numeric mode (generation and compilation 12-30 s on
-    a loaded machine against 75-125 s symbolic: benchmarks/results/mjcf_large.txt, where both
-    modes agree with MuJoCo to 5e-12)."""
+    their armatures, dampers and springs, in numeric mode (composite) and in symbolic mode's
+    default form (ltdl): built in 5-10 s and 20-40 s (benchmarks/results/mjcf_large.txt, where
+    every variant agrees with MuJoCo to 5e-12)."""
     path = dm_suite(name)
-    _compare(_load(path, form="composite", mode="numeric", actuators="off"), path, states=3, seed=12, spread=0.8)
+    kw = {"form": "composite"} if mode == "numeric" else {}
+    _compare(_load(path, mode=mode, actuators="off", **kw), path, states=3, seed=12, spread=0.8)
 
 
 @pytest.mark.parametrize("name", ["fish", "manipulator"])
