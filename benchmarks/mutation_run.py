@@ -209,6 +209,9 @@ MUTATIONS = [
              "generator/importers/mjcf.py", "float(m.dof_damping[dof + k]), float(m.dof_armature[dof + k])",
              "float(m.dof_damping[dof + k]), 0.0 * float(m.dof_armature[dof + k])",
              ("tests/generator/importers/test_mjcf.py",)),
+    Mutation("numeric_armature_sweep", "numeric mode's sweeps (ABM, DEC) leave the armature out of the joint "
+             "blocks D_i", "templates/native/numeric_core.h", "Y + 6 * c) + (c == r ? arm[r] : 0.0);",
+             "Y + 6 * c);", ("tests/generator/importers/test_mjcf.py",)),
     Mutation("reference_default", "the reference's own reading of a body_force's default frame is the body's",
              "runtime/reference/reader.py", '"torque": (0, 0, 0), "frame": "ground"}',
              '"torque": (0, 0, 0), "frame": "body"}', ("tests/runtime/reference/test_reference.py",)),

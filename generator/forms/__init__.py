@@ -192,15 +192,16 @@ def form_equations(kin, form: str = "composite", mode: str = "symbolic") -> Equa
 
 def _check_armature(kin, name, mode):
     """`armature` elements (MuJoCo's armature, a term on M's diagonal) are taken by the forms of
-    forces.ARMATURE_FORMS in symbolic mode; any other is refused naming the elements."""
+    forces.ARMATURE_FORMS (in numeric mode, every form it has: numeric_core.h adds them to M's
+    diagonal); any other is refused naming the elements."""
     from dynamica.generator.mechanics.forces import ARMATURE_FORMS
     spec = getattr(kin, "spec", None)
     found = [f for f in getattr(spec, "forces", ()) if f.type == "armature"]
-    if not found or (mode == "symbolic" and name in ARMATURE_FORMS):
+    if not found or name in ARMATURE_FORMS:
         return
     from dynamica.errors import ModelError, Problem
     raise ModelError(spec.file, [Problem(f.path, f"the form `{name}` ({mode} mode) does not take `armature` "
-                                                 f"elements; use one of {', '.join(ARMATURE_FORMS)} (symbolic)")
+                                                 f"elements; use one of {', '.join(ARMATURE_FORMS)}")
                                  for f in found])
 
 

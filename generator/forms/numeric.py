@@ -6,7 +6,8 @@ the hand-written loops of templates/native/numeric_core.h, the same for every mo
 through the same stages as every form (form_equations -> lower -> render), with the module kind
 "numeric": one kernel `numeric_terms(t, q, qd, p) -> T` in the layout of numeric_core.h (per
 body G_i (9), rho_i (3), vr_hat_i (6), wr_hat_i (6), m_i, h_i (3), Theta_i (6), the active wrench
-F_i (6); then A (6 per coordinate), the generalized forces (one per coordinate) and gravity (3)),
+F_i (6); then A (6 per coordinate), the generalized forces (one per coordinate), gravity (3) and
+the armature (one per coordinate, added to M's diagonal)),
 and the topology as constant tables (kappa, first, ndof, lambda). The C backend's entry points
 for the kind call the core's recursion with them (render/c.py). Generation time and code size
 are O(bodies), not O(size of the unrolled recursion).
@@ -23,7 +24,7 @@ import sympy as sp
 from dynamica.generator.forms import NUMERIC_FORMS, EquationsOfMotion, KernelSpec
 from dynamica.generator.forms.parts.common import Z3
 from dynamica.generator.ir.program import add, cross, matTvec, matvec
-from dynamica.generator.mechanics.forces import active_forces
+from dynamica.generator.mechanics.forces import active_forces, armature_terms
 
 #: doubles per body in the terms array (DYN_NM_TB in templates/native/numeric_core.h)
 TB = 40
@@ -98,6 +99,8 @@ def terms_outputs(kin) -> list:
             out += list(col)
     out += [gen[c] for c in kin.coordinates]
     out += list(kin.gravity)
+    arm = armature_terms(kin)                         # MuJoCo's dof_armature: + diag(a) on M (D_i)
+    out += [arm.get(c, 0) for c in kin.coordinates]
     return out
 
 

@@ -13,7 +13,8 @@
      [24]     m_i; [25..27] h_i = m_i r_c; [28..33] Theta_i about O_i (xx, xy, xz, yy, yz, zz)
      [34..39] active wrench F_i at O_i, frame i                      (1.36)
    then A (6 per coordinate, column k of coordinate k, frame of its body) at T + nb*DYN_NM_TB,
-   the generalized forces per coordinate (n) and gravity g (3, ground frame).
+   the generalized forces per coordinate (n), gravity g (3, ground frame) and the armature per
+   coordinate (n: MuJoCo's dof_armature, added to M's diagonal, to the joint blocks D_i in the sweeps).
 
    Topology (regular numbering, kappa[i] < i): kappa, first coordinate and number of
    coordinates of each body (index 0 unused), lambda[k]: the coordinate preceding k on the
@@ -36,7 +37,7 @@
 #include <string.h>
 
 #define DYN_NM_TB 40
-#define DYN_NM_NTERMS(nb, n) (DYN_NM_TB * (nb) + 7 * (n) + 3)
+#define DYN_NM_NTERMS(nb, n) (DYN_NM_TB * (nb) + 8 * (n) + 3)
 /* terms + zero rates + forward pass (v, w_hat: 6 each, rp: 3) */
 #define DYN_NM_WORK_BASE(nb, n) (DYN_NM_NTERMS(nb, n) + (n) + 15 * ((nb) + 1))
 /* + composite inertias (10) and forces (6) per body, Q, the n x n matrix */
@@ -348,7 +349,7 @@ static void dyn_nm_composite_inertias(const dyn_nm_topo *tp, const double *T, do
 static void dyn_nm_mass_blocks(const dyn_nm_topo *tp, const double *T, const double *Ms, double *M)
 {
     const int nb = tp->nb, n = tp->n;
-    const double *Aall = T + DYN_NM_TB * nb;
+    const double *Aall = T + DYN_NM_TB * nb, *arm = Aall + 7 * n + 3;
     memset(M, 0, (size_t)n * (size_t)n * sizeof(double));
     for (int i = 1; i <= nb; ++i) {
         const int ni = tp->ndof[i], fi = tp->first[i];
@@ -359,7 +360,7 @@ static void dyn_nm_mass_blocks(const dyn_nm_topo *tp, const double *T, const dou
             dyn_nm_inertia_times(Ms + 10 * i, Aall + 6 * (fi + c), f + 6 * c);
         for (int c = 0; c < ni; ++c)
             for (int c2 = 0; c2 <= c; ++c2) {
-                double x = dyn_nm_dot6(Aall + 6 * (fi + c2), f + 6 * c);
+                double x = dyn_nm_dot6(Aall + 6 * (fi + c2), f + 6 * c) + (c2 == c ? arm[fi + c] : 0.0);
                 M[(size_t)(fi + c) * n + fi + c2] = x;
                 M[(size_t)(fi + c2) * n + fi + c] = x;
             }
@@ -417,14 +418,15 @@ static void dyn_nm_ldl_solve(const dyn_nm_topo *tp, double *H, double *x)
     }
 }
 
-/* A joint block D = A^T Y (ni x ni, A the columns of A_i, Y = M* A) as D = L^T diag(d) L from
-   the last row up: L unit lower row-major in 6 x 6 (L[6 r + c], c < r), 1/d_r at L[6 r + r]. */
-static void dyn_nm_ldl_block(int ni, const double *A, const double *Y, double *L)
+/* A joint block D = A^T Y + diag(arm) (ni x ni, A the columns of A_i, Y = M* A, arm the joint's
+   armatures) as D = L^T diag(d) L from the last row up: L unit lower row-major in 6 x 6
+   (L[6 r + c], c < r), 1/d_r at L[6 r + r]. */
+static void dyn_nm_ldl_block(int ni, const double *A, const double *Y, const double *arm, double *L)
 {
     double W[36];                                          /* W[6 m + c] = d_m L_mc */
     for (int r = ni - 1; r >= 0; --r)
         for (int c = r; c >= 0; --c) {
-            double s = dyn_nm_dot6(A + 6 * r, Y + 6 * c);
+            double s = dyn_nm_dot6(A + 6 * r, Y + 6 * c) + (c == r ? arm[r] : 0.0);
             for (int m = r + 1; m < ni; ++m)
                 s -= L[6 * m + r] * W[6 * m + c];
             if (c == r) {
@@ -490,8 +492,8 @@ static void dyn_nm_composite_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, d
 }
 
 /* The sweep of the extended system, ABM (3.7)-(3.8) and DEC (3.30)-(3.31) in one pass pair.
-   D_i = A_i^T M*_i A_i = L_i^T diag(d_i) L_i (L_i unit lower, from the last row), Z_i = L_i^-T Y_i^T
-   (rows, Y_i = M*_i A_i), z_i = L_i^-T u_i (u_i = A_i^T F*_i + Q_i); H_i = M*_i - Z^T diag(d)^-1 Z
+   D_i = A_i^T M*_i A_i + diag(armatures of joint i) = L_i^T diag(d_i) L_i (L_i unit lower, from
+   the last row), Z_i = L_i^-T Y_i^T (rows, Y_i = M*_i A_i), z_i = L_i^-T u_i (u_i = A_i^T F*_i + Q_i); H_i = M*_i - Z^T diag(d)^-1 Z
    and h_i = F*_i - Z^T diag(d)^-1 z go to the parent; q''_i = L_i^-1 diag(d_i)^-1 (z_i - Z_i a_i).
    `reduced`: DEC keeps Z_i, z_i for the forward solve (3.31); ABM keeps Y_i, u_i and reduces
    them again there (3.8). The same numbers either way. */
@@ -502,7 +504,7 @@ static void dyn_nm_sweep_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, doubl
     double *T = work, *v = T + DYN_NM_NTERMS(nb, n) + n, *wh = v + 6 * (nb + 1), *rp = wh + 6 * (nb + 1);
     double *IA = rp + 3 * (nb + 1), *pA = IA + 36 * (nb + 1), *Y = pA + 6 * (nb + 1), *Lf = Y + 36 * (nb + 1);
     double *u = Lf + 36 * (nb + 1), *dw = u + 6 * (nb + 1);
-    const double *Aall = T + DYN_NM_TB * nb, *gen = Aall + 6 * n;
+    const double *Aall = T + DYN_NM_TB * nb, *gen = Aall + 6 * n, *arm = gen + n + 3;
     dyn_nm_terms(tp, terms, t, q, qd, p, T);
     dyn_nm_forward(tp, T, qd, v, wh, rp);
     for (int i = 1; i <= nb; ++i) {
@@ -518,7 +520,7 @@ static void dyn_nm_sweep_qdd(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, doubl
             dyn_nm_symv6(Ii, a, Yi + 6 * c);
             ui[c] = dyn_nm_dot6(a, Fi) + gen[fi + c];
         }
-        dyn_nm_ldl_block(ni, Aall + 6 * fi, Yi, L);
+        dyn_nm_ldl_block(ni, Aall + 6 * fi, Yi, arm + fi, L);
         if (k == 0 && !reduced)
             continue;
         double Z[36], z[6];
