@@ -628,6 +628,13 @@ class _Converter:
                 add(g1, g2, max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])))
         if not pairs:
             return {}
+        if len(pairs) > MAX_CONTACT_PAIRS:
+            self.err("contact", f"the geoms make {len(pairs)} contact pairs under MuJoCo's filters, more than "
+                                f"{MAX_CONTACT_PAIRS}: every pair is evaluated in every right-hand side (there is no "
+                                "broad phase yet), which would take minutes to generate; load with contacts=False "
+                                "(--no-contacts) or name the pairs that matter as <contact><pair> elements with "
+                                "contype/conaffinity 0 on the rest")
+            return {}
         law = {}
         for key, (value, unit, what) in CONTACT_PARAMETERS.items():
             name = law[key.removeprefix("contact_")] = self.names(key, "symbol")
@@ -805,6 +812,10 @@ class _Converter:
 
 
 #: the contact law's parameters of an MJCF model's pairs (docs/contact.md): value, unit, meaning
+#: more contact pairs than this are refused: MuJoCo's humanoid (126 pairs) generates and runs
+#: (benchmarks/results/contact.txt); dm_control's dog (2396) did not generate in 7 minutes
+#: (benchmarks/results/mjcf_large.txt)
+MAX_CONTACT_PAIRS = 500
 CONTACT_PARAMETERS = {
     "contact_stiffness": (1e6, "N/m^1.5", "contacts: k of the normal law k delta^e (1 + 3/2 c delta')"),
     "contact_damping": (0.5, "s/m", "contacts: c of the normal law (restitution about 1 - c v)"),

@@ -14,6 +14,8 @@ def add_import_options(p):
                    help="URDF: mimic joints as independent coordinates (default, with a warning) or coupled")
     p.add_argument("--limits", action=argparse.BooleanOptionalAction, default=None,
                    help="URDF, MJCF: joint limits as `stop` forces (the default; --no-limits leaves them out)")
+    p.add_argument("--contacts", action=argparse.BooleanOptionalAction, default=None,
+                   help="MJCF: the geoms' contacts (the default; --no-contacts leaves them out)")
     p.add_argument("--frictionloss", action="store_true", help="MJCF: joint friction loss as a regularised "
                    "Coulomb force (otherwise left out, as MuJoCo's constraint flag off)")
     p.add_argument("--actuators", choices=("inputs", "off"), default=None,
@@ -21,7 +23,7 @@ def add_import_options(p):
                         "flag off): a simulation needs every input")
     p.add_argument("--torques", choices=("inputs", "off"), default=None,
                    help="URDF, MJCF: an input tau_<joint> per revolute/prismatic (hinge/slide) joint, a joint "
-                        "torque or force (default), or none (a simulation needs every input)")
+                        "torque or force (default; held at 0 when not given), or none")
     p.add_argument("--saturate", action="store_true", help="URDF: the torque inputs clamped to +-<joint>_effort "
                    "(the <limit effort>)")
     p.add_argument("--warnings", action="store_true", help="print every warning, also those an earlier "
@@ -37,6 +39,8 @@ def import_options(args) -> dict:
         out["mimic"] = args.mimic
     if getattr(args, "limits", None) is not None:
         out["limits"] = args.limits
+    if getattr(args, "contacts", None) is not None:
+        out["contacts"] = args.contacts
     if getattr(args, "frictionloss", False):
         out["frictionloss"] = True
     if getattr(args, "actuators", None):

@@ -522,3 +522,22 @@ def test_derivatives_with_armature(small_files, variant):
         e[k] = h
         assert max_rel_err(Jq[:, k], (model.qdd(q + e, qd) - model.qdd(q - e, qd)) / (2 * h)) < 1e-6
         assert max_rel_err(Jqd[:, k], (model.qdd(q, qd + e) - model.qdd(q, qd - e)) / (2 * h)) < 1e-6
+
+
+def test_too_many_contact_pairs_is_a_quick_error_naming_the_way_out(tmp_path):
+    """dm_control's dog makes 2396 contact pairs under MuJoCo's filters (its generation did not end
+    in 7 minutes): loading it with contacts on is one ModelError naming the count and contacts=False
+    / --no-contacts, in seconds; the command line's --no-contacts converts it without them."""
+    import subprocess
+    import sys
+    import time
+    path = dm_suite("dog")
+    t0 = time.perf_counter()
+    with pytest.raises(ModelError, match=r"`contact`.*2396 contact pairs.*contacts=False \(--no-contacts\)"):
+        load_model(path)
+    assert time.perf_counter() - t0 < 60
+    yaml_path = tmp_path / "dog.yaml"
+    out = subprocess.run([sys.executable, "-m", "dynamica.runtime.cli.main", "convert", str(path), "-o", str(yaml_path),
+                          "--no-contacts"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert "contact" not in yaml.safe_load(yaml_path.read_text())
