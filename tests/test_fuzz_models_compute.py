@@ -94,7 +94,10 @@ def test_loaded_mutants_compute_what_their_file_says(tmp_path):
             assert np.max(np.abs(got - want)) <= 1e-9 * max(1.0, np.max(np.abs(want))), (label, got, want)
         compared.append(label)
     assert len(compared) >= 10 and len(refused) >= 5, (compared, refused)
-    assert sum(label.startswith("swap_value") for label in compared) >= 4, compared
+    # a swapped value either computes what the file says or is refused naming its entry (the
+    # dimension checks of declared units refuse some since units are read): most are examined
+    swapped = [label for label in compared + refused if label.startswith("swap_value")]
+    assert sum(label.startswith("swap_value") for label in compared) >= 3 and len(swapped) >= 8, (compared, refused)
 
 
 @pytest.mark.parametrize("kind", KINDS)

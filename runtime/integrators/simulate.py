@@ -298,6 +298,7 @@ INTEGRATORS = {r.name: RUNNERS[r.kind](r) for r in INTEGRATOR_RECORDS.values()}
 
 
 def _prepare_adams(model, record, params, jacobian):
+    from dynamica.runtime.integrators import contact_events  # noqa: F401  (asked for every run: the gaps)
     from dynamica.runtime.integrators.compiled_adams import core
     core()
 

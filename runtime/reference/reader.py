@@ -133,7 +133,8 @@ def _value(v):
 
 #: unit symbols whose factor to SI is 1 (read without pint)
 _SI = {"", "1", "m", "kg", "s", "N", "rad", "sr", "Pa", "J", "W", "A", "V", "K", "mol", "Hz", "C", "ohm", "T", "Wb"}
-_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s+(\S.*)$")
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"      # a number, then a unit
+                       r"\s+([A-Za-z\u00b0][A-Za-z0-9_*/^ .()\u00b2\u00b3-]*)$")
 
 
 def _si(v, unit=None) -> float:
