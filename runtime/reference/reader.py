@@ -186,7 +186,6 @@ def _identifier(name):
     """docs/urdf.md: a URDF name as an identifier, other characters than letters, digits and `_`
     becoming `_` (the rarer renamings, of keywords and leading digits, are not repeated here: such
     a model is read from the loader's data)."""
-    import re
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
