@@ -1,8 +1,8 @@
 """Module kinds (generator/ir/kinds.py): the records of the kinds the equation forms make
 (lagrangian, numeric, hamiltonian, iterative: declared here from their parts in forms and render)
 and the kinds beside the equations of motion, each declared in its own file: the derivatives
-module (residual and Jacobian, by the tape or by recursive derivatives of inverse dynamics) and
-inverse dynamics. Importing this package registers every kind.
+module (residual and Jacobian, by the tape or by recursive derivatives of inverse dynamics),
+inverse dynamics and the frames of one body. Importing this package registers every kind.
 
 May import: the rest of dynamica.generator. Never the runtime.
 """
