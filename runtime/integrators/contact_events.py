@@ -93,12 +93,109 @@ class Gaps:
         return self.flat[self.d_idx].copy(), self.flat[self.r_idx].copy()
 
 
-def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
+class AdamsSteps:
+    """The compiled Adams step (runtime/native/adams_core.pyx), driven one accepted step at a time."""
+
+    name = "compiled Adams PECE (Shampine-Gordon), orders 1-12, restarted at contacts"
+
+    def __init__(self, model, p, rtol, atol, max_steps=500_000):
+        from dynamica.runtime.integrators.compiled_adams import check_status, core
+        self.mod, self.check = core(), check_status
+        self.f, self.p, self.rtol, self.atol, self.max_steps = model.module.rhs_capsule, p, rtol, atol, int(max_steps)
+        self.nfev = self.nsteps = self.nrejected = 0
+        self.hist = None
+
+    def start(self, t0, y0, tb):
+        self.st = self.mod.Stepper(self.f, t0, y0, tb, self.p, self.rtol, self.atol, None, np.inf, self.max_steps,
+                                   False, False, None, 1e-12)
+        self.check(self.st, self.st.begin(), self.rtol, self.atol, self.max_steps)
+
+    def step(self, tv, Y, j):
+        """One accepted step, the output rows it reaches filled from its interpolant: (j, advanced)."""
+        st = self.st
+        before = st.nsteps
+        code, j = st.run(tv, Y, j, 1)
+        if code:
+            self.check(st, code, self.rtol, self.atol, self.max_steps)
+        self.t, self.t_old, self.y, self.intrp = st.t, st.t_old, st.y, st.intrp
+        return j, st.nsteps != before
+
+    @property
+    def done(self):
+        return self.st.done
+
+    def stop(self):
+        info = self.st.info()
+        self.nfev, self.nsteps = self.nfev + info["nfev"], self.nsteps + info["nsteps"]
+        self.nrejected += info["nrejected"]
+        h = np.asarray(info["order_histogram"])
+        self.hist = h if self.hist is None else self.hist + h
+
+    def info(self):
+        return {"integrator": self.name, "steps": self.nsteps, "rejected": self.nrejected,
+                "order_histogram": self.hist.tolist()}
+
+
+class ScipySteps:
+    """One of scipy's solver classes (RK45, DOP853, Radau, BDF, LSODA), stepped as solve_ivp does,
+    its dense output the step's interpolant; restarted as a new solver at each contact."""
+
+    def __init__(self, method, fun, rtol, atol, extra=None):
+        import scipy.integrate as si
+        self.method, self.cls, self.fun = method, getattr(si, method), fun
+        self.rtol, self.atol, self.extra = rtol, atol, dict(extra or {})
+        self.name = f"scipy {method}, restarted at contacts"
+        self.nfev = self.njev = self.nsteps = 0
+        self.solver = None
+
+    def start(self, t0, y0, tb):
+        if self.solver is not None:
+            self.stop()
+        self.solver = self.cls(self.fun, t0, np.array(y0, float), tb, rtol=self.rtol, atol=self.atol, **self.extra)
+        self.stalled = 0
+
+    def step(self, tv, Y, j):
+        from dynamica.errors import IntegrationError
+        s = self.solver
+        t_old = s.t
+        msg = s.step()
+        if s.status == "failed":
+            raise IntegrationError(f"integration failed at t = {t_old} ({self.method}): {msg}")
+        self.stalled = self.stalled + 1 if s.t == t_old else 0
+        if self.stalled > 100:               # as simulate's _Stepped: a step that no longer advances t
+            raise IntegrationError(f"integration failed at t = {t_old}: 100 steps of {self.method} did not advance t")
+        self.nsteps += 1
+        self.t, self.t_old, self.y = s.t, t_old, np.array(s.y, float)
+        self.intrp = s.dense_output()
+        while j < len(tv) and tv[j] <= s.t:
+            Y[j] = self.intrp(tv[j])
+            j += 1
+        return j, s.t != t_old
+
+    @property
+    def done(self):
+        return self.solver.status != "running"
+
+    def stop(self):
+        self.nfev += self.solver.nfev
+        self.njev += int(getattr(self.solver, "njev", 0) or 0)
+        self.solver = None
+
+    def info(self):
+        out = {"integrator": self.name, "steps": self.nsteps}
+        if "jac" in self.extra or self.method in ("Radau", "BDF", "LSODA"):
+            out.update(jacobian="analytic" if "jac" in self.extra else "numeric", njev=self.njev)
+        return out
+
+
+def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000, steps=None, events=None):
     """(t, Y (len(t), n), nfev, info) of the model from (t0, y0) with contacts located (the
-    module docstring); `tv` the output times (t0 included)."""
-    from dynamica.runtime.integrators.compiled_adams import check_status, core
-    mod = core()
-    f = model.module.rhs_capsule
+    module docstring); `tv` the output times (t0 included). `steps`: the integrator stepped
+    (default the compiled Adams step, `AdamsSteps`; `ScipySteps` for scipy's methods). `events`:
+    functions g(t, y) with scipy's `terminal` and `direction`, located on the same interpolants
+    (info `t_events`, `y_events`, `status` 1 at a terminal one, as solve_ivp's)."""
+    from dynamica.runtime.integrators.compiled_adams import _active_events, _prepare_events
+    steps = AdamsSteps(model, p, rtol, atol, max_steps) if steps is None else steps
     gaps = Gaps(model, p)
     n, m = len(y0), len(tv)
     Y = np.full((m, n), np.nan)
@@ -106,26 +203,27 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
     Y[:j] = y0
     g, r = gaps(t0, y0)
     side = np.where(g < 0, -1, 1)
-    contacts, nfev, nsteps, nrejected, restarts = [], 0, 0, 0, 0
-    hist = None
+    contacts, restarts = [], 0
     t_start, y_start = t0, np.array(y0, float)
     eps = 4 * float(np.finfo(float).eps)
+    if events:
+        events, max_events, direction = _prepare_events(events)
+        t_events, y_events = [[] for _ in events], [[] for _ in events]
+    else:
+        events, max_events, direction = (), np.zeros(0), np.zeros(0)
+    ev = [float(e(t0, y0)) for e in events]
+    status = 0
     while True:
-        st = mod.Stepper(f, t_start, y_start, tb, p, rtol, atol, None, np.inf, int(max_steps), False, False,
-                         None, 1e-12)
-        check_status(st, st.begin(), rtol, atol, max_steps)
+        steps.start(t_start, y_start, tb)
         g_old, r_old = g, r
         restart = None
-        while not st.done:
-            before = st.nsteps
-            code, j = st.run(tv, Y, j, 1)
-            if code:
-                check_status(st, code, rtol, atol, max_steps)
-            if st.nsteps == before:
+        while not steps.done:
+            j, advanced = steps.step(tv, Y, j)
+            if not advanced:
                 break
-            t, t_old = st.t, st.t_old
-            g, r = gaps(t, st.y)
-            intrp = st.intrp
+            t, t_old = steps.t, steps.t_old
+            g, r = gaps(t, steps.y)
+            intrp = steps.intrp
 
             def gap(s, k):
                 return gaps(s, intrp(s))[0][k]
@@ -147,20 +245,39 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
                 tm = root(rate, t_old, t, eps)
                 if gap(tm, k) < 0:
                     found.append((root(lambda s, k=k: gap(s, k), t_old, tm, eps), k))
+            cutoff = min(found)[0] if found else np.inf
+            stop = None
+            if events:                               # the user's events before the first contact's root
+                ev_new = [float(e(t, steps.y)) for e in events]
+                hits = []
+                for i in _active_events(ev, ev_new, direction):
+                    te = root(lambda s, i=i: float(events[i](s, intrp(s))), t_old, t, eps)
+                    if te <= cutoff:
+                        hits.append((te, i))
+                for te, i in sorted(hits):
+                    if stop is not None and te > stop:
+                        break
+                    t_events[i].append(te)
+                    y_events[i].append(np.array(intrp(te), float))
+                    if len(t_events[i]) >= max_events[i]:
+                        stop = te
+                ev = ev_new
+            if stop is not None:
+                status = 1
+                j = int(np.count_nonzero(tv <= stop))
+                Y[j:] = np.nan
+                break
             if found:
                 te = min(found)[0]
                 # every gap crossing within round-off of the first (symmetric corners touch together)
                 restart = (te, sorted(k for tk, k in found if tk <= te + 64 * eps * max(1.0, abs(te))))
                 break
             g_old, r_old = g, r
-        info = st.info()
-        nfev, nsteps, nrejected = nfev + info["nfev"], nsteps + info["nsteps"], nrejected + info["nrejected"]
-        h = np.asarray(info["order_histogram"])
-        hist = h if hist is None else hist + h
+        steps.stop()
         if restart is None:
             break
         te, ks = restart
-        y_start = st.intrp(te)
+        y_start = np.array(steps.intrp(te), float)
         j = int(np.count_nonzero(tv <= te))
         Y[j:] = np.nan
         if j and tv[j - 1] == te:
@@ -170,7 +287,10 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000):
             side[k] = -side[k]
             contacts.append((float(te), *gaps.labels[k], int(-side[k])))
             g[k] = 0.0                               # on the surface: its side is the flipped one
+        ev = [float(e(te, y_start)) for e in events]
         t_start, restarts = te, restarts + 1
-    info = {"steps": nsteps, "rejected": nrejected, "order_histogram": hist.tolist(), "contacts": contacts,
-            "restarts": restarts, "gap_evaluations": gaps.calls}
-    return tv[:j], Y[:j], nfev, info
+    info = {**steps.info(), "contacts": contacts, "restarts": restarts, "gap_evaluations": gaps.calls}
+    if events:
+        info.update(t_events=[np.array(x) for x in t_events],
+                    y_events=[np.array(x).reshape(len(x), n) for x in y_events], status=status)
+    return tv[:j], Y[:j], steps.nfev, info

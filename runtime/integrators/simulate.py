@@ -42,8 +42,8 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
     from dynamica.runtime.integrators.compiled_adams import solve
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
-    if not events and _locates_contacts(model):
-        t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params)
+    if _locates_contacts(model):
+        t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params, events=events)
         return simulation_result(model, t, Y, "adams", nfev, info, params=params)
     res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
                 rtol=rtol, atol=atol, events=events)
@@ -65,17 +65,24 @@ def _locates_contacts(model) -> bool:
             and bool(contact_events.gap_forces(model)))
 
 
-def _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params):
+def _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params, events=None, scipy_method=None, jacobian=None):
+    """contact_events.solve with the compiled Adams step, or scipy's `scipy_method` stepped."""
     from dynamica.runtime.integrators import contact_events
-    t, Y, nfev, info = contact_events.solve(model, t0, t_end, y0, t_eval, model.param_vector(params), rtol, atol)
-    return t, Y, nfev, {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12, restarted at contacts",
-                        **info}
+    steps = None
+    if scipy_method is not None:
+        jac = _jacobian(model, scipy_method, params, jacobian)
+        steps = contact_events.ScipySteps(scipy_method, model.rhs_function(params), rtol, atol,
+                                          {"jac": jac} if jac is not None else None)
+    return contact_events.solve(model, t0, t_end, y0, t_eval, model.param_vector(params), rtol, atol,
+                                steps=steps, events=events)
 
 
-def _stream_contacts(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
-    """`_stream_adams` of a model with contacts: the run with its contacts located, then its rows
-    handed on piece by piece between `cuts` (after the run, not as they are reached)."""
-    t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params)
+def _stream_contacts(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None, scipy_method=None):
+    """`_stream_adams` (or a scipy method's stream) of a model with contacts: the run with its
+    contacts located, then its rows handed on piece by piece between `cuts` (after the run, not
+    as they are reached)."""
+    t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params, scipy_method=scipy_method,
+                                    jacobian=jacobian)
     for n, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
         yield t[a:b + 1], Y[a:b + 1], nfev if n == 0 else 0, info, ""
 
@@ -207,6 +214,12 @@ class _Stepped:
 
 def _scipy_runner(scipy_method):
     def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
+        if _locates_contacts(model):   # stepped, restarted at each contact (contact_events.py)
+            if t_eval is None:
+                t_eval = np.linspace(t0, t_end, 201)
+            t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params, events=events,
+                                            scipy_method=scipy_method, jacobian=jacobian)
+            return simulation_result(model, t, Y, run.name, nfev, info, params=params)
         if not events:                 # (solve_ivp's own loop below locates events)
             stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
             rows = list(stepped.rows())
@@ -518,8 +531,8 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
     writer = _open_writer(model, out, t0, y0, params) if out is not None else None
     rows = _Rows(model.coordinates, keep)
     stream = STREAMS.get(method)
-    if stream is _stream_adams and _locates_contacts(model):
-        stream = _stream_contacts
+    if stream is not None and _locates_contacts(model):
+        stream = functools.partial(_stream_contacts, scipy_method=SCIPY_METHODS.get(method))
     try:
         if stream is not None:      # one integration, its rows handed on piece by piece
             chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)

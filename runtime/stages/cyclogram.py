@@ -315,10 +315,14 @@ class _Table:
                     O[key].append(np.asarray(res.outputs[key]) if key in res.outputs else np.full((m, *shape), np.nan))
             nfev += res.nfev
         stage = np.concatenate(S).astype(str)
+        info = {"stages": len(records), "structures": len({r["coordinates"] for r in records})}
+        located = [res.info for _, res, _ in self.parts if "contacts" in (res.info or {})]
+        if located:                  # the contacts' starts and ends of every stage, in time order
+            info.update(contacts=[c for i in located for c in i["contacts"]],
+                        restarts=sum(i["restarts"] for i in located))
         return SimulationResult(t=np.concatenate(T), q=np.vstack(Q), qd=np.vstack(QD), coordinates=tuple(self.columns),
                                 method=method, nfev=nfev, outputs={k: np.concatenate(v) for k, v in O.items()},
-                                stage=stage, stages=records,
-                                info={"stages": len(records), "structures": len({r["coordinates"] for r in records})})
+                                stage=stage, stages=records, info=info)
 
 
 STAGED_RUNNER["cyclogram"] = run          # integrators.simulate hands models with stages to `run`

@@ -254,6 +254,7 @@ def run_case(model, case: dict, roles: dict, settings: RunSettings):
         row.update({f"der({c})": float(v) for c, v in zip(result.coordinates, result.qd[-1])})
         for record in result.stages or ():          # a cyclogram: when each stage ended
             row[f"t_end({record['name']})"] = float(record["t_end"])
+        row.update(contact_columns(result))
         data = series(result) if settings.series or settings.trajectories else {}
         for name in settings.series:
             for red in settings.reductions:
@@ -267,6 +268,17 @@ def run_case(model, case: dict, roles: dict, settings: RunSettings):
     row["wall_time"] = time.perf_counter() - start
     row["status"] = status
     return row, traj
+
+
+def contact_columns(result) -> dict:
+    """A model with contacts (docs/contact.md): `contacts`, the number of contact starts the
+    integrator located, and `max_penetration`, the deepest penetration of any pair at any output
+    point; none for a model without contacts."""
+    if "contacts" not in (result.info or {}):
+        return {}
+    depths = [np.nanmax(v) for k, v in result.outputs.items() if k.endswith(".penetration") and np.size(v)]
+    return {"contacts": sum(1 for c in result.info["contacts"] if c[-1] == 1),
+            "max_penetration": float(max(depths)) if depths else 0.0}
 
 
 def _trajectory(result, data):

@@ -93,26 +93,57 @@ def test_a_dropped_ball_rebounds_to_the_height_the_law_predicts(dropped):
     apex against scipy's solve_ivp (DOP853, rtol 1e-12) of the law in one dimension,
     m delta'' = m g - k delta^e (1 + 3/2 c delta'), from delta = 0 at the impact speed sqrt(2 g h)
     until delta = 0 again; within 1e-6 m."""
+    v_out, apex = _one_dimensional_rebound()
+    r = dynamica.simulate(dropped, 1.0, output_step=1e-4, rtol=1e-11, atol=1e-13)
+    assert abs(_first_apex(r, v_out) - apex) < 1e-6
+    assert v_out < 0.95 * math.sqrt(2 * G * 0.4)                                 # it did lose energy
+
+
+def _one_dimensional_rebound(k=1e5, c=0.15, e=1.5, h=0.4):
+    """(exit speed, apex of the centre) of the dropped ball: scipy's solve_ivp (DOP853, rtol 1e-12)
+    of m delta'' = m g - k delta^e (1 + 3/2 c delta') from delta = 0 at sqrt(2 g h) until delta = 0."""
     from scipy.integrate import solve_ivp
-    k, c, e = 1e5, 0.15, 1.5
 
     def law(t, y):
         return [y[1], G - max(0.0, k * max(y[0], 0.0) ** e * (1 + 1.5 * c * y[1]))]
     leave = lambda t, y: y[0]                                                    # noqa: E731
     leave.terminal, leave.direction = True, -1
-    sol = solve_ivp(law, (0, 1), [0.0, math.sqrt(2 * G * 0.4)], method="DOP853", rtol=1e-12, atol=1e-14,
+    sol = solve_ivp(law, (0, 1), [0.0, math.sqrt(2 * G * h)], method="DOP853", rtol=1e-12, atol=1e-14,
                     events=leave, first_step=1e-7)
     v_out = -sol.y_events[0][0][1]
-    apex = 0.1 + v_out ** 2 / (2 * G)
-    r = dynamica.simulate(dropped, 1.0, output_step=1e-4, rtol=1e-11, atol=1e-13)
+    return v_out, 0.1 + v_out ** 2 / (2 * G)
+
+
+def _first_apex(r, v_out):
+    """The apex of the first flight after the first contact's end (the flight is a parabola: its
+    vertex from the highest row's height and velocity)."""
     end = next(c[0] for c in r.info["contacts"] if c[3] == -1)
-    after = (r.t > end) & (r.t < end + 2 * v_out / G - 1e-3)                    # the first flight
+    after = (r.t > end) & (r.t < end + 2 * v_out / G - 1e-3)
     z = r.q[after, 1]
     k_top = np.argmax(z)
-    # the apex between output rows: the flight is a parabola, vertex from the row's velocity
-    top = z[k_top] + r.qd[after, 1][k_top] ** 2 / (2 * G)
-    assert abs(top - apex) < 1e-6
-    assert v_out < 0.95 * math.sqrt(2 * G * 0.4)                                 # it did lose energy
+    return z[k_top] + r.qd[after, 1][k_top] ** 2 / (2 * G)
+
+
+@pytest.mark.parametrize("method", ["RK45", "DOP853", "radau", "LSODA"])
+def test_scipy_methods_locate_the_contacts_and_rebound_to_the_same_apex(dropped, method):
+    """scipy's methods are stepped with the contacts located as adams does (restarted at each start
+    and end): the first impact at the free fall's sqrt(2 h / g) (1e-9 s) and the rebound apex of the
+    one-dimensional oracle above within 1e-5 m (rtol 1e-9: the interpolants of RK45 and radau are
+    of lower order than their steps)."""
+    v_out, apex = _one_dimensional_rebound()
+    r = dynamica.simulate(dropped, 0.9, method=method, output_step=1e-4, rtol=1e-9, atol=1e-11)
+    assert [c[3] for c in r.info["contacts"][:2]] == [1, -1] and r.info["restarts"] >= 2
+    assert abs(r.info["contacts"][0][0] - math.sqrt(2 * 0.4 / G)) < 1e-9
+    assert abs(_first_apex(r, v_out) - apex) < 1e-5
+
+
+def test_a_scipy_method_does_not_step_over_a_thin_obstacle(tmp_path):
+    """The shot of `test_a_fast_ball_is_not_stepped_through_a_thin_obstacle` with DOP853, whose
+    steps grow to the whole flight when nothing is in the way: located and deflected."""
+    r = dynamica.simulate(dynamica.load(write_model(tmp_path, _SHOT)), 0.2, method="DOP853", qd0=[40.0, 0],
+                          output_step=0.1, rtol=1e-6, atol=1e-8)
+    assert [c[3] for c in r.info["contacts"]] == [1, -1]
+    assert r.qd[-1, 1] > 1e-3
 
 
 @pytest.fixture(scope="module")
@@ -143,11 +174,7 @@ def test_ball_rebounds_with_the_restitution_of_the_law(ball, v_in):
     assert abs(r.info["contacts"][0][0] - 0.1 / v_in) < 1e-9        # starts when the gap 0.1 m closes
 
 
-def test_a_fast_ball_is_not_stepped_through_a_thin_obstacle(tmp_path):
-    """A sphere flying at 40 m/s past a small sphere fixed in the ground: with no force before the
-    contact an Adams step may grow over the whole obstacle (2 cm across); the contact is located
-    (start and end) and the ball is deflected: its sideways velocity no longer zero (1e-3 m/s)."""
-    d = {"name": "shot", "gravity": [0, 0, 0],
+_SHOT = {"name": "shot", "gravity": [0, 0, 0],
          "bodies": [{"name": "b", "parent": "ground",
                      "joint": [{"translate": "x", "q": "x"}, {"translate": "z", "q": "z"}],
                      "mass": 0.01, "com": [0, 0, 0], "inertia": [1e-6, 1e-6, 1e-6]}],
@@ -155,7 +182,13 @@ def test_a_fast_ball_is_not_stepped_through_a_thin_obstacle(tmp_path):
          "contact": {"shapes": {"post": {"type": "sphere", "body": "ground", "radius": 0.01},
                                 "s": {"type": "sphere", "body": "b", "radius": 0.005}},
                      "defaults": {"stiffness": 1e5, "friction": 0.0}}}
-    model = dynamica.load(write_model(tmp_path, d))
+
+
+def test_a_fast_ball_is_not_stepped_through_a_thin_obstacle(tmp_path):
+    """A sphere flying at 40 m/s past a small sphere fixed in the ground: with no force before the
+    contact an Adams step may grow over the whole obstacle (2 cm across); the contact is located
+    (start and end) and the ball is deflected: its sideways velocity no longer zero (1e-3 m/s)."""
+    model = dynamica.load(write_model(tmp_path, _SHOT))
     r = dynamica.simulate(model, 0.2, qd0=[40.0, 0], output_step=0.1, rtol=1e-6, atol=1e-8)
     assert [c[3] for c in r.info["contacts"]] == [1, -1]
     assert r.qd[-1, 1] > 1e-3
