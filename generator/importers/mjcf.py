@@ -60,6 +60,7 @@ from dynamica.generator.importers import (
     friction_velocity,
 )
 from dynamica.generator.importers.urdf import IdentifierNames, cleaned, rpy_of, yaml_num
+from dynamica.generator.spec.contact_sections import PAIR_TYPES
 
 SUFFIXES = (".xml", ".mjcf")
 ACTUATORS = ("inputs", "off")
@@ -559,7 +560,7 @@ class _Converter:
         m = self.m
         if not self.options["contacts"] or self.disabled("CONSTRAINT") or self.disabled("CONTACT"):
             return {}
-        kinds = {0: "plane", 2: "sphere", 3: "capsule", 6: "box"}
+        kinds = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box"}
         shapes, names = {}, {}
         for g in range(m.ngeom):
             if not (m.geom_contype[g] or m.geom_conaffinity[g]) and not any(
@@ -568,7 +569,7 @@ class _Converter:
             kind, size = int(m.geom_type[g]), [float(x) for x in m.geom_size[g]]
             label = _name(m, "GEOM", g) or f"geom{g}"
             if kind not in kinds:
-                self.ignore("contacts of cylinder, ellipsoid, mesh and height-field geoms", label)
+                self.ignore("contacts of ellipsoid, mesh and height-field geoms", label)
                 continue
             R = _quat_matrix(m.geom_quat[g])
             shape = {"type": kinds[kind], "body": self.body_name[int(m.geom_bodyid[g])]}
@@ -578,9 +579,9 @@ class _Converter:
             rpy = cleaned(rpy_of(R), 1e-15)
             if any(rpy) and kind != 2:
                 shape["rpy"] = [yaml_num(x) for x in rpy]
-            if kind in (2, 3):
+            if kind in (2, 3, 5):
                 shape["radius"] = yaml_num(size[0])
-            if kind == 3:
+            if kind in (3, 5):
                 shape["length"] = yaml_num(2 * size[1])
             if kind == 6:
                 shape["size"] = [yaml_num(2 * x) for x in size]
@@ -593,16 +594,19 @@ class _Converter:
         excluded = {int(x) for x in m.exclude_signature[:m.nexclude]} if m.nexclude else set()
         weld = [int(x) for x in m.body_weldid]
         pairs, seen = [], set()
-        order = {"plane": 0, "box": 1, "sphere": 2, "capsule": 3}
+        order = {"plane": 0, "box": 1, "sphere": 2, "capsule": 3, "cylinder": 4}
 
         def add(g1, g2, friction):
             a, b = names[g1], names[g2]
             if order[shapes[a]["type"]] > order[shapes[b]["type"]]:
                 a, b = b, a
             ka, kb = shapes[a]["type"], shapes[b]["type"]
-            if (ka, kb) in (("plane", "plane"), ("box", "box"), ("box", "capsule")):
-                self.ignore("contacts between two planes, two boxes or a box and a capsule", f"{a}-{b}")
+            if (ka, kb) not in PAIR_TYPES and (kb, ka) not in PAIR_TYPES:
+                self.ignore("contacts between two planes, two boxes, a box and a capsule, or a cylinder and "
+                            "anything but a plane", f"{a}-{b}")
                 return
+            if (ka, kb) not in PAIR_TYPES:
+                a, b = b, a
             pairs.append({"name": self.names(f"contact_{a}_{b}", "force"), "a": a, "b": b,
                           "friction": yaml_num(friction)})
         for k in range(m.npair):                                  # explicit pairs: always, their friction

@@ -9,6 +9,9 @@ d (negative: penetration). The pairs, a before b:
   plane   - sphere    d = n . (c - p) - r                       n: the plane's z axis
   plane   - capsule   the plane against each end sphere          (two points)
   plane   - box       the plane against each corner (radius 0)   (eight points)
+  plane   - cylinder  per end face, the rim point deepest below the plane and the two rim points
+                      120 degrees from it (six points: a cylinder standing on a face rests on a
+                      triangle of its rim, one lying rolls on the deepest point of each end)
   sphere  - sphere    d = |c_b - c_a| - r_a - r_b               n = (c_b - c_a) / |c_b - c_a|
   sphere  - capsule   the sphere against the capsule's closest segment point
   capsule - capsule   the closest points of the two segments (Ericson, Real-Time Collision
@@ -87,6 +90,32 @@ def _box_sphere(ctx, c, axes, half, centre, r):
     ctx.contact_points.append((add(centre, scale(-(r + d / 2), n)), n, d))
 
 
+#: the weight of the cylinder's own x axis in the in-face direction of its deepest rim point: where
+#: the plane's normal is along the axis (a cylinder standing on a face) the projection of the normal
+#: vanishes and the rim's triangle turns to the body's x axis instead of 0/0; elsewhere it moves the
+#: deepest point by about 1e-12 / |projection| radians, its distance by r (1e-12 / |projection|)^2 / 2
+_AXIS_WEIGHT = sp.Float(1e-12)
+
+
+def _plane_cylinder(ctx, p, n, c, axes, r, hl):
+    """A cylinder (centre c, axis axes[2], radius r, half length hl) against the plane through p with
+    normal n: per end face c +- hl u, the rim point deepest below the plane, e - r w with w the unit
+    in-face direction of n (n less its component along u), and the rim points 120 degrees on either
+    side of it; each a point against the plane (radius 0)."""
+    u = ctx.let_vector("cu", axes[2])
+    w = sub(n, scale(dot(n, u), u))
+    w = add(w, scale(_AXIS_WEIGHT, axes[0]))
+    L = ctx.let("cw", sp.sqrt(dot(w, w)))
+    w = ctx.let_vector("w", scale(1 / L, w))
+    v = ctx.let_vector("v", cross(u, w))
+    c3 = sp.sqrt(3) / 2
+    rim = [scale(-r, w), add(scale(r / 2, w), scale(c3 * r, v)), add(scale(r / 2, w), scale(-c3 * r, v))]
+    for sgn in (1, -1):
+        e = add(c, scale(sgn * hl, u))
+        for offset in rim:
+            _point_plane(ctx, p, n, add(e, offset), sp.Integer(0))
+
+
 def _segment_point(ctx, c, u, h, x, what):
     """The point of the segment c + s u, |s| <= h, closest to x."""
     s = ctx.let(what, _clamp(dot(u, sub(x, c)), -h, h))
@@ -108,6 +137,8 @@ def contact_points(ctx, a, b) -> list:
             u = scale(sp.Float(b.length / 2), eb[2])
             for sgn in (1, -1):
                 _point_plane(ctx, ca, n, add(cb, scale(sgn, u)), sp.Float(b.radius))
+        elif b.kind == "cylinder":
+            _plane_cylinder(ctx, ca, n, cb, eb, sp.Float(b.radius), sp.Float(b.length / 2))
         elif b.kind == "box":
             h = [scale(sp.Float(b.half[j]), eb[j]) for j in range(3)]
             for sx in (1, -1):

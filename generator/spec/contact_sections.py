@@ -8,6 +8,7 @@ its two shapes resolved into `Shape` records (numbers, body frame).
         floor: {type: plane, body: ground}                    # normal: the shape's z axis
         ball:  {type: sphere, body: ball, radius: 0.1}
         rod:   {type: capsule, body: arm, radius: 0.02, length: 0.3, at: [0, 0, 0.15]}
+        wheel: {type: cylinder, body: hub, radius: 0.3, length: 0.1, rpy: [1.5708, 0, 0]}
         block: {type: box, body: block, size: [0.2, 0.1, 0.1], rpy: [0, 0, 0.3]}
       defaults: {stiffness: 1e6, damping: 0.5, exponent: 1.5, friction: 0.8, stiction_velocity: 1e-3}
       pairs:                                                  # absent: every pair that can touch
@@ -27,11 +28,12 @@ SHAPE_KEYS = {
     "sphere": ({"radius"}, set()),
     "capsule": ({"radius", "length"}, set()),
     "box": ({"size"}, set()),
+    "cylinder": ({"radius", "length"}, set()),
     "plane": (set(), {"normal"}),
 }
 #: the pairs of shape types with a closed-form distance (generator/mechanics/contact.py), in the
 #: order (a, b) the force element takes them
-PAIR_TYPES = {("plane", "sphere"), ("plane", "capsule"), ("plane", "box"), ("sphere", "sphere"),
+PAIR_TYPES = {("plane", "sphere"), ("plane", "capsule"), ("plane", "box"), ("plane", "cylinder"), ("sphere", "sphere"),
               ("sphere", "capsule"), ("capsule", "capsule"), ("box", "sphere")}
 #: the keys of `contact.defaults` and of a pair besides a and b: the law's fields
 LAW_KEYS = ("stiffness", "damping", "exponent", "friction", "stiction_velocity")
@@ -134,8 +136,10 @@ class ContactSections:
         kw = {}
         if not required <= set(s):          # said by keys()
             return None
-        if kind in ("sphere", "capsule"):
+        if kind in ("sphere", "capsule", "cylinder"):
             kw["radius"] = self.number(s["radius"], f"{path}.radius", positive=True)
+        if kind == "cylinder":
+            kw["length"] = self.number(s["length"], f"{path}.length", positive=True)
         if kind == "capsule":
             length = self.number(s["length"], f"{path}.length")
             if length is not None and length < 0:

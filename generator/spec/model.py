@@ -100,12 +100,12 @@ class Shape:
     are the shape's x, y, z axes in the body frame): a capsule's axis and a plane's normal are its
     z axis."""
     name: str
-    kind: str                       # sphere | capsule | box | plane
+    kind: str                       # sphere | capsule | cylinder | box | plane
     body: str                       # a body or "ground"
     at: tuple = (0.0, 0.0, 0.0)     # the shape's centre (a plane: a point of it), body frame
     axes: tuple = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
-    radius: float = 0.0             # sphere, capsule
-    length: float = 0.0             # capsule: distance between the centres of its end spheres
+    radius: float = 0.0             # sphere, capsule, cylinder
+    length: float = 0.0             # capsule: distance between the centres of its end spheres; cylinder: its length
     half: tuple = (0.0, 0.0, 0.0)   # box: half edge lengths along the shape's axes
     path: str = ""
 
@@ -120,6 +120,8 @@ class Shape:
             return math.inf
         if self.kind == "box":
             return math.sqrt(sum(h * h for h in self.half))
+        if self.kind == "cylinder":
+            return math.hypot(self.radius, self.length / 2)
         return self.radius + self.length / 2
 
 

@@ -255,6 +255,12 @@ def _contacts(a, A, B):
             pts, r = [cb], B.radius
         elif B.kind == "capsule":
             pts, r = [cb + Eb[:, 2] * B.length / 2, cb - Eb[:, 2] * B.length / 2], B.radius
+        elif B.kind == "cylinder":                       # rim points by angle in the cylinder's axes:
+            nl = Eb.T @ n                                # the deepest (opposite the normal's direction,
+            phi = np.arctan2(nl[1], nl[0] + 1e-12)       # x by 1e-12 when along the axis) and +-120 deg
+            pts = [cb + Eb @ np.array([B.radius * np.cos(a), B.radius * np.sin(a), s * B.length / 2])
+                   for s in (1, -1) for a in (phi + np.pi, phi + np.pi / 3, phi - np.pi / 3)]
+            r = 0.0
         else:                                            # box: its corners
             pts = [cb + Eb @ (np.array(s) * np.asarray(B.half)) for s in
                    ((1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1), (-1, 1, 1), (-1, 1, -1), (-1, -1, 1), (-1, -1, -1))]

@@ -1,0 +1,149 @@
+"""Cylinders (docs/contact.md): a cylinder against a plane touches at the rim points of its two end
+faces, per face the deepest one and the two 120 degrees from it. Oracles: the numeric reference
+(runtime/reference/forces.py: the rim points by angle in the cylinder's axes, not the generator's
+vectors) for the forces, 1e-12; MuJoCo's collision (mj_forward's contacts, `data.contact.dist`, with
+a margin that reports separated poses too) for the distances at random poses, 1e-9 (both exact
+geometry: the same rim points); the closed form (2/3) g sin(theta) of a solid cylinder rolling down
+an incline, 1 %."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import dynamica
+from dynamica.errors import ModelError
+from dynamica.generator.spec.model import DynamicaWarning, load_model
+from dynamica.runtime.reference.numeric import NumericReference
+
+from conftest import write_model
+
+G = 9.81
+LAW = {"stiffness": 1e4, "damping": 0.3, "friction": 0.6, "stiction_velocity": 0.01}
+
+
+def _free(name, inertia=(0.01, 0.02, 0.03)):
+    q = [f"{name}_{c}" for c in ("x", "y", "z", "a", "b", "c")]
+    return {"name": name, "parent": "ground", "joint": {"type": "free", "q": q}, "mass": 1.0,
+            "com": [0, 0, 0], "inertia": list(inertia)}
+
+
+def test_a_cylinder_with_a_bad_size_is_an_error_naming_it():
+    for key, value in (("radius", -0.1), ("length", 0.0)):
+        shape = {"type": "cylinder", "body": "c", "radius": 0.1, "length": 0.2, key: value}
+        d = {"name": "m", "bodies": [_free("c")], "contact": {"shapes": {"cyl": shape}}}
+        with pytest.raises(ModelError) as info:
+            load_model(d)
+        assert any(p.path == f"contact.shapes.cyl.{key}" and "positive" in p.message for p in info.value.problems)
+
+
+def _cylinder(tmp_path, rpy):
+    shapes = {"floor": {"type": "plane", "body": "ground"},
+              "cyl": {"type": "cylinder", "body": "c", "radius": 0.1, "length": 0.3, "at": [0.01, -0.02, 0.03],
+                      "rpy": rpy}}
+    d = {"name": "cyl", "gravity": [0, 0, -G], "bodies": [_free("c")],
+         "contact": {"shapes": shapes, "defaults": LAW}}
+    return dynamica.load(write_model(tmp_path, d)), NumericReference(load_model(d))
+
+
+@pytest.fixture(scope="module")
+def cylinder(tmp_path_factory):
+    return _cylinder(tmp_path_factory.mktemp("cyl"), [0.2, -0.1, 0.4])
+
+
+@pytest.fixture(scope="module")
+def upright(tmp_path_factory):
+    return _cylinder(tmp_path_factory.mktemp("upright"), [0, 0, 0])
+
+
+@pytest.mark.parametrize("pose", ["tilted", "lying"])
+def test_plane_cylinder_agrees_with_the_reference(cylinder, pose):
+    """q'' as the reference's (1e-12 relative) with the cylinder tilted on its rim and lying on its
+    side (one point per end), each in contact and sliding."""
+    model, ref = cylinder
+    R = np.array(model.spec.shapes[1].axes).reshape(3, 3)               # shape -> body
+    q = np.zeros(6)
+    if pose == "tilted":
+        q[3:] = [0.5, -0.3, 0.2]
+        q[2] = 0.12
+    else:
+        # the body turned so that the shape's z axis is along the ground's x: the Cardan angles of
+        # the body rotation B with B R = target
+        B = np.array([[0, 0, 1], [0, 1, 0], [-1, 0, 0.0]]) @ R.T
+        q[3:] = [math.atan2(-B[1, 2], B[2, 2]), math.asin(B[0, 2]), math.atan2(-B[0, 1], B[0, 0])]
+        q[2] = 0.09 - (B @ np.array([0.01, -0.02, 0.03]))[2]
+    _check(model, ref, q, 1 if pose == "tilted" else 2)
+
+
+def test_a_standing_cylinder_rests_on_a_triangle_of_its_rim(upright):
+    """The plane's normal exactly along the axis (no in-face direction): the triangle turns to the
+    cylinder's x axis; three points in contact, q'' as the reference's (1e-12 relative)."""
+    model, ref = upright
+    q = np.array([0.0, 0.0, 0.14 - 0.03, 0.0, 0.0, 0.0])
+    _check(model, ref, q, 3)
+
+
+def _check(model, ref, q, touching):
+    qd = np.random.default_rng(7).normal(0, 0.7, 6)
+    d = model.outputs(0.0, q, qd)["contact_floor_cyl.distance"]
+    assert np.sum(d < -1e-3) == touching, d
+    a, b = model.qdd(q, qd), ref.qdd(q, qd)
+    assert np.max(np.abs(a - b)) < 1e-12 * np.max(np.abs(b))
+
+
+def test_plane_cylinder_distances_are_mujocos(tmp_path):
+    """At 20 random poses, MuJoCo's four contacts of the cylinder with the floor (its deepest rim point,
+    the other face's point below it and the deepest face's two other triangle points) have the
+    distances of four of our six points, 1e-9 m."""
+    mujoco = pytest.importorskip("mujoco")
+    from oracles.mujoco_mjcf import MujocoOracle
+    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
+      <geom name="floor" type="plane" size="5 5 0.1" margin="10"/>
+      <body name="c" pos="0 0 0.3"><freejoint name="c"/>
+        <geom name="cyl" type="cylinder" size="0.1 0.2" pos="0.01 0.02 -0.03" euler="0.3 0.2 0.1" margin="10"/>
+      </body></worldbody></mujoco>"""
+    path = tmp_path / "cyl.xml"
+    path.write_text(xml)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DynamicaWarning)
+        model = dynamica.load(path)
+    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
+    oracle = MujocoOracle(path, model.coordinates)
+    m = mujoco.MjModel.from_xml_path(str(path))               # contacts on (the oracle's are off)
+    data = mujoco.MjData(m)
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        q = np.concatenate([rng.uniform(-0.5, 0.5, 2), rng.uniform(-0.1, 0.4, 1), rng.uniform(-1.4, 1.4, 3)])
+        data.qpos[:], _, _ = oracle.state(q, np.zeros(6))
+        mujoco.mj_forward(m, data)
+        theirs = np.sort([data.contact[i].dist for i in range(data.ncon)])
+        ours = model.outputs(0.0, q, np.zeros(6))[f"{pair}.distance"]
+        assert len(theirs) == 4 and abs(theirs[0] - ours.min()) < 1e-9
+        assert all(np.min(np.abs(ours - x)) < 1e-9 for x in theirs), (theirs, ours)
+
+
+def test_a_cylinder_rolls_down_an_incline_at_two_thirds_g_sin_theta(tmp_path):
+    """A solid cylinder (I = m r^2 / 2 about its axis) on its side, theta = 20 deg, mu = 0.5 above the
+    slip limit tan(theta) / 3: x'' = (2/3) g sin(theta) within 1 % (as the rolling sphere of
+    test_contact_scenes: the rolling radius is r less the penetration, 1e-3 r)."""
+    theta, r, m = math.radians(20), 0.1, 1.0
+    ia, it = m * r ** 2 / 2, m * (3 * r ** 2 + 0.2 ** 2) / 12
+    sink = (G * math.cos(theta) / (2 * 1e6)) ** (1 / 1.5)
+    d = {"name": "roller", "gravity": [G * math.sin(theta), 0, -G * math.cos(theta)],
+         "bodies": [{"name": "b", "parent": "ground",
+                     "joint": [{"translate": "x", "q": "x"}, {"translate": "z", "q": "z"}, {"rotate": "y", "q": "th"}],
+                     "mass": m, "com": [0, 0, 0], "inertia": [it, ia, it]}],
+         "initial": {"z": r - sink},
+         "contact": {"shapes": {"floor": {"type": "plane", "body": "ground"},
+                                "s": {"type": "cylinder", "body": "b", "radius": r, "length": 0.2,
+                                      "rpy": [math.pi / 2, 0, 0]}},
+                     "defaults": {"stiffness": 1e6, "damping": 2.0, "friction": 0.5, "stiction_velocity": 1e-3}}}
+    res = dynamica.simulate(dynamica.load(write_model(tmp_path, d)), 1.0, output_step=0.01, rtol=1e-9, atol=1e-11)
+    sel = res.t > 0.2
+    a = np.polyfit(res.t[sel], res.qd[sel, 0], 1)[0]
+    expected = 2 / 3 * G * math.sin(theta)
+    assert abs(a - expected) < 0.01 * expected
+    assert np.max(res.outputs["contact_floor_s.normal_force"][-1][[1, 2, 4, 5]]) == 0.0    # on one point per end
