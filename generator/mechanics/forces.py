@@ -400,11 +400,11 @@ def _contact_potential(ctx, f):
     ke = constant_fields(ctx, f["stiffness"], f["exponent"])
     if ke is None:
         return None
-    from dynamica.generator.mechanics.contact import contact_points, normal_rate
+    from dynamica.generator.mechanics.contact import contact_points, normal_rate, smax
     k, e = ke
     V = Vd = sp.Integer(0)
     for x, n, d in contact_points(ctx, f["a"], f["b"]):
-        delta = sp.Max(0, -d)
+        delta = smax(0, -d)
         V += k * delta ** (e + 1) / (e + 1)
         Vd -= k * delta ** e * normal_rate(ctx, f["a"], f["b"], x, n)
     return V, Vd
@@ -418,7 +418,7 @@ def _contact_potential(ctx, f):
 def _contact(ctx, f):
     # per contact point (x, n, d) of the pair (generator/mechanics/contact.py): delta = max(0, -d),
     # F_n = max(0, k delta^e (1 + 3/2 c delta')), F_t = -mu F_n v_t / sqrt(|v_t|^2 + v_s^2)
-    from dynamica.generator.mechanics.contact import contact_points, material_point
+    from dynamica.generator.mechanics.contact import contact_points, material_point, smax
     a, b = f["a"], f["b"]
     k, c, e = ctx.P(f["stiffness"]), ctx.P(f["damping"]), ctx.P(f["exponent"])
     mu, vs = ctx.P(f["friction"]), ctx.P(f["stiction_velocity"])
@@ -430,8 +430,8 @@ def _contact(ctx, f):
         pb, vb = material_point(ctx, b.body, x)
         vr = ctx.let_vector(f"vr{j}", sub(vb, va))
         vn = ctx.let(f"vn{j}", dot(n, vr))
-        delta = ctx.let(f"pen{j}", sp.Max(0, -d))
-        Fn = ctx.let(f"Fn{j}", sp.Max(0, k * delta ** e * (1 - sp.Rational(3, 2) * c * vn)))
+        delta = ctx.let(f"pen{j}", smax(0, -d))
+        Fn = ctx.let(f"Fn{j}", smax(0, k * delta ** e * (1 - sp.Rational(3, 2) * c * vn)))
         vt = ctx.let_vector(f"vt{j}", sub(vr, scale(vn, n)))
         ft = ctx.let(f"ft{j}", -mu * Fn / sp.sqrt(dot(vt, vt) + vs ** 2))
         F = ctx.let_vector(f"F{j}", add(scale(Fn, n), scale(ft, vt)))
