@@ -13,7 +13,18 @@ the mechanical energy at the start and the end, both evaluated by MuJoCo's mj_en
 mj_energyVel (gravity and kinetic; dynamica's states mapped to MuJoCo's qpos/qvel by
 tests/oracles/mujoco_mjcf.py), so that the two runs' energies are the same function.
 
-A plain script, run by hand:  python benchmarks/bench_contact.py [--t-end 2] [--out benchmarks/results/contact.txt]
+A second table, the cost of building and of one evaluation, for Gymnasium's humanoid and
+dm_control's dog (63 bodies, 2396 contact pairs under MuJoCo's filters):
+
+  dynamica : dynamica.load(model.xml, actuators="off") into an empty cache (generate and compile,
+             contacts on), and one right-hand side (the module's rhs from Python, the mean of
+             repeated calls at the initial state); a model refused for its number of pairs is
+             loaded again with contacts=False and marked so
+  MuJoCo   : MjModel.from_xml_path (its compile), and one mj_step (contacts on, the mean of
+             repeated steps from the initial state) and one mj_forward
+
+A plain script, run by hand:  python benchmarks/bench_contact.py [--t-end 2] [--only build|fall]
+[--out benchmarks/results/contact.txt]
 """
 
 from __future__ import annotations
@@ -88,15 +99,86 @@ def run_dynamica(path, t_end):
             "deepest": deepest, "E0": E[0], "E1": E[1]}
 
 
+BUILD_MODELS = (("humanoid", "gymnasium"), ("dog", "dm_control"))
+
+
+def suite_file(name, package):
+    if package == "gymnasium":
+        return asset(name)
+    spec = importlib.util.find_spec("dm_control")
+    return os.path.join(os.path.dirname(spec.origin), "suite", f"{name}.xml")
+
+
+def per_call(f, seconds=0.5):
+    """Mean seconds of one call of f over repeated calls (at least `seconds` in all)."""
+    f()
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(10):
+            f()
+        n += 10
+    return (time.perf_counter() - start) / n
+
+
+def build_row(path):
+    import tempfile
+
+    import mujoco
+
+    import dynamica
+    from dynamica.errors import ModelError
+    start = time.perf_counter()
+    m = mujoco.MjModel.from_xml_path(path)
+    mj_build = time.perf_counter() - start
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ACTUATION
+    d = mujoco.MjData(m)
+    mj_step = per_call(lambda: mujoco.mj_step(m, d))
+    mujoco.mj_resetData(m, d)
+    mj_forward = per_call(lambda: mujoco.mj_forward(m, d))
+    note = ""
+    with tempfile.TemporaryDirectory(prefix="bench_contact_") as cache, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        try:
+            model = dynamica.load(path, actuators="off", cache=cache)
+        except ModelError as exc:
+            note = "contacts=False: " + str(exc.problems[0].message).split(" under")[0].removeprefix("the geoms make ")
+            start = time.perf_counter()
+            model = dynamica.load(path, actuators="off", contacts=False, cache=cache)
+        build = time.perf_counter() - start
+        pairs = sum(f.type == "contact" for f in model.spec.forces)
+        y = model.to_state(*model.initial_state())
+        p, out = model.param_vector(), np.empty(model.state_size)
+        rhs = per_call(lambda: model.module.rhs(0.0, y, p, out))
+    return {"build": build, "rhs": rhs, "pairs": pairs, "note": note, "mj_build": mj_build, "mj_step": mj_step,
+            "mj_forward": mj_forward, "ncon": int(d.ncon)}
+
+
+def build_table():
+    lines = ["Building and one evaluation (contacts on)", "",
+             f"{'model':10s} {'code':9s} {'build [s]':>10s} {'call [us]':>10s}   what is called"]
+    for name, package in BUILD_MODELS:
+        r = build_row(suite_file(name, package))
+        what = f"rhs, {r['pairs']} pairs" + (f" ({r['note']})" if r["note"] else "")
+        lines.append(f"{name:10s} {'dynamica':9s} {r['build']:10.2f} {1e6 * r['rhs']:10.1f}   {what}")
+        lines.append(f"{'':10s} {'MuJoCo':9s} {r['mj_build']:10.3f} {1e6 * r['mj_step']:10.1f}   mj_step "
+                     f"({r['ncon']} contacts at the last step)")
+        lines.append(f"{'':10s} {'':9s} {'':10s} {1e6 * r['mj_forward']:10.1f}   mj_forward")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--t-end", type=float, default=2.0)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--only", choices=("build", "fall"), default=None)
     args = ap.parse_args()
     lines = [f"MJCF models falling for {args.t_end:g} s, actuators off (contacts and joint limits on)", "",
              f"{'model':10s} {'code':9s} {'wall [s]':>9s} {'steps':>8s} {'events':>7s} {'deepest [mm]':>13s} "
              f"{'E(0) [J]':>10s} {'E(end) [J]':>11s}"]
-    for name in MODELS:
+    if args.only == "build":
+        lines = []
+    for name in MODELS if args.only != "build" else ():
         path = asset(name)
         mj = run_mujoco(path, args.t_end)
         dy = run_dynamica(path, args.t_end)
@@ -104,6 +186,8 @@ def main():
                      f"{1e3 * dy['deepest']:13.2f} {dy['E0']:10.3f} {dy['E1']:11.3f}   ({dy['pairs']} pairs)")
         lines.append(f"{'':10s} {'MuJoCo':9s} {mj['wall']:9.3f} {mj['steps']:8d} {'':>7s} "
                      f"{1e3 * mj['deepest']:13.2f} {mj['E0']:10.3f} {mj['E1']:11.3f}   (time step {mj['h']:g} s)")
+    if args.only != "fall":
+        lines += ([""] if lines else []) + build_table()
     text = "\n".join(lines)
     print(text)
     if args.out:

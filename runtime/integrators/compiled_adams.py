@@ -163,7 +163,7 @@ def check_status(st, code, rtol, atol, max_steps, on_stiff="ignore"):
         raise exc
 
 
-def _prepare_events(events):
+def prepare_events(events):
     """(events, max_events, direction) with scipy's conventions (``terminal``: bool or a count)."""
     if callable(events):
         events = (events,)
@@ -184,7 +184,7 @@ def _prepare_events(events):
     return events, max_events, direction
 
 
-def _active_events(g, g_new, direction):
+def active_events(g, g_new, direction):
     """Indices of the events whose function changed sign (or reached zero) over the step
     (solve_ivp's rule; plain Python: there are few events and this runs once per step)."""
     out = []
@@ -263,7 +263,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
         check_status(st, code, rtol, atol, max_steps, on_stiff)
     else:
         from scipy.optimize import brentq
-        events, max_events, direction = _prepare_events(events)
+        events, max_events, direction = prepare_events(events)
         ne = len(events)
         t_events = [[] for _ in range(ne)]
         y_events = [[] for _ in range(ne)]
@@ -281,7 +281,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
             t = st.t
             y = st.y
             g_new = [float(ev(t, y if i == 0 else y.copy())) for i, ev in enumerate(events)]
-            active = _active_events(g, g_new, direction)
+            active = active_events(g, g_new, direction)
             if active:
                 t_old = st.t_old
                 active = np.array(active)

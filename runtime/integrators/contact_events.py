@@ -194,7 +194,7 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000, steps=None, e
     (default the compiled Adams step, `AdamsSteps`; `ScipySteps` for scipy's methods). `events`:
     functions g(t, y) with scipy's `terminal` and `direction`, located on the same interpolants
     (info `t_events`, `y_events`, `status` 1 at a terminal one, as solve_ivp's)."""
-    from dynamica.runtime.integrators.compiled_adams import _active_events, _prepare_events
+    from dynamica.runtime.integrators.compiled_adams import active_events, prepare_events
     steps = AdamsSteps(model, p, rtol, atol, max_steps) if steps is None else steps
     gaps = Gaps(model, p)
     n, m = len(y0), len(tv)
@@ -207,7 +207,7 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000, steps=None, e
     t_start, y_start = t0, np.array(y0, float)
     eps = 4 * float(np.finfo(float).eps)
     if events:
-        events, max_events, direction = _prepare_events(events)
+        events, max_events, direction = prepare_events(events)
         t_events, y_events = [[] for _ in events], [[] for _ in events]
     else:
         events, max_events, direction = (), np.zeros(0), np.zeros(0)
@@ -250,7 +250,7 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000, steps=None, e
             if events:                               # the user's events before the first contact's root
                 ev_new = [float(e(t, steps.y)) for e in events]
                 hits = []
-                for i in _active_events(ev, ev_new, direction):
+                for i in active_events(ev, ev_new, direction):
                     te = root(lambda s, i=i: float(events[i](s, intrp(s))), t_old, t, eps)
                     if te <= cutoff:
                         hits.append((te, i))
