@@ -18,6 +18,9 @@ d (negative: penetration). The pairs, a before b:
                       Detection, 2005, section 5.1.9, clamped twice)
   box     - sphere    the box's point closest to the centre (the centre clamped to the box, in
                       its axes); a centre inside the box: the face of least depth
+  box     - box       each corner of b against box a and each corner of a against box b, as
+                      box - sphere of radius 0 (sixteen points: vertex-face contacts; two edges
+                      crossing without a corner inside the other box are not seen)
 
 The law at a point (Hunt and Crossley, J. Appl. Mech. 42 (1975) 440): with the penetration
 delta = max(0, -d) and its rate delta' = -n . (v_b - v_a) (the two bodies' material points at x),
@@ -128,6 +131,13 @@ def _plane_cylinder(ctx, p, n, c, axes, r, hl):
             _point_plane(ctx, p, n, add(e, offset), sp.Integer(0))
 
 
+def _corners(c, axes, half):
+    """The eight corners of a box, in the order (+,+,+), (+,+,-), (+,-,+), ... of its half sizes."""
+    h = [scale(sp.Float(half[j]), axes[j]) for j in range(3)]
+    return [add(c, add(scale(sx, h[0]), add(scale(sy, h[1]), scale(sz, h[2]))))
+            for sx in (1, -1) for sy in (1, -1) for sz in (1, -1)]
+
+
 def _segment_point(ctx, c, u, h, x, what):
     """The point of the segment c + s u, |s| <= h, closest to x."""
     s = ctx.let(what, _clamp(dot(u, sub(x, c)), -h, h))
@@ -152,16 +162,19 @@ def contact_points(ctx, a, b) -> list:
         elif b.kind == "cylinder":
             _plane_cylinder(ctx, ca, n, cb, eb, sp.Float(b.radius), sp.Float(b.length / 2))
         elif b.kind == "box":
-            h = [scale(sp.Float(b.half[j]), eb[j]) for j in range(3)]
-            for sx in (1, -1):
-                for sy in (1, -1):
-                    for sz in (1, -1):
-                        corner = add(cb, add(scale(sx, h[0]), add(scale(sy, h[1]), scale(sz, h[2]))))
-                        _point_plane(ctx, ca, n, corner, sp.Integer(0))
+            for corner in _corners(cb, eb, b.half):
+                _point_plane(ctx, ca, n, corner, sp.Integer(0))
         else:
             raise ValueError(f"no closed form for the pair {kinds}")
     elif kinds == ("box", "sphere"):
         _box_sphere(ctx, ca, ea, a.half, cb, sp.Float(b.radius))
+    elif kinds == ("box", "box"):
+        for corner in _corners(cb, eb, b.half):                 # b's corners in box a: n from a into b
+            _box_sphere(ctx, ca, ea, a.half, corner, sp.Integer(0))
+        for corner in _corners(ca, ea, a.half):                 # a's corners in box b: the normal turned
+            _box_sphere(ctx, cb, eb, b.half, corner, sp.Integer(0))
+            x, n, d = ctx.contact_points.pop()
+            ctx.contact_points.append((x, [-v for v in n], d))
     elif kinds == ("sphere", "sphere"):
         _sphere_sphere(ctx, ca, sp.Float(a.radius), cb, sp.Float(b.radius))
     elif kinds == ("sphere", "capsule"):

@@ -236,6 +236,25 @@ def _segment_closest(c1, u1, h1, c2, u2, h2):
     return c1 + s * u1, c2 + t * u2
 
 
+def _point_box(ca, Ea, half, cb, radius):
+    """(x, n, d) of a sphere (centre cb) against a box (centre ca, axes the columns of Ea)."""
+    c = Ea.T @ (cb - ca)
+    h = np.asarray(half, float)
+    if np.any(np.abs(c) > h):                            # outside: the closest point of the box
+        w = c - np.clip(c, -h, h)
+        L = np.linalg.norm(w)
+        n, d = Ea @ (w / L), L - radius
+    else:                                                # inside: out through the nearest face
+        j = int(np.argmin(h - np.abs(c)))
+        n, d = Ea[:, j] * np.sign(c[j]), -(h[j] - abs(c[j])) - radius
+    return cb - (radius + d / 2) * n, n, d
+
+
+def _box_corners(c, E, half):
+    return [c + E @ (np.array(s) * np.asarray(half)) for s in
+            ((1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1), (-1, 1, 1), (-1, 1, -1), (-1, -1, 1), (-1, -1, -1))]
+
+
 def _contacts(a, A, B):
     """[(x, n, d)] of the shapes A, B as docs/contact.md describes them."""
     ca, Ea = _placed(a, A)
@@ -268,17 +287,13 @@ def _contacts(a, A, B):
         for c in pts:
             d = n @ (c - ca) - r
             out.append((c - (r + d / 2) * n, n, d))
+    elif A.kind == "box" and B.kind == "box":            # each box's corners in the other (radius 0)
+        for x, n, d in [_point_box(ca, Ea, A.half, p, 0.0) for p in _box_corners(cb, Eb, B.half)]:
+            out.append((x, n, d))
+        for x, n, d in [_point_box(cb, Eb, B.half, p, 0.0) for p in _box_corners(ca, Ea, A.half)]:
+            out.append((x, -n, d))                       # the normal from a into b
     elif A.kind == "box":                                # box - sphere
-        c = Ea.T @ (cb - ca)
-        h = np.asarray(A.half, float)
-        if np.any(np.abs(c) > h):                        # outside: the closest point of the box
-            w = c - np.clip(c, -h, h)
-            L = np.linalg.norm(w)
-            n, d = Ea @ (w / L), L - B.radius
-        else:                                            # inside: out through the nearest face
-            j = int(np.argmin(h - np.abs(c)))
-            n, d = Ea[:, j] * np.sign(c[j]), -(h[j] - abs(c[j])) - B.radius
-        out.append((cb - (B.radius + d / 2) * n, n, d))
+        out.append(_point_box(ca, Ea, A.half, cb, B.radius))
     elif B.kind == "sphere":
         spheres(ca, A.radius, cb, B.radius)
     elif A.kind == "sphere":                             # sphere - capsule

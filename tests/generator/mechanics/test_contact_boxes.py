@@ -1,0 +1,106 @@
+"""Box against box (docs/contact.md): each box's corners against the other box, as a box and a
+sphere of radius 0 (vertex-face contacts). Oracles: the numeric reference (runtime/reference/forces.py,
+numpy, its own point-box routine) for the forces, 1e-12; MuJoCo's box-box collision
+(`data.contact.dist`) for the depth of a corner dipped into a face, 1e-9 (exact for a vertex-face
+contact); the closed form v0^2 / (2 mu g) of a box sliding to rest on another box, 1 %."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import dynamica
+from dynamica.generator.spec.model import DynamicaWarning, load_model
+from dynamica.runtime.reference.numeric import NumericReference
+
+from conftest import write_model
+
+G = 9.81
+
+
+def _free(name):
+    q = [f"{name}_{c}" for c in ("x", "y", "z", "a", "b", "c")]
+    return {"name": name, "parent": "ground", "joint": {"type": "free", "q": q}, "mass": 1.0,
+            "com": [0, 0, 0], "inertia": [0.01, 0.02, 0.03]}
+
+
+@pytest.fixture(scope="module")
+def boxes(tmp_path_factory):
+    shapes = {"lo": {"type": "box", "body": "p", "size": [0.4, 0.3, 0.2], "rpy": [0.1, 0.0, 0.2]},
+              "hi": {"type": "box", "body": "k", "size": [0.2, 0.25, 0.1], "at": [0.01, 0.0, 0.02]}}
+    d = {"name": "boxes", "gravity": [0, 0, -G], "bodies": [_free("p"), _free("k")],
+         "contact": {"shapes": shapes, "defaults": {"stiffness": 1e4, "damping": 0.3, "friction": 0.6,
+                                                    "stiction_velocity": 0.01}}}
+    return dynamica.load(write_model(tmp_path_factory.mktemp("boxes"), d)), NumericReference(load_model(d))
+
+
+def test_box_box_agrees_with_the_reference(boxes):
+    """The upper box tilted with a corner of each box inside the other, sliding: q'' as the
+    reference's, 1e-12 relative."""
+    model, ref = boxes
+    q = np.zeros(12)
+    q[6:12] = [0.12, 0.05, 0.16, 0.5, 0.4, 0.3]
+    qd = np.random.default_rng(9).normal(0, 0.7, 12)
+    d = model.outputs(0.0, q, qd)["contact_lo_hi.distance"]
+    assert np.sum(d < -1e-3) >= 1 and np.sum(d > 1e-3) >= 8, d
+    a, b = model.qdd(q, qd), ref.qdd(q, qd)
+    assert np.max(np.abs(a - b)) < 1e-12 * np.max(np.abs(b))
+
+
+def test_a_corner_in_a_face_has_mujocos_depth(tmp_path):
+    """A box turned at random and lowered until its lowest corner is 1 to 5 mm into the top face of
+    a box fixed in the world (away from the face's edges): MuJoCo's deepest contact and ours agree,
+    1e-9 m, at 10 poses."""
+    mujoco = pytest.importorskip("mujoco")
+    from oracles.mujoco_mjcf import MujocoOracle, _rx, _ry, _rz
+    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
+      <geom name="base" type="box" size="0.5 0.4 0.1"/>
+      <body name="k" pos="0 0 0.5"><freejoint name="k"/><geom name="top" type="box" size="0.1 0.07 0.05"/></body>
+      </worldbody></mujoco>"""
+    path = tmp_path / "boxes.xml"
+    path.write_text(xml)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DynamicaWarning)
+        model = dynamica.load(path)
+    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
+    oracle = MujocoOracle(path, model.coordinates)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    data = mujoco.MjData(m)
+    rng = np.random.default_rng(4)
+    half = np.array([0.1, 0.07, 0.05])
+    corners = np.array([[sx, sy, sz] for sx in (1, -1) for sy in (1, -1) for sz in (1, -1)]) * half
+    for _ in range(10):
+        abc = rng.uniform(-1.2, 1.2, 3)
+        R = _rx(abc[0]) @ _ry(abc[1]) @ _rz(abc[2])
+        low = corners @ R.T
+        depth = rng.uniform(1e-3, 5e-3)
+        q = np.concatenate([rng.uniform(-0.2, 0.2, 2), [0.1 - depth - low[:, 2].min()], abc])
+        data.qpos[:], _, _ = oracle.state(q, np.zeros(6))
+        mujoco.mj_forward(m, data)
+        theirs = min(data.contact[i].dist for i in range(data.ncon))
+        ours = model.outputs(0.0, q, np.zeros(6))[f"{pair}.distance"]
+        assert abs(ours.min() + depth) < 1e-12 and abs(theirs - ours.min()) < 1e-9, (theirs, ours.min(), depth)
+
+
+def test_a_box_slides_to_rest_on_a_box_after_v0_squared_over_2_mu_g(tmp_path):
+    """A box given v0 = 1.5 m/s on a longer box fixed in the ground, mu = 0.4: it stops after
+    v0^2 / (2 mu g) = 0.2867 m (1 %) and then carries m g on its four lower corners (1e-3: 0.6 s
+    after stopping it still rocks a little on its compliant corners) sunk by (m g / (4 k))^(1/e)."""
+    sink = (G / (4 * 1e6)) ** (1 / 1.5)
+    d = {"name": "stack", "gravity": [0, 0, -G],
+         "bodies": [{"name": "b", "parent": "ground",
+                     "joint": [{"translate": "x", "q": "x"}, {"translate": "z", "q": "z"}, {"rotate": "y", "q": "th"}],
+                     "mass": 1.0, "com": [0, 0, 0], "inertia": [0.0042, 0.0042, 0.0067]}],
+         "initial": {"z": 0.05 - sink, "der(x)": 1.5},
+         "contact": {"shapes": {"base": {"type": "box", "body": "ground", "size": [2.0, 1.0, 0.2], "at": [0.5, 0, -0.1]},
+                                "s": {"type": "box", "body": "b", "size": [0.2, 0.2, 0.1]}},
+                     "defaults": {"stiffness": 1e6, "damping": 1.0, "friction": 0.4, "stiction_velocity": 1e-3}}}
+    r = dynamica.simulate(dynamica.load(write_model(tmp_path, d)), 1.0, output_step=0.01, rtol=1e-8, atol=1e-10)
+    x_stop = 1.5 ** 2 / (2 * 0.4 * G)
+    assert abs(r.q[-1, 0] - x_stop) < 0.01 * x_stop and abs(r.qd[-1, 0]) < 1e-3
+    Fn = r.outputs["contact_base_s.normal_force"][-1]
+    assert abs(Fn.sum() - G) < 1e-3 * G and np.count_nonzero(Fn[:8]) == 4 and not np.any(Fn[8:])
+    assert math.isclose(r.outputs["contact_base_s.penetration"][-1].max(), sink, rel_tol=1e-2)
