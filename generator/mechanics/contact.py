@@ -18,6 +18,9 @@ d (negative: penetration). The pairs, a before b:
                       Detection, 2005, section 5.1.9, clamped twice)
   box     - sphere    the box's point closest to the centre (the centre clamped to the box, in
                       its axes); a centre inside the box: the face of least depth
+  box     - capsule   each end sphere of the capsule against the box (as box - sphere), then each
+                      corner of the box against the capsule (as sphere - capsule, radius 0): ten
+                      points (a capsule across an edge of the box, its ends outside, is not seen)
   box     - box       each corner of b against box a and each corner of a against box b, as
                       box - sphere of radius 0 (sixteen points: vertex-face contacts; two edges
                       crossing without a corner inside the other box are not seen)
@@ -168,6 +171,15 @@ def contact_points(ctx, a, b) -> list:
             raise ValueError(f"no closed form for the pair {kinds}")
     elif kinds == ("box", "sphere"):
         _box_sphere(ctx, ca, ea, a.half, cb, sp.Float(b.radius))
+    elif kinds == ("box", "capsule"):
+        ub = ctx.let_vector("ub", eb[2])
+        hb = sp.Float(b.length / 2)
+        for sgn in (1, -1):
+            _box_sphere(ctx, ca, ea, a.half, add(cb, scale(sgn * hb, ub)), sp.Float(b.radius))
+        for k, corner in enumerate(_corners(ca, ea, a.half)):
+            corner = ctx.let_vector(f"k{k}", corner)
+            q = ctx.let_vector(f"qk{k}", _segment_point(ctx, cb, ub, hb, corner, f"sk{k}"))
+            _sphere_sphere(ctx, corner, sp.Integer(0), q, sp.Float(b.radius))
     elif kinds == ("box", "box"):
         for corner in _corners(cb, eb, b.half):                 # b's corners in box a: n from a into b
             _box_sphere(ctx, ca, ea, a.half, corner, sp.Integer(0))

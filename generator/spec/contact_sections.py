@@ -34,7 +34,8 @@ SHAPE_KEYS = {
 #: the pairs of shape types with a closed-form distance (generator/mechanics/contact.py), in the
 #: order (a, b) the force element takes them
 PAIR_TYPES = {("plane", "sphere"), ("plane", "capsule"), ("plane", "box"), ("plane", "cylinder"), ("sphere", "sphere"),
-              ("sphere", "capsule"), ("capsule", "capsule"), ("box", "sphere"), ("box", "box")}
+              ("sphere", "capsule"), ("capsule", "capsule"), ("box", "sphere"), ("box", "box"),
+              ("box", "capsule")}
 #: the keys of `contact.defaults` and of a pair besides a and b: the law's fields
 LAW_KEYS = ("stiffness", "damping", "exponent", "friction", "stiction_velocity")
 

@@ -292,6 +292,12 @@ def _contacts(a, A, B):
             out.append((x, n, d))
         for x, n, d in [_point_box(cb, Eb, B.half, p, 0.0) for p in _box_corners(ca, Ea, A.half)]:
             out.append((x, -n, d))                       # the normal from a into b
+    elif A.kind == "box" and B.kind == "capsule":        # the capsule's end spheres in the box, then the
+        u, h = Eb[:, 2], B.length / 2                    # box's corners against the capsule's segment
+        for sgn in (1.0, -1.0):
+            out.append(_point_box(ca, Ea, A.half, cb + sgn * h * u, B.radius))
+        for p in _box_corners(ca, Ea, A.half):
+            spheres(p, 0.0, cb + np.clip(u @ (p - cb), -h, h) * u, B.radius)
     elif A.kind == "box":                                # box - sphere
         out.append(_point_box(ca, Ea, A.half, cb, B.radius))
     elif B.kind == "sphere":

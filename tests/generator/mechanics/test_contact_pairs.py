@@ -48,7 +48,7 @@ def test_errors_name_the_shape_or_pair():
         ({"s": ball, "u": {**ball, "radius": 0.2}}, [{"a": "s", "b": "u"}], "contact.pairs[0]",
          "both on `p`"),
         ({"s": ball}, [{"a": "s", "b": "floor"}], "contact.pairs[0].b", "unknown shape"),
-        ({"s": {"type": "capsule", "body": "p", "radius": 0.1, "length": 0.2},
+        ({"s": {"type": "cylinder", "body": "p", "radius": 0.1, "length": 0.2},
           "u": {"type": "box", "body": "r", "size": [1, 1, 1]}}, [{"a": "s", "b": "u"}],
          "contact.pairs[0]", "no contact between"),
         ({"s": ball, "f": {"type": "plane", "body": "ground"}}, [{"a": "f", "b": "s", "friction": -0.5}],
@@ -68,8 +68,8 @@ def test_pairs_by_default_every_pair_that_can_touch_but_not_parent_and_child():
     d["bodies"].append({**_free("c"), "parent": "p"})
     spec = load_model(d)
     pairs = {(f["a"].name, f["b"].name) for f in spec.forces}
-    # a-b: parent and child; c (a box) with the capsule b has no closed form; box before sphere
-    assert pairs == {("f", "a"), ("f", "b"), ("f", "c"), ("c", "a")}
+    # a-b: parent and child; box before sphere and capsule
+    assert pairs == {("f", "a"), ("f", "b"), ("f", "c"), ("c", "a"), ("c", "b")}
 
 
 @pytest.fixture(scope="module")
