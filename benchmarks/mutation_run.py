@@ -226,7 +226,7 @@ MUTATIONS = [
              "runtime/integrators/contact_events.py", "& (np.minimum(g_old, g) < -r_old * (t - t_old)))[0]:",
              "& (np.minimum(g_old, g) < -1e300))[0]:", ("tests/runtime/integrators/test_contact_scenes.py",)),
     Mutation("contact_scipy_not_located", "scipy's methods integrate a contact model without locating its contacts",
-             "runtime/integrators/simulate.py", "        if _locates_contacts(model):   # stepped, restarted at each contact",
+             "runtime/integrators/simulate.py", "        if _locates_contacts(model):   # stepped, restarted at each contact (contact_events.py)",
              "        if False:", ("tests/runtime/integrators/test_contact_scenes.py",)),
     Mutation("contact_stage_events_dropped", "a run's own events are not looked for between its contacts",
              "runtime/integrators/contact_events.py", "                    if te <= cutoff:",

@@ -38,14 +38,14 @@ def boxes(tmp_path_factory):
 
 
 def test_box_box_agrees_with_the_reference(boxes):
-    """The upper box tilted with a corner of each box inside the other, sliding: q'' as the
-    reference's, 1e-12 relative."""
+    """The second box turned with a corner of each box inside the other (a pose found by a random
+    search), sliding: q'' as the reference's, 1e-12 relative."""
     model, ref = boxes
     q = np.zeros(12)
-    q[6:12] = [0.12, 0.05, 0.16, 0.5, 0.4, 0.3]
+    q[6:12] = [-0.1, -0.21, -0.03, 0.9, -0.8, -1.3]
     qd = np.random.default_rng(9).normal(0, 0.7, 12)
     d = model.outputs(0.0, q, qd)["contact_lo_hi.distance"]
-    assert np.sum(d < -1e-3) >= 1 and np.sum(d > 1e-3) >= 8, d
+    assert d[:8].min() < -3e-3 and d[8:].min() < -3e-3 and np.sum(d > 1e-3) >= 12, d
     a, b = model.qdd(q, qd), ref.qdd(q, qd)
     assert np.max(np.abs(a - b)) < 1e-12 * np.max(np.abs(b))
 
