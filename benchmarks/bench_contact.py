@@ -14,14 +14,15 @@ mj_energyVel (gravity and kinetic; dynamica's states mapped to MuJoCo's qpos/qve
 tests/oracles/mujoco_mjcf.py), so that the two runs' energies are the same function.
 
 A second table, the cost of building and of one evaluation, for Gymnasium's humanoid and
-dm_control's dog (63 bodies, 2396 contact pairs under MuJoCo's filters):
+dm_control's dog (63 bodies, 2961 contact pairs under MuJoCo's filters):
 
   dynamica : dynamica.load(model.xml, actuators="off") into an empty cache (generate and compile,
              contacts on), and one right-hand side (the module's rhs from Python, the mean of
              repeated calls at the initial state); a model refused for its number of pairs is
              loaded again with contacts=False and marked so
   MuJoCo   : MjModel.from_xml_path (its compile), and one mj_step (contacts on, the mean of
-             repeated steps from the initial state) and one mj_forward
+             repeated steps from the initial state: the model falls and lies on its floor) and one
+             mj_forward at the initial state
 
 A plain script, run by hand:  python benchmarks/bench_contact.py [--t-end 2] [--only build|fall]
 [--out benchmarks/results/contact.txt]
@@ -133,6 +134,7 @@ def build_row(path):
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ACTUATION
     d = mujoco.MjData(m)
     mj_step = per_call(lambda: mujoco.mj_step(m, d))
+    ncon = int(d.ncon)                                      # lying on the floor by then
     mujoco.mj_resetData(m, d)
     mj_forward = per_call(lambda: mujoco.mj_forward(m, d))
     note = ""
@@ -151,7 +153,7 @@ def build_row(path):
         p, out = model.param_vector(), np.empty(model.state_size)
         rhs = per_call(lambda: model.module.rhs(0.0, y, p, out))
     return {"build": build, "rhs": rhs, "pairs": pairs, "note": note, "mj_build": mj_build, "mj_step": mj_step,
-            "mj_forward": mj_forward, "ncon": int(d.ncon)}
+            "mj_forward": mj_forward, "ncon": ncon}
 
 
 def build_table():

@@ -252,7 +252,7 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000, steps=None, e
                 hits = []
                 for i in active_events(ev, ev_new, direction):
                     te = root(lambda s, i=i: float(events[i](s, intrp(s))), t_old, t, eps)
-                    if te <= cutoff:
+                    if te < cutoff:                  # (one at the cutoff is found after the restart)
                         hits.append((te, i))
                 for te, i in sorted(hits):
                     if stop is not None and te > stop:

@@ -214,7 +214,7 @@ class _Stepped:
 
 def _scipy_runner(scipy_method):
     def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
-        if _locates_contacts(model):   # stepped, restarted at each contact (contact_events.py)
+        if _locates_contacts(model):   # stepped, restarted at each contact
             if t_eval is None:
                 t_eval = np.linspace(t0, t_end, 201)
             t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params, events=events,

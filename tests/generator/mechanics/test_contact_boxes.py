@@ -95,7 +95,8 @@ def test_a_box_slides_to_rest_on_a_box_after_v0_squared_over_2_mu_g(tmp_path):
                      "joint": [{"translate": "x", "q": "x"}, {"translate": "z", "q": "z"}, {"rotate": "y", "q": "th"}],
                      "mass": 1.0, "com": [0, 0, 0], "inertia": [0.0042, 0.0042, 0.0067]}],
          "initial": {"z": 0.05 - sink, "der(x)": 1.5},
-         "contact": {"shapes": {"base": {"type": "box", "body": "ground", "size": [2.0, 1.0, 0.2], "at": [0.5, 0, -0.1]},
+         "contact": {"shapes": {"base": {"type": "box", "body": "ground", "size": [2.0, 1.0, 0.2],
+                                         "at": [0.5, 0, -0.1]},
                                 "s": {"type": "box", "body": "b", "size": [0.2, 0.2, 0.1]}},
                      "defaults": {"stiffness": 1e6, "damping": 1.0, "friction": 0.4, "stiction_velocity": 1e-3}}}
     r = dynamica.simulate(dynamica.load(write_model(tmp_path, d)), 1.0, output_step=0.01, rtol=1e-8, atol=1e-10)
