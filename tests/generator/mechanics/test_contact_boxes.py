@@ -171,3 +171,30 @@ def test_a_capsule_end_in_a_face_has_mujocos_depth(tmp_path):
         ours = model.outputs(0.0, q, np.zeros(6))[f"{pair}.distance"]
         assert abs(ours.min() + depth) < 1e-12 and abs(theirs - ours.min()) < 1e-9, (theirs, ours.min(), depth)
         checked += 1
+
+
+def test_a_capsule_rolls_down_a_box_at_the_rolling_acceleration(tmp_path):
+    """A capsule lying across the top of a long box fixed in the ground (gravity tilted by theta = 15
+    deg, so the top is an incline), rolling on its two end spheres: with I = m r^2 / 2 about its
+    axis x'' = g sin(theta) / (1 + I / (m r^2)) = (2/3) g sin(theta) within 1 % (the rolling radius
+    is r less the penetration, 2e-3 r)."""
+    theta, r, m = math.radians(15), 0.05, 1.0
+    ia, it = m * r ** 2 / 2, 0.01
+    sink = (G * math.cos(theta) / (2 * 1e6)) ** (1 / 1.5)
+    d = {"name": "capsule_on_box", "gravity": [G * math.sin(theta), 0, -G * math.cos(theta)],
+         "bodies": [{"name": "b", "parent": "ground",
+                     "joint": [{"translate": "x", "q": "x"}, {"translate": "z", "q": "z"}, {"rotate": "y", "q": "th"}],
+                     "mass": m, "com": [0, 0, 0], "inertia": [it, ia, it]}],
+         "initial": {"z": r - sink},
+         "contact": {"shapes": {"base": {"type": "box", "body": "ground", "size": [3.0, 1.0, 0.2],
+                                         "at": [1.0, 0, -0.1]},
+                                "s": {"type": "capsule", "body": "b", "radius": r, "length": 0.3,
+                                      "rpy": [math.pi / 2, 0, 0]}},
+                     "defaults": {"stiffness": 1e6, "damping": 2.0, "friction": 0.5, "stiction_velocity": 1e-3}}}
+    res = dynamica.simulate(dynamica.load(write_model(tmp_path, d)), 0.8, output_step=0.01, rtol=1e-9, atol=1e-11)
+    sel = res.t > 0.2
+    a = np.polyfit(res.t[sel], res.qd[sel, 0], 1)[0]
+    expected = 2 / 3 * G * math.sin(theta)
+    assert abs(a - expected) < 0.01 * expected
+    Fn = res.outputs["contact_base_s.normal_force"][-1]
+    assert np.count_nonzero(Fn[:2]) == 2 and not np.any(Fn[2:])                 # on its two ends only
