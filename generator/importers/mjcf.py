@@ -64,6 +64,7 @@ from dynamica.generator.spec.contact_sections import PAIR_TYPES
 
 SUFFIXES = (".xml", ".mjcf")
 ACTUATORS = ("inputs", "off")
+CONTACTS = (True, False, "ground")
 
 
 def check_options(file, actuators="inputs", limits=True, frictionloss=False, contacts=True, torques="inputs",
@@ -72,18 +73,21 @@ def check_options(file, actuators="inputs", limits=True, frictionloss=False, con
     "off" (left out, as MuJoCo's actuation flag off); torques="inputs" (an input tau_<joint> per
     hinge and slide joint, MuJoCo's qfrc_applied) or "off"; limits=False leaves out the joint ranges
     (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the
-    geoms' contacts out (default: sphere, capsule, box and plane geoms collide as MuJoCo's filters
-    say); URDF's other options are an error."""
+    geoms' contacts out, contacts="ground" keeps the pairs with a geom fixed to the ground (default:
+    sphere, capsule, box and plane geoms collide as MuJoCo's filters say, only the ground's pairs
+    when there are more than MAX_CONTACT_PAIRS); URDF's other options are an error."""
     problems = check_torques(file, torques)
     if other:
         problems.append(Problem("", f"the options {', '.join(sorted(other))} are for URDF files; an MJCF file "
                                     "takes actuators='inputs' or 'off', torques, limits, frictionloss and contacts"))
     if actuators not in ACTUATORS:
         problems.append(Problem("actuators", f"expected one of {', '.join(ACTUATORS)}, found {actuators!r}"))
+    if contacts not in CONTACTS:
+        problems.append(Problem("contacts", f"expected True, False or 'ground', found {contacts!r}"))
     if problems:
         raise ModelError(str(file), problems)
     return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss),
-            "contacts": bool(contacts), "torques": torques}
+            "contacts": contacts if contacts == "ground" else bool(contacts), "torques": torques}
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 _KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
 
@@ -593,10 +597,10 @@ class _Converter:
         filter_parent = not (m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT))
         excluded = {int(x) for x in m.exclude_signature[:m.nexclude]} if m.nexclude else set()
         weld = [int(x) for x in m.body_weldid]
-        pairs, seen = [], set()
+        pairs, seen, kept = [], set(), []        # kept: explicit or with a geom fixed to the ground
         order = {"plane": 0, "box": 1, "sphere": 2, "capsule": 3, "cylinder": 4}
 
-        def add(g1, g2, friction):
+        def add(g1, g2, friction, explicit=False):
             a, b = names[g1], names[g2]
             if order[shapes[a]["type"]] > order[shapes[b]["type"]]:
                 a, b = b, a
@@ -608,11 +612,12 @@ class _Converter:
                 a, b = b, a
             pairs.append({"name": self.names(f"contact_{a}_{b}", "force"), "a": a, "b": b,
                           "friction": yaml_num(friction)})
+            kept.append(explicit or 0 in (weld[int(m.geom_bodyid[g1])], weld[int(m.geom_bodyid[g2])]))
         for k in range(m.npair):                                  # explicit pairs: always, their friction
             g1, g2 = int(m.pair_geom1[k]), int(m.pair_geom2[k])
             if g1 in names and g2 in names:
                 seen.add((min(g1, g2), max(g1, g2)))
-                add(g1, g2, float(m.pair_friction[k][0]))
+                add(g1, g2, float(m.pair_friction[k][0]), explicit=True)
         geoms = sorted(names)
         for i, g1 in enumerate(geoms):
             for g2 in geoms[i + 1:]:
@@ -629,14 +634,23 @@ class _Converter:
                         or ((b2 << 16) + b1) in excluded:
                     continue
                 add(g1, g2, max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])))
+        total = len(pairs)
+        if self.options["contacts"] == "ground" or (len(pairs) > MAX_CONTACT_PAIRS
+                                                     and sum(kept) <= MAX_CONTACT_PAIRS):
+            if len(pairs) > sum(kept):
+                self.ignore("contacts between two moving bodies (contacts='ground', or more than "
+                            f"{MAX_CONTACT_PAIRS} pairs in all: only the pairs with the ground and the explicit "
+                            "<pair>s are kept)", f"{len(pairs) - sum(kept)} pairs")
+            pairs = [pair for pair, k in zip(pairs, kept) if k]
         if not pairs:
             return {}
         if len(pairs) > MAX_CONTACT_PAIRS:
-            self.err("contact", f"the geoms make {len(pairs)} contact pairs under MuJoCo's filters, more than "
-                                f"{MAX_CONTACT_PAIRS}: every pair is evaluated in every right-hand side (there is no "
-                                "broad phase yet), which would take minutes to generate; load with contacts=False "
-                                "(--no-contacts) or name the pairs that matter as <contact><pair> elements with "
-                                "contype/conaffinity 0 on the rest")
+            self.err("contact", f"the geoms make {total} contact pairs under MuJoCo's filters, {sum(kept)} of "
+                                f"them with the ground: more than {MAX_CONTACT_PAIRS} even with the ground alone: "
+                                "every pair is evaluated in every right-hand side (there is no broad phase yet), "
+                                "which would take minutes to generate; load with contacts=False (--no-contacts) "
+                                "or name the pairs that matter as <contact><pair> elements with contype/conaffinity "
+                                "0 on the rest")
             return {}
         law = {}
         for key, (value, unit, what) in CONTACT_PARAMETERS.items():

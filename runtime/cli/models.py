@@ -14,8 +14,10 @@ def add_import_options(p):
                    help="URDF: mimic joints as independent coordinates (default, with a warning) or coupled")
     p.add_argument("--limits", action=argparse.BooleanOptionalAction, default=None,
                    help="URDF, MJCF: joint limits as `stop` forces (the default; --no-limits leaves them out)")
-    p.add_argument("--contacts", action=argparse.BooleanOptionalAction, default=None,
-                   help="MJCF: the geoms' contacts (the default; --no-contacts leaves them out)")
+    p.add_argument("--contacts", nargs="?", const=True, default=None, choices=("ground",),
+                   help="MJCF: the geoms' contacts (the default; `--contacts ground`: only the pairs with the "
+                        "ground)")
+    p.add_argument("--no-contacts", dest="contacts", action="store_false", help="MJCF: no contacts")
     p.add_argument("--frictionloss", action="store_true", help="MJCF: joint friction loss as a regularised "
                    "Coulomb force (otherwise left out, as MuJoCo's constraint flag off)")
     p.add_argument("--actuators", choices=("inputs", "off"), default=None,

@@ -311,7 +311,6 @@ INTEGRATORS = {r.name: RUNNERS[r.kind](r) for r in INTEGRATOR_RECORDS.values()}
 
 
 def _prepare_adams(model, record, params, jacobian):
-    from dynamica.runtime.integrators import contact_events  # noqa: F401  (asked for every run: the gaps)
     from dynamica.runtime.integrators.compiled_adams import core
     core()
 
@@ -347,6 +346,7 @@ def prepare(model, method=None, params=None, jacobian=None) -> None:
     if method not in INTEGRATOR_RECORDS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(INTEGRATORS)}")
     record = INTEGRATOR_RECORDS[method]
+    from dynamica.runtime.integrators import contact_events  # noqa: F401  (every run asks for its gaps)
     PREPARE[record.kind](model, record, params, jacobian)
     if hasattr(model.module, "outputs"):    # the rows' outputs (simulation_result: model.output_series)
         from dynamica.runtime.series import row_loop

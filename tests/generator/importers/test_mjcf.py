@@ -524,21 +524,64 @@ def test_derivatives_with_armature(small_files, variant):
         assert max_rel_err(Jqd[:, k], (model.qdd(q, qd + e) - model.qdd(q, qd - e)) / (2 * h)) < 1e-6
 
 
-def test_too_many_contact_pairs_is_a_quick_error_naming_the_way_out(tmp_path):
+def _pair_bodies(xml, tmp_path, **options):
+    """The bodies of each contact pair of the model file `dynamica convert` writes."""
+    from dynamica.runtime.cli.convert import convert
+    contact = yaml.safe_load(convert(xml, tmp_path / "converted.yaml", **options).read_text()).get("contact")
+    return [{contact["shapes"][p[k]]["body"] for k in "ab"} for p in contact["pairs"]] if contact else []
+
+
+def test_too_many_contact_pairs_keep_the_ground_and_say_so(tmp_path):
     """dm_control's dog makes 2961 contact pairs under MuJoCo's filters with a closed form (2396
     without its box-box and box-capsule pairs, whose generation alone took 560 s into a source gcc
-    did not compile in 9 minutes): loading it with contacts on is one ModelError naming the count and contacts=False
-    / --no-contacts, in seconds; the command line's --no-contacts converts it without them."""
+    did not compile in 9 minutes): by default only its pairs with a geom fixed to the ground are
+    kept (MuJoCo's filters counted independently here: 720 ground pairs less the ellipsoids' 264
+    and the cylinder's 76 against shapes other than planes), with one warning naming the 2581
+    left out; --no-contacts converts it without any."""
     import subprocess
     import sys
     import time
     path = dm_suite("dog")
     t0 = time.perf_counter()
-    with pytest.raises(ModelError, match=r"`contact`.*2961 contact pairs.*contacts=False \(--no-contacts\)"):
-        load_model(path)
+    with pytest.warns(DynamicaWarning, match=r"contacts between two moving bodies.*`2581 pairs`"):
+        bodies = _pair_bodies(path, tmp_path)
     assert time.perf_counter() - t0 < 60
+    assert len(bodies) == 380 and all("ground" in b for b in bodies)
     yaml_path = tmp_path / "dog.yaml"
     out = subprocess.run([sys.executable, "-m", "dynamica.runtime.cli.main", "convert", str(path), "-o", str(yaml_path),
                           "--no-contacts"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-500:]
     assert "contact" not in yaml.safe_load(yaml_path.read_text())
+
+
+_SPHERES = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+  <body name="a" pos="0 0 1"><freejoint/>{a}</body>
+  <body name="b" pos="0 0 2"><freejoint/><geom name="b0" type="sphere" size=".1"/></body>
+</worldbody></mujoco>"""
+
+
+def test_contacts_ground_keeps_only_the_pairs_with_the_ground_and_too_many_is_an_error(tmp_path):
+    """contacts='ground' (--contacts ground) keeps the floor's pairs and drops a-b; more than 500
+    pairs with the ground alone is one ModelError naming the count and the way out."""
+    import subprocess
+    import sys
+    small = tmp_path / "small.xml"
+    small.write_text(_SPHERES.format(a='<geom name="a0" type="sphere" size=".1"/>'))
+    assert len(_pair_bodies(small, tmp_path)) == 3
+    with pytest.warns(DynamicaWarning, match=r"contacts between two moving bodies.*`1 pairs`"):
+        bodies = _pair_bodies(small, tmp_path, contacts="ground")
+    assert sorted(map(sorted, bodies)) == [["a", "ground"], ["b", "ground"]]
+    yaml_path = tmp_path / "small.yaml"
+    out = subprocess.run([sys.executable, "-m", "dynamica.runtime.cli.main", "convert", str(small), "-o",
+                          str(yaml_path), "--contacts", "ground"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert len(yaml.safe_load(yaml_path.read_text())["contact"]["pairs"]) == 2
+    big = tmp_path / "big.xml"
+    big.write_text(_SPHERES.format(a="".join(f'<geom type="sphere" size=".01" pos="{k * .02} 0 0"/>'
+                                             for k in range(501))))
+    with pytest.raises(ModelError, match=r"`contact`.*1003 contact pairs.*502 of them with the ground.*"
+                                         r"even with the ground alone.*"
+                                         r"contacts=False \(--no-contacts\)"):
+        load_model(big)
+    with pytest.raises(ModelError, match=r"contacts.*expected True, False or 'ground'"):
+        load_model(small, contacts="all")
