@@ -65,20 +65,35 @@ def _compare(model, pmodel, frame, fid, seed):
         pin.computeJointJacobians(pmodel, data, qp)
         pos, R = frame.placement(q)
         errs = [scaled_err(pos, data.oMf[fid].translation), scaled_err(R, data.oMf[fid].rotation)]
+        out = np.empty(12)
+        frame.function("placement")(q, out=out)                   # the prepared function, into `out`
+        errs += [scaled_err(out[:3], data.oMf[fid].translation), scaled_err(out[3:], data.oMf[fid].rotation.ravel())]
         for ref, pref in REFS.items():
             J = pin.getFrameJacobian(pmodel, data, fid, pref)[:, order]
-            errs += [scaled_err(frame.jacobian(q, ref), J),
+            Jout, v6, a6, c6 = np.empty((6, model.n)), np.empty(6), np.empty(6), np.empty(6)
+            frame.function("jacobian", ref)(q, out=Jout)
+            frame.function("velocity", ref)(q, qd, out=v6)
+            frame.function("acceleration", ref)(q, qd, qdd, out=a6)
+            frame.function("classical", pref)(list(q), list(qd), list(qdd), out=c6)   # lists: the checked path
+            errs += [scaled_err(Jout, J), scaled_err(v6, pin.getFrameVelocity(pmodel, data, fid, pref).vector),
+                     scaled_err(a6, pin.getFrameAcceleration(pmodel, data, fid, pref).vector),
+                     scaled_err(c6, pin.getFrameClassicalAcceleration(pmodel, data, fid, pref).vector),
+                     scaled_err(frame.jacobian(q, ref, out=np.empty((6, model.n))), J),
+                     scaled_err(frame.jacobian(q, ref), J),
                      scaled_err(frame.velocity(q, qd, ref), pin.getFrameVelocity(pmodel, data, fid, pref).vector),
                      scaled_err(frame.acceleration(q, qd, qdd, ref),
                                 pin.getFrameAcceleration(pmodel, data, fid, pref).vector),
                      scaled_err(frame.acceleration(q, qd, qdd, ref, classical=True),
                                 pin.getFrameClassicalAcceleration(pmodel, data, fid, pref).vector)]
         pin.forwardKinematics(pmodel, data, qp, vp, np.zeros(pmodel.nv))
-        for ref in ("LOCAL", "LOCAL_WORLD_ALIGNED"):
+        for ref in REFS:
             b = pin.getFrameClassicalAcceleration(pmodel, data, fid, REFS[ref]).vector
             errs.append(scaled_err(frame.bias(q, qd, ref), b))
+            errs.append(scaled_err(frame.function("bias", ref)(q, qd), b))
+        for ref in ("LOCAL", "LOCAL_WORLD_ALIGNED"):
+            b = frame.bias(q, qd, ref)
             # J q'' + J'q' is the classical acceleration
-            errs.append(scaled_err(frame.jacobian(q, ref) @ qdd + frame.bias(q, qd, ref),
+            errs.append(scaled_err(frame.jacobian(q, ref) @ qdd + b,
                                    frame.acceleration(q, qd, qdd, ref, classical=True)))
         worst = max(worst, *errs)
     return worst
@@ -117,6 +132,17 @@ def test_unknown_body_is_an_error_naming_it():
         model.frame("tool")
     with pytest.raises(ValueError, match="reference 'GLOBAL'"):
         model.frame("tool0").jacobian(np.zeros(6), "GLOBAL")
+    with pytest.raises(ValueError, match="reference 'GLOBAL'"):
+        model.frame_function("tool0", "jacobian", "GLOBAL")
+    with pytest.raises(ValueError, match="frame function 'jacobians': expected one of placement, jacobian"):
+        model.frame_function("tool0", "jacobians")
+    with pytest.raises(ModelError, match="no body named 'tool'"):
+        model.frame_function("tool", "jacobian")
+    jac = model.frame_function("tool0", "jacobian")
+    with pytest.raises(ValueError, match=r"`q` has length 5, expected 6"):
+        jac(np.zeros(5))
+    with pytest.raises(ValueError, match=r"`out` must be a writable C-contiguous float64 array of shape \(6, 6\)"):
+        jac(np.zeros(6), out=np.zeros((6, 6), order="F")[:, :5])
 
 
 def test_command_line_prints_the_frame(capsys):
