@@ -159,36 +159,58 @@ def _checked_out(out, shape):
 
 
 def frame(model, body: str, at=None) -> Frame:
-    """The Frame of `body` (a body of the model: a URDF link, an MJCF body) at the point `at` of it
-    (3 numbers, body axes; default its origin), its module built on first use."""
+    """The Frame named `body`: a body of the model (a URDF link, an MJCF body) at the point `at` of
+    it (3 numbers, body axes; default its origin), or a frame the model file declares (`frames:`,
+    an MJCF site), its module built on first use."""
     from dynamica.errors import ModelError, Problem
     bodies = [b.name for b in model.spec.bodies]
-    if body not in bodies:
+    declared = {f[0]: f for f in getattr(model.spec, "frames", ())}
+    rot = None
+    name = body
+    if body in declared and body not in bodies:
+        if at is not None:
+            raise ModelError(model.spec.file, [Problem(f"frame({body!r}).at", "a declared frame has its own "
+                                                       "origin: `at` is for bodies")])
+        _, body, at, rpy = declared[body]
+        rot = _rpy_matrix(rpy)
+    elif body not in bodies:
         from dynamica.generator.spec import expr as ex
-        raise ModelError(model.spec.file, [Problem(f"frame({body!r})", f"no body named {body!r}"
-                                                   f"{ex.did_you_mean(str(body), bodies)}; the bodies are "
-                                                   f"{', '.join(bodies)}")])
+        names = bodies + list(declared)
+        raise ModelError(model.spec.file, [Problem(f"frame({body!r})", f"no body or frame named {body!r}"
+                                                   f"{ex.did_you_mean(str(body), names)}; the bodies are "
+                                                   f"{', '.join(bodies)}"
+                                                   + (f"; the frames {', '.join(declared)}" if declared else ""))])
     at = (0.0, 0.0, 0.0) if at is None else tuple(float(x) for x in at)
     if len(at) != 3 or not all(np.isfinite(at)):
         raise ModelError(model.spec.file, [Problem(f"frame({body!r}).at", f"expected 3 finite numbers, found {at}")])
-    key = ("frames", body, at)
+    key = ("frames", name, body, at)
     cached = model.companions.get(key)
     if cached is None:
-        cached = model.companions[key] = Frame(_load_module(model, body, at), model, body, at)
+        cached = model.companions[key] = Frame(_load_module(model, body, at, rot), model, body, at, name)
     return cached
 
 
-def _load_module(model, body, at):
+def _rpy_matrix(rpy):
+    """R = Rz(yaw) Ry(pitch) Rx(roll) (URDF's rpy): frame axes -> body axes, as nested tuples."""
+    r, p, y = rpy
+    cr, sr, cp, sp_, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    R = np.array([[cy * cp, cy * sp_ * sr - sy * cr, cy * sp_ * cr + sy * sr],
+                  [sy * cp, sy * sp_ * sr + cy * cr, sy * sp_ * cr - cy * sr],
+                  [-sp_, cp * sr, cp * cr]])
+    return tuple(tuple(float(x) for x in row) for row in R)
+
+
+def _load_module(model, body, at, rot=None):
     from dynamica.build import cache_root, compile_bundle, import_extension, tool_fingerprint
     from dynamica.runtime.api import index_path, indexed_extension, write_index
     cache = cache_root()
     digest = hashlib.sha256(b"\0".join([tool_fingerprint().encode(), repr(model.spec).encode(), b"frames",
-                                        body.encode(), repr(at).encode()])).hexdigest()
+                                        body.encode(), repr(at).encode(), repr(rot).encode()])).hexdigest()
     idx = index_path(cache, digest)
     so = indexed_extension(idx)
     if so is None:
         from dynamica.generator.kinds.frames import generate_frame
-        bundle = generate_frame(model.spec, body, at)
+        bundle = generate_frame(model.spec, body, at, rot)
         so = compile_bundle(bundle, cache=cache, meta={"model": model.spec.name, "form": "frames", "mode": "symbolic"})
         write_index(idx, {"entry": so.parent.name, "file": so.name, "extension": str(so),
                            "signature": bundle.signature, "model": model.spec.name, "form": "frames"})
