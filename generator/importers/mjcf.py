@@ -23,7 +23,9 @@ its parent's, then its joints move it in order, each in the frame the previous o
                           inertia rotated into the body frame, R diag(I) R^T)
   damping, stiffness   -> joint_spring_damper (neutral: springref); on a ball's or a free
                           joint's rotation a bushing's rotational damping
-  armature             -> an `armature` element: added to the coordinate's diagonal of M
+  armature             -> an `armature` element: added to the coordinate's diagonal of M; on a
+                          free joint's (or a world ball joint's) rotation, the same on the three,
+                          added to the body's rotational inertia (exact: _rotation_armature)
   hinge, slide joints  -> an input tau_<joint> each (torques="inputs", the default): a generalized
                           force on the coordinate, added to the actuators' (MuJoCo's qfrc_applied)
   motor actuators      -> inputs u_<actuator>, generalized_force gear*gain*u (clamped to
@@ -37,7 +39,7 @@ its parent's, then its joints move it in order, each in the frame the previous o
   equality connect     -> a spherical loop (docs/loops.md); weld -> a weld loop
 Contacts, joint limits, friction loss, other equality constraints, tendons, fluid forces,
 sensors and the actuators this does not model are named in one warning; what would change the motion
-without a way to switch it off in MuJoCo either (a ball joint's spring, armature on rotations
+without a way to switch it off in MuJoCo either (a ball joint's spring, other armature on rotations
 of a ball or free joint, a spatial tendon's spring) is a ModelError naming the element.
 """
 
@@ -222,6 +224,7 @@ class _Converter:
         self.body_name: dict = {0: "ground"}
         self.coords: dict = {}                         # joint id -> coordinate names
         self.joint_of: dict = {}                       # hinge or slide coordinate -> joint id
+        self.rotation_armature: dict = {}              # body id -> parameter of its free/ball joint's armature
         self.efforts: dict = {}                        # coordinate -> (lower, upper) of actuatorfrcrange, or None
 
     def disabled(self, flag) -> bool:
@@ -312,6 +315,12 @@ class _Converter:
                 transforms += self._joint(j)
             body["joint"] = _merge(transforms)
         body.update(self._inertial(b, name, where))
+        arm = self.rotation_armature.get(b)
+        if arm is not None:              # a free or ball joint's armature: + a I (_rotation_armature)
+            inertia = body.get("inertia")
+            body.setdefault("com", [0, 0, 0])
+            body["inertia"] = ([f"{inertia}[{k}] + {arm}" for k in range(3)] + [f"{inertia}[{k}]" for k in range(3, 6)]
+                               if inertia else [arm, arm, arm, 0, 0, 0])
         self._gravcomp(b, name, body["mass"])
         visual = [v for g in range(m.ngeom) if m.geom_bodyid[g] == b for v in self._geom(g)]
         if visual:
@@ -431,8 +440,8 @@ class _Converter:
         p = self.names(f"{q}_effort", "symbol")
         unit = "N*m" if m.jnt_type[j] == HINGE else "N"
         if lo == -hi:
-            self.params[p] = {"value": yaml_num(hi), "unit": unit,
-                              "description": f"largest actuator force of joint `{self.jname(j)}` (MJCF actuatorfrcrange)"}
+            self.params[p] = {"value": yaml_num(hi), "unit": unit, "description": f"largest actuator force of "
+                              f"joint `{self.jname(j)}` (MJCF actuatorfrcrange)"}
             self.efforts[q] = (f"-{p}", p)
         else:
             self.params[p] = {"value": [yaml_num(lo), yaml_num(hi)], "unit": unit,
@@ -514,14 +523,12 @@ class _Converter:
 
     def _rotation_forces(self, j, body, parent, dof, where, ball=False):
         """Damping of the three rotational DOFs of a ball or free joint (MuJoCo: -d w, w the
-        relative angular velocity): a bushing's rotational damping; armature there is refused
-        (in Cardan coordinates it is no diagonal term)."""
+        relative angular velocity): a bushing's rotational damping; armature (_rotation_armature)."""
         m = self.m
         d = [0.0 if self.disabled("DAMPER") else float(x) for x in m.dof_damping[dof:dof + 3]]
         arm = [float(x) for x in m.dof_armature[dof:dof + 3]]
         if any(arm):
-            self.err(f"{where}.armature", "armature on the rotation of a ball or free joint is not modelled "
-                                          "(it is a diagonal term in angular velocities, not in Cardan angles)")
+            self._rotation_armature(j, body, parent, arm, where)
         if any(d):
             if len(set(d)) > 1:
                 self.err(f"{where}.damping", "different damping on the three rotational DOFs")
@@ -534,6 +541,28 @@ class _Converter:
                                 "body_b": self.body_name[body], "rotational_damping": [p, p, p]})
         if any(float(x) for x in m.dof_frictionloss[dof:dof + 3]):
             self.ignore("friction loss (a constraint in MuJoCo)", self.jname(j))
+
+    def _rotation_armature(self, j, body, parent, arm, where):
+        """Armature a on the three rotational DOFs of a free joint, or of a ball joint on the world
+        body: MuJoCo adds (1/2) a |w|^2 to the kinetic energy (a on M's diagonal in the body's angular
+        velocity w) and no velocity term, which is the body's rotational inertia a I added (the same a
+        on the three: the gyroscopic w x (a I w) vanishes), exact in the Cardan coordinates. Different
+        armatures on the three, or a ball joint on a moving body (w relative), are refused."""
+        if len(set(arm)) > 1:
+            self.err(f"{where}.armature", "different armature on the three rotational DOFs of a ball or free "
+                                          "joint is not modelled (the same value on the three is)")
+            return
+        if parent != 0 or int(self.m.body_jntnum[body]) != 1:
+            self.err(f"{where}.armature", "armature on the rotation of a ball joint whose parent body moves (or "
+                                          "beside other joints of its body) is not modelled (on a free joint, or "
+                                          "a ball joint alone on a body of the world body, it is)")
+            return
+        base = self.coords[j][-3].rsplit("_", 1)[0]
+        p = self.names(f"{base}_armature", "symbol")
+        self.params[p] = {"value": yaml_num(arm[0]), "unit": "kg*m^2",
+                          "description": f"armature of the rotation of joint `{self.jname(j)}` (MJCF armature), "
+                                         "added to the body's rotational inertia"}
+        self.rotation_armature[body] = p
 
     def _inertial(self, b, name, where) -> dict:
         m = self.m
