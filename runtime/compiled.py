@@ -258,6 +258,13 @@ class CompiledModel:
         from dynamica.runtime.kinds.frames import frame
         return frame(self, body, at)
 
+    def frame_function(self, name: str, what: str, reference="LOCAL_WORLD_ALIGNED", at=None, params=None):
+        """A prepared function of one quantity of a frame (`what`: placement, jacobian, velocity,
+        bias, acceleration, classical) in `reference`, checked once: f(q[, qd[, qdd]], out=None,
+        t=0.0) is one compiled call (runtime/kinds/frames.py)."""
+        from dynamica.runtime.kinds.frames import frame
+        return frame(self, name, at).function(what, reference, params)
+
     def gravity_forces(self, q, t=0.0, params=None) -> np.ndarray:
         """The generalized gravity forces g(q): those that hold the system still against gravity."""
         from dynamica.runtime.kinds.inverse import companion

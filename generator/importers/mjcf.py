@@ -23,7 +23,9 @@ its parent's, then its joints move it in order, each in the frame the previous o
                           inertia rotated into the body frame, R diag(I) R^T)
   damping, stiffness   -> joint_spring_damper (neutral: springref); on a ball's or a free
                           joint's rotation a bushing's rotational damping
-  armature             -> an `armature` element: added to the coordinate's diagonal of M
+  armature             -> an `armature` element: added to the coordinate's diagonal of M; on a
+                          free joint's (or a world ball joint's) rotation, the same on the three,
+                          added to the body's rotational inertia (exact: _rotation_armature)
   hinge, slide joints  -> an input tau_<joint> each (torques="inputs", the default): a generalized
                           force on the coordinate, added to the actuators' (MuJoCo's qfrc_applied)
   motor actuators      -> inputs u_<actuator>, generalized_force gear*gain*u (clamped to
@@ -32,11 +34,12 @@ its parent's, then its joints move it in order, each in the frame the previous o
   fixed tendon springs -> generalized_force c_i (-k (L - L0) - d L') on each joint
   geoms                -> the body's `visual:` (sphere, box, cylinder; capsule as a cylinder
                           with two spheres; ellipsoid as a sphere)
+  site on a body       -> frames: {<site>: {body, at: site_pos, rpy: of site_quat}} (model.frame)
   option gravity       -> gravity [0, 0, -g] with the parameter g, or a vector parameter
   equality connect     -> a spherical loop (docs/loops.md); weld -> a weld loop
 Contacts, joint limits, friction loss, other equality constraints, tendons, fluid forces,
 sensors and the actuators this does not model are named in one warning; what would change the motion
-without a way to switch it off in MuJoCo either (a ball joint's spring, armature on rotations
+without a way to switch it off in MuJoCo either (a ball joint's spring, other armature on rotations
 of a ball or free joint, a spatial tendon's spring) is a ModelError naming the element.
 """
 
@@ -68,18 +71,22 @@ CONTACTS = (True, False, "ground")
 
 
 def check_options(file, actuators="inputs", limits=True, frictionloss=False, contacts=True, torques="inputs",
-                  **other) -> dict:
+                  saturate=False, **other) -> dict:
     """The import options of an MJCF file: actuators="inputs" (each an input u_<actuator>) or
     "off" (left out, as MuJoCo's actuation flag off); torques="inputs" (an input tau_<joint> per
     hinge and slide joint, MuJoCo's qfrc_applied) or "off"; limits=False leaves out the joint ranges
     (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the
     geoms' contacts out, contacts="ground" keeps the pairs with a geom fixed to the ground (default:
     sphere, capsule, box and plane geoms collide as MuJoCo's filters say, only the ground's pairs
-    when there are more than MAX_CONTACT_PAIRS); URDF's other options are an error."""
+    when there are more than MAX_CONTACT_PAIRS); saturate=True clamps the torque inputs to their
+    joint's `actuatorfrcrange` (as URDF's to `effort`); URDF's other options are an error."""
     problems = check_torques(file, torques)
+    if saturate and torques == "off":
+        problems.append(Problem("saturate", "saturates the torque inputs, which torques='off' leaves out"))
     if other:
         problems.append(Problem("", f"the options {', '.join(sorted(other))} are for URDF files; an MJCF file "
-                                    "takes actuators='inputs' or 'off', torques, limits, frictionloss and contacts"))
+                                    "takes actuators='inputs' or 'off', torques, saturate, limits, frictionloss and "
+                                    "contacts"))
     if actuators not in ACTUATORS:
         problems.append(Problem("actuators", f"expected one of {', '.join(ACTUATORS)}, found {actuators!r}"))
     if contacts not in CONTACTS:
@@ -87,7 +94,8 @@ def check_options(file, actuators="inputs", limits=True, frictionloss=False, con
     if problems:
         raise ModelError(str(file), problems)
     return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss),
-            "contacts": contacts if contacts == "ground" else bool(contacts), "torques": torques}
+            "contacts": contacts if contacts == "ground" else bool(contacts), "torques": torques,
+            "saturate": bool(saturate)}
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 _KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
 
@@ -207,7 +215,7 @@ class _Converter:
     def __init__(self, m, file: str, options=None):
         self.m, self.file = m, file
         self.options = {"actuators": "inputs", "limits": True, "frictionloss": False, "contacts": False,
-                        "torques": "inputs",
+                        "torques": "inputs", "saturate": False,
                         **(options or {})}
         self.names = IdentifierNames()
         self.params: dict = {}
@@ -216,10 +224,14 @@ class _Converter:
         self.ranges: dict = {}                         # limits=False: coordinate -> [lower, upper]
         self.inputs: list = []
         self.torques: list = []                        # the inputs tau_<joint>
+        self.torque_forces: set = set()                # their generalized forces' names
         self.problems: list[Problem] = []
         self.ignored: dict = {}                       # what the model leaves out -> its elements
         self.body_name: dict = {0: "ground"}
         self.coords: dict = {}                         # joint id -> coordinate names
+        self.joint_of: dict = {}                       # hinge or slide coordinate -> joint id
+        self.rotation_armature: dict = {}              # body id -> parameter of its free/ball joint's armature
+        self.efforts: dict = {}                        # coordinate -> (lower, upper) of actuatorfrcrange, or None
 
     def disabled(self, flag) -> bool:
         """Whether an option flag of MuJoCo's (mjDSBL_GRAVITY, mjDSBL_SPRING, ...) is set."""
@@ -241,13 +253,14 @@ class _Converter:
             self.body_name[b] = self.names(_name(m, "BODY", b) or f"body{b}", "body")
         self._gravity()
         bodies = [self._body(b) for b in range(1, m.nbody)]
+        frames = self._sites()
         self._tendons()
         self._actuators()
         loops = self._equalities()
         contact = self._contacts()
         if loops and self.torques:          # closed loops take no inputs yet (mechanics/constraints.py)
             self.inputs = [u for u in self.inputs if u not in self.torques]
-            self.forces = [f for f in self.forces if f.get("value") not in self.torques]
+            self.forces = [f for f in self.forces if f.get("name") not in self.torque_forces]
             for u in self.torques:
                 self.ignore("joint torques (torques='inputs': a model with closed loops takes no inputs yet)", u)
         self._unsupported()
@@ -273,6 +286,8 @@ class _Converter:
             model["contact"] = contact
         if self.ranges:
             model["ranges"] = self.ranges
+        if frames:
+            model["frames"] = frames
         self._warn()
         return model
 
@@ -306,11 +321,36 @@ class _Converter:
                 transforms += self._joint(j)
             body["joint"] = _merge(transforms)
         body.update(self._inertial(b, name, where))
+        arm = self.rotation_armature.get(b)
+        if arm is not None:              # a free or ball joint's armature: + a I (_rotation_armature)
+            inertia = body.get("inertia")
+            body.setdefault("com", [0, 0, 0])
+            body["inertia"] = ([f"{inertia}[{k}] + {arm}" for k in range(3)] + [f"{inertia}[{k}]" for k in range(3, 6)]
+                               if inertia else [arm, arm, arm, 0, 0, 0])
         self._gravcomp(b, name, body["mass"])
         visual = [v for g in range(m.ngeom) if m.geom_bodyid[g] == b for v in self._geom(g)]
         if visual:
             body["visual"] = visual
         return body
+
+    def _sites(self) -> dict:
+        """Sites on bodies as declared frames (model.frame): site_pos and site_quat in the body's
+        frame, defaults applied by MuJoCo's compiler (sites of the world body are fixed: left out)."""
+        m, out = self.m, {}
+        for s in range(m.nsite):
+            b = int(m.site_bodyid[s])
+            if b == 0:
+                continue
+            name = self.names(_name(m, "SITE", s) or f"site{s}", "body")
+            frame = {"body": self.body_name[b]}
+            at = cleaned(m.site_pos[s], 1e-15)
+            if any(at):
+                frame["at"] = [yaml_num(x) for x in at]
+            rpy = cleaned(rpy_of(_quat_matrix(m.site_quat[s])), 1e-15)
+            if any(rpy):
+                frame["rpy"] = [yaml_num(x) for x in rpy]
+            out[name] = frame
+        return out
 
     def _free(self, b, joints, parent, R) -> dict:
         j = next(j for j in joints if self.m.jnt_type[j] == FREE)
@@ -348,6 +388,7 @@ class _Converter:
         if kind in (HINGE, SLIDE):
             q = self.names(self.jname(j), "symbol")
             self.coords[j] = [q]
+            self.joint_of[q] = j
             ref = float(m.qpos0[adr])
             move = "rotate" if kind == HINGE else "translate"
             out = [{move: _axis(axis), "by": yaml_num(-ref)}] if ref else []
@@ -384,7 +425,35 @@ class _Converter:
         u = self.names(f"tau_{q}", "symbol")
         self.inputs.append(u)
         self.torques.append(u)
-        self.forces.append({"type": "generalized_force", "name": self.names(u, "force"), "coordinate": q, "value": u})
+        value = u
+        effort = self._effort(q)
+        if self.options["saturate"] and effort is not None:
+            value = f"min(max({u}, {effort[0]}), {effort[1]})"
+        name = self.names(u, "force")
+        self.torque_forces.add(name)
+        self.forces.append({"type": "generalized_force", "name": name, "coordinate": q, "value": value})
+
+    def _effort(self, q):
+        """A joint's `actuatorfrcrange` (when limited) as the parameter <q>_effort, as URDF's effort:
+        one number E for a range [-E, E], else [lower, upper]; the two bounds' expressions."""
+        if q in self.efforts:
+            return self.efforts[q]
+        m, j = self.m, self.joint_of[q]
+        lo, hi = (float(x) for x in m.jnt_actfrcrange[j])
+        if not m.jnt_actfrclimited[j] or not lo < hi:
+            self.efforts[q] = None
+            return None
+        p = self.names(f"{q}_effort", "symbol")
+        unit = "N*m" if m.jnt_type[j] == HINGE else "N"
+        if lo == -hi:
+            self.params[p] = {"value": yaml_num(hi), "unit": unit, "description": f"largest actuator force of "
+                              f"joint `{self.jname(j)}` (MJCF actuatorfrcrange)"}
+            self.efforts[q] = (f"-{p}", p)
+        else:
+            self.params[p] = {"value": [yaml_num(lo), yaml_num(hi)], "unit": unit,
+                              "description": f"actuator force range of joint `{self.jname(j)}` (MJCF actuatorfrcrange)"}
+            self.efforts[q] = (f"{p}[0]", f"{p}[1]")
+        return self.efforts[q]
 
     def _dof_forces(self, j, coords, dof):
         """Damping and armature of translational or 1-DOF coordinates (diagonal in them)."""
@@ -460,14 +529,12 @@ class _Converter:
 
     def _rotation_forces(self, j, body, parent, dof, where, ball=False):
         """Damping of the three rotational DOFs of a ball or free joint (MuJoCo: -d w, w the
-        relative angular velocity): a bushing's rotational damping; armature there is refused
-        (in Cardan coordinates it is no diagonal term)."""
+        relative angular velocity): a bushing's rotational damping; armature (_rotation_armature)."""
         m = self.m
         d = [0.0 if self.disabled("DAMPER") else float(x) for x in m.dof_damping[dof:dof + 3]]
         arm = [float(x) for x in m.dof_armature[dof:dof + 3]]
         if any(arm):
-            self.err(f"{where}.armature", "armature on the rotation of a ball or free joint is not modelled "
-                                          "(it is a diagonal term in angular velocities, not in Cardan angles)")
+            self._rotation_armature(j, body, parent, arm, where)
         if any(d):
             if len(set(d)) > 1:
                 self.err(f"{where}.damping", "different damping on the three rotational DOFs")
@@ -480,6 +547,28 @@ class _Converter:
                                 "body_b": self.body_name[body], "rotational_damping": [p, p, p]})
         if any(float(x) for x in m.dof_frictionloss[dof:dof + 3]):
             self.ignore("friction loss (a constraint in MuJoCo)", self.jname(j))
+
+    def _rotation_armature(self, j, body, parent, arm, where):
+        """Armature a on the three rotational DOFs of a free joint, or of a ball joint on the world
+        body: MuJoCo adds (1/2) a |w|^2 to the kinetic energy (a on M's diagonal in the body's angular
+        velocity w) and no velocity term, which is the body's rotational inertia a I added (the same a
+        on the three: the gyroscopic w x (a I w) vanishes), exact in the Cardan coordinates. Different
+        armatures on the three, or a ball joint on a moving body (w relative), are refused."""
+        if len(set(arm)) > 1:
+            self.err(f"{where}.armature", "different armature on the three rotational DOFs of a ball or free "
+                                          "joint is not modelled (the same value on the three is)")
+            return
+        if parent != 0 or int(self.m.body_jntnum[body]) != 1:
+            self.err(f"{where}.armature", "armature on the rotation of a ball joint whose parent body moves (or "
+                                          "beside other joints of its body) is not modelled (on a free joint, or "
+                                          "a ball joint alone on a body of the world body, it is)")
+            return
+        base = self.coords[j][-3].rsplit("_", 1)[0]
+        p = self.names(f"{base}_armature", "symbol")
+        self.params[p] = {"value": yaml_num(arm[0]), "unit": "kg*m^2",
+                          "description": f"armature of the rotation of joint `{self.jname(j)}` (MJCF armature), "
+                                         "added to the body's rotational inertia"}
+        self.rotation_armature[body] = p
 
     def _inertial(self, b, name, where) -> dict:
         m = self.m
@@ -716,6 +805,7 @@ class _Converter:
         m = self.m
         if self.options["actuators"] == "off" or self.disabled("ACTUATION"):
             return
+        actuation: dict = {}                 # coordinate -> [(name, generalized force of an actuator)]
         for a in range(m.nu):
             label = _name(m, "ACTUATOR", a) or f"actuator{a}"
             trn = int(m.actuator_trntype[a])
@@ -755,9 +845,18 @@ class _Converter:
                 scale = gear * c
                 if not scale:
                     continue
-                name = self.names(label if len(path) == 1 else f"{label}_{q}", "force")
-                self.forces.append({"type": "generalized_force", "name": name, "coordinate": q,
-                                    "value": f"{_fmt(scale)}*({force})" if scale != 1 else force})
+                name = label if len(path) == 1 else f"{label}_{q}"
+                actuation.setdefault(q, []).append((name, f"{_fmt(scale)}*({force})" if scale != 1 else force))
+        for q, terms in actuation.items():
+            effort = self._effort(q)
+            if effort is None:
+                for name, value in terms:
+                    self.forces.append({"type": "generalized_force", "name": self.names(name, "force"),
+                                        "coordinate": q, "value": value})
+            else:                  # MuJoCo clamps the actuators' force on the joint (qfrc_actuator) to its range
+                total = " + ".join(f"({v})" for _, v in terms) if len(terms) > 1 else terms[0][1]
+                self.forces.append({"type": "generalized_force", "name": self.names(f"{q}_actuation", "force"),
+                                    "coordinate": q, "value": f"min(max({total}, {effort[0]}), {effort[1]})"})
 
     # -- equality constraints
     def _equalities(self) -> list:

@@ -13,13 +13,15 @@ Symbol table (frame i: the body's; (1.9)-(1.13), (1.33) with the ground at rest)
                     LOCAL_WORLD_ALIGNED [R0_j^T S_v + (R0_j^T S_w) x (p_F - r0_j); R0_j^T S_w]
                     WORLD               [R0_j^T S_v - (R0_j^T S_w) x r0_j;        R0_j^T S_w]
                     LOCAL               R0_i applied to both halves of LOCAL_WORLD_ALIGNED
-Kernels (all exported with their own arguments):
-  frame_placement (t, q, p)            -> x [12]: p_F, then R = R0_i^T row-major (frame -> ground)
-  frame_velocity (t, q, qd, p)         -> v [6]: [v_F; w], frame axes (Pinocchio's LOCAL)
-  frame_acceleration (t, q, qd, qdd, p) -> a [6]: [classical acceleration of F; w'], frame axes
-  frame_bias (t, q, qd, p)             -> a [6]: the same at q'' = 0, J'q' (frame axes)
-  frame_bias_aligned (t, q, qd, p)     -> a [6]: J'q' in the ground's axes
-  frame_jacobian_local, _world, _aligned (t, q, p) -> J [6 n] row-major
+Kernels (all exported with their own arguments; REF one of local, world, aligned, Pinocchio's
+LOCAL, WORLD, LOCAL_WORLD_ALIGNED):
+  frame_placement (t, q, p)                   -> x [12]: p_F, then R = R0_i^T row-major (frame -> ground)
+  frame_velocity_REF (t, q, qd, p)            -> v [6]: the spatial velocity [v; w] (getFrameVelocity)
+  frame_acceleration_REF (t, q, qd, qdd, p)   -> a [6]: the spatial acceleration (getFrameAcceleration)
+  frame_classical_REF (t, q, qd, qdd, p)      -> a [6]: the classical acceleration [a_F; w']
+                                                 (getFrameClassicalAcceleration)
+  frame_bias_REF (t, q, qd, p)                -> a [6]: the classical acceleration at q'' = 0, J'q'
+  frame_jacobian_REF (t, q, p)                -> J [6 n] row-major
 """
 
 from __future__ import annotations
@@ -54,22 +56,29 @@ def _accelerations(kin, fp, path, qdd, name):
     return a
 
 
-def frame_equations(spec, topo, body: str, at=(0, 0, 0)) -> EquationsOfMotion:
+def frame_equations(spec, topo, body: str, at=(0, 0, 0), rot=None) -> EquationsOfMotion:
+    """The kernels of the frame F at the point `at` of `body` (body axes) whose axes are `rot`'s
+    columns (3 x 3, frame axes -> body axes; None: the body's axes)."""
     kin = derive_kinematics(spec, topo)
     prog = kin.program
     i = topo.index(body)
     at = [sp.sympify(x) for x in at]
     fp = forward_pass(kin)
     path = [j for j in topo.paths[i] if j > 0]
-    R0, r0 = fp.R0[i], fp.r0[i]
-    pF = prog.let_vector("pF", add(r0, matTvec(R0, at)))
+    r0 = fp.r0[i]
+    # R0F: ground -> frame F = rot^T R0_i
+    R0 = fp.R0[i] if rot is None else prog.let_matrix("RF", sp.Matrix(rot).T * fp.R0[i])
+    pF = prog.let_vector("pF", add(r0, matTvec(fp.R0[i], at)))
     placement = list(pF) + [R0[b, a] for a in range(3) for b in range(3)]
     v, w = fp.v[i][:3], fp.v[i][3:]
-    vel = add(v, cross(w, at)) + list(w)
+
+    def frame_axes(x):                   # a motion [lin; ang] in body axes -> F's axes
+        return x if rot is None else matTvec(sp.Matrix(rot), x[:3]) + matTvec(sp.Matrix(rot), x[3:])
+    vel = frame_axes(add(v, cross(w, at)) + list(w))
     qdd = tuple(sp.Symbol(f"qdd:{c}", real=True) for c in kin.coordinates)
 
     def at_point(a):
-        return add(add(a[:3], cross(a[3:], at)), cross(w, cross(w, at))) + list(a[3:])
+        return frame_axes(add(add(a[:3], cross(a[3:], at)), cross(w, cross(w, at))) + list(a[3:]))
     acc = at_point(_accelerations(kin, fp, path, qdd, "fa")[i])
     bias = at_point(_accelerations(kin, fp, path, None, "fb")[i])
     n = len(kin.coordinates)
@@ -87,13 +96,39 @@ def frame_equations(spec, topo, body: str, at=(0, 0, 0)) -> EquationsOfMotion:
             cols["aligned"][k] = list(lin) + list(sw)
             cols["world"][k] = sub(sv, cross(sw, rj)) + list(sw)
             cols["local"][k] = matvec(R0, lin) + matvec(R0, sw)
-    kernels = (KernelSpec("frame_placement", ("t", "q", "p"), (("x", placement),), export=True),
-               KernelSpec("frame_velocity", ("t", "q", "qd", "p"), (("v", vel),), export=True),
-               KernelSpec("frame_acceleration", ("t", "q", "qd", "qdd", "p"), (("a", acc),),
-                          symbols=(("qdd", qdd),), export=True),
-               KernelSpec("frame_bias", ("t", "q", "qd", "p"), (("a", bias),), export=True),
-               KernelSpec("frame_bias_aligned", ("t", "q", "qd", "p"),
-                          (("a", matTvec(R0, bias[:3]) + matTvec(R0, bias[3:])),), export=True))
+
+    # every quantity in every reference a kernel of its own (a call from Python is then one kernel):
+    # Rm = R0F^T maps F's axes to the ground's; a motion [lin; ang] of F in LOCAL is, in
+    # LOCAL_WORLD_ALIGNED, [Rm lin; Rm ang] and in WORLD [Rm lin + p_F x Rm ang; Rm ang] (the
+    # transform of a motion vector to the ground's origin)
+    def motion(name, local):
+        lin = prog.let_vector(f"{name}l", matTvec(R0, local[:3]))
+        ang = prog.let_vector(f"{name}a", matTvec(R0, local[3:]))
+        return {"local": list(local), "aligned": list(lin) + list(ang),
+                "world": add(lin, cross(pF, ang)) + list(ang)}
+    vel = prog.let_vector("fv", vel)
+    velocity = motion("fvr", vel)
+    # the spatial acceleration (Pinocchio's getFrameAcceleration): the classical one less w x v_F
+    wxv = cross(vel[3:], vel[:3])
+    vw = velocity["world"]
+
+    def accelerations(name, classical_local):
+        spatial = motion(f"{name}s", sub(classical_local[:3], wxv) + list(classical_local[3:]))
+        classical = motion(f"{name}c", classical_local)
+        # in WORLD, as Pinocchio's getFrameClassicalAcceleration: the spatial one plus w x v
+        classical["world"] = add(spatial["world"][:3], cross(vw[3:], vw[:3])) + list(spatial["world"][3:])
+        return spatial, classical
+    spatial, classical = accelerations("fa", acc)
+    _, bias_r = accelerations("fb", bias)
+    q_qd, q_qd_qdd = ("t", "q", "qd", "p"), ("t", "q", "qd", "qdd", "p")
+    kernels = (KernelSpec("frame_placement", ("t", "q", "p"), (("x", placement),), export=True),)
+    for ref in ("local", "world", "aligned"):
+        kernels += (KernelSpec(f"frame_velocity_{ref}", q_qd, (("v", velocity[ref]),), export=True),
+                    KernelSpec(f"frame_acceleration_{ref}", q_qd_qdd, (("a", spatial[ref]),),
+                               symbols=(("qdd", qdd),), export=True),
+                    KernelSpec(f"frame_classical_{ref}", q_qd_qdd, (("a", classical[ref]),),
+                               symbols=(("qdd", qdd),), export=True),
+                    KernelSpec(f"frame_bias_{ref}", q_qd, (("a", bias_r[ref]),), export=True))
     for ref, J in cols.items():          # row-major 6 x n
         kernels += (KernelSpec(f"frame_jacobian_{ref}", ("t", "q", "p"),
                                (("J", [J[k][r] for r in range(6) for k in range(n)]),), export=True),)
@@ -101,15 +136,16 @@ def frame_equations(spec, topo, body: str, at=(0, 0, 0)) -> EquationsOfMotion:
     qds = tuple(ex.rate_symbol(c) for c in kin.coordinates)
     return EquationsOfMotion(form=f"frame_{body}", kind=KIND, program=prog, coordinates=kin.coordinates, q=qs,
                              qd=qds, extra_kernels=kernels, entries=KIND,
-                             info={"body": body, "at": repr([str(x) for x in at])})
+                             info={"body": body, "at": repr([str(x) for x in at]),
+                                   "rot": "" if rot is None else repr([str(x) for x in sp.Matrix(rot)])})
 
 
-def generate_frame(spec, body: str, at=(0, 0, 0), backend="c"):
+def generate_frame(spec, body: str, at=(0, 0, 0), rot=None, backend="c"):
     """The SourceBundle of the frame module `<model>_frame_<body>`."""
     from dynamica.generator.ir.lower import lower
     from dynamica.generator.mechanics.topology import build_topology
     from dynamica.generator.render import render
-    return render(lower(frame_equations(spec, build_topology(spec), body, at), spec), backend)
+    return render(lower(frame_equations(spec, build_topology(spec), body, at, rot), spec), backend)
 
 
 # ------------------------------------------------------------------ the module kind (docs/design.md)

@@ -194,7 +194,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
               ContactSections):
     TOP = {"name", "description", "parameters", "gravity", "bodies", "initial", "forces",
            "outputs", "simulate", "functions", "inputs", "states", "loops", "assembly", "stages", "contact",
-           "ranges"}
+           "ranges", "frames"}
 
     def __init__(self, file: str, data):
         self.file = file
@@ -385,6 +385,9 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                                      body_names, {b.name: b.parent for b in bodies})
         self.entry = "ranges"
         ranges = self.ranges(self.section(d, "ranges", dict, {}, "a mapping coordinate -> [lower, upper]"), coords)
+        self.entry = "frames"
+        frames = self.frames(self.section(d, "frames", dict, {}, "a mapping name -> {body:, at:, rpy:}"),
+                             body_names)
         self.entry = "forces"
         forces = self.forces(self.section(d, "forces", list, [], "a list of forces"), coords, body_names, bodies,
                              pairs)
@@ -414,7 +417,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
                          assembly_hold=hold, stages=tuple(stages),
                          functions=tuple(functions), states=tuple(states), inputs=tuple(inputs),
-                         shapes=shapes, ranges=ranges, input_defaults=tuple(self.input_defaults),
+                         shapes=shapes, ranges=ranges, frames=frames, input_defaults=tuple(self.input_defaults),
                          display_units=self.shown_units(coords))
         physics_warnings(spec, self.default_value)
         return spec
@@ -521,6 +524,41 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                     self.err(path, f"expected lower < upper, found [{ex.shown(lo)}, {ex.shown(hi)}]")
                 else:
                     out.append((c, lo, hi))
+        return tuple(out)
+
+    def frames(self, d: dict, body_names) -> tuple:
+        """`frames`: name -> {body, at: [x, y, z], rpy: [roll, pitch, yaw]} (numbers; at and rpy
+        default 0): a frame fixed in a body at `at` (body axes), its axes the body's turned by
+        R = Rz(yaw) Ry(pitch) Rx(roll) (URDF's rpy), for model.frame (docs/model_format.md)."""
+        out = []
+        for name, v in d.items():
+            path = join_path("frames", name)
+            if not self.ident(name, path, "a frame name"):
+                continue
+            if name in body_names:
+                self.err(path, f"`{name}` is a body's name: a frame needs a name of its own")
+                continue
+            if not isinstance(v, dict):
+                self.err(path, f"expected a mapping {{body:, at:, rpy:}}, found {found(v)}")
+                continue
+            self.keys(v, path, {"body", "at", "rpy"}, required=("body",))
+            body = v.get("body")
+            if body is not None and body not in body_names:
+                hint = ex.did_you_mean(str(body), body_names) if len(str(body)) < 100 else ""
+                self.err(f"{path}.body", (f"no body named `{body}`" if isinstance(body, str) else
+                                          f"expected a body's name, found {found(body)}") + hint)
+                continue
+            vecs = []
+            for key in ("at", "rpy"):
+                x = v.get(key, [0, 0, 0])
+                if not isinstance(x, (list, tuple)) or len(x) != 3:
+                    self.err(f"{path}.{key}", f"expected 3 numbers, found {found(x)}")
+                    vecs.append(None)
+                    continue
+                nums = [self.number(e, f"{path}.{key}[{k}]") for k, e in enumerate(x)]
+                vecs.append(None if any(e is None for e in nums) else tuple(float(e) for e in nums))
+            if body is not None and all(x is not None for x in vecs):
+                out.append((name, body, vecs[0], vecs[1]))
         return tuple(out)
 
     def shown_units(self, coords) -> tuple:

@@ -191,6 +191,8 @@ class ModelSpec:
     inputs: tuple = ()              # names of the signals from outside
     shapes: tuple = ()              # of Shape (contact.shapes)
     ranges: tuple = ()              # ((coordinate, lower, upper), ...): warned about, no force
+    #: ((name, body, (x, y, z), (roll, pitch, yaw)), ...): frames declared on bodies (model.frame)
+    frames: tuple = ()
     #: ((column, unit, factor to SI), ...): the coordinates (and rates) whose initial values the file
     #: writes in other units than SI ("30 deg"), shown in those units by tables and plots
     display_units: tuple = ()

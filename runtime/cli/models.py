@@ -26,8 +26,8 @@ def add_import_options(p):
     p.add_argument("--torques", choices=("inputs", "off"), default=None,
                    help="URDF, MJCF: an input tau_<joint> per revolute/prismatic (hinge/slide) joint, a joint "
                         "torque or force (default; held at 0 when not given), or none")
-    p.add_argument("--saturate", action="store_true", help="URDF: the torque inputs clamped to +-<joint>_effort "
-                   "(the <limit effort>)")
+    p.add_argument("--saturate", action="store_true", help="URDF, MJCF: the torque inputs clamped to "
+                   "<joint>_effort (URDF: +- the <limit effort>; MJCF: the joint's actuatorfrcrange)")
     p.add_argument("--warnings", action="store_true", help="print every warning, also those an earlier "
                    "command printed about this model")
 

@@ -4,7 +4,8 @@
    them, when another backend compiled them), one adapter per Python-callable entry with the
    uniform signature dyn_adapter below, a table of those entries, its metadata as a Python
    literal, and a PyInit function that calls dyn_module_create. Everything else is here:
-   argument checking through the buffer protocol (C-contiguous float64 arrays of a fixed length),
+   argument checking through the buffer protocol (C-contiguous float64 arrays of a fixed number of
+   values, of any shape: a 6 x n Jacobian fills a (6, n) array row by row),
    one generic function object per entry, the metadata constants and the PyCapsule `rhs_capsule`
    holding `void rhs(double t, const double *y, const double *p, double *ydot)` for compiled
    integrators. Building a module is then one C compiler call, without Cython or setuptools. */
@@ -69,18 +70,18 @@ static void dyn_array_name(const char *names, int k, char *buf, size_t size)
 
 static int dyn_get_array(PyObject *obj, Py_buffer *view, const dyn_entry *e, int k)
 {
-    int flags = PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT | (e->writable[k] ? PyBUF_WRITABLE : 0);
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (e->writable[k] ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) == 0) {
         const char *fmt = view->format ? view->format : "B";
         int is_double = !strcmp(fmt, "d") || !strcmp(fmt, "<d") || !strcmp(fmt, "=d") || !strcmp(fmt, "@d");
-        if (view->ndim == 1 && view->itemsize == 8 && is_double && view->len == 8 * e->sizes[k])
+        if (view->itemsize == 8 && is_double && view->len == 8 * e->sizes[k])
             return 0;
         PyBuffer_Release(view);
     }
     char name[64];
     dyn_array_name(e->arrays, k, name, sizeof name);
     PyErr_Clear();
-    PyErr_Format(PyExc_ValueError, "`%s` must be a contiguous 1-D float64 array of length %zd%s", name,
+    PyErr_Format(PyExc_ValueError, "`%s` must be a C-contiguous float64 array of %zd values%s", name,
                  e->sizes[k], e->writable[k] ? " (writable)" : "");
     return -1;
 }
