@@ -125,7 +125,7 @@ def report(rows) -> list:
             ops = r[f"ops_{v}"]
             jac_ops = ops.get("solve_jacobian", ops.get("residual_jacobian", ops.get("residual_partials",
                                                                                    ops.get("pair_terms", ops.get("numeric_terms")))))
-            lines.append(f"{r['n']:3d} {v:>15s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
+            lines.append(f"{r['n']:3d} {v:>15s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops.get('residual', 0):8d} "
                          f"{jac_ops:8d} {r['rhs_c']:7.2f} {r['rhs_abm_c']:7.2f} {r['rhs_py']:7.2f} "
                          f"{r['jac_' + v]:8.2f} {r['kernel_' + v]:8.2f} {r['jac_' + v] / r['rhs_py']:8.2f} "
                          f"{r['jac_' + v] / r['rhs_abm_py']:8.2f} {r['pin_aba']:8.2f} {r['pin_deriv']:8.2f} "
@@ -154,6 +154,7 @@ def main(argv=None):
         print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
         rows.append(run(n, args.rounds, folder, args.unrolled_max, tuple(args.variants), args.numeric_above))
         rows[-1]["load"] = (load0, os.getloadavg()[0])
+        print(report(rows[-1:])[-len(args.variants):], file=sys.stderr, flush=True)
     head = [
         f"Derivative kernels: full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "

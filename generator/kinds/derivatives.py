@@ -42,6 +42,7 @@ from typing import Callable
 
 import sympy as sp
 
+from dynamica.errors import ModelError
 from dynamica.generator.forms import EquationsOfMotion, KernelSpec
 from dynamica.generator.forms.parts.common import forward_pass
 from dynamica.generator.forms.parts.spatial import apply_C, apply_CT, coordinate_layout, inertia_times, mass_matrix
@@ -291,10 +292,15 @@ def _numeric(kin, x):
     return (kernel,), kin.program, [], tables + (("dyn_rl_pred", lam),)
 
 
+class NumericUnsupported(ModelError):
+    """A model the variant "numeric" cannot take (`numeric_unsupported`): a ModelError of its file,
+    after which the default variant falls back to "recursive_loops"."""
+
+
 def numeric_unsupported(kin, terms=None) -> None:
-    """A ModelError naming what the variant "numeric" cannot take (closed loops, extra states or
+    """A NumericUnsupported error naming what the variant "numeric" cannot take (closed loops, extra states or
     inputs, driven motions, active forces that depend on q or q') and the variant that can."""
-    from dynamica.errors import ModelError, Problem
+    from dynamica.errors import Problem
     from dynamica.generator.forms.numeric import TB
     spec, topo = kin.spec, kin.topo
     problems = []
@@ -330,7 +336,7 @@ def numeric_unsupported(kin, terms=None) -> None:
                 problems.append(Problem(f"coordinates.{c}", "a generalized force on this coordinate depends on q or "
                                         f"q' (the derivatives variant 'numeric' has no partials of it); {other}"))
     if problems:
-        raise ModelError(spec.file, problems)
+        raise NumericUnsupported(spec.file, problems)
 
 
 def _record():

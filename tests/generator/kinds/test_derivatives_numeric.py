@@ -142,3 +142,18 @@ def test_generated_kernel_grows_linearly_along_a_chain(tmp_path):
         gen = generate_derivatives(path, variant="numeric")
         return {k.name: k.op_count()["total"] for k in gen.module_ir.kernels}["numeric_terms"]
     assert ops(16) <= 2.2 * ops(8)
+
+
+def test_default_above_the_limit_is_numeric_or_its_fallback(bundled, monkeypatch):
+    """Above RECURSIVE_MAX_COORDINATES the default is "numeric"; a model it does not take (a
+    spring-damper in forces_demo) gets "recursive_loops" instead, no error."""
+    from dynamica.runtime.kinds import derivatives as rd
+    monkeypatch.setattr(rd, "RECURSIVE_MAX_COORDINATES", 0)
+    chain, forces = bundled("chain7"), bundled("forces_demo")
+    chain.companions.pop("derivatives", None)
+    forces.companions.pop("derivatives", None)
+    assert derivatives(chain).module.INFO["variant"] == "numeric"
+    assert derivatives(forces).module.INFO["variant"] == "recursive_loops"
+    assert derivatives(forces) is derivatives(forces)
+    with pytest.raises(ModelError, match="recursive_loops"):
+        derivatives(forces, "numeric")
