@@ -123,13 +123,14 @@ def report(rows) -> list:
             if f"jac_{v}" not in r:
                 continue
             ops = r[f"ops_{v}"]
-            jac_ops = ops.get("solve_jacobian", ops.get("residual_jacobian", ops.get("residual_partials",
-                                                                                   ops.get("pair_terms", ops.get("numeric_terms")))))
+            jac_ops = next(ops[k] for k in ("solve_jacobian", "residual_jacobian", "residual_partials", "pair_terms",
+                                            "numeric_terms") if k in ops)
             lines.append(f"{r['n']:3d} {v:>15s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops.get('residual', 0):8d} "
                          f"{jac_ops:8d} {r['rhs_c']:7.2f} {r['rhs_abm_c']:7.2f} {r['rhs_py']:7.2f} "
                          f"{r['jac_' + v]:8.2f} {r['kernel_' + v]:8.2f} {r['jac_' + v] / r['rhs_py']:8.2f} "
                          f"{r['jac_' + v] / r['rhs_abm_py']:8.2f} {r['pin_aba']:8.2f} {r['pin_deriv']:8.2f} "
-                         f"{r['jac_' + v] / r['pin_deriv']:8.2f} {r['err_' + v]:8.1e} {r['load'][0]:4.1f}-{r['load'][1]:4.1f}")
+                         f"{r['jac_' + v] / r['pin_deriv']:8.2f} {r['err_' + v]:8.1e} "
+                         f"{r['load'][0]:4.1f}-{r['load'][1]:4.1f}")
     return lines
 
 
@@ -177,8 +178,8 @@ def main(argv=None):
     print(text)
     if not args.no_save:
         (HERE / "results").mkdir(exist_ok=True)
-        (HERE / "results" / args.out).write_text(f"python benchmarks/bench_derivatives.py {' '.join(argv or sys.argv[1:])}\n"
-                                                   + text + "\n")
+        command = f"python benchmarks/bench_derivatives.py {' '.join(argv or sys.argv[1:])}\n"
+        (HERE / "results" / args.out).write_text(command + text + "\n")
     return 0
 
 

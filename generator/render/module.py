@@ -157,7 +157,8 @@ def derivative_solves(mod, symbol) -> tuple:
         jac = f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}"
     if "solve_jacobian" in kernel_names(mod) or pairs:
         # q'', M's factors and J in one call (variants recursive and recursive_loops)
-        solve = "(dyn_solve_jacobian_fn)dyn_m_solve_jacobian" if pairs else \
+        solve = f"(dyn_solve_jacobian_fn){symbol('solve_jacobian')}" if "numeric_terms" in kernel_names(mod) else \
+            "(dyn_solve_jacobian_fn)dyn_m_solve_jacobian" if pairs else \
             f"(dyn_solve_jacobian_fn){symbol('solve_jacobian')}"
         qdd_jac = f"dyn_dv_ldl_qdd_jacobian({n}, {solve}, t, q, qd, p, out, qdd);"
         qdd_der = f"dyn_dv_ldl_qdd_derivatives({n}, {solve}, t, q, qd, p, out, qdd, minv);"

@@ -20,9 +20,12 @@
 #ifndef DYNAMICA_NUMERIC_DERIV_H
 #define DYNAMICA_NUMERIC_DERIV_H
 #include "numeric_core.h"
+#include "dynamica_linalg.h"
 
-/* per body: R (9), p (3), v (6), a (6), IC (10), IdC (10), HC (6), FC (6) */
-#define DYN_ND_PB 56
+/* per body: R (9), p (3), v (6), a (6), IC (10), IdC (10), HC (6), FC (6), then (not summed) the
+   body's own inertia (10), da (6), dF (6) of `dyn_nd_update` */
+#define DYN_ND_PB 78
+#define DYN_ND_SUMMED 56
 
 static inline void dyn_nd_crossm(const double *a, const double *b, double *c)   /* motion a x b */
 {
@@ -116,6 +119,7 @@ static void dyn_nd_passes(const dyn_nm_topo *tp, const double *T, const double *
         }
         memset(IC, 0, 10 * sizeof(double));
         dyn_nm_add_transfer10(R, p, b + 24, IC);                   /* the body's inertia, world */
+        memcpy(Wi + DYN_ND_SUMMED, IC, 10 * sizeof(double));
         dyn_nd_inertia_rate(IC, v, IdC);
         dyn_nm_inertia_times(IC, v, HC);
         dyn_nm_inertia_times(IC, a, FC);
@@ -133,7 +137,7 @@ static void dyn_nd_passes(const dyn_nm_topo *tp, const double *T, const double *
         const int k = tp->kappa[i];
         if (k > 0) {
             double *Wk = W + DYN_ND_PB * (size_t)k;
-            for (int e = 24; e < DYN_ND_PB; ++e)
+            for (int e = 24; e < DYN_ND_SUMMED; ++e)
                 Wk[e] += Wi[e];
         }
         for (int c = tp->first[i]; c < tp->first[i] + tp->ndof[i]; ++c) {
@@ -169,6 +173,85 @@ static void dyn_nd_passes(const dyn_nm_topo *tp, const double *T, const double *
                 gc[e] += t6[e] + u6[e] + w6[e];
         }
     }
+}
+
+/* The x-dependent parts after `dyn_nd_passes` at x = 0 (W and V as it left them), for x: a
+   changes by da_i = da_kappa(i) + sum of x_c S_c, Sdd_c by da^-_c x S_c, FC by the subtree sum
+   of I da, so r_c by S_c . dFC and g_c by S_c x* dFC + IC dSdd_c (all linear in x). */
+static void dyn_nd_update(const dyn_nm_topo *tp, const double *T, const double *x, double *r, double *V,
+                          double *W)
+{
+    const int nb = tp->nb, n = tp->n;
+    const size_t n6 = 6 * (size_t)n;
+    const double *arm = T + DYN_NM_TB * nb + 7 * n + 3;
+    double *S = V, *Sdd = V + 2 * n6, *gg = V + 5 * n6;
+    memset(W + DYN_ND_SUMMED + 10, 0, 12 * sizeof(double));         /* da_0 = 0 */
+    for (int i = 1; i <= nb; ++i) {
+        double *Wi = W + DYN_ND_PB * (size_t)i, *da = Wi + DYN_ND_SUMMED + 10, *dF = da + 6;
+        const double *dak = W + DYN_ND_PB * (size_t)tp->kappa[i] + DYN_ND_SUMMED + 10;
+        double t6[6];
+        for (int k = 0; k < 6; ++k)
+            da[k] = dak[k];
+        for (int c = tp->first[i]; c < tp->first[i] + tp->ndof[i]; ++c) {
+            const double *s = S + 6 * c;
+            dyn_nd_crossm(da, s, t6);                              /* dSdd_c, kept in g_c's place below */
+            for (int k = 0; k < 6; ++k) {
+                Sdd[6 * c + k] += t6[k];
+                da[k] += x[c] * s[k];
+            }
+            double *IC = Wi + 24, u6[6];
+            dyn_nm_inertia_times(IC, t6, u6);                      /* IC: the subtree's, after the passes */
+            for (int k = 0; k < 6; ++k)
+                gg[6 * c + k] += u6[k];
+        }
+        dyn_nm_inertia_times(Wi + DYN_ND_SUMMED, da, dF);
+    }
+    for (int i = nb; i >= 1; --i) {
+        double *Wi = W + DYN_ND_PB * (size_t)i, *dF = Wi + DYN_ND_SUMMED + 16;
+        const int k = tp->kappa[i];
+        if (k > 0) {
+            double *dFk = W + DYN_ND_PB * (size_t)k + DYN_ND_SUMMED + 16;
+            for (int e = 0; e < 6; ++e)
+                dFk[e] += dF[e];
+        }
+        for (int c = tp->first[i]; c < tp->first[i] + tp->ndof[i]; ++c) {
+            double t6[6];
+            r[c] += dyn_nm_dot6(S + 6 * c, dF) + arm[c] * x[c];
+            dyn_nd_crossf(S + 6 * c, dF, t6);
+            for (int e = 0; e < 6; ++e)
+                gg[6 * c + e] += t6[e];
+        }
+    }
+}
+
+/* dyn_solve_jacobian_fn of dynamica_linalg.h in one pass of the terms: the passes at x = 0 give
+   r(0), S and IC S (M, its L^T D L factors F, q'' = -M^-1 r(0)), `dyn_nd_update` moves them to
+   x = q'', the pairs give J (the active forces have no part in it). pred: dyn_rl_pred. */
+static void dyn_nd_solve_jacobian(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, const int *pred, double t,
+                                  const double *q, const double *qd, const double *p, double *qdd, double *F,
+                                  double *J)
+{
+    const int nb = tp->nb, n = tp->n;
+    const size_t nt = (size_t)DYN_NM_NTERMS(nb, n), nw = DYN_ND_PB * ((size_t)nb + 1);
+    double *T = (double *)malloc((nt + nw + 45 * (size_t)n) * sizeof(double));
+    if (T == NULL) {
+        dyn_fill_nan(qdd, n);
+        dyn_fill_nan(F, n * n);
+        dyn_fill_nan(J, 2 * n * n);
+        return;
+    }
+    double *W = T + nt, *V = W + nw, *D = V + 42 * (size_t)n, *z = D + n, *r = z + n;
+    memset(z, 0, (size_t)n * sizeof(double));
+    dyn_nm_terms(tp, terms, t, q, qd, p, T);
+    dyn_nd_passes(tp, T, qd, z, qdd, V, D, W);                     /* r(0) into qdd */
+    dyn_rl_mass(n, pred, V, V + 18 * (size_t)n, D, F);
+    dyn_rl_ldl(n, pred, F);
+    dyn_ldl_solve(n, F, 1, qdd, -1.0);
+    memset(r, 0, (size_t)n * sizeof(double));
+    dyn_nd_update(tp, T, qdd, r, V, W);
+    memset(J, 0, 2 * (size_t)n * n * sizeof(double));
+    dyn_rl_pairs(n, pred, V, J);
+    free(T);
 }
 
 /* dyn_pair_terms_fn of dynamica_linalg.h over the terms kernel: r, V (42 n), D (n), J zeroed
