@@ -234,8 +234,8 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
                 {"signature": f"void {ENTRY}pair_mass(double t, const double *q, const double *qd, const double *p, "
                               "double *r, double *SA, double *D)",
                  "lines": [f"dyn_nd_pair_mass({terms}, t, q, qd, p, r, SA, D);"]},
-                {"signature": f"void {ENTRY}solve_jacobian(double t, const double *q, const double *qd, const double *p, "
-                              "double *qdd, double *F, double *J)",
+                {"signature": f"void {ENTRY}solve_jacobian(double t, const double *q, const double *qd, "
+                              "const double *p, double *qdd, double *F, double *J)",
                  "lines": [f"dyn_nd_solve_jacobian({terms}, dyn_rl_pred, t, q, qd, p, qdd, F, J);"]}]
     if "pair_terms" in kernel_names(mod):              # variant recursive_loops: the module file composes the rest
         return [{"signature": f"void {ENTRY}residual({state}, double *r)",

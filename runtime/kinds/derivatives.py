@@ -263,7 +263,9 @@ def default_variant(model) -> str:
 def derivatives(model, variant=None, progress=None) -> Derivatives:
     """The derivatives module of a compiled model, built (or fetched from the cache) on first use.
     variant: "unrolled" (the tangent program), "tape" (partials generated, tangents carried by a
-    loop), "recursive" (analytical recursive derivatives), None: `default_variant(model)`."""
+    loop), "recursive" (analytical recursive derivatives), "recursive_loops" (the same, the pairs of
+    coordinates in loops), "numeric" (the same as loops over numeric mode's per-joint terms), None:
+    `default_variant(model)`."""
     from dynamica.generator.kinds.derivatives import VARIANTS
     chosen = variant is None
     variant = variant or default_variant(model)
