@@ -239,8 +239,17 @@ class Derivatives:
 #: qdd_jacobian over pin.computeABADerivatives interleaved in one run (load average 8-12 on 2 cores):
 #: 0.77 at N = 50, 0.76 at N = 100 (the tape 5.96 at N = 50 in a run under the same load).
 #: Above 30 coordinates "numeric" (the same formulas as loops over numeric mode's generated per-joint
-#: terms) replaces "recursive_loops": benchmarks/results/derivatives_numeric.txt, one run with
-#: Pinocchio interleaved, NUMERIC_MEASUREMENT
+#: terms) replaces "recursive_loops": benchmarks/results/derivatives_numeric.txt, runs with
+#: Pinocchio interleaved on a machine at load average 4-15 on 2 cores (qdd_jacobian over
+#: computeABADerivatives; first build, generation + compile s):
+#:   N    numeric            recursive_loops
+#:  25    1.17 (0.5 + 6.7)   1.12 (11.8 + 16.9)     q'' and J from two evaluations (first version)
+#:  50    0.69 (0.6 + 10.7)  0.74 (42.2 + 53.1)     same run, load 4.5-5.6
+#:  25    0.52 (2.1 + 23.8)                         one evaluation (dyn_nd_solve_jacobian), load 12-16
+#:  50    0.53 (2.5 + 17.0)
+#: 100    1.20 (2.1 + 20.8)
+#: and a 50-body chain's first build through `derivatives` 2.3 s at load 1.2. Below 31 coordinates
+#: "numeric" was not measured against "recursive"; that limit stays.
 #: The unrolled tangent (on request) grows as n^2 x depth: a 20-body chain's has 115 000
 #: operations and compiles in 15-70 s, a 40-body chain's 460 000 and takes minutes.
 RECURSIVE_MAX_COORDINATES = 30
