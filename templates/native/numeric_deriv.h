@@ -80,8 +80,8 @@ static void dyn_nd_passes(const dyn_nm_topo *tp, const double *T, const double *
     const int nb = tp->nb, n = tp->n;
     const size_t n6 = 6 * (size_t)n;
     const double *Aall = T + DYN_NM_TB * nb, *gen = Aall + 6 * n, *g = gen + n, *arm = g + 3;
-    double *S = V, *Sd = V + n6, *Sdd = V + 2 * n6, *al = V + 3 * n6, *be = V + 4 * n6, *gg = V + 5 * n6,
-           *kk = V + 6 * n6;
+    double *S = V, *Sd = V ? V + n6 : NULL, *Sdd = V ? V + 2 * n6 : NULL, *al = V ? V + 3 * n6 : NULL,
+           *be = V ? V + 4 * n6 : NULL, *gg = V ? V + 5 * n6 : NULL, *kk = V ? V + 6 * n6 : NULL;
     double *W0 = W;
     memset(W0, 0, DYN_ND_PB * sizeof(double));
     W0[0] = W0[4] = W0[8] = 1.0;                                   /* R_0 = E, p_0 = 0, v_0 = 0 */
