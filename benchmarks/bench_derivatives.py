@@ -48,7 +48,7 @@ os.environ["DYNAMICA_CACHE"] = tempfile.mkdtemp(prefix="dcache_deriv_")
 from bench_forms import model_dict, write_model  # noqa: E402
 from bench_scale import pinocchio_model  # noqa: E402
 
-VARIANTS = ("unrolled", "tape", "recursive", "recursive_loops")
+VARIANTS = ("unrolled", "tape", "recursive", "recursive_loops", "numeric")
 
 
 def best(f, rounds):
@@ -117,19 +117,20 @@ def run(n, rounds, folder, unrolled_max, only=("unrolled", "tape", "recursive"),
 def report(rows) -> list:
     lines = [f"{'N':>3s} {'variant':>15s} {'gen s':>6s} {'cc s':>6s} {'ops res':>8s} {'ops jac':>8s} {'RHS C':>7s} "
              f"{'ABM C':>7s} {'RHS py':>7s} {'jac py':>8s} {'kernel':>8s} {'jac/RHS':>8s} {'jac/ABM':>8s} "
-             f"{'pin aba':>8s} {'pin der':>8s} {'jac/pin':>8s} {'err pin':>8s}"]
+             f"{'pin aba':>8s} {'pin der':>8s} {'jac/pin':>8s} {'err pin':>8s} {'load':>9s}"]
     for r in rows:
         for v in VARIANTS:
             if f"jac_{v}" not in r:
                 continue
             ops = r[f"ops_{v}"]
-            jac_ops = ops.get("solve_jacobian", ops.get("residual_jacobian", ops.get("residual_partials",
-                                                                                   ops.get("pair_terms"))))
-            lines.append(f"{r['n']:3d} {v:>15s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops['residual']:8d} "
+            jac_ops = next(ops[k] for k in ("solve_jacobian", "residual_jacobian", "residual_partials", "pair_terms",
+                                            "numeric_terms") if k in ops)
+            lines.append(f"{r['n']:3d} {v:>15s} {r['gen_' + v]:6.2f} {r['cc_' + v]:6.2f} {ops.get('residual', 0):8d} "
                          f"{jac_ops:8d} {r['rhs_c']:7.2f} {r['rhs_abm_c']:7.2f} {r['rhs_py']:7.2f} "
                          f"{r['jac_' + v]:8.2f} {r['kernel_' + v]:8.2f} {r['jac_' + v] / r['rhs_py']:8.2f} "
                          f"{r['jac_' + v] / r['rhs_abm_py']:8.2f} {r['pin_aba']:8.2f} {r['pin_deriv']:8.2f} "
-                         f"{r['jac_' + v] / r['pin_deriv']:8.2f} {r['err_' + v]:8.1e}")
+                         f"{r['jac_' + v] / r['pin_deriv']:8.2f} {r['err_' + v]:8.1e} "
+                         f"{r['load'][0]:4.1f}-{r['load'][1]:4.1f}")
     return lines
 
 
@@ -142,6 +143,7 @@ def main(argv=None):
     ap.add_argument("--numeric-above", type=int, default=40,
                     help="the RHS peers (composite, articulated) in numeric mode above this N")
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--out", default="derivatives.txt", help="the file of benchmarks/results/ the table goes to")
     args = ap.parse_args(argv)
     import pinocchio
 
@@ -149,8 +151,11 @@ def main(argv=None):
     folder = Path(tempfile.mkdtemp(prefix="bench_deriv_"))
     rows = []
     for n in args.sizes:
+        load0 = os.getloadavg()[0]
         print(f"[{time.strftime('%H:%M:%S')}] N = {n}", file=sys.stderr, flush=True)
         rows.append(run(n, args.rounds, folder, args.unrolled_max, tuple(args.variants), args.numeric_above))
+        rows[-1]["load"] = (load0, os.getloadavg()[0])
+        print(report(rows[-1:])[-len(args.variants):], file=sys.stderr, flush=True)
     head = [
         f"Derivative kernels: full Jacobian dq''/d[q, qd] of 1-DOF chains; {platform.platform()}, "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {platform.python_version()}, "
@@ -164,14 +169,17 @@ def main(argv=None):
         "q'', M's factors and J in one); jac/RHS, jac/ABM: over the composite / "
         "articulated RHS called from Python; err pin: vs computeABADerivatives; recursive_loops: the kernel "
         "pair_terms (ops jac) gives the per-coordinate vectors, the pairs, M and its L^T D L are loops; "
-        f"RHS peers in numeric mode above N = {args.numeric_above}",
+        f"RHS peers in numeric mode above N = {args.numeric_above}; numeric: the generated terms kernel (ops jac) and "
+        "the loops of numeric_deriv.h; gen s, cc s: first build into a fresh cache; load: the 1-minute load "
+        "average before and after the size's builds and timings",
         "",
     ]
     text = "\n".join(head + report(rows))
     print(text)
     if not args.no_save:
         (HERE / "results").mkdir(exist_ok=True)
-        (HERE / "results" / "derivatives.txt").write_text(text + "\n")
+        command = f"python benchmarks/bench_derivatives.py {' '.join(argv or sys.argv[1:])}\n"
+        (HERE / "results" / args.out).write_text(command + text + "\n")
     return 0
 
 

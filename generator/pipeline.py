@@ -59,7 +59,7 @@ def generate(model, form: str = "composite", backend: str = "c", progress=None,
 def generate_derivatives(model, backend: str = "c", progress=None, variant: str = "unrolled") -> Generated:
     """The derivatives module of a model (generator/kinds/derivatives.py: the residual r = M x - Q,
     its Jacobian by q and q' and M), whatever form its main module has; `variant`: a name of
-    generator/kinds/derivatives.py VARIANTS ("unrolled", "tape", "recursive", "recursive_loops")."""
+    generator/kinds/derivatives.py VARIANTS ("unrolled", "tape", "recursive", "recursive_loops", "numeric")."""
     from dynamica.generator.kinds.derivatives import VARIANTS, derivative_equations
     if variant in VARIANTS and backend not in VARIANTS[variant].backends:
         raise ValueError(f"the derivatives variant {variant!r} has no {backend!r} backend; it has "

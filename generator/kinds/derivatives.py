@@ -42,6 +42,7 @@ from typing import Callable
 
 import sympy as sp
 
+from dynamica.errors import ModelError
 from dynamica.generator.forms import EquationsOfMotion, KernelSpec
 from dynamica.generator.forms.parts.common import forward_pass
 from dynamica.generator.forms.parts.spatial import apply_C, apply_CT, coordinate_layout, inertia_times, mass_matrix
@@ -269,11 +270,81 @@ def _recursive_loops(kin, x):
             res_prog, r, (("dyn_rl_pred", tuple(pred)),))
 
 
+@register_variant("numeric", "numeric",
+                  "[dr/dq | dr/dqd], row-major n x 2n, analytical recursive derivatives as hand-written loops over "
+                  "the generated per-joint terms of numeric mode (active forces free of q and q' only)",
+                  backends=("c",))
+def _numeric(kin, x):
+    """The variant "numeric" (large trees, builds in seconds): one generated kernel, numeric
+    mode's `numeric_terms` (t, q, qd, p) -> T (generator/forms/numeric.py: per joint G, rho, the
+    inertias, A, the generalized forces, gravity, the armature; linear in the bodies), and the
+    topology tables; the recursions of "recursive_loops" run as the loops of
+    templates/native/numeric_deriv.h over T, the pairs, M and its L^T D L as dyn_rl_* of
+    templates/native/dynamica_linalg.h. Models it cannot take: `numeric_unsupported`."""
+    from dynamica.generator.forms.numeric import terms_outputs, topology_tables
+    numeric_unsupported(kin)
+    terms = terms_outputs(kin)
+    numeric_unsupported(kin, terms)
+    tables = topology_tables(kin)
+    lam = dict(tables)["dyn_nm_lambda"]
+    kernel = KernelSpec("numeric_terms", ("t", "q", "qd", "p"), (("T", terms),), skip_zero_stores=True,
+                        hints=("O1",))
+    return (kernel,), kin.program, [], tables + (("dyn_rl_pred", lam),)
+
+
+class NumericUnsupported(ModelError):
+    """A model the variant "numeric" cannot take (`numeric_unsupported`): a ModelError of its file,
+    after which the default variant falls back to "recursive_loops"."""
+
+
+def numeric_unsupported(kin, terms=None) -> None:
+    """A NumericUnsupported error naming what the variant "numeric" cannot take (closed loops, extra states or
+    inputs, driven motions, active forces that depend on q or q') and the variant that can."""
+    from dynamica.errors import Problem
+    from dynamica.generator.forms.numeric import TB
+    spec, topo = kin.spec, kin.topo
+    problems = []
+    other = "use the derivatives variant 'recursive_loops' (or 'tape') for this model"
+    if terms is None:
+        if spec.loops:
+            problems.append(Problem("loops", f"the derivatives variant 'numeric' takes trees only; {other}"))
+        if spec.states or spec.inputs:
+            what = "states" if spec.states else "inputs"
+            problems.append(Problem(what, f"the derivatives variant 'numeric' takes no extra {what}; {other}"))
+        for i in range(1, topo.n_bodies + 1):
+            jk = kin.joints[i]
+            if jk.driven or any(e != 0 for e in jk.vr_hat):
+                problems.append(Problem(f"bodies.{topo.names[i]}.joint", "the derivatives variant 'numeric' takes no "
+                                        f"driven (prescribed) motions; {other}"))
+    else:
+        state = {s for jk in kin.joints[1:] for s in tuple(jk.q) + tuple(jk.qd)}
+        dep = set()
+        for sym, val in kin.program.assignments:       # which intermediates depend on q or q'
+            if any(s in state or s in dep for s in val.free_symbols):
+                dep.add(sym)
+
+        def moving(e):
+            return any(s in state or s in dep for s in sp.sympify(e).free_symbols)
+        nb, n = topo.n_bodies, len(kin.coordinates)
+        for i in range(1, nb + 1):
+            if any(moving(e) for e in terms[TB * (i - 1) + 34:TB * i]):
+                problems.append(Problem(f"bodies.{topo.names[i]}", "an active force on this body depends on q or "
+                                        f"q' (the derivatives variant 'numeric' has no partials of it); {other}"))
+        gen = terms[TB * nb + 6 * n:TB * nb + 7 * n]
+        for c, e in zip(kin.coordinates, gen):
+            if moving(e):
+                problems.append(Problem(f"coordinates.{c}", "a generalized force on this coordinate depends on q or "
+                                        f"q' (the derivatives variant 'numeric' has no partials of it); {other}"))
+    if problems:
+        raise NumericUnsupported(spec.file, problems)
+
+
 def _record():
     from dynamica.generator.render import c, fortran, module
     register_kind(ModuleKind(
         "derivatives", lambda eom: [], module.derivative_entries,      # its kernels: the form's extra_kernels
         {"c": c.derivative_entries, "fortran": fortran.derivative_entries}, composed=module.derivative_solves,
+        preambles={"c": c.derivative_preamble},
         description="the residual, its Jacobian by [q, q'] and M; q'' and its Jacobian composed over them"))
 
 

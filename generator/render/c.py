@@ -211,10 +211,32 @@ def numeric_preamble(mod: ir.ModuleIR) -> list:
             f"static const dyn_nm_topo dyn_nm_tp = {{DYN_NM_NB, DYN_NM_N, {names}}};"]
 
 
+def derivative_preamble(mod: ir.ModuleIR) -> list:
+    """The derivatives variant numeric: its loops (templates/native/numeric_deriv.h) and the topology."""
+    if "numeric_terms" not in kernel_names(mod):
+        return []
+    nb = len(dict(mod.tables)["dyn_nm_kappa"]) - 1
+    return ['#include "numeric_deriv.h"',
+            f"static const dyn_nm_topo dyn_nm_tp = {{{nb}, {len(mod.coordinates)}, dyn_nm_kappa, dyn_nm_first, "
+            "dyn_nm_ndof, dyn_nm_lambda};"]
+
+
 def derivative_entries(mod: ir.ModuleIR) -> list:
     """A derivatives module (generator/kinds/derivatives.py): its kernels as they are; the solves are
     composed in the module file (ModuleKind.composed)."""
     state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
+    if "numeric_terms" in kernel_names(mod):           # variant numeric: templates/native/numeric_deriv.h
+        terms = f"&dyn_nm_tp, {PREFIX}numeric_terms"
+        return [{"signature": f"void {ENTRY}residual({state}, double *r)",
+                 "lines": [f"dyn_nd_residual({terms}, t, q, qd, qdd, p, r);"]},
+                {"signature": f"void {ENTRY}pair_terms({state}, double *r, double *V, double *D, double *J)",
+                 "lines": [f"dyn_nd_pair_terms({terms}, t, q, qd, qdd, p, r, V, D, J);"]},
+                {"signature": f"void {ENTRY}pair_mass(double t, const double *q, const double *qd, const double *p, "
+                              "double *r, double *SA, double *D)",
+                 "lines": [f"dyn_nd_pair_mass({terms}, t, q, qd, p, r, SA, D);"]},
+                {"signature": f"void {ENTRY}solve_jacobian(double t, const double *q, const double *qd, "
+                              "const double *p, double *qdd, double *F, double *J)",
+                 "lines": [f"dyn_nd_solve_jacobian({terms}, dyn_rl_pred, t, q, qd, p, qdd, F, J);"]}]
     if "pair_terms" in kernel_names(mod):              # variant recursive_loops: the module file composes the rest
         return [{"signature": f"void {ENTRY}residual({state}, double *r)",
                  "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"]},
@@ -331,5 +353,5 @@ C = register(Backend(
     templates=(("kernels.h.j2", "{module}_kernels.h", header_context, None),),
     declarations=lambda mod: (f'#include "{mod.module_name}_kernels.h"',),
     entry_symbol=lambda mod, name: f"{ENTRY}{name}",
-    helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h", "dynamica_linalg.h"),
+    helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h", "numeric_deriv.h", "dynamica_linalg.h"),
     description="C99 kernels in a header the module file includes"))

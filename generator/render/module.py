@@ -117,8 +117,9 @@ def derivative_solves(mod, symbol) -> tuple:
             "static void dyn_m_mass_matrix(double t, const double *q, const double *p, double *M)",
             f"{{ dyn_dv_mass_by_columns({n}, (dyn_mass_times_fn){symbol('mass_times')}, t, q, p, M); }}"]
         mass, names = "(dyn_mass_fn)dyn_m_mass_matrix", {"mass_matrix": "dyn_m_mass_matrix"}
-    if "pair_terms" in kernel_names(mod):              # variant recursive_loops: pairs of coordinates in loops
-        nv = kernel_output_size(mod, "pair_terms", "V")
+    pairs = bool({"pair_terms", "numeric_terms"} & set(kernel_names(mod)))
+    if pairs:              # variants recursive_loops and numeric: pairs of coordinates in loops
+        nv = 42 * n
         terms = f"(dyn_pair_terms_fn){symbol('pair_terms')}, (dyn_pair_mass_fn){symbol('pair_mass')}"
         lines += [
             "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
@@ -150,13 +151,14 @@ def derivative_solves(mod, symbol) -> tuple:
             "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian",
             {**names, "residual_jacobian": "dyn_m_residual_jacobian"},
         )
-    elif "pair_terms" in kernel_names(mod):
+    elif pairs:
         jac = "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian"
     else:
         jac = f"(dyn_residual_jacobian_fn){symbol('residual_jacobian')}"
-    if "solve_jacobian" in kernel_names(mod) or "pair_terms" in kernel_names(mod):
+    if "solve_jacobian" in kernel_names(mod) or pairs:
         # q'', M's factors and J in one call (variants recursive and recursive_loops)
-        solve = "(dyn_solve_jacobian_fn)dyn_m_solve_jacobian" if "pair_terms" in kernel_names(mod) else \
+        solve = f"(dyn_solve_jacobian_fn){symbol('solve_jacobian')}" if "numeric_terms" in kernel_names(mod) else \
+            "(dyn_solve_jacobian_fn)dyn_m_solve_jacobian" if pairs else \
             f"(dyn_solve_jacobian_fn){symbol('solve_jacobian')}"
         qdd_jac = f"dyn_dv_ldl_qdd_jacobian({n}, {solve}, t, q, qd, p, out, qdd);"
         qdd_der = f"dyn_dv_ldl_qdd_derivatives({n}, {solve}, t, q, qd, p, out, qdd, minv);"

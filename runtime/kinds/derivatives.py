@@ -238,25 +238,45 @@ class Derivatives:
 #: generated code O(n)) replaces the tape on the C backend: benchmarks/results/derivatives_scale.txt,
 #: qdd_jacobian over pin.computeABADerivatives interleaved in one run (load average 8-12 on 2 cores):
 #: 0.77 at N = 50, 0.76 at N = 100 (the tape 5.96 at N = 50 in a run under the same load).
+#: Above 30 coordinates "numeric" (the same formulas as loops over numeric mode's generated per-joint
+#: terms) replaces "recursive_loops": benchmarks/results/derivatives_numeric.txt, runs with
+#: Pinocchio interleaved on a machine at load average 4-15 on 2 cores (qdd_jacobian over
+#: computeABADerivatives; first build, generation + compile s):
+#:   N    numeric            recursive_loops
+#:  25    1.17 (0.5 + 6.7)   1.12 (11.8 + 16.9)     q'' and J from two evaluations (first version)
+#:  50    0.69 (0.6 + 10.7)  0.74 (42.2 + 53.1)     same run, load 4.5-5.6
+#:  25    0.52 (2.1 + 23.8)                         one evaluation (dyn_nd_solve_jacobian), load 12-16
+#:  50    0.53 (2.5 + 17.0)
+#: 100    1.20 (2.1 + 20.8)
+#: and a 50-body chain's first build through `derivatives` 2.3 s at load 1.2. Below 31 coordinates
+#: "numeric" was not measured against "recursive"; that limit stays.
 #: The unrolled tangent (on request) grows as n^2 x depth: a 20-body chain's has 115 000
 #: operations and compiles in 15-70 s, a 40-body chain's 460 000 and takes minutes.
 RECURSIVE_MAX_COORDINATES = 30
 
 
+#: the companions' key of the default's fallback ("recursive_loops" for a model "numeric" does not take)
+FALLBACK = "default:recursive_loops"
+
+
 def default_variant(model) -> str:
-    """"recursive" up to RECURSIVE_MAX_COORDINATES coordinates, else "recursive_loops" (its loops
-    are C: "tape" for a model of the Fortran backend)."""
+    """"recursive" up to RECURSIVE_MAX_COORDINATES coordinates, else "numeric" (its loops are C:
+    "tape" for a model of the Fortran backend; `derivatives` falls back to "recursive_loops" for a
+    model "numeric" does not take)."""
     if model.n <= RECURSIVE_MAX_COORDINATES:
         return "recursive"
     backend = getattr(getattr(model, "module", None), "BACKEND", "c")
-    return "recursive_loops" if backend == "c" else "tape"
+    return "numeric" if backend == "c" else "tape"
 
 
 def derivatives(model, variant=None, progress=None) -> Derivatives:
     """The derivatives module of a compiled model, built (or fetched from the cache) on first use.
     variant: "unrolled" (the tangent program), "tape" (partials generated, tangents carried by a
-    loop), "recursive" (analytical recursive derivatives), None: `default_variant(model)`."""
+    loop), "recursive" (analytical recursive derivatives), "recursive_loops" (the same, the pairs of
+    coordinates in loops), "numeric" (the same as loops over numeric mode's per-joint terms), None:
+    `default_variant(model)`."""
     from dynamica.generator.kinds.derivatives import VARIANTS
+    chosen = variant is None
     variant = variant or default_variant(model)
     if variant not in VARIANTS:
         raise ValueError(f"unknown derivatives variant {variant!r}; available: {', '.join(VARIANTS)}")
@@ -265,8 +285,19 @@ def derivatives(model, variant=None, progress=None) -> Derivatives:
         raise ValueError(f"the derivatives variant {variant!r} has no {backend!r} backend; it has "
                          f"{', '.join(VARIANTS[variant].backends)}")
     cached = model.companions.setdefault("derivatives", {})
+    if chosen and FALLBACK in cached:
+        return cached[FALLBACK]
     if variant not in cached:
-        cached[variant] = Derivatives(_load_module(model, variant, progress), model)
+        try:
+            cached[variant] = Derivatives(_load_module(model, variant, progress), model)
+        except Exception as e:
+            from dynamica.generator.kinds.derivatives import NumericUnsupported
+            if not (isinstance(e, NumericUnsupported) and chosen):
+                raise
+            # the default "numeric" does not take this model (active forces depending on the
+            # state, driven motions, loops, extra states or inputs): the same formulas generated
+            cached[FALLBACK] = derivatives(model, "recursive_loops", progress)
+            return cached[FALLBACK]
     return cached[variant]
 
 

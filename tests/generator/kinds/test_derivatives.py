@@ -365,7 +365,7 @@ def test_recursive_kernel_is_smaller_than_the_tangent_along_a_chain(tmp_path):
 
 
 def test_default_variant_is_recursive_up_to_its_size_limit(bundled):
-    """recursive up to RECURSIVE_MAX_COORDINATES, recursive_loops above (the C backend;
+    """recursive up to RECURSIVE_MAX_COORDINATES, numeric above (the C backend;
     runtime/kinds/derivatives.py)."""
     from dynamica.runtime.kinds import derivatives as rd
     chain = bundled("chain7")
@@ -374,7 +374,7 @@ def test_default_variant_is_recursive_up_to_its_size_limit(bundled):
 
     class Big:
         n = rd.RECURSIVE_MAX_COORDINATES + 1
-    assert rd.default_variant(Big()) == "recursive_loops"
+    assert rd.default_variant(Big()) == "numeric"
 
 
 def test_numeric_mode_model_gets_the_same_derivatives(bundled):
