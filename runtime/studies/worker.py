@@ -161,6 +161,37 @@ def prepared(pkg: ModelPackage):
         return _PREPARED[pkg.key]
 
 
+def adopt(pkg: ModelPackage, model):
+    """Register a model this process already has as the package's prepared model: worker
+    processes forked from here find it ready (no import, no file written)."""
+    with _PREPARE_LOCK:
+        if pkg.key not in _PREPARED:
+            _PREPARED[pkg.key] = (model, threading.Lock() if hasattr(model.module, "itr_reset") else None)
+
+
+#: why this worker process cannot prepare the model (`start_process`), said by its first block
+_START_ERROR: list = []
+
+
+def start_process(pkg: ModelPackage):
+    """Initializer of a local worker process (`scheduler="processes"`): Ctrl-C is the parent's to
+    handle (it stops the pool), the model is prepared once, before the first block."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        prepared(pkg)
+    except Exception as exc:            # the first block raises it: the study's error, not a broken pool
+        _START_ERROR.append(exc)
+
+
+def process_block(pkg_key: str, numbers, values, names: list, roles: dict, settings: RunSettings) -> Block:
+    """A block of cases in a local worker process (the model prepared by `start_process`)."""
+    if _START_ERROR:
+        raise _START_ERROR[0]
+    model, _ = _PREPARED[pkg_key]
+    return run_block(model, numbers, values, names, roles, settings, worker=f"process {os.getpid()}")
+
+
 def warm_up(model):
     """Import what a run needs (the integrators, the expression evaluator of initial values)
     before the first case, so that its wall time is its own."""
@@ -196,16 +227,19 @@ class RunSettings:
 
 
 def _rms(t, x):
-    """Root mean square over time (trapezoidal rule): sqrt(int x^2 dt / (t_end - t0))."""
+    """Root mean square over time (trapezoidal rule): sqrt(int x^2 dt / (t_end - t0)), over the
+    last axis (one series, or one series a row of a matrix)."""
     span = t[-1] - t[0]
-    return float(np.sqrt(np.trapezoid(x * x, t) / span)) if span > 0 else float(abs(x[-1]))
+    x = np.asarray(x, dtype=float)
+    return np.sqrt(np.trapezoid(x * x, t, axis=-1) / span) if span > 0 else np.abs(x[..., -1])
 
 
-#: reduction name -> (t, x) -> float; its column is `name(series)`, the final value's the bare name
+#: reduction name -> (t, x) -> value(s) over the last axis of x (a series, or a matrix of series one
+#: a row); its column is `name(series)`, the final value's the bare name
 REDUCTIONS = {
-    "final": lambda t, x: float(x[-1]),
-    "min": lambda t, x: float(np.min(x)),
-    "max": lambda t, x: float(np.max(x)),
+    "final": lambda t, x: np.asarray(x, dtype=float)[..., -1],
+    "min": lambda t, x: np.min(x, axis=-1),
+    "max": lambda t, x: np.max(x, axis=-1),
     "rms": _rms,
 }
 
@@ -238,35 +272,119 @@ def _inputs(model, case: dict, roles: dict):
     return params, q0, qd0
 
 
-def run_case(model, case: dict, roles: dict, settings: RunSettings):
-    """One case: (row without its inputs, trajectory table or None). An error of the case
-    (integration failure, a bad value) is its status; the other columns are then NaN."""
+def result_columns(model, settings: RunSettings) -> list:
+    """The columns of a case's results that every study of this model and settings has, in
+    order: the final state, then every (series, reduction) of the reduced outputs."""
+    state = [*model.coordinates, *(f"der({c})" for c in model.coordinates)]
+    reduced = [reduced_column(r, s) for s in settings.series for r in settings.reductions]
+    return list(dict.fromkeys([*state, *reduced]))
+
+
+def _simulate_case(model, case: dict, roles: dict, settings: RunSettings):
     from dynamica.runtime.integrators.simulate import simulate
-    from dynamica.runtime.results.result import series
+    params, q0, qd0 = _inputs(model, case, roles)
+    return simulate(model, t_end=settings.t_end, method=settings.method, rtol=settings.rtol,
+                    atol=settings.atol, output_step=settings.output_step, q0=q0, qd0=qd0, params=params)
+
+
+def _reduce(result, settings: RunSettings, data: dict) -> np.ndarray:
+    """Every reduction of every series, series by series (the order of `result_columns`): one
+    matrix of the series, each reduction once over it."""
+    if not settings.series:
+        return np.empty(0)
+    x = np.array([data[name] for name in settings.series], dtype=float)
+    return np.stack([np.asarray(REDUCTIONS[r](result.t, x), dtype=float) for r in settings.reductions],
+                    axis=1).ravel()
+
+
+def run_case_values(model, case: dict, roles: dict, settings: RunSettings):
+    """One case as numbers: (values in the order of `result_columns` or None, extra columns
+    {name: value}, trajectory table or None, status, wall time). An error of the case
+    (integration failure, a bad value) is its status; values are then None."""
     if model.spec.stages:               # (as in warm_up)
         import dynamica.runtime.stages.cyclogram  # noqa: F401
+    from dynamica.runtime.results.result import series
     start = time.perf_counter()
     try:
-        params, q0, qd0 = _inputs(model, case, roles)
-        result = simulate(model, t_end=settings.t_end, method=settings.method, rtol=settings.rtol,
-                          atol=settings.atol, output_step=settings.output_step, q0=q0, qd0=qd0, params=params)
-        row = {c: float(v) for c, v in zip(result.coordinates, result.q[-1])}
-        row.update({f"der({c})": float(v) for c, v in zip(result.coordinates, result.qd[-1])})
+        result = _simulate_case(model, case, roles, settings)
+        extra = {}
+        if tuple(result.coordinates) == tuple(model.coordinates):
+            state = np.concatenate([result.q[-1], result.qd[-1]])
+        else:                           # stages: the final state over the union of the stages' coordinates
+            state = np.full(2 * len(model.coordinates), np.nan)
+            extra.update({c: float(v) for c, v in zip(result.coordinates, result.q[-1])})
+            extra.update({f"der({c})": float(v) for c, v in zip(result.coordinates, result.qd[-1])})
         for record in result.stages or ():          # a cyclogram: when each stage ended
-            row[f"t_end({record['name']})"] = float(record["t_end"])
+            extra[f"t_end({record['name']})"] = float(record["t_end"])
         data = series(result) if settings.series or settings.trajectories else {}
-        for name in settings.series:
-            for red in settings.reductions:
-                row.setdefault(reduced_column(red, name), REDUCTIONS[red](result.t, data[name]))
+        values = np.concatenate([state, _reduce(result, settings, data)])
         if settings.extra_columns is not None:
-            row.update(settings.extra_columns(result, dict(case)))
+            extra.update(settings.extra_columns(result, dict(case)))
         traj = _trajectory(result, data) if settings.trajectories else None
         status = OK
     except Exception as exc:                    # the case's own failure: the study goes on
-        row, traj, status = {}, None, f"{type(exc).__name__}: {exc}"
-    row["wall_time"] = time.perf_counter() - start
+        values, extra, traj, status = None, {}, None, f"{type(exc).__name__}: {exc}"
+    return values, extra, traj, status, time.perf_counter() - start
+
+
+def run_case(model, case: dict, roles: dict, settings: RunSettings):
+    """One case: (row without its inputs, trajectory table or None). An error of the case
+    (integration failure, a bad value) is its status; the other columns are then NaN."""
+    values, extra, traj, status, wall = run_case_values(model, case, roles, settings)
+    row = {} if values is None else dict(zip(result_columns(model, settings), values.tolist()))
+    row.update(extra)
+    row["wall_time"] = wall
     row["status"] = status
     return row, traj
+
+
+@dataclass
+class Block:
+    """The rows of a block of cases as arrays (what a local worker process sends back): case
+    numbers, the values of `result_columns` (NaN for a failed case), wall times and statuses;
+    the few per-case objects only where a study asks for them (extra columns, trajectories)."""
+
+    numbers: np.ndarray
+    columns: list
+    values: np.ndarray
+    wall_time: np.ndarray
+    status: list
+    worker: str
+    extra: list | None = None
+    trajectories: list | None = None
+
+    def frame(self):
+        """The block as a DataFrame indexed by case number (the study's rows)."""
+        import pandas as pd
+        index = pd.Index(self.numbers, name="case")
+        frame = pd.DataFrame(self.values, index=index, columns=self.columns)
+        if self.extra is not None and any(self.extra):
+            more = pd.DataFrame(self.extra, index=index)
+            frame = pd.concat([frame.drop(columns=[c for c in more.columns if c in frame.columns]), more], axis=1)
+        frame["wall_time"] = self.wall_time
+        frame["worker"] = self.worker
+        frame["status"] = self.status
+        return frame
+
+
+def run_block(model, numbers, values, names: list, roles: dict, settings: RunSettings, worker="local") -> Block:
+    """Cases given as arrays (case numbers; one row of input values a case, columns `names`)
+    -> their `Block`. Every case runs as `run_case` runs it: the same rows, bit for bit."""
+    columns = result_columns(model, settings)
+    n = len(numbers)
+    out = np.full((n, len(columns)), np.nan)
+    wall = np.empty(n)
+    status, extra, trajs = [], [], []
+    for k in range(n):
+        case = dict(zip(names, values[k].tolist()))
+        vals, more, traj, st, wall[k] = run_case_values(model, case, roles, settings)
+        if vals is not None:
+            out[k] = vals
+        status.append(st)
+        extra.append(more)
+        trajs.append(traj)
+    return Block(np.asarray(numbers), columns, out, wall, status, worker,
+                 extra if any(extra) else None, trajs if settings.trajectories else None)
 
 
 def _trajectory(result, data):
