@@ -287,12 +287,32 @@ def _simulate_case(model, case: dict, roles: dict, settings: RunSettings):
                     atol=settings.atol, output_step=settings.output_step, q0=q0, qd0=qd0, params=params)
 
 
-def _reduce(result, settings: RunSettings, data: dict) -> np.ndarray:
+#: (coordinates, output shapes, series names) -> the series' columns in the matrix of a run
+_SERIES_COLUMNS: dict = {}
+
+
+def _series_matrix(result, names: tuple) -> np.ndarray:
+    """The series `names` of a run, one a row (as `series(result)` names and holds them): the
+    columns of q, q' and the outputs side by side, the named ones taken at once."""
+    n = len(result.t)
+    outputs = getattr(result, "outputs", None) or {}
+    flat = [np.asarray(a).reshape(n, -1) for a in outputs.values()]
+    key = (tuple(result.coordinates), tuple((k, a.shape[1:]) for k, a in outputs.items()), names)
+    index = _SERIES_COLUMNS.get(key)
+    if index is None:
+        from dynamica.runtime.results.result import series
+        position = {name: k for k, name in enumerate(series(result))}
+        index = _SERIES_COLUMNS[key] = np.array([position[name] for name in names], dtype=np.intp)
+    every = np.concatenate([result.q, result.qd, *flat], axis=1)
+    return np.ascontiguousarray(every[:, index].T)
+
+
+def _reduce(result, settings: RunSettings) -> np.ndarray:
     """Every reduction of every series, series by series (the order of `result_columns`): one
     matrix of the series, each reduction once over it."""
     if not settings.series:
         return np.empty(0)
-    x = np.array([data[name] for name in settings.series], dtype=float)
+    x = _series_matrix(result, settings.series)
     return np.stack([np.asarray(REDUCTIONS[r](result.t, x), dtype=float) for r in settings.reductions],
                     axis=1).ravel()
 
@@ -316,11 +336,10 @@ def run_case_values(model, case: dict, roles: dict, settings: RunSettings):
             extra.update({f"der({c})": float(v) for c, v in zip(result.coordinates, result.qd[-1])})
         for record in result.stages or ():          # a cyclogram: when each stage ended
             extra[f"t_end({record['name']})"] = float(record["t_end"])
-        data = series(result) if settings.series or settings.trajectories else {}
-        values = np.concatenate([state, _reduce(result, settings, data)])
+        values = np.concatenate([state, _reduce(result, settings)])
         if settings.extra_columns is not None:
             extra.update(settings.extra_columns(result, dict(case)))
-        traj = _trajectory(result, data) if settings.trajectories else None
+        traj = _trajectory(result, series(result)) if settings.trajectories else None
         status = OK
     except Exception as exc:                    # the case's own failure: the study goes on
         values, extra, traj, status = None, {}, None, f"{type(exc).__name__}: {exc}"
@@ -357,14 +376,11 @@ class Block:
         """The block as a DataFrame indexed by case number (the study's rows)."""
         import pandas as pd
         index = pd.Index(self.numbers, name="case")
-        frame = pd.DataFrame(self.values, index=index, columns=self.columns)
+        columns = dict(zip(self.columns, self.values.T))
         if self.extra is not None and any(self.extra):
-            more = pd.DataFrame(self.extra, index=index)
-            frame = pd.concat([frame.drop(columns=[c for c in more.columns if c in frame.columns]), more], axis=1)
-        frame["wall_time"] = self.wall_time
-        frame["worker"] = self.worker
-        frame["status"] = self.status
-        return frame
+            columns.update(pd.DataFrame(self.extra, index=index).to_dict("series"))
+        columns.update(wall_time=self.wall_time, worker=[self.worker] * len(self.numbers), status=self.status)
+        return pd.DataFrame(columns, index=index, copy=False)
 
 
 def run_block(model, numbers, values, names: list, roles: dict, settings: RunSettings, worker="local") -> Block:
