@@ -425,8 +425,19 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
         tick, close = _progress(progress, len(table), len(done))
         count = [len(done)]
 
+        blocks = []                              # without an output file, blocks make one frame at the end
+
         def on_batch(rows):
             import pandas as pd
+            if isinstance(rows, Block) and not isinstance(store, FileStore):
+                if writer is not None:
+                    for n, traj in zip(rows.numbers.tolist(), rows.trajectories or ()):
+                        if traj is not None:
+                            writer.write(n, traj)
+                blocks.append(rows)
+                count[0] += len(rows.numbers)
+                tick(count[0])
+                return
             if isinstance(rows, Block):
                 frame = rows.frame()
                 trajs = zip(rows.numbers.tolist(), rows.trajectories or ())
@@ -445,6 +456,8 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
         finally:
             close()
             executor.close()
+            if blocks:
+                store.add(Block.join(blocks).frame())
     result = _assemble(store.frames, model, table, roles, settings)
     result.attrs["study"] = {"inputs": [sweep_cases.input_column(c, roles[c]) for c in table.columns],
                              "cases": len(table), "ran": len(todo), "workers": slots,

@@ -368,7 +368,7 @@ class Block:
     values: np.ndarray
     wall_time: np.ndarray
     status: list
-    worker: str
+    worker: str | list                 # the worker's name, or one per case (`join` of several workers)
     extra: list | None = None
     trajectories: list | None = None
 
@@ -376,11 +376,34 @@ class Block:
         """The block as a DataFrame indexed by case number (the study's rows)."""
         import pandas as pd
         index = pd.Index(self.numbers, name="case")
-        columns = dict(zip(self.columns, self.values.T))
+        numbers = np.column_stack([self.values, self.wall_time])
+        parts = [pd.DataFrame(numbers, index=index, columns=[*self.columns, "wall_time"])]
         if self.extra is not None and any(self.extra):
-            columns.update(pd.DataFrame(self.extra, index=index).to_dict("series"))
-        columns.update(wall_time=self.wall_time, worker=[self.worker] * len(self.numbers), status=self.status)
-        return pd.DataFrame(columns, index=index, copy=False)
+            more = pd.DataFrame(self.extra, index=index)
+            parts = [parts[0].drop(columns=[c for c in more.columns if c in self.columns]), more]
+        worker = self.worker if isinstance(self.worker, list) else [self.worker] * len(self.numbers)
+        parts.append(pd.DataFrame({"worker": worker, "status": self.status}, index=index))
+        return pd.concat(parts, axis=1)
+
+    @staticmethod
+    def join(blocks: list) -> Block:
+        """One block of many (their cases in the order given; workers named per case)."""
+        if len(blocks) == 1:
+            return blocks[0]
+        extra = None
+        if any(b.extra is not None for b in blocks):
+            extra = [e for b in blocks for e in (b.extra if b.extra is not None else [{}] * len(b.numbers))]
+        trajectories = None
+        if any(b.trajectories is not None for b in blocks):
+            trajectories = [t for b in blocks for t in (b.trajectories or [None] * len(b.numbers))]
+        workers = {b.worker for b in blocks}
+        joined = Block(np.concatenate([b.numbers for b in blocks]), blocks[0].columns,
+                       np.concatenate([b.values for b in blocks]), np.concatenate([b.wall_time for b in blocks]),
+                       [st for b in blocks for st in b.status], workers.pop() if len(workers) == 1 else "",
+                       extra, trajectories)
+        if workers:                    # several workers: the worker column per case
+            joined.worker = [b.worker for b in blocks for _ in range(len(b.numbers))]
+        return joined
 
 
 def run_block(model, numbers, values, names: list, roles: dict, settings: RunSettings, worker="local") -> Block:
