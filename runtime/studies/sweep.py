@@ -94,8 +94,15 @@ class ProcessExecutor:
         return [p for p in multiprocessing.active_children() if p not in self.before]
 
     def run(self, pkg, blocks, roles, settings, on_batch):
+        import pickle
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
+        try:
+            pickle.dumps(settings)
+        except Exception as exc:                 # a lambda or a local function as extra_columns
+            raise ValueError(f"extra_columns must be a function defined at the top level of a module for "
+                             f"scheduler='processes' (it is sent to the worker processes by pickle: "
+                             f"{type(exc).__name__}: {exc}); scheduler='serial' takes any callable") from None
         pending = {self.pool.submit(process_block, pkg.key, numbers, values, names, roles, settings): numbers
                    for numbers, values, names in blocks}
         finished = False
@@ -258,6 +265,9 @@ def _executor(scheduler, model, pkg, workers, timeout):
         return SCHEDULERS[scheduler](model, pkg, workers, timeout)
     if isinstance(scheduler, str) and scheduler == "dask":
         return DaskExecutor(None, workers, timeout)
+    if isinstance(scheduler, str) and ":" not in scheduler:
+        raise ValueError(f"unknown scheduler {scheduler!r}: one of {', '.join(map(repr, SCHEDULERS))}, 'dask' (a "
+                         f"local Dask cluster) or the address of a Dask scheduler such as 'tcp://host:8786'")
     if not (isinstance(scheduler, str) or _is_client(scheduler)):
         raise TypeError(f"scheduler must be None (local worker processes), one of {', '.join(map(repr, SCHEDULERS))}, "
                         f"'dask' (a local Dask cluster), an address such as 'tcp://host:8786' or a "
