@@ -18,7 +18,7 @@ MODEL = HERE.parents[1] / "models" / "double_pendulum.yaml"
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--scheduler", default=None, help="a Dask scheduler address (default: a local cluster)")
+    ap.add_argument("--scheduler", default=None, help="a Dask scheduler address (default: local worker processes)")
     args = ap.parse_args()
 
     import dynamica
