@@ -1,5 +1,5 @@
-"""The example of docs/sweep.md: 500 cases of the double pendulum over three parameters on the
-local Dask cluster, its table and a plot.
+"""The example of docs/sweep.md: 500 cases of the double pendulum over three parameters on
+local worker processes (or a Dask cluster), its table and a plot.
 
     python docs/examples/sweep_pendulum.py [--scheduler tcp://host:8786]
 
