@@ -77,6 +77,7 @@ class ProcessExecutor:
     def __init__(self, model, pkg, workers, timeout):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
+
         from dynamica.runtime.studies.worker import warm_up
         self.slots = int(workers or _cores())
         if self.slots < 1:
