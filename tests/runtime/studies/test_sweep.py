@@ -406,6 +406,28 @@ def test_vector_parameter_components_are_inputs(tmp_path):
         assert max_rel_err(table.loc[k, ["a", "der(a)"]].to_numpy(float), [ref.q[-1, 0], ref.qd[-1, 0]]) <= 1e-12
 
 
+def test_initial_values_follow_the_parameters_they_depend_on(tmp_path):
+    """Initial values that depend on no parameter are evaluated once per model (a sweep's cases
+    reuse them); those that do are evaluated at each case's parameters. Oracle: the model file's
+    expressions by hand (a = m / 4, der(a) = 0.5)."""
+    body = {"name": "b", "parent": "ground", "joint": [{"rotate": "x", "q": "a"}], "mass": "m", "com": [0, 0, -0.5],
+            "inertia": [0.01, 0.01, 0.01]}
+    varying = dynamica.load(write_model(tmp_path, {"name": "var", "parameters": {"m": 1.0}, "bodies": [body],
+                                                   "initial": {"a": "m / 4", "der(a)": 0.5}}, "var.yaml"))
+    for m in (2.0, 1.0, 4.0):
+        q0, qd0 = varying.initial_state({"m": m})
+        assert (q0[0], qd0[0]) == (m / 4, 0.5)
+    fixed = dynamica.load(write_model(tmp_path, {"name": "fix", "parameters": {"m": 1.0}, "bodies": [body],
+                                                 "initial": {"a": 0.3}}, "fix.yaml"))
+    q0, _ = fixed.initial_state({"m": 2.0})
+    q0[0] = 99.0                                  # the caller's copy: the next case is not touched
+    assert fixed.initial_state({"m": 5.0})[0][0] == 0.3 and fixed.initial_state()[0][0] == 0.3
+    table = sweep(varying, {"m": [2.0, 4.0]}, 0.2, scheduler="processes", workers=2, batch_size=1)
+    for k, m in enumerate([2.0, 4.0]):
+        ref = dynamica.simulate(varying, t_end=0.2, params={"m": m}, q0=[m / 4], qd0=[0.5])
+        assert (table.loc[k, "a"], table.loc[k, "der(a)"]) == (ref.q[-1, 0], ref.qd[-1, 0])
+
+
 # ------------------------------------------------------------------ sensitivity
 ISHIGAMI_A, ISHIGAMI_B = 7.0, 0.1
 
