@@ -19,8 +19,8 @@ and its workers as reaped children), from which a model gives the wall time on i
     T(W) = start(W) + max((C_workers + C_parent) / min(W + 1, cores), C_workers / W, C_parent)
 
 with C_workers the workers' CPU seconds for the cases (their per-case cost c + o), C_parent the
-parent's (cutting blocks, receiving arrays, building the table), start(W) the measured pool start
-per worker times W. A model, not a measurement; it ignores memory bandwidth and the OS.
+parent's (cutting blocks, receiving arrays, building the table), start(W) = a + W b from the
+measured start of an empty study on 1 and 2 workers (b: one more forked worker). A model, not a measurement; it ignores memory bandwidth and the OS.
 A plain script, run by hand:  python benchmarks/bench_sweep.py [--cases N] [--no-save]
 """
 
@@ -147,7 +147,10 @@ def main(argv=None):
         same = proc[w][3].drop(columns=["wall_time", "worker"]).equals(ref.drop(columns=["wall_time", "worker"]))
         assert same, "the processes' rows differ from the serial rows"
         rows.append((f"processes, {w} worker{'s' if w > 1 else ''}", proc[w][0], w))
+    start_1, _ = pool_costs(model, 1)
     start_p, noop_p = pool_costs(model, 2)
+    fork = max(start_p - start_1, 0.0)             # each further worker process (forked one after another)
+    fixed = max(start_1 - fork, 0.0)               # the rest of a study's start (package, warm-up, pool)
     dask = {}
     if not args.no_dask:
         for w in (1, 2):
@@ -185,7 +188,8 @@ def main(argv=None):
         f"  the model below takes the workers' CPU a case as max(measured, serial) = {1e3 * cw:.3f} ms "
         "(a worker cannot do less than the serial work; less is the noise of a loaded machine)",
         f"  one no-op task through the pool (submit to result, 2 workers): {1e3 * noop_p:.3f} ms wall",
-        f"  pool start and model in 2 workers (an empty study): {start_p:.2f} s wall",
+        f"  pool start and model in the workers (an empty study): {start_1:.2f} s wall with 1 worker, "
+        f"{start_p:.2f} s with 2: start(W) = {fixed:.3f} s + W x {fork:.3f} s",
     ]
     if dask:
         lines += [f"  one no-op Dask task (submit to result, 2 workers): {1e3 * dask[2][3]:.3f} ms wall; cluster start "
@@ -203,13 +207,13 @@ def main(argv=None):
         f"the parent's {1e3 * cp:.3f} ms a case caps any W at {cs / cp:.0f}x",
         "",
         f"projection of a 10 000-case study on W workers with W + 1 idle cores (the model above; start(W) = "
-        f"{start_p / 2:.2f} s a worker):",
+        f"{fixed:.3f} s + W x {fork:.3f} s):",
         f"  {'workers':>7s} {'T':>9s} {'speed-up':>9s} {'efficiency':>10s}",
     ]
     ts = cs * 10_000
     for w in (1, 2, 8, 64):
         cw_, cp_ = cw * 10_000, cp * 10_000
-        t = start_p / 2 * w + max((cw_ + cp_) / (w + 1), cw_ / w, cp_)
+        t = fixed + fork * w + max((cw_ + cp_) / (w + 1), cw_ / w, cp_)
         lines.append(f"  {w:7d} {t:8.2f}s {ts / t:9.1f} {100 * ts / t / w:9.0f} %")
     lines.append("  (the speed-up against the serial CPU time; at 64 workers the workers' start, forked one after "
                  "another from this process, and the parent's rows bound it)")
