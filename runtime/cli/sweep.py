@@ -52,7 +52,7 @@ def _report(table):
     st = table.attrs.get("study", {})
     failed = table[table["status"] != "ok"]
     print(f"{len(table)} cases ({st.get('ran', len(table))} run now, {len(table) - len(failed)} ok, "
-          f"{len(failed)} failed) in {st.get('seconds', 0.0):.2f} s on {st.get('workers', 0)} worker thread(s)")
+          f"{len(failed)} failed) in {st.get('seconds', 0.0):.2f} s on {st.get('workers', 0)} worker(s)")
     with pd.option_context("display.max_rows", 12, "display.max_columns", 10, "display.width", 120):
         print(table.drop(columns=["worker"]))
     for case, status in failed["status"].head(5).items():
