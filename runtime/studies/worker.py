@@ -176,8 +176,10 @@ _START_ERROR: list = []
 def start_process(pkg: ModelPackage):
     """Initializer of a local worker process (`scheduler="processes"`): Ctrl-C is the parent's to
     handle (it stops the pool), the model is prepared once, before the first block."""
+    import gc
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.freeze()     # what the process inherited is never collected: no collection walks (and copies) its pages
     try:
         prepared(pkg)
     except Exception as exc:            # the first block raises it: the study's error, not a broken pool
