@@ -152,7 +152,7 @@ def _ranges(numbers) -> str:
 
 
 class DaskExecutor:
-    """Batches as Dask tasks: on a LocalCluster of this machine (scheduler None), the
+    """Batches as Dask tasks: on a LocalCluster of this machine (scheduler None: "dask"), the
     scheduler at an address ("tcp://host:8786") or through a `distributed.Client`."""
 
     def __init__(self, scheduler, workers=None, timeout=60.0):
@@ -397,9 +397,9 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
     and `der(coordinate)` (initial rate). t_end: final time (default the model's simulate.t_end).
     outputs: model output keys (a vector key gives `key[j]` per component), coordinates or
     der(coordinate) to reduce over the run by `reductions` (`REDUCTIONS`: "final" as the bare
-    name, the others as `min(name)`, ...). scheduler: None (a LocalCluster of `workers`
-    processes, default one per core), "tcp://host:port", a `distributed.Client`, or "serial"
-    (this process, no Dask). out: Parquet (or .csv) file, written as the study goes so that it
+    name, the others as `min(name)`, ...). scheduler: None or "processes" (a pool of
+    `workers` local processes, default one per core), "serial" (this process), "dask" (a local
+    Dask cluster of `workers` processes), "tcp://host:port" or a `distributed.Client` (Dask). out: Parquet (or .csv) file, written as the study goes so that it
     resumes (`resume`). trajectories: a directory for one Parquet file per case. modules: "ship"
     or "build" (runtime/studies/worker.py). extra_columns(result, case) -> dict: more columns per
     case, computed on the worker. progress: True (a bar on stderr) or callable(done, total).
