@@ -20,7 +20,8 @@ and its workers as reaped children), from which a model gives the wall time on i
 
 with C_workers the workers' CPU seconds for the cases (their per-case cost c + o), C_parent the
 parent's (cutting blocks, receiving arrays, building the table), start(W) = a + W b from the
-measured start of an empty study on 1 and 2 workers (b: one more forked worker). A model, not a measurement; it ignores memory bandwidth and the OS.
+measured start of an empty study on 1 and 2 workers (b: one more forked worker). A model, not a
+measurement; it ignores memory bandwidth and the OS.
 A plain script, run by hand:  python benchmarks/bench_sweep.py [--cases N] [--no-save]
 """
 

@@ -400,8 +400,9 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
     name, the others as `min(name)`, ...). scheduler: None or "processes" (a pool of
     `workers` local processes, default one per core), "serial" (this process), "dask" (a local
     Dask cluster of `workers` processes), "tcp://host:port" or a `distributed.Client` (Dask).
-    out: Parquet (or .csv) file, written as the study goes so that it resumes (`resume`). trajectories: a directory for one Parquet file per case. modules: "ship"
-    or "build" (runtime/studies/worker.py). extra_columns(result, case) -> dict: more columns per
+    out: Parquet (or .csv) file, written as the study goes so that it resumes (`resume`).
+    trajectories: a directory for one Parquet file per case. modules: "ship" or "build"
+    (runtime/studies/worker.py). extra_columns(result, case) -> dict: more columns per
     case, computed on the worker. progress: True (a bar on stderr) or callable(done, total).
     """
     from dynamica.runtime.api import load
