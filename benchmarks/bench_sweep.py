@@ -1,22 +1,27 @@
 #!/usr/bin/env python
-"""Parameter-study benchmark: cases per second of `dynamica.sweep`.
+"""Parameter-study benchmark: cases per second of `dynamica.sweep`, in one process, on local
+worker processes and on a local Dask cluster, in the same run.
 
 The case: the bundled double pendulum over 1 s (model defaults: adams, rtol 1e-8, atol 1e-10,
-output step 0.01), l2 varied over the cases. Measured:
+output step 0.01) with every output of the model reduced (final, min, max, rms: 140 columns a
+row), l2 varied over the cases. Measured:
 
-    serial      : `dynamica.simulate` case by case in this process (the per-case cost c)
-    local W = 1 : `sweep` on a LocalCluster of one worker process (automatic batches, and one
-                  case per task), after a warm-up study so that the workers have the module
-    local W = 2 : the same on two worker processes
-    scheduler   : no-op tasks through the same cluster (the per-task cost s of the Dask path)
+    simulate loop   : `dynamica.simulate` case by case (the integration and the outputs, no rows)
+    serial          : `sweep(..., scheduler="serial")`, the study's rows built (the per-case cost c)
+    processes W     : `sweep(..., scheduler="processes", workers=W)`, W = 1, 2 (the default local path)
+    dask W          : `sweep` on a LocalCluster of W worker processes (after a warm-up study)
+    no-op task      : the cost of one task through the process pool and through Dask
 
-The per-case overhead of the distributed path is (time on one worker - N c) / N. The
-projection of a 10 000-case study on W workers is a model, not a measurement:
+The machine is shared: the load averages are printed before and after. Wall times then mix our
+work with other people's, so the processes path is also measured in CPU seconds (this process,
+and its workers as reaped children), from which a model gives the wall time on idle cores:
 
-    T(W) = ceil(tasks / W) * B * (c + o) + tasks * s / W_sched,   B = the automatic batch size,
+    T(W) = start(W) + max((C_workers + C_parent) / min(W + 1, cores), C_workers / W, C_parent)
 
-with o the measured per-case overhead and the scheduler's dispatch (tasks * s) overlapping the
-work, so T = max of the two terms plus the one-time start (cluster and module per worker).
+with C_workers the workers' CPU seconds for the cases (their per-case cost c + o), C_parent the
+parent's (cutting blocks, receiving arrays, building the table), start(W) = a + W b from the
+measured start of an empty study on 1 and 2 workers (b: one more forked worker). A model, not a
+measurement; it ignores memory bandwidth and the OS.
 A plain script, run by hand:  python benchmarks/bench_sweep.py [--cases N] [--no-save]
 """
 
@@ -26,6 +31,7 @@ import argparse
 import math
 import os
 import platform
+import resource
 import sys
 import time
 from pathlib import Path
@@ -37,7 +43,17 @@ MODEL = ROOT / "models" / "double_pendulum.yaml"
 T_END = 1.0
 
 
-def serial(model, values):
+def cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_self() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def simulate_loop(model, values):
     import dynamica
     t0 = time.perf_counter()
     for v in values:
@@ -45,8 +61,40 @@ def serial(model, values):
     return time.perf_counter() - t0
 
 
-def distributed(model, values, workers, batch_size=None):
-    """(start-up s, first study s, timed study s, no-op task s) on a fresh LocalCluster."""
+def study(model, values, outputs, scheduler, **kw):
+    """(wall s, this process's CPU s, reaped children's CPU s, table)."""
+    import pandas as pd
+
+    from dynamica.runtime.studies.sweep import sweep
+    w0, c0, k0 = time.perf_counter(), cpu_self(), cpu_children()
+    table = sweep(model, pd.DataFrame({"l2": values}), T_END, outputs=outputs, scheduler=scheduler, **kw)
+    wall, parent, children = time.perf_counter() - w0, cpu_self() - c0, cpu_children() - k0
+    assert (table["status"] == "ok").all(), table["status"].unique()
+    return wall, parent, children, table
+
+
+def pool_costs(model, workers):
+    """(start s, no-op task s) of the local process pool: an empty study and 400 no-op tasks."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import pandas as pd
+
+    from dynamica.runtime.studies.sweep import sweep
+    t0 = time.perf_counter()
+    sweep(model, pd.DataFrame({"l2": [0.7] * workers}), 1e-3, scheduler="processes", workers=workers,
+          batch_size=1)
+    start = time.perf_counter() - t0
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(int, range(workers)))
+        k = 400
+        t0 = time.perf_counter()
+        list(pool.map(int, range(k)))                    # chunksize 1: one task each
+        noop = (time.perf_counter() - t0) / k
+    return start, noop
+
+
+def dask_study(model, values, outputs, workers):
+    """(cluster start s, first study s, timed study s, no-op task s) on a fresh LocalCluster."""
     import pandas as pd
     from distributed import Client, LocalCluster
 
@@ -57,15 +105,12 @@ def distributed(model, values, workers, batch_size=None):
     start = time.perf_counter() - t0
     try:
         t0 = time.perf_counter()
-        sweep(model, pd.DataFrame({"l2": values[:4 * workers]}), T_END, scheduler=client)   # modules to workers
+        sweep(model, pd.DataFrame({"l2": values[:4 * workers]}), T_END, outputs=outputs, scheduler=client)
         warm = time.perf_counter() - t0
-        timed = {}
-        for label, size in (("auto", batch_size), ("1", 1)):
-            cases = values if size is None else values[:len(values) // 4]
-            t0 = time.perf_counter()
-            table = sweep(model, pd.DataFrame({"l2": cases}), T_END, scheduler=client, batch_size=size)
-            timed[label] = (time.perf_counter() - t0, len(cases))
-            assert (table["status"] == "ok").all()
+        t0 = time.perf_counter()
+        table = sweep(model, pd.DataFrame({"l2": values}), T_END, outputs=outputs, scheduler=client)
+        timed = time.perf_counter() - t0
+        assert (table["status"] == "ok").all()
         k = 400
         t0 = time.perf_counter()
         client.gather([client.submit(int, j, pure=False) for j in range(k)])
@@ -76,74 +121,115 @@ def distributed(model, values, workers, batch_size=None):
     return start, warm, timed, noop
 
 
-def auto_batch(n, workers):
-    from dynamica.runtime.studies.sweep import MAX_BATCH, TASKS_PER_SLOT
-    return max(1, min(MAX_BATCH, math.ceil(n / (TASKS_PER_SLOT * workers))))
-
-
-def project(n, workers, c, o, s, start):
-    b = auto_batch(n, workers)
-    tasks = math.ceil(n / b)
-    work = math.ceil(tasks / workers) * b * (c + o)
-    return b, tasks, start + max(work, tasks * s)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=2000)
+    ap.add_argument("--no-dask", action="store_true", help="leave out the Dask rows")
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     import dynamica
+    from dynamica.runtime.studies.sweep import MAX_BATCH, TASKS_PER_SLOT
     model = dynamica.load(MODEL)
+    outputs = list(dict(model.output_layout))
     values = np.linspace(0.5, 1.0, args.cases)
-    serial(model, values[:50])                                   # imports, caches
-    t_serial = min(serial(model, values) for _ in range(2))
-    c = t_serial / len(values)
-    lines = [f"python benchmarks/bench_sweep.py --cases {args.cases}   ({time.strftime('%Y-%m-%d')}, "
-             f"{os.cpu_count()} cores {platform.processor() or platform.machine()}, load average "
-             f"{os.getloadavg()[0]:.1f} at the start: the machine is shared)",
-             f"double pendulum, {T_END:g} s per case (adams, rtol 1e-8, 101 output points); N = {args.cases}", "",
-             f"{'path':<28s} {'cases/s':>9s} {'ideal':>9s} {'of ideal':>8s} {'per case':>10s}",
-             f"{'serial, one process':<28s} {1 / c:9.0f} {1 / c:9.0f} {'100 %':>8s} {1e3 * c:8.3f} ms"]
-    runs = {}
+    n = len(values)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load0 = os.getloadavg()
+    study(model, values[:50], outputs, "serial")                        # imports, caches
+    t_loop = min(simulate_loop(model, values) for _ in range(2))
+    serial = min((study(model, values, outputs, "serial") for _ in range(2)), key=lambda r: r[0])
+    ref = serial[3]
+    c = serial[0] / n
+    rows = [("simulate loop (no table)", t_loop, 1), ("serial (sweep, rows built)", serial[0], 1)]
+    proc = {}
     for w in (1, 2):
-        print(f"[bench] local cluster, {w} worker(s) ...", file=sys.stderr, flush=True)
-        runs[w] = distributed(model, values, w)
-        start, warm, timed, noop = runs[w]
-        for label in ("auto", "1"):
-            t, n = timed[label]
-            rate, ideal = n / t, w / c
-            name = f"local, {w} worker{'s' if w > 1 else ''}, batch {label if label == '1' else auto_batch(n, w)}"
-            lines.append(f"{name:<28s} {rate:9.0f} {ideal:9.0f} {100 * rate / ideal:6.0f} % {1e3 * t / n:8.3f} ms")
-    start1, warm1, timed1, noop1 = runs[1]
-    o_auto = timed1["auto"][0] / timed1["auto"][1] - c
-    o_one = timed1["1"][0] / timed1["1"][1] - c
-    s = min(runs[1][3], runs[2][3])
-    start = runs[2][1]                     # the module reaching the workers and a first small study
+        print(f"[bench] local processes, {w} worker(s) ...", file=sys.stderr, flush=True)
+        proc[w] = min((study(model, values, outputs, "processes", workers=w) for _ in range(2)), key=lambda r: r[0])
+        same = proc[w][3].drop(columns=["wall_time", "worker"]).equals(ref.drop(columns=["wall_time", "worker"]))
+        assert same, "the processes' rows differ from the serial rows"
+        rows.append((f"processes, {w} worker{'s' if w > 1 else ''}", proc[w][0], w))
+    start_1, _ = pool_costs(model, 1)
+    start_p, noop_p = pool_costs(model, 2)
+    fork = max(start_p - start_1, 0.0)             # each further worker process (forked one after another)
+    fixed = max(start_1 - fork, 0.0)               # the rest of a study's start (package, warm-up, pool)
+    dask = {}
+    if not args.no_dask:
+        for w in (1, 2):
+            print(f"[bench] local Dask cluster, {w} worker(s) ...", file=sys.stderr, flush=True)
+            dask[w] = dask_study(model, values, outputs, w)
+            rows.append((f"dask, {w} worker{'s' if w > 1 else ''}", dask[w][2], w))
+    load1 = os.getloadavg()
+    lines = [f"python benchmarks/bench_sweep.py --cases {n}   ({time.strftime('%Y-%m-%d')}, {cores} cores "
+             f"{platform.processor() or platform.machine()}; the machine is shared: load average (1, 5, 15 min) "
+             f"{load0[0]:.1f} {load0[1]:.1f} {load0[2]:.1f} at the start, {load1[0]:.1f} {load1[1]:.1f} "
+             f"{load1[2]:.1f} at the end)",
+             f"double pendulum, {T_END:g} s per case (adams, rtol 1e-8, 101 output points), every output reduced "
+             f"({ref.shape[1]} columns a row); N = {n}; the rows of every path equal the serial rows bit for bit",
+             "", "measured (wall time):",
+             f"  {'path':<28s} {'cases/s':>9s} {'x serial':>8s} {'per case':>10s}"]
+    for name, t, w in rows:
+        lines.append(f"  {name:<28s} {n / t:9.0f} {serial[0] / t:8.2f} {1e3 * t / n:8.3f} ms")
+    # ------------------------------------------------------------ CPU seconds and the idle-core model
+    wall1, parent1, workers1 = proc[1][:3]
+    wall2, parent2, workers2 = proc[2][:3]
+    cw_measured = workers2 / n           # workers' CPU a case (c + o), from the 2-worker run
+    cs = serial[1] / n                   # serial CPU a case
+    cw = max(cw_measured, cs)            # a worker does the serial work and more: less is the load's noise
+    cp = parent2 / n                     # the parent's CPU a case
+    b2 = max(1, min(MAX_BATCH, math.ceil(n / (TASKS_PER_SLOT * 2))))
     lines += [
         "",
-        f"overhead of the distributed path (one worker, against the serial cost c = {1e3 * c:.3f} ms per case):",
-        f"  per case, automatic batches ({auto_batch(timed1['auto'][1], 1)} cases a task): {1e3 * o_auto:7.3f} ms",
-        f"  per case, one case a task:                     {1e3 * o_one:7.3f} ms",
-        f"  per no-op Dask task (submit to result, 2 workers): {1e3 * s:7.3f} ms",
-        f"  one-time: cluster start {runs[2][0]:.1f} s (2 workers), module on the workers and "
-        f"first study {runs[2][1]:.1f} s",
-        "",
-        "projection of a 10 000-case study (a model from the numbers above, not a measurement):",
-        f"  T(W) = start + max(ceil(tasks/W) * B * (c + o), tasks * s), c = {1e3 * c:.3f} ms, "
-        f"o = {1e3 * max(o_auto, 0):.3f} ms, s = {1e3 * s:.3f} ms, start = {start:.1f} s (measured, workers running)",
-        f"  {'workers':>7s} {'batch B':>7s} {'tasks':>6s} {'T':>9s} {'speed-up':>9s} {'efficiency':>10s}",
+        "CPU seconds per case (resource.getrusage: this process, and the worker processes once reaped):",
+        f"  serial (one process):                      {1e3 * cs:7.3f} ms   (its wall time {1e3 * c:.3f} ms)",
+        f"  processes, 2 workers: in the workers        {1e3 * cw_measured:7.3f} ms   "
+        f"(1 worker: {1e3 * workers1 / n:.3f} ms)",
+        f"                        in the parent         {1e3 * cp:7.3f} ms   (1 worker: {1e3 * parent1 / n:.3f} ms)",
+        f"  per-case overhead of the pool (workers' CPU - serial CPU): {1e3 * (cw_measured - cs):7.3f} ms; "
+        f"blocks of {b2} cases",
+        f"  the model below takes the workers' CPU a case as max(measured, serial) = {1e3 * cw:.3f} ms "
+        "(a worker cannot do less than the serial work; less is the noise of a loaded machine)",
+        f"  one no-op task through the pool (submit to result, 2 workers): {1e3 * noop_p:.3f} ms wall",
+        f"  pool start and model in the workers (an empty study): {start_1:.2f} s wall with 1 worker, "
+        f"{start_p:.2f} s with 2: start(W) = {fixed:.3f} s + W x {fork:.3f} s",
     ]
-    t1 = None
-    for w in (1, 8, 64):
-        b, tasks, t = project(10_000, w, c, max(o_auto, 0), s, start)
-        t1 = t1 or t
-        lines.append(f"  {w:7d} {b:7d} {tasks:6d} {t:8.1f}s {t1 / t:9.1f} {100 * t1 / t / w:9.0f} %")
-    n64 = 10_000 / 64
+    if dask:
+        lines += [f"  one no-op Dask task (submit to result, 2 workers): {1e3 * dask[2][3]:.3f} ms wall; cluster start "
+                  f"{dask[2][0]:.1f} s, module on the workers and a first study {dask[2][1]:.1f} s"]
+
+    t_serial_cpu = cs * n
+    t2 = max((cw * n + cp * n) / cores, cw * n / 2, cp * n)
     lines += [
-        f"  at 64 workers a worker has {n64:.0f} cases ({n64 * c:.2f} s of work): the {start:.1f} s start dominates; "
-        "a study is worth a cluster when its cases are long or many"
+        "",
+        "model of the wall time on idle cores (from the CPU seconds above, not a measurement):",
+        "  T(W) = start(W) + max((C_workers + C_parent) / min(W + 1, cores), C_workers / W, C_parent)",
+        f"  {cores} idle cores, 2 workers, N = {n}: {t2:.2f} s + start against the serial {t_serial_cpu:.2f} s: "
+        f"{t_serial_cpu / t2:.2f}x the serial throughput (the target is 1.6x)",
+        f"  the workers' share alone ({1e3 * cw:.3f} ms a case on 2 cores) gives {2 * cs / cw:.2f}x; "
+        f"the parent's {1e3 * cp:.3f} ms a case caps any W at {cs / cp:.0f}x",
+        "",
+        f"projection of a 10 000-case study on W workers with W + 1 idle cores (the model above; start(W) = "
+        f"{fixed:.3f} s + W x {fork:.3f} s):",
+        f"  {'workers':>7s} {'T':>9s} {'speed-up':>9s} {'efficiency':>10s}",
     ]
+    ts = cs * 10_000
+    for w in (1, 2, 8, 64):
+        cw_, cp_ = cw * 10_000, cp * 10_000
+        t = fixed + fork * w + max((cw_ + cp_) / (w + 1), cw_ / w, cp_)
+        lines.append(f"  {w:7d} {t:8.2f}s {ts / t:9.1f} {100 * ts / t / w:9.0f} %")
+    lines.append("  (the speed-up against the serial CPU time; at 64 workers the workers' start, forked one after "
+                 "another from this process, and the parent's rows bound it)")
+    if dask:
+        s = dask[2][3]
+        o_d = dask[1][2] / n - c
+        lines += ["",
+                  "Dask, the same model (per-task cost s measured; blocks of up to 100 cases, 16 a worker):",
+                  f"  per-case overhead o = {1e3 * o_d:.3f} ms (one worker against serial), s = {1e3 * s:.3f} ms",
+                  f"  {'workers':>7s} {'T':>9s} {'speed-up':>9s}"]
+        for w in (1, 8, 64):
+            b = max(1, min(MAX_BATCH, math.ceil(10_000 / (TASKS_PER_SLOT * w))))
+            tasks = math.ceil(10_000 / b)
+            t = dask[2][1] + max(math.ceil(tasks / w) * b * (c + max(o_d, 0)), tasks * s)
+            lines.append(f"  {w:7d} {t:8.1f}s {ts / t:9.1f}")
     report = "\n".join(lines)
     print(report)
     if not args.no_save:

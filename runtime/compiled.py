@@ -491,10 +491,21 @@ class CompiledModel:
             return q0, qd0
         if not params and self._initial_at_defaults is not None:      # a model from runtime/fastload.py
             return self._initial_at_defaults[0].copy(), self._initial_at_defaults[1].copy()
+        constant = getattr(self, "_initial_constant", None)
+        if constant is not None:                  # no initial value depends on a parameter: evaluated once
+            return constant[0].copy(), constant[1].copy()
         import sympy as sp
 
         from dynamica.generator.spec import expr as ex
         terms, slots = self._initial_terms()
+        if not any(free for _, _, free in terms):
+            for key, e, _ in terms:
+                if key.startswith("der("):
+                    qd0[self.coordinates.index(key[4:-1])] = float(e)
+                else:
+                    q0[self.coordinates.index(key)] = float(e)
+            self._initial_constant = (q0.copy(), qd0.copy())
+            return q0, qd0
         p = self.param_vector(params)
         values = {ex.T: 0.0, **{sym: float(p[k]) for sym, k in slots}}
         for key, e, free in terms:

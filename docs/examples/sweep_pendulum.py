@@ -1,5 +1,5 @@
-"""The example of docs/sweep.md: 500 cases of the double pendulum over three parameters on the
-local Dask cluster, its table and a plot.
+"""The example of docs/sweep.md: 500 cases of the double pendulum over three parameters on
+local worker processes (or a Dask cluster), its table and a plot.
 
     python docs/examples/sweep_pendulum.py [--scheduler tcp://host:8786]
 
@@ -18,7 +18,7 @@ MODEL = HERE.parents[1] / "models" / "double_pendulum.yaml"
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--scheduler", default=None, help="a Dask scheduler address (default: a local cluster)")
+    ap.add_argument("--scheduler", default=None, help="a Dask scheduler address (default: local worker processes)")
     args = ap.parse_args()
 
     import dynamica

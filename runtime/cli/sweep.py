@@ -52,7 +52,7 @@ def _report(table):
     st = table.attrs.get("study", {})
     failed = table[table["status"] != "ok"]
     print(f"{len(table)} cases ({st.get('ran', len(table))} run now, {len(table) - len(failed)} ok, "
-          f"{len(failed)} failed) in {st.get('seconds', 0.0):.2f} s on {st.get('workers', 0)} worker thread(s)")
+          f"{len(failed)} failed) in {st.get('seconds', 0.0):.2f} s on {st.get('workers', 0)} worker(s)")
     with pd.option_context("display.max_rows", 12, "display.max_columns", 10, "display.width", 120):
         print(table.drop(columns=["worker"]))
     for case, status in failed["status"].head(5).items():
@@ -125,9 +125,9 @@ def add_parser(sub, common):
     p.add_argument("--atol", type=float, default=None)
     p.add_argument("--output-step", type=float, default=None, help="spacing of the output points the reductions "
                    "and trajectories use (default: the model's)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://host:8786 "
-                   "(default: a local cluster; `serial`: in this process, no Dask)")
-    p.add_argument("--workers", type=int, help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--scheduler", metavar="WHERE", help="processes (default: local worker processes), serial "
+                   "(in this process), dask (a local Dask cluster) or a running Dask scheduler, e.g. tcp://host:8786")
+    p.add_argument("--workers", type=int, help="local worker processes (processes, dask; default: one per core)")
     p.add_argument("--modules", default="ship", choices=tuple(MODULES), help="ship: compile here and send the "
                    "module to the workers (default); build: each worker compiles it into its own cache")
     p.add_argument("--batch-size", type=int, help="cases per task (default: chosen from the cases and workers)")

@@ -1,9 +1,10 @@
-"""Parameter studies on a Dask cluster: `sweep` (docs/sweep.md).
+"""Parameter studies on local processes or a Dask cluster: `sweep` (docs/sweep.md).
 
     table = dynamica.sweep("model.yaml", {"l1": [0.8, 1.0], "m2": [0.5, 1.0]}, t_end=1.0)
 
-The client loads (compiles) the model, checks the cases against it, cuts them into batches
-and submits one task per batch to the cluster (runtime/studies/worker.py runs them); rows come
+The client loads (compiles) the model, checks the cases against it, cuts them into blocks
+and hands them to an executor (`SCHEDULERS`: local processes or this process; else Dask, one
+task per block; runtime/studies/worker.py runs them); rows come
 back as batches finish, are kept (runtime/studies/store.py: written at once with `out=`) and
 make one table, one row a case, indexed by case number.
 """
@@ -25,12 +26,17 @@ from dynamica.runtime.studies.worker import (
     LOST,
     OK,
     REDUCTIONS,
+    Block,
     RunSettings,
     SweepSetupError,
+    adopt,
     keep,
     package,
-    reduced_column,
+    process_block,
+    result_columns,
     run_batch,
+    run_block,
+    start_process,
 )
 
 __all__ = ["sweep", "grid", "sample", "read_table", "SweepSetupError", "REDUCTIONS"]
@@ -45,25 +51,108 @@ MAX_BATCH = 100
 
 # ------------------------------------------------------------------ where the batches run
 class SerialExecutor:
-    """Every batch in this process, one after the other (`scheduler="serial"`)."""
+    """Every block of cases in this process, one after the other (`scheduler="serial"`)."""
 
     slots = 1
 
-    def __init__(self, model):
+    def __init__(self, model, pkg, workers, timeout):
         from dynamica.runtime.studies.worker import warm_up
         self.model = model
         warm_up(model)
 
-    def run(self, pkg, batches, roles, settings, on_batch):
-        for batch in batches:
-            on_batch(run_batch(None, batch, roles, settings, model=self.model))
+    def run(self, pkg, blocks, roles, settings, on_batch):
+        for numbers, values, names in blocks:
+            on_batch(run_block(self.model, numbers, values, names, roles, settings))
 
     def close(self):
         pass
 
 
+class ProcessExecutor:
+    """Blocks of cases on a pool of local worker processes (`scheduler="processes"`, the default
+    for a study on this machine): each process prepares the model once (forked from this one
+    where the platform forks, else from the shipped package); a block travels as two arrays (case
+    numbers, input values) and comes back as arrays (`worker.Block`)."""
+
+    def __init__(self, model, pkg, workers, timeout):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from dynamica.runtime.studies.worker import warm_up
+        self.slots = int(workers or _cores())
+        if self.slots < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
+        warm_up(model)
+        adopt(pkg, model)                        # a forked worker has the model already
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        before = set(multiprocessing.active_children())
+        self.pool = ProcessPoolExecutor(self.slots, mp_context=multiprocessing.get_context(method),
+                                        initializer=start_process, initargs=(pkg,))
+        self.before = before
+
+    def _workers(self):
+        import multiprocessing
+        return [p for p in multiprocessing.active_children() if p not in self.before]
+
+    def run(self, pkg, blocks, roles, settings, on_batch):
+        import pickle
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+        try:
+            pickle.dumps(settings)
+        except Exception as exc:                 # a lambda or a local function as extra_columns
+            raise ValueError(f"extra_columns must be a function defined at the top level of a module for "
+                             f"scheduler='processes' (it is sent to the worker processes by pickle: "
+                             f"{type(exc).__name__}: {exc}); scheduler='serial' takes any callable") from None
+        pending = {self.pool.submit(process_block, pkg.key, numbers, values, names, roles, settings): numbers
+                   for numbers, values, names in blocks}
+        finished = False
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    numbers = pending.pop(f)
+                    try:
+                        block = f.result()
+                    except BrokenProcessPool:
+                        lost = sorted(int(n) for nums in [numbers, *pending.values()] for n in nums)
+                        raise DynamicaError(
+                            f"a worker process of the study died (killed, out of memory or a crash in compiled "
+                            f"code) while cases {_ranges(lost)} were unfinished: those cases have no rows; the "
+                            f"rows received are kept (with out=, the same call runs only the missing cases; "
+                            f"scheduler='serial' runs a case in this process to see its error)") from None
+                    except SweepSetupError:
+                        raise
+                    except Exception as exc:     # not a case's error (those are rows)
+                        raise DynamicaError(f"a block of the study failed in a worker process: "
+                                            f"{type(exc).__name__}: {exc}") from exc
+                    on_batch(block)
+            finished = True
+        finally:
+            if not finished:                     # Ctrl-C, a lost worker, an error: stop now, run nothing more
+                for f in pending:
+                    f.cancel()
+                for proc in self._workers():
+                    proc.terminate()
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ranges(numbers) -> str:
+    """[1, 2, 3, 7] -> '1-3, 7' (at most 8 ranges, then the count of the rest)."""
+    spans = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    text = [f"{a}-{b}" if b > a else f"{a}" for a, b in spans[:8]]
+    return ", ".join(text) + (f" and {len(spans) - 8} more ranges" if len(spans) > 8 else "")
+
+
 class DaskExecutor:
-    """Batches as Dask tasks: on a LocalCluster of this machine (scheduler None), the
+    """Batches as Dask tasks: on a LocalCluster of this machine (scheduler None: "dask"), the
     scheduler at an address ("tcp://host:8786") or through a `distributed.Client`."""
 
     def __init__(self, scheduler, workers=None, timeout=60.0):
@@ -98,8 +187,10 @@ class DaskExecutor:
             raise DynamicaError(f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s "
                                 f"({type(exc).__name__}: {exc})") from None
 
-    def run(self, pkg, batches, roles, settings, on_batch):
+    def run(self, pkg, blocks, roles, settings, on_batch):
         from distributed import as_completed
+        batches = [[(int(n), dict(zip(names, v))) for n, v in zip(numbers.tolist(), values.tolist())]
+                   for numbers, values, names in blocks]
         from distributed.scheduler import KilledWorker
         # the package as a task's result, not scattered data: when every worker holding it dies,
         # the scheduler computes it again (scattered data would be lost, and the study with it)
@@ -161,12 +252,27 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _executor(scheduler, model, workers, timeout):
-    if isinstance(scheduler, str) and scheduler == "serial":
-        return SerialExecutor(model)
-    if not (scheduler is None or isinstance(scheduler, str) or _is_client(scheduler)):
-        raise TypeError(f"scheduler must be None (a local cluster), an address such as 'tcp://host:8786', "
-                        f"a distributed.Client or 'serial', not {type(scheduler).__name__}")
+#: scheduler name -> executor of the blocks on this machine (anything else is Dask's: an address,
+#: a distributed.Client, or "dask" for a LocalCluster)
+SCHEDULERS = {"processes": ProcessExecutor, "serial": SerialExecutor}
+#: where a study runs when no scheduler is given
+DEFAULT_SCHEDULER = "processes"
+
+
+def _executor(scheduler, model, pkg, workers, timeout):
+    if scheduler is None:
+        scheduler = DEFAULT_SCHEDULER
+    if isinstance(scheduler, str) and scheduler in SCHEDULERS:
+        return SCHEDULERS[scheduler](model, pkg, workers, timeout)
+    if isinstance(scheduler, str) and scheduler == "dask":
+        return DaskExecutor(None, workers, timeout)
+    if isinstance(scheduler, str) and ":" not in scheduler:
+        raise ValueError(f"unknown scheduler {scheduler!r}: one of {', '.join(map(repr, SCHEDULERS))}, 'dask' (a "
+                         f"local Dask cluster) or the address of a Dask scheduler such as 'tcp://host:8786'")
+    if not (isinstance(scheduler, str) or _is_client(scheduler)):
+        raise TypeError(f"scheduler must be None (local worker processes), one of {', '.join(map(repr, SCHEDULERS))}, "
+                        f"'dask' (a local Dask cluster), an address such as 'tcp://host:8786' or a "
+                        f"distributed.Client, not {type(scheduler).__name__}")
     return DaskExecutor(scheduler, workers, timeout)
 
 
@@ -248,16 +354,18 @@ def _fingerprint(model, table, settings) -> dict:
                               getattr(extra, "__qualname__", repr(extra)) if extra else None))}
 
 
-def _batches(todo, table, size):
-    records = table.to_dict("index")
-    return [[(int(i), records[i]) for i in todo[k:k + size]] for k in range(0, len(todo), size)]
+def _blocks(todo, table, size):
+    """[(case numbers, input values (one row a case), input names)], `size` cases a block."""
+    import numpy as np
+    numbers = np.asarray(todo, dtype=np.int64)
+    values = table.to_numpy(dtype=float)[numbers] if len(table.columns) else np.empty((len(numbers), 0))
+    names = list(table.columns)
+    return [(numbers[k:k + size], values[k:k + size], names) for k in range(0, len(numbers), size)]
 
 
 def _columns(model, table, roles, settings) -> list:
     inputs = [sweep_cases.input_column(c, roles[c]) for c in table.columns]
-    state = [*model.coordinates, *(f"der({c})" for c in model.coordinates)]
-    reduced = [reduced_column(r, s) for s in settings.series for r in settings.reductions]
-    return list(dict.fromkeys([*inputs, *state, *reduced]))
+    return list(dict.fromkeys([*inputs, *result_columns(model, settings)]))
 
 
 def _assemble(frames, model, table, roles, settings):
@@ -289,11 +397,12 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
     and `der(coordinate)` (initial rate). t_end: final time (default the model's simulate.t_end).
     outputs: model output keys (a vector key gives `key[j]` per component), coordinates or
     der(coordinate) to reduce over the run by `reductions` (`REDUCTIONS`: "final" as the bare
-    name, the others as `min(name)`, ...). scheduler: None (a LocalCluster of `workers`
-    processes, default one per core), "tcp://host:port", a `distributed.Client`, or "serial"
-    (this process, no Dask). out: Parquet (or .csv) file, written as the study goes so that it
-    resumes (`resume`). trajectories: a directory for one Parquet file per case. modules: "ship"
-    or "build" (runtime/studies/worker.py). extra_columns(result, case) -> dict: more columns per
+    name, the others as `min(name)`, ...). scheduler: None or "processes" (a pool of
+    `workers` local processes, default one per core), "serial" (this process), "dask" (a local
+    Dask cluster of `workers` processes), "tcp://host:port" or a `distributed.Client` (Dask).
+    out: Parquet (or .csv) file, written as the study goes so that it resumes (`resume`).
+    trajectories: a directory for one Parquet file per case. modules: "ship" or "build"
+    (runtime/studies/worker.py). extra_columns(result, case) -> dict: more columns per
     case, computed on the worker. progress: True (a bar on stderr) or callable(done, total).
     """
     from dynamica.runtime.api import load
@@ -319,8 +428,8 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
     start = time.perf_counter()
     slots = 0
     if todo:
-        pkg = package(model, modules) if scheduler != "serial" else None
-        executor = _executor(scheduler, model, workers, timeout)
+        pkg = package(model, modules) if not (isinstance(scheduler, str) and scheduler == "serial") else None
+        executor = _executor(scheduler, model, pkg, workers, timeout)
         slots = executor.slots
         size = (
             int(batch_size) if batch_size else max(1, min(MAX_BATCH, math.ceil(len(todo) / (TASKS_PER_SLOT * slots))))
@@ -328,21 +437,39 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
         tick, close = _progress(progress, len(table), len(done))
         count = [len(done)]
 
+        blocks = []                              # without an output file, blocks make one frame at the end
+
         def on_batch(rows):
             import pandas as pd
-            frame = pd.DataFrame([row for _, row, _ in rows], index=pd.Index([n for n, _, _ in rows], name="case"))
+            if isinstance(rows, Block) and not isinstance(store, FileStore):
+                if writer is not None:
+                    for n, traj in zip(rows.numbers.tolist(), rows.trajectories or ()):
+                        if traj is not None:
+                            writer.write(n, traj)
+                blocks.append(rows)
+                count[0] += len(rows.numbers)
+                tick(count[0])
+                return
+            if isinstance(rows, Block):
+                frame = rows.frame()
+                trajs = zip(rows.numbers.tolist(), rows.trajectories or ())
+            else:                                # the Dask path: [(case number, row, trajectory)]
+                frame = pd.DataFrame([row for _, row, _ in rows], index=pd.Index([n for n, _, _ in rows], name="case"))
+                trajs = ((n, traj) for n, _, traj in rows)
             if writer is not None:
-                for n, _, traj in rows:
+                for n, traj in trajs:
                     if traj is not None:
                         writer.write(n, traj)
             store.add(frame)
-            count[0] += len(rows)
+            count[0] += len(frame)
             tick(count[0])
         try:
-            executor.run(pkg, _batches(todo, table, size), roles, settings, on_batch)
+            executor.run(pkg, _blocks(todo, table, size), roles, settings, on_batch)
         finally:
             close()
             executor.close()
+            if blocks:
+                store.add(Block.join(blocks).frame())
     result = _assemble(store.frames, model, table, roles, settings)
     result.attrs["study"] = {"inputs": [sweep_cases.input_column(c, roles[c]) for c in table.columns],
                              "cases": len(table), "ran": len(todo), "workers": slots,

@@ -161,6 +161,39 @@ def prepared(pkg: ModelPackage):
         return _PREPARED[pkg.key]
 
 
+def adopt(pkg: ModelPackage, model):
+    """Register a model this process already has as the package's prepared model: worker
+    processes forked from here find it ready (no import, no file written)."""
+    with _PREPARE_LOCK:
+        if pkg.key not in _PREPARED:
+            _PREPARED[pkg.key] = (model, threading.Lock() if hasattr(model.module, "itr_reset") else None)
+
+
+#: why this worker process cannot prepare the model (`start_process`), said by its first block
+_START_ERROR: list = []
+
+
+def start_process(pkg: ModelPackage):
+    """Initializer of a local worker process (`scheduler="processes"`): Ctrl-C is the parent's to
+    handle (it stops the pool), the model is prepared once, before the first block."""
+    import gc
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.freeze()     # what the process inherited is never collected: no collection walks (and copies) its pages
+    try:
+        prepared(pkg)
+    except Exception as exc:            # the first block raises it: the study's error, not a broken pool
+        _START_ERROR.append(exc)
+
+
+def process_block(pkg_key: str, numbers, values, names: list, roles: dict, settings: RunSettings) -> Block:
+    """A block of cases in a local worker process (the model prepared by `start_process`)."""
+    if _START_ERROR:
+        raise _START_ERROR[0]
+    model, _ = _PREPARED[pkg_key]
+    return run_block(model, numbers, values, names, roles, settings, worker=f"process {os.getpid()}")
+
+
 def warm_up(model):
     """Import what a run needs (the integrators, the expression evaluator of initial values)
     before the first case, so that its wall time is its own."""
@@ -196,16 +229,22 @@ class RunSettings:
 
 
 def _rms(t, x):
-    """Root mean square over time (trapezoidal rule): sqrt(int x^2 dt / (t_end - t0))."""
+    """Root mean square over time (trapezoidal rule): sqrt(int x^2 dt / (t_end - t0)), over the
+    last axis (one series, or one series a row of a matrix)."""
     span = t[-1] - t[0]
-    return float(np.sqrt(np.trapezoid(x * x, t) / span)) if span > 0 else float(abs(x[-1]))
+    x = np.asarray(x, dtype=float)
+    if not span > 0:
+        return np.abs(x[..., -1])
+    y = x * x
+    return np.sqrt(((y[..., 1:] + y[..., :-1]) @ np.diff(t)) * (0.5 / span))
 
 
-#: reduction name -> (t, x) -> float; its column is `name(series)`, the final value's the bare name
+#: reduction name -> (t, x) -> value(s) over the last axis of x (a series, or a matrix of series one
+#: a row); its column is `name(series)`, the final value's the bare name
 REDUCTIONS = {
-    "final": lambda t, x: float(x[-1]),
-    "min": lambda t, x: float(np.min(x)),
-    "max": lambda t, x: float(np.max(x)),
+    "final": lambda t, x: np.asarray(x, dtype=float)[..., -1],
+    "min": lambda t, x: np.min(x, axis=-1),
+    "max": lambda t, x: np.max(x, axis=-1),
     "rms": _rms,
 }
 
@@ -238,34 +277,88 @@ def _inputs(model, case: dict, roles: dict):
     return params, q0, qd0
 
 
+def result_columns(model, settings: RunSettings) -> list:
+    """The columns of a case's results that every study of this model and settings has, in
+    order: the final state, then every (series, reduction) of the reduced outputs."""
+    state = [*model.coordinates, *(f"der({c})" for c in model.coordinates)]
+    reduced = [reduced_column(r, s) for s in settings.series for r in settings.reductions]
+    return list(dict.fromkeys([*state, *reduced]))
+
+
+def _simulate_case(model, case: dict, roles: dict, settings: RunSettings):
+    from dynamica.runtime.integrators.simulate import simulate
+    params, q0, qd0 = _inputs(model, case, roles)
+    return simulate(model, t_end=settings.t_end, method=settings.method, rtol=settings.rtol,
+                    atol=settings.atol, output_step=settings.output_step, q0=q0, qd0=qd0, params=params)
+
+
+#: (coordinates, output shapes, series names) -> the series' columns in the matrix of a run
+_SERIES_COLUMNS: dict = {}
+
+
+def _series_matrix(result, names: tuple) -> np.ndarray:
+    """The series `names` of a run, one a row (as `series(result)` names and holds them): the
+    columns of q, q' and the outputs side by side, the named ones taken at once."""
+    n = len(result.t)
+    outputs = getattr(result, "outputs", None) or {}
+    flat = [np.asarray(a).reshape(n, -1) for a in outputs.values()]
+    key = (tuple(result.coordinates), tuple((k, a.shape[1:]) for k, a in outputs.items()), names)
+    index = _SERIES_COLUMNS.get(key)
+    if index is None:
+        from dynamica.runtime.results.result import series
+        position = {name: k for k, name in enumerate(series(result))}
+        index = _SERIES_COLUMNS[key] = np.array([position[name] for name in names], dtype=np.intp)
+    every = np.concatenate([result.q, result.qd, *flat], axis=1)
+    return every[:, index].T            # a view: the reductions run down the columns of the copy
+
+
+def _reduce(result, settings: RunSettings) -> np.ndarray:
+    """Every reduction of every series, series by series (the order of `result_columns`): one
+    matrix of the series, each reduction once over it."""
+    if not settings.series:
+        return np.empty(0)
+    x = _series_matrix(result, settings.series)
+    return np.stack([np.asarray(REDUCTIONS[r](result.t, x), dtype=float) for r in settings.reductions],
+                    axis=1).ravel()
+
+
+def run_case_values(model, case: dict, roles: dict, settings: RunSettings):
+    """One case as numbers: (values in the order of `result_columns` or None, extra columns
+    {name: value}, trajectory table or None, status, wall time). An error of the case
+    (integration failure, a bad value) is its status; values are then None."""
+    if model.spec.stages:               # (as in warm_up)
+        import dynamica.runtime.stages.cyclogram  # noqa: F401
+    from dynamica.runtime.results.result import series
+    start = time.perf_counter()
+    try:
+        result = _simulate_case(model, case, roles, settings)
+        extra = {}
+        if tuple(result.coordinates) == tuple(model.coordinates):
+            state = np.concatenate([result.q[-1], result.qd[-1]])
+        else:                           # stages: the final state over the union of the stages' coordinates
+            state = np.full(2 * len(model.coordinates), np.nan)
+            extra.update({c: float(v) for c, v in zip(result.coordinates, result.q[-1])})
+            extra.update({f"der({c})": float(v) for c, v in zip(result.coordinates, result.qd[-1])})
+        for record in result.stages or ():          # a cyclogram: when each stage ended
+            extra[f"t_end({record['name']})"] = float(record["t_end"])
+        extra.update(contact_columns(result))
+        values = np.concatenate([state, _reduce(result, settings)])
+        if settings.extra_columns is not None:
+            extra.update(settings.extra_columns(result, dict(case)))
+        traj = _trajectory(result, series(result)) if settings.trajectories else None
+        status = OK
+    except Exception as exc:                    # the case's own failure: the study goes on
+        values, extra, traj, status = None, {}, None, f"{type(exc).__name__}: {exc}"
+    return values, extra, traj, status, time.perf_counter() - start
+
+
 def run_case(model, case: dict, roles: dict, settings: RunSettings):
     """One case: (row without its inputs, trajectory table or None). An error of the case
     (integration failure, a bad value) is its status; the other columns are then NaN."""
-    from dynamica.runtime.integrators.simulate import simulate
-    from dynamica.runtime.results.result import series
-    if model.spec.stages:               # (as in warm_up)
-        import dynamica.runtime.stages.cyclogram  # noqa: F401
-    start = time.perf_counter()
-    try:
-        params, q0, qd0 = _inputs(model, case, roles)
-        result = simulate(model, t_end=settings.t_end, method=settings.method, rtol=settings.rtol,
-                          atol=settings.atol, output_step=settings.output_step, q0=q0, qd0=qd0, params=params)
-        row = {c: float(v) for c, v in zip(result.coordinates, result.q[-1])}
-        row.update({f"der({c})": float(v) for c, v in zip(result.coordinates, result.qd[-1])})
-        for record in result.stages or ():          # a cyclogram: when each stage ended
-            row[f"t_end({record['name']})"] = float(record["t_end"])
-        row.update(contact_columns(result))
-        data = series(result) if settings.series or settings.trajectories else {}
-        for name in settings.series:
-            for red in settings.reductions:
-                row.setdefault(reduced_column(red, name), REDUCTIONS[red](result.t, data[name]))
-        if settings.extra_columns is not None:
-            row.update(settings.extra_columns(result, dict(case)))
-        traj = _trajectory(result, data) if settings.trajectories else None
-        status = OK
-    except Exception as exc:                    # the case's own failure: the study goes on
-        row, traj, status = {}, None, f"{type(exc).__name__}: {exc}"
-    row["wall_time"] = time.perf_counter() - start
+    values, extra, traj, status, wall = run_case_values(model, case, roles, settings)
+    row = {} if values is None else dict(zip(result_columns(model, settings), values.tolist()))
+    row.update(extra)
+    row["wall_time"] = wall
     row["status"] = status
     return row, traj
 
@@ -279,6 +372,75 @@ def contact_columns(result) -> dict:
     depths = [np.nanmax(v) for k, v in result.outputs.items() if k.endswith(".penetration") and np.size(v)]
     return {"contacts": sum(1 for c in result.info["contacts"] if c[-1] == 1),
             "max_penetration": float(max(depths)) if depths else 0.0}
+
+
+@dataclass
+class Block:
+    """The rows of a block of cases as arrays (what a local worker process sends back): case
+    numbers, the values of `result_columns` (NaN for a failed case), wall times and statuses;
+    the few per-case objects only where a study asks for them (extra columns, trajectories)."""
+
+    numbers: np.ndarray
+    columns: list
+    values: np.ndarray
+    wall_time: np.ndarray
+    status: list
+    worker: str | list                 # the worker's name, or one per case (`join` of several workers)
+    extra: list | None = None
+    trajectories: list | None = None
+
+    def frame(self):
+        """The block as a DataFrame indexed by case number (the study's rows)."""
+        import pandas as pd
+        index = pd.Index(self.numbers, name="case")
+        numbers = np.column_stack([self.values, self.wall_time])
+        parts = [pd.DataFrame(numbers, index=index, columns=[*self.columns, "wall_time"])]
+        if self.extra is not None and any(self.extra):
+            more = pd.DataFrame(self.extra, index=index)
+            parts = [parts[0].drop(columns=[c for c in more.columns if c in self.columns]), more]
+        worker = self.worker if isinstance(self.worker, list) else [self.worker] * len(self.numbers)
+        parts.append(pd.DataFrame({"worker": worker, "status": self.status}, index=index))
+        return pd.concat(parts, axis=1)
+
+    @staticmethod
+    def join(blocks: list) -> Block:
+        """One block of many (their cases in the order given; workers named per case)."""
+        if len(blocks) == 1:
+            return blocks[0]
+        extra = None
+        if any(b.extra is not None for b in blocks):
+            extra = [e for b in blocks for e in (b.extra if b.extra is not None else [{}] * len(b.numbers))]
+        trajectories = None
+        if any(b.trajectories is not None for b in blocks):
+            trajectories = [t for b in blocks for t in (b.trajectories or [None] * len(b.numbers))]
+        workers = {b.worker for b in blocks}
+        joined = Block(np.concatenate([b.numbers for b in blocks]), blocks[0].columns,
+                       np.concatenate([b.values for b in blocks]), np.concatenate([b.wall_time for b in blocks]),
+                       [st for b in blocks for st in b.status], workers.pop() if len(workers) == 1 else "",
+                       extra, trajectories)
+        if workers:                    # several workers: the worker column per case
+            joined.worker = [b.worker for b in blocks for _ in range(len(b.numbers))]
+        return joined
+
+
+def run_block(model, numbers, values, names: list, roles: dict, settings: RunSettings, worker="local") -> Block:
+    """Cases given as arrays (case numbers; one row of input values a case, columns `names`)
+    -> their `Block`. Every case runs as `run_case` runs it: the same rows, bit for bit."""
+    columns = result_columns(model, settings)
+    n = len(numbers)
+    out = np.full((n, len(columns)), np.nan)
+    wall = np.empty(n)
+    status, extra, trajs = [], [], []
+    for k in range(n):
+        case = dict(zip(names, values[k].tolist()))
+        vals, more, traj, st, wall[k] = run_case_values(model, case, roles, settings)
+        if vals is not None:
+            out[k] = vals
+        status.append(st)
+        extra.append(more)
+        trajs.append(traj)
+    return Block(np.asarray(numbers), columns, out, wall, status, worker,
+                 extra if any(extra) else None, trajs if settings.trajectories else None)
 
 
 def _trajectory(result, data):

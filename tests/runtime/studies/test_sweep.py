@@ -212,11 +212,101 @@ def test_a_case_that_kills_its_workers_is_found_and_reported():
     assert (table.drop(index=2)["status"] == "ok").all()
 
 
-def test_local_cluster_by_default(pendulum):
+def test_local_dask_cluster(pendulum):
     cases = {"l1": [0.9, 1.1], "m1": [1.0, 2.0]}
-    table = sweep(PENDULUM, cases, T_END, workers=2)
+    table = sweep(PENDULUM, cases, T_END, scheduler="dask", workers=2)
     assert table.attrs["study"]["workers"] == 2
     check_rows(pendulum, table, sweep_cases.grid(cases))
+
+
+# ------------------------------------------------------------------ on local worker processes
+def _fail_at_07(result, case):
+    if case["l2"] == 0.7:
+        raise RuntimeError("hook refuses l2 = 0.7")
+    return {"nfev": result.nfev}
+
+
+def _exit_at_07(result, case):
+    import os
+    if case["l2"] == 0.7:
+        os._exit(3)                               # as a crash in compiled code would: the process dies
+    return {}
+
+
+def _rows(table):
+    return table.drop(columns=["wall_time", "worker"])
+
+
+def test_processes_rows_equal_serial_rows_bit_for_bit(pendulum):
+    """The same cases (parameters, initial values, one that fails) on two worker processes in
+    blocks of 2 and in this process: the same table, bit for bit (the same integrator and
+    reductions); the rows also equal dynamica.simulate case by case (check_rows, 1e-12)."""
+    cases = sweep_cases.grid({"l2": [0.5, 0.7, 0.9], "der(phi2)": [0.0, 1.5]})
+    cases["phi1"] = np.linspace(0.2, 0.7, len(cases))
+    bad = len(cases)
+    cases.loc[bad] = {"l2": float("nan"), "der(phi2)": 0.0, "phi1": 0.3}    # q'' not finite: it fails
+    outputs = ["tip.position", "potential_energy"]
+    table = sweep(pendulum, cases, T_END, outputs=outputs, scheduler="processes", workers=2, batch_size=2)
+    serial = sweep(pendulum, cases, T_END, outputs=outputs, scheduler="serial")
+    pd.testing.assert_frame_equal(_rows(table), _rows(serial), check_exact=True)
+    assert table.attrs["study"]["workers"] == 2
+    assert len(set(table["worker"])) == 2 and all(w.startswith("process ") for w in table["worker"])
+    assert table.loc[bad, "status"].startswith("IntegrationError") and "nan" in table.loc[bad, "status"]
+    assert np.isnan(table.loc[bad, "l2"]) and table.loc[bad, "phi1(0)"] == 0.3     # the case's inputs in its row
+    check_rows(pendulum, table, cases.drop(index=bad), ["tip.position[0]", "tip.position[2]", "potential_energy"])
+
+
+def test_processes_are_the_default_and_a_case_that_raises_is_its_row(pendulum):
+    cases = pd.DataFrame({"l2": [0.5, 0.6, 0.7, 0.8]})
+    table = sweep(pendulum, cases, T_END, workers=2, batch_size=3, extra_columns=_fail_at_07)
+    serial = sweep(pendulum, cases, T_END, scheduler="serial", extra_columns=_fail_at_07)
+    pd.testing.assert_frame_equal(_rows(table), _rows(serial), check_exact=True)
+    assert table.loc[2, "status"] == "RuntimeError: hook refuses l2 = 0.7" and table.loc[2, "l2"] == 0.7
+    assert np.isnan(table.loc[2, "phi1"]) and (table.drop(index=2)["status"] == "ok").all()
+    assert all(w.startswith("process ") for w in table["worker"])
+
+
+def test_a_dying_worker_process_stops_the_study_naming_the_cases(pendulum, tmp_path):
+    """A worker process that dies (os._exit in the hook) ends the study at once with an error
+    naming the unfinished cases (no hang: a 60 s guard aborts the test run otherwise); the rows
+    already received are kept in the output file, and no worker process is left behind."""
+    import faulthandler
+    import multiprocessing
+    before = set(multiprocessing.active_children())
+    cases = pd.DataFrame({"l2": [0.5, 0.6, 0.7, 0.8]})
+    faulthandler.dump_traceback_later(60, exit=True)
+    try:
+        with pytest.raises(dynamica.DynamicaError, match=r"worker process of the study died") as err:
+            sweep(pendulum, cases, T_END, scheduler="processes", workers=1, batch_size=1, extra_columns=_exit_at_07,
+                  out=tmp_path / "study.parquet")
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    # the cases named unfinished (a finished case's row may not have arrived when the pool broke)
+    first, last = map(int, re.search(r"while cases (\d+)-(\d+) were unfinished", str(err.value)).groups())
+    assert first <= 2 and last == 3
+    kept = pd.concat([pd.read_parquet(f) for f in (tmp_path / "study.parquet.partial").glob("part-*.parquet")])
+    assert sorted(kept.index) == list(range(first)) and (kept["status"] == "ok").all()
+    assert not set(multiprocessing.active_children()) - before
+
+
+def test_ctrl_c_stops_the_worker_processes(pendulum):
+    import multiprocessing
+    before = set(multiprocessing.active_children())
+
+    def interrupt(done, total):
+        if done >= 2:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        sweep(pendulum, pd.DataFrame({"l2": np.linspace(0.5, 1.0, 40)}), T_END, scheduler="processes", workers=2,
+              batch_size=1, progress=interrupt)
+    assert not set(multiprocessing.active_children()) - before
+
+
+def test_processes_need_a_picklable_hook_and_a_known_scheduler(pendulum):
+    with pytest.raises(ValueError, match="extra_columns must be a function defined at the top level"):
+        sweep(pendulum, {"l2": [1.0]}, T_END, scheduler="processes", workers=1, extra_columns=lambda r, c: {})
+    with pytest.raises(ValueError, match="unknown scheduler 'proceses': one of 'processes', 'serial', 'dask'"):
+        sweep(pendulum, {"l2": [1.0]}, T_END, scheduler="proceses")
 
 
 # ------------------------------------------------------------------ in this process
@@ -314,6 +404,28 @@ def test_vector_parameter_components_are_inputs(tmp_path):
     for k, z in enumerate([-0.5, -1.0]):
         ref = dynamica.simulate(model, t_end=0.3, params={"r": (0.3, 0.0, z)})
         assert max_rel_err(table.loc[k, ["a", "der(a)"]].to_numpy(float), [ref.q[-1, 0], ref.qd[-1, 0]]) <= 1e-12
+
+
+def test_initial_values_follow_the_parameters_they_depend_on(tmp_path):
+    """Initial values that depend on no parameter are evaluated once per model (a sweep's cases
+    reuse them); those that do are evaluated at each case's parameters. Oracle: the model file's
+    expressions by hand (a = m / 4, der(a) = 0.5)."""
+    body = {"name": "b", "parent": "ground", "joint": [{"rotate": "x", "q": "a"}], "mass": "m", "com": [0, 0, -0.5],
+            "inertia": [0.01, 0.01, 0.01]}
+    varying = dynamica.load(write_model(tmp_path, {"name": "var", "parameters": {"m": 1.0}, "bodies": [body],
+                                                   "initial": {"a": "m / 4", "der(a)": 0.5}}, "var.yaml"))
+    for m in (2.0, 1.0, 4.0):
+        q0, qd0 = varying.initial_state({"m": m})
+        assert (q0[0], qd0[0]) == (m / 4, 0.5)
+    fixed = dynamica.load(write_model(tmp_path, {"name": "fix", "parameters": {"m": 1.0}, "bodies": [body],
+                                                 "initial": {"a": 0.3}}, "fix.yaml"))
+    q0, _ = fixed.initial_state({"m": 2.0})
+    q0[0] = 99.0                                  # the caller's copy: the next case is not touched
+    assert fixed.initial_state({"m": 5.0})[0][0] == 0.3 and fixed.initial_state()[0][0] == 0.3
+    table = sweep(varying, {"m": [2.0, 4.0]}, 0.2, scheduler="processes", workers=2, batch_size=1)
+    for k, m in enumerate([2.0, 4.0]):
+        ref = dynamica.simulate(varying, t_end=0.2, params={"m": m}, q0=[m / 4], qd0=[0.5])
+        assert (table.loc[k, "a"], table.loc[k, "der(a)"]) == (ref.q[-1, 0], ref.qd[-1, 0])
 
 
 # ------------------------------------------------------------------ sensitivity
