@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from _peers import write_table
+
 from oracles.pin_urdf import coordinate_map, pin_model, pin_state, robot_file
 
 ROBOTS = {"ur5": ("robots/ur_description/urdf/ur5_robot.urdf", "tool0"),
@@ -91,10 +93,7 @@ def main(argv=None):
         theirs = per_call(pin_bias)
         lines.append(f"{name:<7} {'Jdot qd (LWA) from q, qd':<34} {ours:>12.3f} {theirs:>13.3f} "
                      f"{ours / theirs:>6.2f}")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":
