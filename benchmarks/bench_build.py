@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import yaml
+from _peers import write_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,10 +120,7 @@ def main(argv=None):
                    f"{'old route s':>13}{'old/new':>9}"]
     for name, ops, gen, ours, peer in rows:
         lines.append(f"{name:<18}{ops:>8}{gen:>12.2f}{ours:>11.2f}{gen + ours:>15.2f}{peer:>13.2f}{peer / ours:>9.1f}")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    write_table(lines, args.out)
     shutil.rmtree(folder)
 
 

@@ -41,6 +41,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from _peers import write_table
+
 from oracles.mujoco_mjcf import MujocoOracle
 
 MODELS = ("hopper", "humanoid")
@@ -190,10 +192,7 @@ def main():
                      f"{1e3 * mj['deepest']:13.2f} {mj['E0']:10.3f} {mj['E1']:11.3f}   (time step {mj['h']:g} s)")
     if args.only != "fall":
         lines += ([""] if lines else []) + build_table()
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

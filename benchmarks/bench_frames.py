@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from _peers import write_table
+
 from oracles.pin_urdf import coordinate_map, identifier, pin_model, pin_state, robot_file
 
 ROBOTS = {"ur5": ("robots/ur_description/urdf/ur5_robot.urdf", "tool0"),
@@ -113,10 +115,7 @@ def main(argv=None):
                     pin.forwardKinematics(pm, data, qp, vp, ap_)
                 lines.append(f"{name:<8} {what:<13} {ref:<20} {ours:>8.3f} {new:>7.3f} {method:>9.3f} "
                              f"{theirs:>12.3f} {alone:>12.3f} {ours / theirs:>6.2f}")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from _peers import write_table
+
 from oracles.pin_urdf import robot_file
 
 Q0 = np.array([0.1, -1.0, 1.2, -0.5, 0.4, 0.2])
@@ -81,10 +83,7 @@ def main(argv=None):
              f"{'case':<28} {'v_s rad/s':>10} {'time s':>10} {'RHS evals':>10} {'time ratio':>11}"]
     for name, vs, t, nfev in rows:
         lines.append(f"{name:<28} {vs:>10} {t:>10.4f} {nfev:>10d} {t / base:>11.1f}")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

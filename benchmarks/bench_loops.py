@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+from _peers import write_table
 from scipy.integrate import solve_ivp
 
 import dynamica
@@ -164,10 +165,7 @@ def main(argv=None):
             if td and best:
                 lines.append(f"  at error {err:.0e}: dynamica {td:.4f} s, best Pinocchio+scipy {best:.4f} s: "
                              f"{best / td:.1f}x faster")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _peers import write_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from oracles.mujoco_mjcf import MujocoOracle
@@ -131,10 +132,7 @@ def main():
     for name, path in paths.items():
         n, c, py, mj = rhs_times(path)
         lines.append(f"{name:<24s} {n:2d}   {1e6 * c:14.3f}   {1e6 * py:24.3f}   {1e6 * mj:18.3f}   {mj / py:10.2f}")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _peers import write_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from oracles.pin_urdf import FRICTION_VELOCITY, coordinate_map, pin_model, pin_state, robot_file
@@ -113,10 +114,7 @@ def main():
     for name in ROBOTS:
         n, c, py, pa = rhs_times(name)
         lines.append(f"{name:<22s} {n:2d}   {1e6 * c:14.3f}   {1e6 * py:24.3f}   {1e6 * pa:15.3f}")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

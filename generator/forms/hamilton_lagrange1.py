@@ -151,20 +151,9 @@ class BodyInverse:
         return add(scale(self.im, x[:3]), cross(self.r, y)) + y
 
 
-@register("hamilton-lagrange1", "HLGR", cost=NO_FORMULA,
-          pivots_of_m=False,                                      # it factors H of (1.64), not M
-          inverts_body_inertias=("(1.64)", "hamilton-composite, hamilton-articulated or hamilton-ltdl"))
-def hamilton_lagrange1(kin):
-    """Orthogonal projection (1.61)-(1.67)."""
-    BodyInertiaCheck(kin.spec, "hamilton-lagrange1").check_defaults()   # (1.64) needs every M_i^{-1}
-    tag = "hl_"
-    prog, topo = kin.program, kin.topo
-    N = topo.n_bodies
-    samples = _samples(kin)
-    Z = [None] + [complement_basis(kin, i, samples, tag) for i in range(1, N + 1)]
-    H = Hamiltonian(kin, tag)
-    Minv = [None] + [BodyInverse(prog, kin.inertia[i], i, tag) for i in range(1, N + 1)]
-    # (A_i^T A_i)^{-1} per joint; mu_i = (A^T A)^{-1} p_i (1.62); a_i = A_i mu_i
+def _projected_momenta(kin, H, tag):
+    """(NAi, a): per joint (A_i^T A_i)^{-1} and a_i = A_i mu_i with mu_i = (A^T A)^{-1} p_i (1.62)."""
+    prog, N = kin.program, kin.topo.n_bodies
     NAi, a = [None] * (N + 1), [None] + [list(Z6) for _ in range(N)]
     for i in range(1, N + 1):
         A = kin.joints[i].A
@@ -182,19 +171,28 @@ def hamilton_lagrange1(kin):
         mu = [total([mul(NAi[i][r, c], H.pm_of[i][c]) for c in range(n)]) for r in range(n)]
         mu = prog.let_vector(f"{tag}mu{i}", mu)
         a[i] = prog.let_vector(f"{tag}a{i}", [total([mul(A[c][r], mu[c]) for c in range(n)]) for r in range(6)])
+    return NAi, a
 
-    def ST(x):
-        """S^T x per body: x_b - sum_{j in S_b} C_j^T x_j."""
-        out = [None] + [list(x[b]) for b in range(1, N + 1)]
-        for j in range(N, 0, -1):
-            k = topo.kappa[j]
-            if k > 0:
-                jk = kin.joints[j]
-                out[k] = sub(out[k], apply_CT(jk.G, jk.rho, x[j]))
-        return out
 
+def _s_transpose(kin, x):
+    """S^T x per body: x_b - sum_{j in S_b} C_j^T x_j."""
+    topo, N = kin.topo, kin.topo.n_bodies
+    out = [None] + [list(x[b]) for b in range(1, N + 1)]
+    for j in range(N, 0, -1):
+        k = topo.kappa[j]
+        if k > 0:
+            jk = kin.joints[j]
+            out[k] = sub(out[k], apply_CT(jk.G, jk.rho, x[j]))
+    return out
+
+
+def _projection_system(kin, H, Z, Minv, a, tag):
+    """(rows, r, first, m): the matrix of (1.65) (lower triangle, rows of dicts) and its right-hand
+    side Z^T [v_hat^r - S M^{-1} S^T A mu], the first unknown of each body, the unknowns' count."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
     # right-hand side of (1.65): Z^T [v_hat^r - S M^{-1} S^T A mu]
-    g = ST(a)
+    g = _s_transpose(kin, a)
     h = [list(Z6)] + [prog.let_vector(f"{tag}h{b}", Minv[b](g[b])) for b in range(1, N + 1)]
     index, first = [], {}
     for i in range(1, N + 1):
@@ -224,6 +222,43 @@ def hamilton_lagrange1(kin):
                 yb = ys[[e[0] for e in entries].index(kb)]
                 rows[ka][kb] = total([rows[ka].get(kb, sp.S.Zero), dot(xa, yb)])
     rows = [{c: prog.let(f"{tag}H{ri}_{c}", e) for c, e in row.items()} for ri, row in enumerate(rows)]
+    return rows, r, first, m
+
+
+def _coordinate_rates(kin, H, v, NAi, tag) -> list:
+    """q' (1.60) from the body velocities v: (A^T A)^{-1} A^T (v_i - C v_k - v_hat^r) per joint."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    qd = [None] * H.n
+    for i in range(1, N + 1):
+        jk = kin.joints[i]
+        A = jk.A
+        if not A:
+            continue
+        rel = sub(sub(v[i], apply_C(jk.G, H.rp[i], v[topo.kappa[i]])), jk.vr_hat)
+        ATr = [dot(col, rel) for col in A]
+        n = len(A)
+        for c in range(n):
+            qd[H.first[i] + c] = prog.let(f"{tag}qdot{H.first[i] + c}",
+                                          total([mul(NAi[i][c, k], ATr[k]) for k in range(n)]))
+    return qd
+
+
+@register("hamilton-lagrange1", "HLGR", cost=NO_FORMULA,
+          pivots_of_m=False,                                      # it factors H of (1.64), not M
+          inverts_body_inertias=("(1.64)", "hamilton-composite, hamilton-articulated or hamilton-ltdl"))
+def hamilton_lagrange1(kin):
+    """Orthogonal projection (1.61)-(1.67)."""
+    BodyInertiaCheck(kin.spec, "hamilton-lagrange1").check_defaults()   # (1.64) needs every M_i^{-1}
+    tag = "hl_"
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    samples = _samples(kin)
+    Z = [None] + [complement_basis(kin, i, samples, tag) for i in range(1, N + 1)]
+    H = Hamiltonian(kin, tag)
+    Minv = [None] + [BodyInverse(prog, kin.inertia[i], i, tag) for i in range(1, N + 1)]
+    NAi, a = _projected_momenta(kin, H, tag)
+    rows, r, first, m = _projection_system(kin, H, Z, Minv, a, tag)
     if m:
         try:
             lam = solve_reverse_ldl(prog, rows, r, tag=f"{tag}L")
@@ -238,19 +273,8 @@ def hamilton_lagrange1(kin):
         for c, z in enumerate(Z[i]):
             e = add(e, [mul(lam[first[i] + c], x) for x in z])
         pstar[i] = prog.let_vector(f"{tag}ps{i}", e)
-    Sp = ST(pstar)
+    Sp = _s_transpose(kin, pstar)
     v = [list(Z6)] + [prog.let_vector(f"{tag}v{i}", Minv[i](Sp[i])) for i in range(1, N + 1)]
-    qd = [None] * H.n
-    for i in range(1, N + 1):
-        jk = kin.joints[i]
-        A = jk.A
-        if not A:
-            continue
-        rel = sub(sub(v[i], apply_C(jk.G, H.rp[i], v[topo.kappa[i]])), jk.vr_hat)
-        ATr = [dot(col, rel) for col in A]
-        n = len(A)
-        for c in range(n):
-            qd[H.first[i] + c] = prog.let(f"{tag}qdot{H.first[i] + c}",
-                                          total([mul(NAi[i][c, k], ATr[k]) for k in range(n)]))
+    qd = _coordinate_rates(kin, H, v, NAi, tag)
     pmd = H.momentum_rates(pstar, v, H.composite_forces())
     return H.equations("hamilton-lagrange1", qd, pmd, info={"multipliers": m})

@@ -230,14 +230,14 @@ def _jacobian(kin, S, Sd, Sdd, comp, FC, tag, al=None):
     return J, al
 
 
-def recursive_jacobian(kin, x):
-    """(r, J_inertial, r_active): r (n), the inertial part of [dr/dq | dr/dq'] (row-major n x 2n)
-    by the recursions of the module docstring, and the active part of r (n) whose tangent the
-    kernel adds to J."""
+def _passes_at(kin, x):
+    """The recursions at q'' = x (generated in this order: forward pass, active part, motions,
+    accelerations, inertias, forces, r): (r, r_act, owner, first, S, Sd, Sdd, comp, FC, armature),
+    r = S . FC + r_active (+ armature x)."""
     prog = kin.program
     fp = forward_pass(kin)
     r_act = active_part(kin, fp)
-    owner, _, _ = coordinate_layout(kin)
+    owner, _, first = coordinate_layout(kin)
     motions, S, Sd, v = _motions(kin, fp)
     Sdd, a = _accelerations(kin, motions, x, "R")
     body, comp = _inertias(kin, fp, v)
@@ -245,6 +245,29 @@ def recursive_jacobian(kin, x):
     arm = _armature(kin)                                        # + diag(armature) x
     r = [prog.let(f"RDr{c}", total([dot(S[c], FC[owner[c]]), r_act[c]] + ([mul(arm[c], x[c])] if c in arm else [])))
          for c in range(len(S))]
+    return r, r_act, owner, first, S, Sd, Sdd, comp, FC, arm
+
+
+def _passes_at_rest(kin):
+    """The recursions at q'' = 0 (inertias before accelerations): (r0, r_act, owner, first,
+    motions, S, Sd, v, body, comp), r0 = r(q'' = 0) = S . FC0 + r_active."""
+    n = len(kin.coordinates)
+    fp = forward_pass(kin)
+    r_act = active_part(kin, fp)
+    owner, _, first = coordinate_layout(kin)
+    motions, S, Sd, v = _motions(kin, fp)
+    body, comp = _inertias(kin, fp, v)
+    _, a0 = _accelerations(kin, motions, [sp.Integer(0)] * n, "R0")
+    FC0 = _forces(kin, body, v, a0, "R0")
+    r0 = [total([dot(S[c], FC0[owner[c]]), r_act[c]]) for c in range(n)]
+    return r0, r_act, owner, first, motions, S, Sd, v, body, comp
+
+
+def recursive_jacobian(kin, x):
+    """(r, J_inertial, r_active): r (n), the inertial part of [dr/dq | dr/dq'] (row-major n x 2n)
+    by the recursions of the module docstring, and the active part of r (n) whose tangent the
+    kernel adds to J."""
+    r, r_act, _, _, S, Sd, Sdd, comp, FC, _ = _passes_at(kin, x)
     J, _ = _jacobian(kin, S, Sd, Sdd, comp, FC, "R")
     return r, [x for row in J for x in row], r_act
 
@@ -259,14 +282,7 @@ def recursive_solve_jacobian(kin):
     from dynamica.generator.forms.parts.cholesky import reverse_ldl
     prog = kin.program
     n = len(kin.coordinates)
-    fp = forward_pass(kin)
-    r_act = active_part(kin, fp)
-    owner, _, first = coordinate_layout(kin)
-    motions, S, Sd, v = _motions(kin, fp)
-    body, comp = _inertias(kin, fp, v)
-    _, a0 = _accelerations(kin, motions, [sp.Integer(0)] * n, "R0")
-    FC0 = _forces(kin, body, v, a0, "R0")
-    r0 = [total([dot(S[c], FC0[owner[c]]), r_act[c]]) for c in range(n)]
+    r0, r_act, owner, first, motions, S, Sd, v, body, comp = _passes_at_rest(kin)
     Mrows = [dict() for _ in range(n)]
     arm = _armature(kin)
     al = [prog.let_vector(f"RDal{c}", inertia_times(comp[owner[c]][0], S[c])) for c in range(n)]
@@ -347,16 +363,7 @@ def pair_terms(kin, x):
         M_ce = M_ec = d(S_e, a_c) (+ D_c on the diagonal)."""
     prog = kin.program
     n = len(kin.coordinates)
-    fp = forward_pass(kin)
-    r_act = active_part(kin, fp)
-    owner, _, first = coordinate_layout(kin)
-    motions, S, Sd, v = _motions(kin, fp)
-    Sdd, a = _accelerations(kin, motions, x, "R")
-    body, comp = _inertias(kin, fp, v)
-    FC = _forces(kin, body, v, a, "R")
-    arm = _armature(kin)
-    r = [prog.let(f"RDr{c}", total([dot(S[c], FC[owner[c]]), r_act[c]] + ([mul(arm[c], x[c])] if c in arm else [])))
-         for c in range(n)]
+    r, r_act, owner, first, S, Sd, Sdd, comp, FC, arm = _passes_at(kin, x)
     al, be, g, kk = [], [], [], []
     for c in range(n):
         (IC, IdC, HC), F = comp[owner[c]], FC[owner[c]]
@@ -378,14 +385,7 @@ def pair_mass_terms(kin):
     blocks S and a_c = IC S_c of every coordinate, D (n) the armature; M_ce = d(S_e, a_c) (+ D_c)."""
     prog = kin.program
     n = len(kin.coordinates)
-    fp = forward_pass(kin)
-    r_act = active_part(kin, fp)
-    owner, _, first = coordinate_layout(kin)
-    motions, S, Sd, v = _motions(kin, fp)
-    body, comp = _inertias(kin, fp, v)
-    _, a0 = _accelerations(kin, motions, [sp.Integer(0)] * n, "R0")
-    FC0 = _forces(kin, body, v, a0, "R0")
-    r0 = [total([dot(S[c], FC0[owner[c]]), r_act[c]]) for c in range(n)]
+    r0, _, owner, _, _, S, _, _, _, comp = _passes_at_rest(kin)
     al = [prog.let_vector(f"RDal{c}", inertia_times(comp[owner[c]][0], S[c])) for c in range(n)]
     arm = _armature(kin)
     return r0, [e for block in (S, al) for vec in block for e in vec], [arm.get(c, sp.Integer(0)) for c in range(n)]

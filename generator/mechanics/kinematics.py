@@ -108,17 +108,21 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
             w = add(w, scale(qd, col[3:]))
         return w
 
+    def shift(t, r, p, cols, v0):         # move the frame by r (its own axes): position, columns, velocity
+        p = prog.let_vector(f"{t}_p", add(p, matTvec(G, r)))
+        cols = [prog.let_vector(f"{t}_A{j}", add(col[:3], cross(col[3:], r)) + col[3:])
+                for j, col in enumerate(cols)]
+        for j, d in enumerate(dcols):
+            d[0] = prog.let_vector(f"{t}_D{j}", add(d[0][:3], cross(d[0][3:], r)) + d[0][3:])
+        v0 = prog.let_vector(f"{t}_v", add(v0[:3], cross(v0[3:], r)) + v0[3:])
+        return p, cols, v0
+
     for k, tr in enumerate(body.joint):
         t = f"{tag}t{k}"
         if tr.kind == "offset":
             c = [ex.parse(x, scope) for x in tr.vector]
             w, eps = omega(), acc[3:]
-            p = prog.let_vector(f"{t}_p", add(p, matTvec(G, c)))
-            cols = [prog.let_vector(f"{t}_A{j}", add(col[:3], cross(col[3:], c)) + col[3:])
-                    for j, col in enumerate(cols)]
-            for j, d in enumerate(dcols):
-                d[0] = prog.let_vector(f"{t}_D{j}", add(d[0][:3], cross(d[0][3:], c)) + d[0][3:])
-            v0 = prog.let_vector(f"{t}_v", add(v0[:3], cross(v0[3:], c)) + v0[3:])
+            p, cols, v0 = shift(t, c, p, cols, v0)
             acc = prog.let_vector(f"{t}_w", add(add(acc[:3], cross(eps, c)), cross(w, cross(w, c))) + acc[3:])
             continue
         u = unit_vector(tr.vector, scope)
@@ -132,12 +136,7 @@ def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematic
         w, eps = omega(), acc[3:]
         if tr.kind in ("translate", "screw"):    # translate along u by val
             r = scale(val, u)
-            p = prog.let_vector(f"{t}_p", add(p, matTvec(G, r)))
-            cols = [prog.let_vector(f"{t}_A{j}", add(col[:3], cross(col[3:], r)) + col[3:])
-                    for j, col in enumerate(cols)]
-            for j, d in enumerate(dcols):
-                d[0] = prog.let_vector(f"{t}_D{j}", add(d[0][:3], cross(d[0][3:], r)) + d[0][3:])
-            v0 = prog.let_vector(f"{t}_v", add(v0[:3], cross(v0[3:], r)) + v0[3:])
+            p, cols, v0 = shift(t, r, p, cols, v0)
             lin = add(add(acc[:3], cross(eps, r)), cross(w, cross(w, r)))
             lin = add(add(lin, scale(2 * rate, cross(w, u))), scale(accel, u))
             acc = prog.let_vector(f"{t}_w", lin + acc[3:])

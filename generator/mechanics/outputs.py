@@ -55,6 +55,49 @@ def wanted(spec) -> bool:
                 or any(FORCE_TYPES[f.type].gaps for f in spec.forces))
 
 
+def _solved_accelerations(kin, F_hat, gen, owner, local) -> list:
+    """q'' solved from M q'' = Q (composite inertias, the tree-sparse L^T D L)."""
+    prog = kin.program
+    Mstar, Fstar = composite_inertias(kin), composite_forces(kin, F_hat)
+    Q = [prog.let(f"Q{k}", dot(kin.joints[i].A[c], Fstar[i]) + gen[kin.coordinates[k]])
+         for k, (i, c) in enumerate(zip(owner, local))]
+    try:
+        qdd = solve_reverse_ldl(prog, mass_matrix_rows(kin, Mstar), Q)
+    except StructurallySingular as exc:
+        raise singular_error(kin, exc.index) from None
+    return [prog.let(f"qdd{k}", x) for k, x in enumerate(qdd)]
+
+
+def _body_accelerations(kin, topo, fp, qdd, first):
+    """(z, acc): per body the part of its acceleration from q'' (z) and the whole acceleration of
+    its origin (frame i), gravity included (acc); index 0 the ground."""
+    prog, N = kin.program, topo.n_bodies
+    g = kin.gravity
+    z, acc = [None] * (N + 1), [None] * (N + 1)
+    z[0] = [sp.Integer(0)] * 6
+    for i in range(1, N + 1):
+        jk, k = kin.joints[i], topo.kappa[i]
+        zi = apply_C(jk.G, fp.rho_p[i], z[k])
+        for c, col in enumerate(jk.A):
+            zi = [a + qdd[first[i] + c] * b for a, b in zip(zi, col)]
+        z[i] = prog.let_vector(f"z{i}", zi)
+        acc[i] = prog.let_vector(f"acc{i}", add(fp.w_hat[i][:3], matvec(fp.R0[i], g)) + list(fp.w_hat[i][3:]))
+        acc[i] = prog.let_vector(f"a{i}", [a + b for a, b in zip(acc[i], z[i])])
+    return z, acc
+
+
+def _reactions(kin, topo, z, F_hat) -> list:
+    """The joints' reaction wrenches, from the leaves to the root (index 0 unused)."""
+    prog, N = kin.program, topo.n_bodies
+    R: list = [None] * (N + 1)
+    for i in range(N, 0, -1):
+        bi = kin.inertia[i]
+        Ri = [[a - b for a, b in zip(inertia_times((bi.mass, bi.h, bi.theta), z[i]), F_hat[i])]]
+        Ri += [apply_CT(kin.joints[j].G, kin.joints[j].rho, R[j]) for j in topo.children[i]]
+        R[i] = prog.let_vector(f"R{i}", fold_vectors(Ri))
+    return R
+
+
 def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
     """The outputs as expressions of (t, q, qd, p); with `qdd` (symbols, one per coordinate) the
     accelerations are taken as given inputs instead of solved for (numeric mode: the recursion
@@ -75,30 +118,8 @@ def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
         loops = (atoms, reaction)
     F_hat = bias_forces(kin, fp, F_active)
     owner, local, first = coordinate_layout(kin)
-    if qdd is None:
-        Mstar, Fstar = composite_inertias(kin), composite_forces(kin, F_hat)
-        Q = [prog.let(f"Q{k}", dot(kin.joints[i].A[c], Fstar[i]) + gen[kin.coordinates[k]])
-             for k, (i, c) in enumerate(zip(owner, local))]
-        try:
-            qdd = solve_reverse_ldl(prog, mass_matrix_rows(kin, Mstar), Q)
-        except StructurallySingular as exc:
-            raise singular_error(kin, exc.index) from None
-        qdd = [prog.let(f"qdd{k}", x) for k, x in enumerate(qdd)]
-    else:
-        qdd = list(qdd)
-
-    # accelerations of the body origins (frame i)
-    g = kin.gravity
-    z, acc = [None] * (N + 1), [None] * (N + 1)
-    z[0] = [sp.Integer(0)] * 6
-    for i in range(1, N + 1):
-        jk, k = kin.joints[i], topo.kappa[i]
-        zi = apply_C(jk.G, fp.rho_p[i], z[k])
-        for c, col in enumerate(jk.A):
-            zi = [a + qdd[first[i] + c] * b for a, b in zip(zi, col)]
-        z[i] = prog.let_vector(f"z{i}", zi)
-        acc[i] = prog.let_vector(f"acc{i}", add(fp.w_hat[i][:3], matvec(fp.R0[i], g)) + list(fp.w_hat[i][3:]))
-        acc[i] = prog.let_vector(f"a{i}", [a + b for a, b in zip(acc[i], z[i])])
+    qdd = _solved_accelerations(kin, F_hat, gen, owner, local) if qdd is None else list(qdd)
+    z, acc = _body_accelerations(kin, topo, fp, qdd, first)
 
     layout, values = [], []
 
@@ -128,12 +149,7 @@ def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
         out(f"{body}.angular_velocity", fp.v[i][3:], (3,))
         out(f"{body}.angular_acceleration", acc[i][3:], (3,))
     if o.reactions:
-        R = [None] * (N + 1)
-        for i in range(N, 0, -1):
-            bi = kin.inertia[i]
-            Ri = [[a - b for a, b in zip(inertia_times((bi.mass, bi.h, bi.theta), z[i]), F_hat[i])]]
-            Ri += [apply_CT(kin.joints[j].G, kin.joints[j].rho, R[j]) for j in topo.children[i]]
-            R[i] = prog.let_vector(f"R{i}", fold_vectors(Ri))
+        R = _reactions(kin, topo, z, F_hat)
         for i in range(1, N + 1):
             out(f"{topo.names[i]}.reaction_force", R[i][:3], (3,))
             out(f"{topo.names[i]}.reaction_torque", R[i][3:], (3,))

@@ -45,8 +45,8 @@ class Backend:
     description: str = ""
 
 
-#: fixed files every module file includes (the constraint layer's only when it is used, but always copied)
-MODULE_HELPERS = ("dynamica_module.h", "dynamica_constraints.h")
+#: fixed files every module file includes (the loops' layer and its tree L^T D L only when used, always copied)
+MODULE_HELPERS = ("dynamica_module.h", "dynamica_constraints.h", "dynamica_tree_ldl.h")
 BACKENDS: dict = {}
 ALIASES = {"cython": "c"}
 

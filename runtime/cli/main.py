@@ -330,34 +330,9 @@ class _Backends:
         return iter(self._names())
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="dynamica", description="Equations of motion of rigid-body trees "
-                                 "as compiled extensions (after Dynamica90).",
-                                 epilog=f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}. "
-                                 "Each command has its own --help.")
-    ap.add_argument("--version", action="version", version=f"dynamica {__import__('dynamica').__version__}")
-    backend_choices = _Backends()
-    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def common(p):
-        p.add_argument("model", help=f"model file (YAML, {MODEL_DOC})")
-        p.add_argument("--form", default=None, help="equation form (composite/CBM, or auto); default: "
-                       "the model's simulate.form, else composite (ltdl for large trees: docs/api.md)")
-        p.add_argument("--backend", default="c", choices=backend_choices, metavar="BACKEND",
-                       help="c (default; alias cython) or fortran (gfortran, docs/fortran.md)")
-        p.add_argument("--mode", default="symbolic", choices=("symbolic", "numeric"),
-                       help="symbolic (default: everything unrolled) or numeric (joint kinematics generated, "
-                       "recursions as compiled loops; composite, articulated, ltdl)")
-        p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
-        cli_models.add_import_options(p)
-
+def _simulate_parser(sub, common) -> None:
+    """`dynamica simulate`: its options."""
     from dynamica.runtime import paramsets
-    from dynamica.runtime.cli import models as cli_models
-    p = sub.add_parser("compile", help="generate and compile the module of a model")
-    common(p)
-    p.add_argument("-o", "--output", help="directory to copy the compiled module (and its source) to")
-    p.set_defaults(fn=cmd_compile)
-
     p = sub.add_parser("simulate", help="integrate a model and write/plot the results")
     common(p)
     p.add_argument("--t-end", type=number(), default=None, help="final time (default: the model's simulate.t_end)")
@@ -397,6 +372,9 @@ def main(argv=None) -> int:
                         "points); repeat for each input")
     p.set_defaults(fn=cmd_simulate)
 
+
+def _select_parser(sub) -> None:
+    """`dynamica select`: its options."""
     p = sub.add_parser("select", help="predicted flops, generated operations and (--measure) time per RHS "
                        "call of every equation form; recommends the cheapest")
     p.add_argument("model", nargs="?", help=f"model file (YAML, {MODEL_DOC})")
@@ -413,6 +391,10 @@ def main(argv=None) -> int:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(fn=cmd_select)
 
+
+def _check_parser(sub, common) -> None:
+    """`dynamica check`: its options."""
+    from dynamica.runtime import paramsets
     p = sub.add_parser("check", help="compare the compiled RHS with the numeric reference at random states")
     common(p)
     p.add_argument("--samples", type=count, default=20)
@@ -421,16 +403,9 @@ def main(argv=None) -> int:
     paramsets.add_options(p)
     p.set_defaults(fn=cmd_check)
 
-    cli_models.add_parsers(sub, common)
-    from dynamica.runtime.cli import sweep as sweep_cli
-    sweep_cli.add_parser(sub, common)
-    from dynamica.runtime.cli import export as export_cli
-    export_cli.add_parser(sub, common)
-    _cache_parser(sub)
-    from dynamica.runtime.cli.linear import add_commands
-    add_commands(sub, common, f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}.")
 
-    args = ap.parse_args(argv)
+def _run(args) -> int:
+    """Run the chosen command; an error the user can act on is one line and exit code 2."""
     import warnings
 
     from dynamica.runtime.cli.terminal import WarningsOnce, warning_cache
@@ -453,6 +428,49 @@ def main(argv=None) -> int:
     finally:
         shown.summary()
         warnings.showwarning = saved
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="dynamica", description="Equations of motion of rigid-body trees "
+                                 "as compiled extensions (after Dynamica90).",
+                                 epilog=f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}. "
+                                 "Each command has its own --help.")
+    ap.add_argument("--version", action="version", version=f"dynamica {__import__('dynamica').__version__}")
+    backend_choices = _Backends()
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(p):
+        p.add_argument("model", help=f"model file (YAML, {MODEL_DOC})")
+        p.add_argument("--form", default=None, help="equation form (composite/CBM, or auto); default: "
+                       "the model's simulate.form, else composite (ltdl for large trees: docs/api.md)")
+        p.add_argument("--backend", default="c", choices=backend_choices, metavar="BACKEND",
+                       help="c (default; alias cython) or fortran (gfortran, docs/fortran.md)")
+        p.add_argument("--mode", default="symbolic", choices=("symbolic", "numeric"),
+                       help="symbolic (default: everything unrolled) or numeric (joint kinematics generated, "
+                       "recursions as compiled loops; composite, articulated, ltdl)")
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+        cli_models.add_import_options(p)
+
+    from dynamica.runtime.cli import models as cli_models
+    p = sub.add_parser("compile", help="generate and compile the module of a model")
+    common(p)
+    p.add_argument("-o", "--output", help="directory to copy the compiled module (and its source) to")
+    p.set_defaults(fn=cmd_compile)
+
+    _simulate_parser(sub, common)
+    _select_parser(sub)
+    _check_parser(sub, common)
+
+    cli_models.add_parsers(sub, common)
+    from dynamica.runtime.cli import sweep as sweep_cli
+    sweep_cli.add_parser(sub, common)
+    from dynamica.runtime.cli import export as export_cli
+    export_cli.add_parser(sub, common)
+    _cache_parser(sub)
+    from dynamica.runtime.cli.linear import add_commands
+    add_commands(sub, common, f"Model files: {MODEL_DOC}. Commands and the Python API: {API_DOC}.")
+
+    return _run(ap.parse_args(argv))
 
 
 if __name__ == "__main__":

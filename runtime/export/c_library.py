@@ -256,6 +256,8 @@ def build_library(model, form=None, backend="c") -> Library:
         helpers.append("dynamica_itr.h")
     if mod.entries == "numeric":
         helpers.append("numeric_core.h")
+    if mod.constrained or mod.entries == "numeric":
+        helpers.append("dynamica_tree_ldl.h")                # included by both
     context = library_context(lib, symbols, functions, ws)
     context.update(declarations=declarations, fortran=sorted(f for f in kernel_files if f.endswith(".f90")))
     files = {f"{name}.h": env().get_template("export/library.h.j2").render(**context),

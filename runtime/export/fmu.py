@@ -133,6 +133,30 @@ def _fmt(x: float) -> str:
     return repr(float(x))
 
 
+def _units_and_experiment(root, model, variables_: list) -> None:
+    """The elements FMI 2.0 and 3.0 write alike: UnitDefinitions (when a variable has a unit)
+    and DefaultExperiment (the model's simulate section)."""
+    units = sorted({v.unit for v in variables_ if v.unit})
+    if units:
+        defs = ET.SubElement(root, "UnitDefinitions")
+        for u in units:
+            ET.SubElement(defs, "Unit", {"name": u})
+    sim = model.spec.simulate
+    exp = {"startTime": "0.0", "stopTime": _fmt(sim.t_end), "tolerance": _fmt(sim.rtol)}
+    if sim.output_step:
+        exp["stepSize"] = _fmt(sim.output_step)
+    ET.SubElement(root, "DefaultExperiment", exp)
+
+
+def _variable_attributes(v) -> dict:
+    """A model variable's attributes common to FMI 2.0 and 3.0."""
+    attrs = {"name": v.name, "valueReference": str(v.vr), "description": v.description,
+             "causality": v.causality, "variability": v.variability}
+    if v.initial:
+        attrs["initial"] = v.initial
+    return attrs
+
+
 def model_description(lib, me: bool, cs: bool, guid: str, variables_: list) -> str:
     model = lib.model
     root = ET.Element("fmiModelDescription", {
@@ -149,23 +173,11 @@ def model_description(lib, me: bool, cs: bool, guid: str, variables_: list) -> s
         files = ET.SubElement(el, "SourceFiles")       # sources/: an importer may compile them itself
         for fname in ("fmu.c", f"{lib.name}.c"):
             ET.SubElement(files, "File", {"name": fname})
-    units = sorted({v.unit for v in variables_ if v.unit})
-    if units:
-        defs = ET.SubElement(root, "UnitDefinitions")
-        for u in units:
-            ET.SubElement(defs, "Unit", {"name": u})
-    sim = model.spec.simulate
-    exp = {"startTime": "0.0", "stopTime": _fmt(sim.t_end), "tolerance": _fmt(sim.rtol)}
-    if sim.output_step:
-        exp["stepSize"] = _fmt(sim.output_step)
-    ET.SubElement(root, "DefaultExperiment", exp)
+    _units_and_experiment(root, model, variables_)
     mv = ET.SubElement(root, "ModelVariables")
     index = {v.name: k + 1 for k, v in enumerate(variables_)}
     for v in variables_:
-        attrs = {"name": v.name, "valueReference": str(v.vr), "description": v.description,
-                 "causality": v.causality, "variability": v.variability}
-        if v.initial:
-            attrs["initial"] = v.initial
+        attrs = _variable_attributes(v)
         sv = ET.SubElement(mv, "ScalarVariable", attrs)
         real = {}
         if v.start is not None:
@@ -212,26 +224,14 @@ def model_description_3(lib, me: bool, cs: bool, token: str, variables_: list) -
     if cs:
         ET.SubElement(root, "CoSimulation", {**common, "canHandleVariableCommunicationStepSize": "true",
                                              "hasEventMode": "false"})
-    units = sorted({v.unit for v in variables_ if v.unit})
-    if units:
-        defs = ET.SubElement(root, "UnitDefinitions")
-        for u in units:
-            ET.SubElement(defs, "Unit", {"name": u})
-    sim = model.spec.simulate
-    exp = {"startTime": "0.0", "stopTime": _fmt(sim.t_end), "tolerance": _fmt(sim.rtol)}
-    if sim.output_step:
-        exp["stepSize"] = _fmt(sim.output_step)
-    ET.SubElement(root, "DefaultExperiment", exp)
+    _units_and_experiment(root, model, variables_)
     mv = ET.SubElement(root, "ModelVariables")
     vr_time = lib.ny + model.n + len(model.states) + len(lib.p_names) + len(lib.output_names)   # VR_END of fmu.c
     ET.SubElement(mv, "Float64", {"name": "time", "valueReference": str(vr_time), "causality": "independent",
                                   "variability": "continuous", "description": "time"})
     vr = {v.name: v.vr for v in variables_}
     for v in variables_:
-        attrs = {"name": v.name, "valueReference": str(v.vr), "description": v.description,
-                 "causality": v.causality, "variability": v.variability}
-        if v.initial:
-            attrs["initial"] = v.initial
+        attrs = _variable_attributes(v)
         if v.start is not None:
             attrs["start"] = _fmt(v.start)
         if v.unit:
@@ -270,7 +270,7 @@ class FmiVersion:
     """How one version of the FMI standard packs the same FMU."""
     description: object             # (lib, me, cs, guid, variables) -> modelDescription.xml
     header: str                      # the fixed interface (templates/export) fmu.c includes
-    api: str                         # the folder of the standard's headers (runtime/export)
+    api: str                         # the folder of the standard's headers (runtime/export/third_party)
     api_headers: tuple
     binaries: str                    # the folder of the binary for this platform
     extra_sources: object = None     # (lib) -> {file name: text} beside the C sources (sources/)
@@ -324,7 +324,7 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL, 
     for fixed in (version.header, FMU_SHARED):
         sources[fixed] = resources.files("dynamica.templates").joinpath("export", fixed).read_text()
     sources[ADAMS] = resources.files("dynamica.runtime.native").joinpath(ADAMS).read_text()
-    api = resources.files("dynamica.runtime.export").joinpath(version.api)
+    api = resources.files("dynamica.runtime.export").joinpath("third_party", version.api)
     for h in version.api_headers:
         sources[h] = api.joinpath(h).read_text()
     extra = version.extra_sources(lib) if version.extra_sources else {}

@@ -199,6 +199,68 @@ def active_events(g, g_new, direction):
 _EPS = float(np.finfo(float).eps)
 
 
+def _output_times(t_eval, t0: float, tb: float):
+    """(tv, d): the output times (default: the end point) checked to lie in [t0, tb] and to be
+    monotone, and the direction of integration d = +-1."""
+    tv = np.array([tb]) if t_eval is None else np.array(t_eval, dtype=float).reshape(-1)
+    d = 1.0 if tb >= t0 else -1.0
+    if np.any(d * (tv - t0) < 0) or np.any(d * (tv - tb) > 0):
+        raise ValueError(f"t_eval must lie within t_span = [{t0!r}, {tb!r}]")
+    if tv.shape[0] > 1 and np.any(d * np.diff(tv) < 0):
+        raise ValueError("t_eval must be monotone in the direction of integration")
+    return tv, d
+
+
+def _run_with_events(st, events, tv, Y, j, t0, y0, d, check):
+    """The stepper run one accepted step at a time with the events evaluated at each step's end
+    and their roots located on its interpolant (see `solve`); check(code) raises on a failed
+    step. Returns (j, status, t_end, t_events, y_events)."""
+    status, t_end = 0, None
+    n = y0.shape[0]
+    from scipy.optimize import brentq
+    events, max_events, direction = prepare_events(events)
+    ne = len(events)
+    t_events = [[] for _ in range(ne)]
+    y_events = [[] for _ in range(ne)]
+    count = np.zeros(ne)
+    direction = direction.tolist()
+    g = [float(ev(t0, y0.copy())) for ev in events]
+    intrp, run = st.intrp, st.run
+    while not st.done:
+        before = st.nsteps
+        code, j = run(tv, Y, j, 1)
+        if code:
+            check(code)
+        if st.nsteps == before:                      # ended by extrapolation within 4u|t|
+            break
+        t = st.t
+        y = st.y
+        g_new = [float(ev(t, y if i == 0 else y.copy())) for i, ev in enumerate(events)]
+        active = active_events(g, g_new, direction)
+        if active:
+            t_old = st.t_old
+            active = np.array(active)
+            count[active] += 1
+            roots = np.array([brentq(lambda s, ev=events[e]: ev(s, intrp(s)), t_old, t,
+                                     xtol=4 * _EPS, rtol=4 * _EPS) for e in active])
+            terminate = bool(np.any(count[active] >= max_events[active]))
+            if terminate:
+                order = np.argsort(d * roots)
+                active, roots = active[order], roots[order]
+                last = np.nonzero(count[active] >= max_events[active])[0][0]
+                active, roots = active[:last + 1], roots[:last + 1]
+            for e, te in zip(active, roots):
+                t_events[e].append(te)
+                y_events[e].append(intrp(te))
+            if terminate:
+                status, t_end = 1, float(roots[-1])
+                break
+        g = g_new
+    t_events = [np.asarray(te) for te in t_events]
+    y_events = [np.asarray(ye).reshape(-1, n) for ye in y_events]
+    return j, status, t_end, t_events, y_events
+
+
 def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rtol=1e-6, atol=1e-6,
           max_steps=500_000, first_step=None, max_step=np.inf, on_stiff="warn", use_capsule=True,
           events=None, dense_output=False, project=None, project_tol=1e-12):
@@ -237,13 +299,8 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     t0, tb = float(t_span[0]), float(t_span[1])
     f, y0, p = resolve_rhs(model_or_capsule, y0, params_array, use_capsule)
     default_out = t_eval is None
-    tv = np.array([tb]) if default_out else np.array(t_eval, dtype=float).reshape(-1)
-    d = 1.0 if tb >= t0 else -1.0
+    tv, d = _output_times(t_eval, t0, tb)
     m = tv.shape[0]
-    if np.any(d * (tv - t0) < 0) or np.any(d * (tv - tb) > 0):
-        raise ValueError(f"t_eval must lie within t_span = [{t0!r}, {tb!r}]")
-    if m > 1 and np.any(d * np.diff(tv) < 0):
-        raise ValueError("t_eval must be monotone in the direction of integration")
     mod = core()
     if project is None and use_capsule and hasattr(getattr(model_or_capsule, "module", None), "project_capsule"):
         project = model_or_capsule.module.project_capsule
@@ -262,47 +319,8 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
         code, j = st.run(tv, Y, j, int(max_steps) + 1)
         check_status(st, code, rtol, atol, max_steps, on_stiff)
     else:
-        from scipy.optimize import brentq
-        events, max_events, direction = prepare_events(events)
-        ne = len(events)
-        t_events = [[] for _ in range(ne)]
-        y_events = [[] for _ in range(ne)]
-        count = np.zeros(ne)
-        direction = direction.tolist()
-        g = [float(ev(t0, y0.copy())) for ev in events]
-        intrp, run = st.intrp, st.run
-        while not st.done:
-            before = st.nsteps
-            code, j = run(tv, Y, j, 1)
-            if code:
-                check_status(st, code, rtol, atol, max_steps, on_stiff)
-            if st.nsteps == before:                      # ended by extrapolation within 4u|t|
-                break
-            t = st.t
-            y = st.y
-            g_new = [float(ev(t, y if i == 0 else y.copy())) for i, ev in enumerate(events)]
-            active = active_events(g, g_new, direction)
-            if active:
-                t_old = st.t_old
-                active = np.array(active)
-                count[active] += 1
-                roots = np.array([brentq(lambda s, ev=events[e]: ev(s, intrp(s)), t_old, t,
-                                         xtol=4 * _EPS, rtol=4 * _EPS) for e in active])
-                terminate = bool(np.any(count[active] >= max_events[active]))
-                if terminate:
-                    order = np.argsort(d * roots)
-                    active, roots = active[order], roots[order]
-                    last = np.nonzero(count[active] >= max_events[active])[0][0]
-                    active, roots = active[:last + 1], roots[:last + 1]
-                for e, te in zip(active, roots):
-                    t_events[e].append(te)
-                    y_events[e].append(intrp(te))
-                if terminate:
-                    status, t_end = 1, float(roots[-1])
-                    break
-            g = g_new
-        t_events = [np.asarray(te) for te in t_events]
-        y_events = [np.asarray(ye).reshape(-1, n) for ye in y_events]
+        j, status, t_end, t_events, y_events = _run_with_events(
+            st, events, tv, Y, j, t0, y0, d, lambda code: check_status(st, code, rtol, atol, max_steps, on_stiff))
     if status == 1:
         if default_out:
             tv, Y, j = np.array([t_end]), st.intrp(t_end)[None, :], 1

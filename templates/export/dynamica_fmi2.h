@@ -259,22 +259,15 @@ fmi2Status fmi2SetTime(fmi2Component comp, fmi2Real time)
 fmi2Status fmi2SetContinuousStates(fmi2Component comp, const fmi2Real x[], size_t nx)
 {
     instance *c = (instance *)comp;
-    if (nx != NY)
-        return fail(c, "wrong number of continuous states");
-    memcpy(c->y, x, NY * sizeof(double));
-    changed(c);
-    return fmi2OK;
+    const char *why = dyn_fmu_set_states(c, x, nx);
+    return why ? fail(c, why) : fmi2OK;
 }
 
 fmi2Status fmi2GetDerivatives(fmi2Component comp, fmi2Real dx[], size_t nx)
 {
     instance *c = (instance *)comp;
-    if (nx != NY)
-        return fail(c, "wrong number of state derivatives");
-    if (derivatives(c) != 0)
-        return fail(c, "the right-hand side is not finite at this state (or the loops' equations are inconsistent)");
-    memcpy(dx, c->ydot, NY * sizeof(double));
-    return fmi2OK;
+    const char *why = dyn_fmu_get_derivatives(c, dx, nx);
+    return why ? fail(c, why) : fmi2OK;
 }
 
 fmi2Status fmi2GetEventIndicators(fmi2Component comp, fmi2Real indicators[], size_t ni)

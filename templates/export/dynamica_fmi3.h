@@ -424,22 +424,15 @@ fmi3Status fmi3SetTime(fmi3Instance inst, fmi3Float64 time)
 fmi3Status fmi3SetContinuousStates(fmi3Instance inst, const fmi3Float64 x[], size_t nx)
 {
     instance *c = (instance *)inst;
-    if (nx != NY)
-        return fail(c, "wrong number of continuous states");
-    memcpy(c->y, x, NY * sizeof(double));
-    changed(c);
-    return fmi3OK;
+    const char *why = dyn_fmu_set_states(c, x, nx);
+    return why ? fail(c, why) : fmi3OK;
 }
 
 fmi3Status fmi3GetContinuousStateDerivatives(fmi3Instance inst, fmi3Float64 dx[], size_t nx)
 {
     instance *c = (instance *)inst;
-    if (nx != NY)
-        return fail(c, "wrong number of state derivatives");
-    if (derivatives(c) != 0)
-        return fail(c, "the right-hand side is not finite at this state (or the loops' equations are inconsistent)");
-    memcpy(dx, c->ydot, NY * sizeof(double));
-    return fmi3OK;
+    const char *why = dyn_fmu_get_derivatives(c, dx, nx);
+    return why ? fail(c, why) : fmi3OK;
 }
 
 fmi3Status fmi3GetEventIndicators(fmi3Instance inst, fmi3Float64 indicators[], size_t ni)

@@ -247,6 +247,27 @@ static const char *dyn_fmu_event_projection(instance *c, int *moved)
     return NULL;
 }
 
+/* fmi2SetContinuousStates, fmi3SetContinuousStates: y = x (nx of them); NULL, or why not */
+static const char *dyn_fmu_set_states(instance *c, const double *x, size_t nx)
+{
+    if (nx != NY)
+        return "wrong number of continuous states";
+    memcpy(c->y, x, NY * sizeof(double));
+    changed(c);
+    return NULL;
+}
+
+/* fmi2GetDerivatives, fmi3GetContinuousStateDerivatives: dx = y' (nx of them); NULL, or why not */
+static const char *dyn_fmu_get_derivatives(instance *c, double *dx, size_t nx)
+{
+    if (nx != NY)
+        return "wrong number of state derivatives";
+    if (derivatives(c) != 0)
+        return "the right-hand side is not finite at this state (or the loops' equations are inconsistent)";
+    memcpy(dx, c->ydot, NY * sizeof(double));
+    return NULL;
+}
+
 /* Model Exchange, after an integrator step: 1 when a loop's residual exceeds DRIFT_TOL */
 static int dyn_fmu_drifted(instance *c)
 {

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dynamica_tree_ldl.h"
+
 /* Tolerances (each may be set with -D for an experiment). On the N four-bar of the IFToMM
    benchmark library (benchmarks/bench_singular.py):
    RANK_TOL     |R_kk| of unit rows below which an equation is dependent on those kept: a row at
@@ -107,19 +109,10 @@ typedef struct { int status, row, rank; double residual; } dyn_con_report;
 static int dyn_con_factor(const int *lam, int n, double *M)
 {
     for (int k = n - 1; k >= 0; --k) {
-        double *Mk = M + (size_t)k * n;
-        if (!(Mk[k] > 0.0) || !isfinite(Mk[k]))          /* M is positive definite */
+        const double mkk = M[(size_t)k * n + k];
+        if (!(mkk > 0.0) || !isfinite(mkk))                 /* M is positive definite */
             return DYN_CON_SINGULAR;
-        const double dinv = 1.0 / Mk[k];
-        Mk[k] = dinv;
-        for (int i = lam[k]; i >= 0; i = lam[i]) {
-            double *Mi = M + (size_t)i * n;
-            const double w = Mk[i], l = w * dinv;
-            Mk[i] = l;
-            Mi[i] -= l * w;
-            for (int j = lam[i]; j >= 0; j = lam[j])
-                Mi[j] -= l * Mk[j];
-        }
+        dyn_tree_ldl_pivot(lam, n, M, k);
     }
     return DYN_CON_OK;
 }
@@ -127,17 +120,7 @@ static int dyn_con_factor(const int *lam, int n, double *M)
 /* x = M^-1 x with the factor of dyn_con_factor (L^T y = x (2.8), then L x = D^-1 y (2.9)) */
 static void dyn_con_solve(const int *lam, int n, const double *LD, double *x)
 {
-    for (int i = n - 1; i >= 0; --i) {
-        const double *Li = LD + (size_t)i * n;
-        for (int j = lam[i]; j >= 0; j = lam[j])
-            x[j] -= Li[j] * x[i];
-    }
-    for (int i = 0; i < n; ++i) {
-        const double *Li = LD + (size_t)i * n;
-        x[i] *= Li[i];
-        for (int j = lam[i]; j >= 0; j = lam[j])
-            x[i] -= Li[j] * x[j];
-    }
+    dyn_tree_ldl_solve(lam, n, LD, x);
 }
 
 /* y = D^-1/2 L^-T x: the rows of J M^-1/2 (M^-1 = W W^T, W = L^-1 D^-1/2), first pass of (2.8) */

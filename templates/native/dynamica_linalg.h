@@ -391,6 +391,16 @@ static DYN_LA_FAST void dyn_ldl_solve(int n, const double *F, int nrhs, double *
 typedef void (*dyn_solve_jacobian_fn)(double t, const double *q, const double *qd, const double *p, double *qdd,
                                       double *F, double *J);
 
+/* 1 when every 1/d_i on the diagonal of the L^T D L factors F (row-major n x n) is finite, else 0
+   (a zero pivot) */
+static int dyn_ldl_pivots_finite(int n, const double *F)
+{
+    for (int i = 0; i < n; ++i)
+        if (!isfinite(F[(size_t)i * n + i]))
+            return 0;
+    return 1;
+}
+
 /* dq''/d[q, q'] = -M^-1 J into out (and q'' into qdd_out unless NULL) from the kernel that gives
    q'', the factors F of M and J at q'' in one call; a zero pivot (1/d_i not finite) gives NaN */
 static void dyn_dv_ldl_qdd_jacobian(int n, dyn_solve_jacobian_fn solve, double t, const double *q, const double *qd,
@@ -406,11 +416,7 @@ static void dyn_dv_ldl_qdd_jacobian(int n, dyn_solve_jacobian_fn solve, double t
     }
     double *qdd = F + (size_t)n * n;
     solve(t, q, qd, p, qdd, F, out);
-    int ok = 1;
-    for (int i = 0; i < n; ++i)
-        if (!isfinite(F[(size_t)i * n + i]))
-            ok = 0;
-    if (!ok) {
+    if (!dyn_ldl_pivots_finite(n, F)) {
         dyn_fill_nan(out, 2 * n * n);
         dyn_fill_nan(qdd, n);
     } else {
@@ -436,11 +442,7 @@ static void dyn_dv_ldl_qdd_derivatives(int n, dyn_solve_jacobian_fn solve, doubl
     }
     double *qdd = F + (size_t)n * n;
     solve(t, q, qd, p, qdd, F, out);
-    int ok = 1;
-    for (int i = 0; i < n; ++i)
-        if (!isfinite(F[(size_t)i * n + i]))
-            ok = 0;
-    if (!ok) {
+    if (!dyn_ldl_pivots_finite(n, F)) {
         dyn_fill_nan(out, 2 * n * n);
         dyn_fill_nan(qdd, n);
         dyn_fill_nan(minv, n * n);

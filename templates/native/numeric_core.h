@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dynamica_tree_ldl.h"
+
 #define DYN_NM_TB 40
 #define DYN_NM_NTERMS(nb, n) (DYN_NM_TB * (nb) + 8 * (n) + 3)
 /* terms + zero rates + forward pass (v, w_hat: 6 each, rp: 3) */
@@ -390,32 +392,9 @@ static void dyn_nm_mass_blocks(const dyn_nm_topo *tp, const double *T, const dou
    H_ij -= L_ki W_kj with W_kj = d_k L_kj (j on the path from i; still unscaled in row k). */
 static void dyn_nm_ldl_solve(const dyn_nm_topo *tp, double *H, double *x)
 {
-    const int n = tp->n;
-    const int *lam = tp->lambda;
-    for (int k = n - 1; k >= 0; --k) {
-        double *Hk = H + (size_t)k * n;
-        const double dinv = 1.0 / Hk[k];
-        Hk[k] = dinv;
-        for (int i = lam[k]; i >= 0; i = lam[i]) {
-            double *Hi = H + (size_t)i * n;
-            const double w = Hk[i], l = w * dinv;
-            Hk[i] = l;
-            Hi[i] -= l * w;
-            for (int j = lam[i]; j >= 0; j = lam[j])
-                Hi[j] -= l * Hk[j];
-        }
-    }
-    for (int i = n - 1; i >= 0; --i) {                    /* L^T y = b (2.8) */
-        const double *Hi = H + (size_t)i * n;
-        for (int j = lam[i]; j >= 0; j = lam[j])
-            x[j] -= Hi[j] * x[i];
-    }
-    for (int i = 0; i < n; ++i) {                         /* L x = D^-1 y (2.9) */
-        const double *Hi = H + (size_t)i * n;
-        x[i] *= Hi[i];
-        for (int j = lam[i]; j >= 0; j = lam[j])
-            x[i] -= Hi[j] * x[j];
-    }
+    for (int k = tp->n - 1; k >= 0; --k)
+        dyn_tree_ldl_pivot(tp->lambda, tp->n, H, k);
+    dyn_tree_ldl_solve(tp->lambda, tp->n, H, x);
 }
 
 /* A joint block D = A^T Y + diag(arm) (ni x ni, A the columns of A_i, Y = M* A, arm the joint's

@@ -281,11 +281,12 @@ def test_hamiltonian_forms_refuse_loops():
 
 
 @pytest.mark.parametrize("name", ["fourbar", "rssr"])
-def test_against_pinocchio_constraint_dynamics(name):
+def test_against_pinocchio_constraint_dynamics(name, monkeypatch):
     """q'' against pin.constraintDynamics with the loop as a CONTACT_3D rigid constraint (the
     Pinocchio models of benchmarks/bench_loops.py, built there independently of dynamica)."""
     pytest.importorskip("pinocchio")
     import importlib.util
+    monkeypatch.syspath_prepend(str(MODELS.parent / "benchmarks"))   # its helper benchmarks/_peers.py
     spec = importlib.util.spec_from_file_location("bench_loops", MODELS.parent / "benchmarks" / "bench_loops.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
