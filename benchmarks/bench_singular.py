@@ -119,7 +119,7 @@ def main():
             import dynamica as d
             d.load(str(Path(folder) / f"nfourbar{n}.yaml"))                 # compiled once, outside the timing
             methods = ["adams"] if n > 2 else ["adams", "DOP853", "radau"]
-            rtols = [1e-8, 1e-10] if n > 2 else [1e-8, 1e-10, 1e-12]
+            rtols = [1e-8, 1e-10, 1e-12]
             for method in methods:
                 for rtol in rtols:
                     lines.append(f"{n:>3} {method + ' *':>8} {rtol:7.0e} {reduced(n, method, rtol):11.2e} "

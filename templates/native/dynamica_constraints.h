@@ -409,14 +409,34 @@ static double dyn_con_velocity_defect(int n, int m, const dyn_con_work *W, const
 }
 
 /* ------------------------------------------------------------------ the projection */
+/* the longest row of J (m x n) */
+static double dyn_con_jmax(int n, int m, const double *J)
+{
+    double jmax = 0.0;
+    for (int a = 0; a < m; ++a) {
+        double s2 = 0.0;
+        for (int k = 0; k < n; ++k)
+            s2 += J[(size_t)a * n + k] * J[(size_t)a * n + k];
+        if (s2 > jmax) jmax = s2;
+    }
+    return sqrt(jmax);
+}
+
 /* Scratch of dyn_con_project_in beyond dyn_con_work: four vectors of m */
 #define DYN_CON_PROJECT_EXTRA(m) (4 * (size_t)(m))
 
 /* y = [q, q'] onto phi = 0, then J q' + phi_t = 0, in place. Positions: Newton steps, each the
-   M-weighted minimum-norm correction, until max |phi| <= tol, at most `iters` (the defect after a
-   step is within the linear region of every row: no test needed more); then, when J q' + phi_t
-   exceeds tol, the same correction of the velocities, leaving alone the weak rows
-   (dv_a kappa_a > DYN_CON_PROJECT_WEAK w, dyn_con_weak), whose velocity the solve holds. */
+   M-weighted minimum-norm correction, towards max |phi| <= the rounding level of dyn_con_weak
+   (DYN_CON_ROUNDING times the longest row), at most `iters` (the defect after a step is within
+   the linear region of every row: no test needed more); it succeeds when that level or `tol` is
+   reached. Then, when J q' + phi_t exceeds the rounding level (DYN_CON_ROUNDING times the
+   longest row times w) or tol, the same correction of the velocities, leaving alone the weak
+   rows (dv_a kappa_a > DYN_CON_PROJECT_WEAK w, dyn_con_weak), whose velocity the solve holds.
+   Why the rounding level and not tol alone: near a singular configuration the solve reads any
+   defect above that level as real (dyn_con_weak) and scales the weak rows' gamma by it, so a
+   defect left between the two (measured on a change-point four-bar: |phi| ~ 3e-13 after each
+   step at rtol 1e-12, tol 1e-12) made q'' jump with the defect from step to step, and adams
+   rejected every other step at h ~ 1e-9 until max_steps. */
 static int dyn_con_project_in(const dyn_con_spec *s, double t, double *y, const double *p, double tol, int iters,
                               dyn_con_work *W, double *scratch)
 {
@@ -424,23 +444,37 @@ static int dyn_con_project_in(const dyn_con_spec *s, double t, double *y, const 
     double *phi = scratch, *weak = phi + m, *e = weak + m, *kappa = e + m;
     int status = DYN_CON_NOT_CONVERGED, evaluated = 0;
     const double w = dyn_con_amax(n, y + n);
+    double level = -1.0, prev = INFINITY;                  /* the rounding level, from the first J */
     for (int it = 0; it <= iters; ++it) {
         s->phi(t, y, p, phi);
         double err = 0.0;
         for (int a = 0; a < m; ++a)
             if (!(fabs(phi[a]) <= err)) err = fabs(phi[a]);
-        if (err <= tol) {
+        /* done at the rounding level; or within tol once Newton stalls (rounding of phi above
+           the level: a converging step divides the defect by far more than 4) */
+        if (err <= level || err == 0.0 || (err <= tol && err > 0.25 * prev)) {
             status = DYN_CON_OK;
             break;
         }
+        prev = err;
         if (!isfinite(err))
             break;
         const int st = dyn_con_eval(s, t, y, p, W);
         if (st != DYN_CON_OK)
             return st;
         evaluated = 1;
-        if (it == iters)
+        if (level < 0.0) {
+            level = DYN_CON_ROUNDING * dyn_con_jmax(n, m, W->J);
+            if (err <= level) {
+                status = DYN_CON_OK;
+                break;
+            }
+        }
+        if (it == iters) {
+            if (err <= tol)
+                status = DYN_CON_OK;
             break;
+        }
         const int rank = dyn_con_prepare(s, W, DYN_CON_PROJECT_RANK_TOL, NULL);
         dyn_con_correct(s, rank, W, phi, y, NULL);
         evaluated = 0;
@@ -456,7 +490,8 @@ static int dyn_con_project_in(const dyn_con_spec *s, double t, double *y, const 
     double err = 0.0;
     for (int a = 0; a < m; ++a)
         if (!(fabs(e[a]) <= err)) err = fabs(e[a]);
-    if (err > tol) {
+    const double vlevel = DYN_CON_ROUNDING * dyn_con_jmax(n, m, W->J) * w;
+    if (err > (vlevel < tol ? vlevel : tol)) {
         dyn_con_jdot(s, t, y, y + n, p, W, W->A, W->z, W->tau);
         dyn_con_weak(n, m, W->J, W->A, NULL, e, w, weak, kappa);
         for (int a = 0; a < m; ++a)                        /* weak: dv_a kappa_a > DYN_CON_PROJECT_WEAK w */

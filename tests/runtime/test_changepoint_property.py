@@ -1,0 +1,116 @@
+"""Random Grashof change-point four-bars integrated through their flat configuration, where the
+loops' Jacobian loses rank for an instant and two branches of motion cross: the default
+integrator (adams) must carry on along the smooth branch it came on.
+
+Mechanism (one compiled model, the lengths are parameters): crank l1 about the origin, coupler
+l2 on its tip, rocker l3 about (l0, 0), the coupler's tip pinned to the rocker's;
+l1 + l2 = l0 + l3 (change point) with the crank the shortest (Grashof: it turns fully), so the
+links fold flat once a turn, at th1 = 0 mod 2 pi. Drawn by hypothesis: l1, l0, l3 (l2 follows),
+the branch (the sign of the closure's acos), a start th1 in (-2 pi + 0.3, -0.3) and an initial
+kinetic energy above what gravity takes on the way (the crank never stops), integrated until the
+crank is 0.5 rad past the flat configuration at rtol = atol = 1e-10.
+
+Oracle: tests/oracles/changepoint_quadrature.py, the branch in closed form and the motion by
+energy conservation and quadrature (the time to reach each angle; no state off the branch,
+nothing of dynamica). It agrees with tests/oracles/changepoint.py's 40-digit integration of the
+branch's equation on that file's mechanism to 1.2e-12 rad over 2.5 s through the crossing
+(checked in test_the_two_oracles_agree).
+
+Measure: the crank-angle error at each output time t_k, |t_k - T(th1_k)| s'(th1_k), T the
+oracle's time to reach dynamica's angle (first order in the error, which is small). Tolerance:
+2e-7 rad. Measured at rtol 1e-10 over 20 random mechanisms drawn as here: 5e-10 ... 1.4e-8 rad
+(the fixed mechanism of test_iftomm_nfourbar.py: 3.9e-8 over 2.5 s); a jump to the crossed
+branch is an O(1) error; the bound is about 5x the worst measured on either.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import dynamica  # noqa: E402
+
+from oracles import changepoint_quadrature as cq  # noqa: E402
+
+RTOL = 1e-10
+TOL = 2e-7
+
+MODEL = """
+name: changepoint_random
+description: a Grashof change-point four-bar with lengths as parameters
+parameters: {l0: 3.0, l1: 2.0, l2: 4.0, l3: 3.0, m: 1.0}
+gravity: [0, -9.81, 0]
+bodies:
+  - {name: crank, parent: ground, joint: {type: revolute, axis: z, q: th1}, mass: m, com: ["l1/2", 0, 0],
+     inertia: [0.0001, "m*l1**2/12", "m*l1**2/12"]}
+  - {name: coupler, parent: crank, joint: {type: revolute, axis: z, q: th2, offset: [l1, 0, 0]}, mass: 2*m,
+     com: ["l2/3", 0.1, 0], inertia: [0.0001, "m*l2**2/6", "m*l2**2/6"]}
+  - {name: rocker, parent: ground, joint: {type: revolute, axis: z, q: th3, offset: [l0, 0, 0]}, mass: m,
+     com: ["l3/2", 0, 0], inertia: [0.0001, "m*l3**2/12", "m*l3**2/12"]}
+loops:
+  - {name: pin, type: revolute, body_a: coupler, point_a: [l2, 0, 0], body_b: rocker, point_b: [l3, 0, 0], axis: z}
+initial: {th1: 0.6, th2: -0.4, th3: 1.2, der(th1): 3.0}
+assembly: {hold: [th1, der(th1)]}
+"""
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("changepoint") / "changepoint_random.yaml"
+    path.write_text(MODEL)
+    return dynamica.load(str(path))
+
+
+def _bodies(l0, l1, l2, l3):
+    return [(1.0, l1 ** 2 / 12, l1 / 2, 0.0), (2.0, l2 ** 2 / 6, l2 / 3, 0.1), (1.0, l3 ** 2 / 12, l3 / 2, 0.0)]
+
+
+def crossing_error(model, lengths, sign, s0, extra):
+    """The largest crank-angle error (rad) of adams through the flat configuration at th1 = 0."""
+    l0, l1, l2, l3 = lengths
+    fb = cq.Fourbar(lengths, _bodies(*lengths), 9.81, sign)
+    grid = np.linspace(s0, 0.5, 400)
+    climb = max(fb.potential(x) for x in grid) - fb.potential(s0)
+    sdot0 = math.sqrt(2.0 * (max(climb, 0.0) + extra) / fb.mass(s0))
+    q0, qd0 = fb.state(s0, sdot0)
+    t_end = float(cq.times(fb, s0, sdot0, [0.5])[0][0])
+    params = {"l0": l0, "l1": l1, "l2": l2, "l3": l3}
+    res = dynamica.simulate(model, t_end=t_end, rtol=RTOL, atol=RTOL, output_step=t_end / 50,
+                            q0=q0, qd0=qd0, params=params)
+    s = res.q[:, model.coordinates.index("th1")]
+    assert s[-1] > 0.4, "the run did not pass the flat configuration"
+    assert np.all(np.diff(s) > 0)
+    T, rate = cq.times(fb, s0, sdot0, s)
+    return float(np.abs((T - res.t) * rate).max())
+
+
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(l1=st.floats(0.5, 2.0), a=st.floats(0.3, 2.0), b=st.floats(0.3, 2.0), sign=st.sampled_from([1, -1]),
+       s0=st.floats(-2 * math.pi + 0.3, -0.3), extra=st.floats(5.0, 60.0))
+def test_random_change_point_fourbars_pass_their_flat_configuration(model, l1, a, b, sign, s0, extra):
+    lengths = (l1 + a, l1, l1 + a + b, l1 + b)       # l0, l1, l2, l3: l1 + l2 = l0 + l3, l1 the shortest
+    err = crossing_error(model, lengths, sign, s0, extra)
+    assert err <= TOL, (lengths, sign, s0, extra, err)
+
+
+@pytest.mark.slow
+def test_the_two_oracles_agree():
+    """The quadrature oracle against tests/oracles/changepoint.py (the branch's equation in 40
+    digits, DOP853 at 1e-13) on test_iftomm_nfourbar.py's mechanism over 2.5 s through its
+    crossing near t = 1.9: within 1e-11 rad (measured 1.2e-12)."""
+    from oracles import changepoint
+    lengths = (3.0, 2.0, 4.0, 3.0)
+    fb = cq.Fourbar(lengths, _bodies(*lengths), 9.81, 1)
+    q0, qd0 = fb.state(0.6, 3.0)
+    times = np.linspace(0.0, 2.5, 26)
+    ref, _ = changepoint.reference(changepoint.Branch(3, 2, 4, 3, _bodies(*lengths), 9.81), q0, qd0[0], times,
+                                   rtol=1e-13)
+    assert ref[-1] > 2 * math.pi                       # through the flat configuration
+    T, rate = cq.times(fb, 0.6, 3.0, ref)
+    assert float(np.abs((T - times) * rate).max()) <= 1e-11
