@@ -126,7 +126,7 @@ def test_numeric_interface(tree_dir):
     assert m.FORM == "composite" and m.SIGNATURE != s.SIGNATURE
     assert "numeric_terms" in m.OPERATION_COUNTS
     assert type(m.rhs_capsule).__name__ == "PyCapsule"
-    with pytest.raises(ValueError, match="length"):
+    with pytest.raises(ValueError, match=rf"`q` must be a C-contiguous float64 array of {m.N} values"):
         m.qdd(0.0, np.zeros(3), np.zeros(m.N), np.zeros(m.NP), np.zeros(m.N))
 
 
