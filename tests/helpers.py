@@ -29,6 +29,22 @@ TREES = {"chain6_123": ("chain", 6, (1, 2, 3), 201, {}),
          "star9_free": ("star", 9, (1, 2, 3), 203, {"base_joint": "free"})}
 
 
+def central(f, x, h=1e-6):
+    """Columns d f / d x_j by central differences."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for j in range(len(x)):
+        e = np.zeros_like(x)
+        e[j] = h
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
+    return np.array(cols).T
+
+
+def scaled_err(a, b) -> float:
+    """Largest difference over max(1, largest |b|): relative for large values, absolute near zero."""
+    return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))
+
+
 def tree_path(name: str, folder) -> Path:
     """The YAML file of random tree `name` (TREES) in `folder`, written on first use."""
     kind, n, tokens, seed, kw = TREES[name]

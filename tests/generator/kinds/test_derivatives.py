@@ -38,26 +38,10 @@ from dynamica.generator.ir.tangent import tangent_kernel
 from dynamica.runtime.kinds.derivatives import derivatives
 
 from conftest import MODELS, PLAIN_MODELS
-from helpers import TREES, tree_path
+from helpers import TREES, central, scaled_err, tree_path
 from oracles.pin_trees import random_tree, write_yaml
 
-H = 1e-6
 RTOL_FD = 1e-7
-
-
-def central(f, x, h=H):
-    """Columns d f / d x_j by central differences."""
-    x = np.asarray(x, dtype=float)
-    cols = []
-    for j in range(len(x)):
-        e = np.zeros_like(x)
-        e[j] = h
-        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
-    return np.array(cols).T
-
-
-def scaled_err(a, b):
-    return float(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))))
 
 
 # ------------------------------------------------------------------ the tangent of each rule
