@@ -26,6 +26,7 @@ branch is an O(1) error; the bound is about 5x the worst measured on either.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,30 +42,12 @@ from oracles import changepoint_quadrature as cq  # noqa: E402
 RTOL = 1e-10
 TOL = 2e-7
 
-MODEL = """
-name: changepoint_random
-description: a Grashof change-point four-bar with lengths as parameters
-parameters: {l0: 3.0, l1: 2.0, l2: 4.0, l3: 3.0, m: 1.0}
-gravity: [0, -9.81, 0]
-bodies:
-  - {name: crank, parent: ground, joint: {type: revolute, axis: z, q: th1}, mass: m, com: ["l1/2", 0, 0],
-     inertia: [0.0001, "m*l1**2/12", "m*l1**2/12"]}
-  - {name: coupler, parent: crank, joint: {type: revolute, axis: z, q: th2, offset: [l1, 0, 0]}, mass: 2*m,
-     com: ["l2/3", 0.1, 0], inertia: [0.0001, "m*l2**2/6", "m*l2**2/6"]}
-  - {name: rocker, parent: ground, joint: {type: revolute, axis: z, q: th3, offset: [l0, 0, 0]}, mass: m,
-     com: ["l3/2", 0, 0], inertia: [0.0001, "m*l3**2/12", "m*l3**2/12"]}
-loops:
-  - {name: pin, type: revolute, body_a: coupler, point_a: [l2, 0, 0], body_b: rocker, point_b: [l3, 0, 0], axis: z}
-initial: {th1: 0.6, th2: -0.4, th3: 1.2, der(th1): 3.0}
-assembly: {hold: [th1, der(th1)]}
-"""
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("changepoint") / "changepoint_random.yaml"
-    path.write_text(MODEL)
-    return dynamica.load(str(path))
+def model():
+    """tests/data/changepoint.yaml: the lengths and mass are parameters, set per example."""
+    return dynamica.load(str(Path(__file__).resolve().parents[1] / "data" / "changepoint.yaml"))
 
 
 def _bodies(l0, l1, l2, l3):

@@ -8,6 +8,7 @@ equations. N = 40 is in benchmarks/bench_singular.py."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -99,36 +100,17 @@ def test_scipy_methods_pass_the_singular_positions(models, method, rtol):
     _check_run(model, 1, res, rtol, 0.0)
 
 
-CHANGE_POINT = """
-name: changepoint
-description: a Grashof change-point four-bar (crank + coupler = ground + rocker), folding flat twice a turn
-parameters: {l1: 2.0, l2: 4.0, l3: 3.0, l0: 3.0, m: 1.0}
-gravity: [0, -9.81, 0]
-bodies:
-  - {name: crank, parent: ground, joint: {type: revolute, axis: z, q: th1}, mass: m, com: ["l1/2", 0, 0],
-     inertia: [0.0001, "m*l1**2/12", "m*l1**2/12"]}
-  - {name: coupler, parent: crank, joint: {type: revolute, axis: z, q: th2, offset: [l1, 0, 0]}, mass: 2*m,
-     com: ["l2/3", 0.1, 0], inertia: [0.0001, "m*l2**2/6", "m*l2**2/6"]}
-  - {name: rocker, parent: ground, joint: {type: revolute, axis: z, q: th3, offset: [l0, 0, 0]}, mass: m,
-     com: ["l3/2", 0, 0], inertia: [0.0001, "m*l3**2/12", "m*l3**2/12"]}
-loops:
-  - {name: pin, type: revolute, body_a: coupler, point_a: [l2, 0, 0], body_b: rocker, point_b: [l3, 0, 0], axis: z}
-initial: {th1: 0.6, th2: -0.4, th3: 1.2, der(th1): 3.0}
-assembly: {hold: [th1, der(th1)]}
-outputs: {energy: true}
-"""
+CHANGE_POINT = Path(__file__).resolve().parents[1] / "data" / "changepoint.yaml"
 
 
-def test_a_generic_change_point_four_bar_passes_its_flat_configurations(tmp_path):
+def test_a_generic_change_point_four_bar_passes_its_flat_configurations():
     """A change-point four-bar whose normals turn along the branch (unlike the N four-bar's): the
     crank turns about five and a half times in 10 s through a dozen flat configurations. With
     adams at rtol 1e-8, 1e-10 and 1e-12: the energy (a closed form: constant) to 2e-6, 1e-7 and
     5e-8 (measured 1.1e-6, 6.0e-8, 1.2e-8), the constraints to 1e-8, and all runs on the same
     branch (the crank's final angle within 1e-4). Before the projection went to the rounding
     level, rtol 1e-12 ran out of steps at the first flat configuration (docs/loops.md)."""
-    path = tmp_path / "changepoint.yaml"
-    path.write_text(CHANGE_POINT)
-    model = dynamica.load(str(path))
+    model = dynamica.load(str(CHANGE_POINT))
     finals = []
     for rtol, bound in ((1e-8, 2e-6), (1e-10, 1e-7), (1e-12, 5e-8)):
         res = dynamica.simulate(model, t_end=10.0, rtol=rtol, atol=rtol, output_step=0.01)
@@ -140,7 +122,7 @@ def test_a_generic_change_point_four_bar_passes_its_flat_configurations(tmp_path
 
 
 @pytest.mark.slow
-def test_the_change_point_four_bar_follows_its_branch_through_the_crossing(tmp_path):
+def test_the_change_point_four_bar_follows_its_branch_through_the_crossing():
     """The same change-point four-bar against its own smooth branch's one-coordinate equation
     (tests/oracles/changepoint.py: the configuration in closed form on the branch, accelerations
     in 40 digits, never off the constraint manifold) over 2.5 s, through the crossing near
@@ -149,9 +131,7 @@ def test_the_change_point_four_bar_follows_its_branch_through_the_crossing(tmp_p
     costs accuracy, and at rtol 1e-12 it is far from 100 rtol, see docs/loops.md; the reference
     agrees with itself at rtol 1e-11 and 1e-13 to 6.5e-11)."""
     from oracles import changepoint
-    path = tmp_path / "changepoint.yaml"
-    path.write_text(CHANGE_POINT)
-    model = dynamica.load(str(path))
+    model = dynamica.load(str(CHANGE_POINT))
     q0, qd0 = model.assemble()
     m = 1.0                                         # per link: mass, I about the centre, the centre in the link
     bodies = [(m, m * 2.0 ** 2 / 12, 1.0, 0.0), (2 * m, m * 4.0 ** 2 / 6, 4.0 / 3, 0.1),
