@@ -107,9 +107,8 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
     """Predicted flops, generated operations and (measure=True) measured us per call of each form,
     in each of `modes` (numeric mode only for the forms it has: forms.NUMERIC_FORMS)."""
     from dynamica.generator.forms import EQUATION_FORMS, FORM_INFO, resolve
-    from dynamica.generator.spec.model import load_model
-    SUPPORTED_FORMS = tuple(NUMERIC_FORMS)
     from dynamica.generator.mechanics.topology import build_topology
+    from dynamica.generator.spec.model import load_model
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise ValueError(f"unknown mode(s) {unknown}; available: {', '.join(MODES)}")
@@ -118,71 +117,78 @@ def select(path, forms=None, measure=False, K=DEFAULT_K, generate_code=True, pro
     tree = cost.from_topology(topo, spec)
     order = {f: k for k, f in enumerate(cost.FORMS)}
     names = [resolve(f) for f in forms] if forms else sorted(EQUATION_FORMS, key=lambda f: (order.get(f, 99), f))
-    acr = {f: FORM_INFO[f].acronym for f in FORM_INFO}
     rep = SelectReport(model=spec.name, n=len(spec.coordinates), bodies=topo.n_bodies, K=K)
     lgr_ok = _inverts_body_inertias(spec)
-    from dynamica.generator.mechanics import body_inertias
     for f in names:
         for mode in modes:
-            if mode == "numeric" and f not in SUPPORTED_FORMS:
+            if mode == "numeric" and f not in NUMERIC_FORMS:
                 continue
-            row = FormRow(form=f, acronym=acr.get(f, ""), mode=mode)
-            try:
-                row.predicted = float(cost.count(tree, form=f, K=K))
-            except (KeyError, ValueError):
-                row.note = "no flop formula in the dissertation"
-            if body_inertias.inverts_body_inertias(f) and not lgr_ok:
-                check = body_inertias.BodyInertiaCheck(spec, f)
-                defaults = spec.defaults()
-                bad = check.bad_bodies([defaults[x] for x in check.symbols])
-                row.applicable = False
-                row.note = (f"not applicable: body {', '.join(f'`{b}`' for b in bad)} massless or its inertia "
-                            f"singular at the default parameters ({check.equation} inverts every M_i)")
-                rep.rows.append(row)
-                if progress is not None:
-                    progress(f if mode == "symbolic" else f"{f} ({mode})", row)
-                continue
-            if generate_code or measure:
-                from dynamica.generator.pipeline import generate
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", DynamicaWarning)   # said once, in the row
-                        g = generate(spec, form=f, mode=mode)
-                except ModelError as exc:           # the form cannot take this model
-                    row.applicable = False
-                    row.note = "not applicable: " + "; ".join(p.message for p in exc.problems)
-                    rep.rows.append(row)
-                    if progress is not None:
-                        progress(f if mode == "symbolic" else f"{f} ({mode})", row)
-                    continue
-                row.kind = g.equations.kind
-                row.generated = rhs_ops(g.module_ir)
-                if mode == "numeric":
-                    row.note = "generated: joint terms only; the recursion runs as loops"
-            if measure and row.applicable:
-                from dynamica.runtime.api import load
-                from dynamica.runtime.integrators.timing import seconds_per_call
-                model = load(path, form=f, mode=mode, check_mass_matrix=False)
-                row.seconds = seconds_per_call(model)
+            row = _form_row(path, spec, tree, f, mode, FORM_INFO[f].acronym if f in FORM_INFO else "", K,
+                            lgr_ok, generate_code, measure)
             if progress is not None:
                 progress(f if mode == "symbolic" else f"{f} ({mode})", row)
             rep.rows.append(row)
+    _recommend(rep, spec, names, modes, K, measure)
+    rep.excluded = tuple(r.acronym or r.form for r in rep.rows if not r.applicable and r.mode == "symbolic")
+    return rep
+
+
+def _form_row(path, spec, tree, f, mode, acronym, K, lgr_ok, generate_code, measure) -> FormRow:
+    """One form in one mode: its predicted flops, its generated operations (or why the form
+    cannot take the model) and, with `measure`, its seconds per call."""
+    from dynamica.generator.mechanics import body_inertias
+    row = FormRow(form=f, acronym=acronym, mode=mode)
+    try:
+        row.predicted = float(cost.count(tree, form=f, K=K))
+    except (KeyError, ValueError):
+        row.note = "no flop formula in the dissertation"
+    if body_inertias.inverts_body_inertias(f) and not lgr_ok:
+        check = body_inertias.BodyInertiaCheck(spec, f)
+        defaults = spec.defaults()
+        bad = check.bad_bodies([defaults[x] for x in check.symbols])
+        row.applicable = False
+        row.note = (f"not applicable: body {', '.join(f'`{b}`' for b in bad)} massless or its inertia "
+                    f"singular at the default parameters ({check.equation} inverts every M_i)")
+        return row
+    if generate_code or measure:
+        from dynamica.generator.pipeline import generate
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DynamicaWarning)   # said once, in the row
+                g = generate(spec, form=f, mode=mode)
+        except ModelError as exc:           # the form cannot take this model
+            row.applicable = False
+            row.note = "not applicable: " + "; ".join(p.message for p in exc.problems)
+            return row
+        row.kind = g.equations.kind
+        row.generated = rhs_ops(g.module_ir)
+        if mode == "numeric":
+            row.note = "generated: joint terms only; the recursion runs as loops"
+    if measure and row.applicable:
+        from dynamica.runtime.api import load
+        from dynamica.runtime.integrators.timing import seconds_per_call
+        model = load(path, form=f, mode=mode, check_mass_matrix=False)
+        row.seconds = seconds_per_call(model)
+    return row
+
+
+def _recommend(rep, spec, names, modes, K, measure):
+    """The recommended form and mode: the fastest measured, or the cheapest predicted (numeric
+    mode's cheapest where the symbolic program would be too large to compile comfortably)."""
     if measure:
         best = min((r for r in rep.rows if r.seconds is not None), key=lambda r: r.seconds)
         rep.recommended, rep.recommended_mode, rep.basis = best.form, best.mode, "measured"
-    else:
-        usable = [f for f in names if all(r.applicable for r in rep.rows if r.form == f and r.mode == "symbolic")]
-        rep.recommended = predicted_best(spec, K, available=usable)
-        rep.recommended_mode, rep.mode_reason = "symbolic", ""
-        size = _symbolic_size(rep, rep.recommended)
-        numeric_forms = [f for f in names if f in SUPPORTED_FORMS]
-        if "numeric" in modes and numeric_forms and size is not None and size > NUMERIC_ABOVE:
-            # too large a program to compile comfortably: the cheapest form numeric mode has
-            rep.recommended = predicted_best(spec, K, available=numeric_forms)
-            rep.recommended_mode = "numeric"
-            rep.mode_reason = f"the symbolic program would have ~{size:.0f} operations > {NUMERIC_ABOVE}"
-    rep.excluded = tuple(r.acronym or r.form for r in rep.rows if not r.applicable and r.mode == "symbolic")
-    return rep
+        return
+    usable = [f for f in names if all(r.applicable for r in rep.rows if r.form == f and r.mode == "symbolic")]
+    rep.recommended = predicted_best(spec, K, available=usable)
+    rep.recommended_mode, rep.mode_reason = "symbolic", ""
+    size = _symbolic_size(rep, rep.recommended)
+    numeric_forms = [f for f in names if f in NUMERIC_FORMS]
+    if "numeric" in modes and numeric_forms and size is not None and size > NUMERIC_ABOVE:
+        # too large a program to compile comfortably: the cheapest form numeric mode has
+        rep.recommended = predicted_best(spec, K, available=numeric_forms)
+        rep.recommended_mode = "numeric"
+        rep.mode_reason = f"the symbolic program would have ~{size:.0f} operations > {NUMERIC_ABOVE}"
 
 
 # ------------------------------------------------------------------ fig. 4.8
