@@ -55,86 +55,125 @@ def breakdown(parents, dofs=None, form=None, K=None) -> list:
     if not isinstance(t, Tree):
         raise TypeError("breakdown needs a Tree (the tables' rows read the parent array)")
     f = form_name(form)
-    N, n, R = t.N, t.n, len(t.roots)
-    Nn = N - R                                  # bodies with a parent body (the tables' N - 1)
-    eta, tau, kap, d = t.eta, t.tau, t.kappa, t.dofs
-    nonroot = [i for i in t.bodies if kap[i] != 0]
-    kin41 = [_row("4.1", "v", "(1.11)", 24 * N, 24 * N), _row("4.1", "w^", "(1.33)", 36 * N, 39 * N),
-             _row("4.1", "F^", "(2.14)", 54 * N, 45 * N)]
-    chol_M = _solve_row("B", "qdd (sparse Cholesky of M)", "(B.8)",
-                        sum(_chol(eta[i]) for i in t.bodies) - sum(_chol(eta[kap[i]]) for i in nonroot))
-    dE = sum(eta[i] ** 2 - eta[kap[i]] ** 2 for i in t.bodies)
-    sum_tau, sum_eta = sum(tau[1:]), sum(eta[1:])
-    sum_etak = sum(eta[kap[i]] for i in nonroot)
-    M_cbm = _row("4.2", "M", "(2.19)", 3 * (dE + 8 * sum_tau + n), 3 * (dE + 6 * sum_tau + n))
-    Fstar = _row("4.2", "F^*", "(2.22)", 24 * Nn, 24 * Nn)
-    Mstar = _row("4.2", "M^*", "(2.20)", 87 * Nn, 70 * Nn)
-    Q_cbm = _row("4.2", "Q", "(2.21)", 6 * n, 6 * n)
-    if f == "direct":
-        return kin41 + [
-            _row("4.2", "B", "(1.31)", 24 * sum_etak, 18 * sum_etak),
-            _row("4.2", "Q", "(2.12)", 6 * sum_eta, 6 * sum_eta),
-            _row(
-                "4.2", "M", "(2.11)", 3 * sum(e * e + 8 * e for e in eta[1:]), 3 * sum(e * e + 6 * e for e in eta[1:])
-            ),
-            chol_M,
-        ]
-    if f == "composite":
-        return kin41 + [Fstar, Mstar, Q_cbm, M_cbm, chol_M]
-    if f == "lagrange1":
-        mu, m = t.mu, t.m
-        mm = 6 * N - n
-        return [
-            _row("4.4", "v", "(1.11)", 24 * N, 24 * N),
-            _row("4.4", "w'", "(1.12)", 30 * N, 27 * N),
-            _row("4.4", "F'", "(1.36)", 30 * N, 21 * N),
-            _row(
-                "4.4", "H", "(2.24)", sum(3 * x * x + 27 * x for x in mu[1:]), sum(3 * x * x + 21 * x for x in mu[1:])
-            ),
-            _row("4.4", "R", "(2.25)", sum(6 * x + 24 for x in mu[1:]), sum(6 * x + 24 for x in mu[1:])),
-            _solve_row(
-                "4.4",
-                "lambda (sparse Cholesky of H)",
-                "(B.8)",
-                sum(_chol(x) for x in mu[1:]) - sum(_chol(m[i]) for i in nonroot),
-            ),
-            _row("4.4", "w", "(1.45)", 6 * mm + 48 * N - 24 * R, 6 * mm + 42 * N - 24 * R),
-            _row("4.4", "qdd", "(1.44)", 6 * n + 24 * N, 6 * n + 30 * N),
-        ]
-    if f in ITERATIVE:
-        K = iterations_of(K, f)
-        common = [
-            _row("4.6", "v, w^, F^ (table 4.1)", "", 114 * N, 108 * N),
-            _row("4.6", "F^*, Q (table 4.2)", "", 6 * n + 24 * Nn, 6 * n + 24 * Nn)]
-        tail = [
-            _row("4.7", "x_0", "(2.30)", n * n, n * n - n),
+    if f not in COMPONENT_TABLES:
+        raise ValueError(f"form `{form}` has no component tables in chapter 4 (tables for: "
+                         f"{', '.join(COMPONENT_TABLES)})")
+    return COMPONENT_TABLES[f](_Sums(t), iterations_of(K, f) if f in ITERATIVE else None)
+
+
+class _Sums:
+    """The tree's counts and sums that the rows read: N, n, R roots, Nn = N - R bodies with a
+    parent body (the tables' N - 1), eta/tau/kappa/dofs per body, and their sums."""
+
+    def __init__(self, t: Tree):
+        self.t, self.N, self.n, self.R = t, t.N, t.n, len(t.roots)
+        self.Nn = self.N - self.R
+        eta, tau, kap = t.eta, t.tau, t.kappa
+        self.nonroot = [i for i in t.bodies if kap[i] != 0]
+        self.dE = sum(eta[i] ** 2 - eta[kap[i]] ** 2 for i in t.bodies)
+        self.sum_tau, self.sum_eta = sum(tau[1:]), sum(eta[1:])
+        self.sum_etak = sum(eta[kap[i]] for i in self.nonroot)
+
+    def kin41(self):
+        N = self.N
+        return [_row("4.1", "v", "(1.11)", 24 * N, 24 * N), _row("4.1", "w^", "(1.33)", 36 * N, 39 * N),
+                _row("4.1", "F^", "(2.14)", 54 * N, 45 * N)]
+
+    def chol_M(self):
+        eta, kap = self.t.eta, self.t.kappa
+        return _solve_row("B", "qdd (sparse Cholesky of M)", "(B.8)",
+                          sum(_chol(eta[i]) for i in self.t.bodies) - sum(_chol(eta[kap[i]]) for i in self.nonroot))
+
+    def M_cbm(self):
+        return _row("4.2", "M", "(2.19)", 3 * (self.dE + 8 * self.sum_tau + self.n),
+                    3 * (self.dE + 6 * self.sum_tau + self.n))
+
+
+def _direct(s: _Sums, K):                                   # DRT: tables 4.1, 4.2, (B.8)
+    eta = s.t.eta
+    return s.kin41() + [
+        _row("4.2", "B", "(1.31)", 24 * s.sum_etak, 18 * s.sum_etak),
+        _row("4.2", "Q", "(2.12)", 6 * s.sum_eta, 6 * s.sum_eta),
+        _row("4.2", "M", "(2.11)", 3 * sum(e * e + 8 * e for e in eta[1:]), 3 * sum(e * e + 6 * e for e in eta[1:])),
+        s.chol_M(),
+    ]
+
+
+def _composite(s: _Sums, K):                                # CBM: tables 4.1, 4.2, (B.8)
+    return s.kin41() + [_row("4.2", "F^*", "(2.22)", 24 * s.Nn, 24 * s.Nn),
+                        _row("4.2", "M^*", "(2.20)", 87 * s.Nn, 70 * s.Nn),
+                        _row("4.2", "Q", "(2.21)", 6 * s.n, 6 * s.n), s.M_cbm(), s.chol_M()]
+
+
+def _lagrange1(s: _Sums, K):                                # LGR: table 4.4, (B.8)
+    N, R, mu, m = s.N, s.R, s.t.mu, s.t.m
+    mm = 6 * N - s.n
+    return [
+        _row("4.4", "v", "(1.11)", 24 * N, 24 * N),
+        _row("4.4", "w'", "(1.12)", 30 * N, 27 * N),
+        _row("4.4", "F'", "(1.36)", 30 * N, 21 * N),
+        _row("4.4", "H", "(2.24)", sum(3 * x * x + 27 * x for x in mu[1:]), sum(3 * x * x + 21 * x for x in mu[1:])),
+        _row("4.4", "R", "(2.25)", sum(6 * x + 24 for x in mu[1:]), sum(6 * x + 24 for x in mu[1:])),
+        _solve_row("4.4", "lambda (sparse Cholesky of H)", "(B.8)",
+                   sum(_chol(x) for x in mu[1:]) - sum(_chol(m[i]) for i in s.nonroot)),
+        _row("4.4", "w", "(1.45)", 6 * mm + 48 * N - 24 * R, 6 * mm + 42 * N - 24 * R),
+        _row("4.4", "qdd", "(1.44)", 6 * s.n + 24 * N, 6 * s.n + 30 * N),
+    ]
+
+
+def _iterative_common(s: _Sums):                            # ITR: the first rows of table 4.6
+    return [_row("4.6", "v, w^, F^ (table 4.1)", "", 114 * s.N, 108 * s.N),
+            _row("4.6", "F^*, Q (table 4.2)", "", 6 * s.n + 24 * s.Nn, 6 * s.n + 24 * s.Nn)]
+
+
+def _iterative_tail(s: _Sums, K):                           # ITR: table 4.7, K iterations
+    n = s.n
+    return [_row("4.7", "x_0", "(2.30)", n * n, n * n - n),
             _row("4.7", "r_k^T r_k", "(2.28)", n, n - 1, K + 1),
             _row("4.7", "s_k, y_k", "(2.29)", n * n, n * n, K),
             _row("4.7", "H_k", "(2.29)", n * n + 2 * n + 1, n * n + n - 1, K),
             _row("4.7", "x_k", "(2.29)", 2 * n + 1, 2 * n, K)]
-        if f == "iterative-m":
-            return common + [
-                _row("4.6", "M^*, M (table 4.2)", "", 3 * (dE + 8 * sum_tau + n) + 87 * Nn,
-                     3 * (dE + 6 * sum_tau + n) + 70 * Nn),
-                _row("4.6", "r_k", "(2.53)", dE, dE, K)] + tail
-        return common + [
-            _row("4.6", "u_k", "(2.54)", 6 * n + 24 * N - 24 * R, 6 * n + 18 * N - 24 * R, K + 1),
-            _row("4.6", "r_k", "(2.55)", 6 * n + 48 * N - 24 * R, 6 * n + 45 * N - 24 * R, K + 1)] + tail
-    kin = _row(f"4.{9 if f == 'articulated' else 10}", "v, w', F' (table 4.4)", "", 84 * N, 72 * N)
-    if f == "articulated":
-        return [kin,
-                _row("4.9", "D, U", "(3.7)", sum(F(x ** 3 + 57 * x * x + 236 * x, 6) for x in d[1:]),
-                     sum(F(x ** 3 + 48 * x * x + 161 * x, 6) for x in d[1:])),
-                _row("4.9", "H, M^*, F^*", "(3.7)", sum(36 * d[i] + 600 for i in nonroot),
-                     sum(36 * d[i] + 522 for i in nonroot)),
-                _row("4.9", "qdd, w", "(3.8)", sum(12 * x + 60 for x in d[1:]), sum(11 * x + 60 for x in d[1:]))]
-    return [kin,
+
+
+def _iterative_m(s: _Sums, K):                              # ITR-M: residual with M (2.53)
+    return _iterative_common(s) + [
+        _row("4.6", "M^*, M (table 4.2)", "", 3 * (s.dE + 8 * s.sum_tau + s.n) + 87 * s.Nn,
+             3 * (s.dE + 6 * s.sum_tau + s.n) + 70 * s.Nn),
+        _row("4.6", "r_k", "(2.53)", s.dE, s.dE, K)] + _iterative_tail(s, K)
+
+
+def _iterative_g(s: _Sums, K):                              # ITR-G: recursive residual (2.54)-(2.55)
+    n, N, R = s.n, s.N, s.R
+    return _iterative_common(s) + [
+        _row("4.6", "u_k", "(2.54)", 6 * n + 24 * N - 24 * R, 6 * n + 18 * N - 24 * R, K + 1),
+        _row("4.6", "r_k", "(2.55)", 6 * n + 48 * N - 24 * R, 6 * n + 45 * N - 24 * R, K + 1)] + _iterative_tail(s, K)
+
+
+def _articulated(s: _Sums, K):                              # ABM: table 4.9
+    d = s.t.dofs
+    return [_row("4.9", "v, w', F' (table 4.4)", "", 84 * s.N, 72 * s.N),
+            _row("4.9", "D, U", "(3.7)", sum(F(x ** 3 + 57 * x * x + 236 * x, 6) for x in d[1:]),
+                 sum(F(x ** 3 + 48 * x * x + 161 * x, 6) for x in d[1:])),
+            _row("4.9", "H, M^*, F^*", "(3.7)", sum(36 * d[i] + 600 for i in s.nonroot),
+                 sum(36 * d[i] + 522 for i in s.nonroot)),
+            _row("4.9", "qdd, w", "(3.8)", sum(12 * x + 60 for x in d[1:]), sum(11 * x + 60 for x in d[1:]))]
+
+
+def _ltdl(s: _Sums, K):                                     # DEC: table 4.10
+    d = s.t.dofs
+    return [_row("4.10", "v, w', F' (table 4.4)", "", 84 * s.N, 72 * s.N),
             _row("4.10", "L, U, u", "(3.30)", sum(F(x ** 3 + 60 * x * x + 233 * x, 6) for x in d[1:]),
                  sum(F(x ** 3 + 51 * x * x + 230 * x, 6) for x in d[1:])),
-            _row("4.10", "H, h, M^*, F^*", "(3.30)", sum(42 * d[i] + 348 for i in nonroot),
-                 sum(42 * d[i] + 312 for i in nonroot)),
+            _row("4.10", "H, h, M^*, F^*", "(3.30)", sum(42 * d[i] + 348 for i in s.nonroot),
+                 sum(42 * d[i] + 312 for i in s.nonroot)),
             _row("4.10", "qdd, w", "(3.31)", sum(F(x * x + 23 * x + 48, 2) for x in d[1:]),
                  sum(F(x * x + 25 * x + 48, 2) for x in d[1:]))]
+
+
+#: form -> its component tables' rows `(sums, K) -> [Row]` (K: iterations, for the iterative forms)
+COMPONENT_TABLES = {"direct": _direct, "composite": _composite, "lagrange1": _lagrange1,
+                    "iterative-m": _iterative_m, "iterative-g": _iterative_g,
+                    "articulated": _articulated, "ltdl": _ltdl}
 
 
 #: sum(breakdown) - formula, where it is not 0 (as functions of the tree): the printed (4.6)
