@@ -116,6 +116,21 @@ def suggest_order(singular_values, max_order=None) -> int:
     return int(np.argmax(np.log(s[:-1] / s[1:])) + 1)
 
 
+def _pencil_roots(Y, L, n_modes, offset):
+    """The matrix pencil: the Hankel matrix of every channel (pencil L), its singular values s,
+    the suggested number of modes, the number used and the p = 2 n_modes (+1) signal roots z."""
+    m = Y.shape[0]
+    H = np.vstack([np.array([Y[i:i + L + 1, c] for i in range(m - L)]) for c in range(Y.shape[1])])
+    _, s, Vh = np.linalg.svd(H, full_matrices=False)
+    suggested = max((suggest_order(s, 4 * 40) - (1 if offset else 0)) // 2, 1)
+    n_modes = suggested if n_modes is None else int(n_modes)
+    p = 2 * n_modes + (1 if offset else 0)
+    if n_modes < 1 or p > min(L, m - L - 1):
+        raise ValueError(f"{n_modes} modes need more samples: {m} samples allow at most {min(L, m - L - 1) // 2}")
+    V = Vh[:p].conj().T
+    return s, suggested, n_modes, np.linalg.eigvals(np.linalg.pinv(V[:-1]) @ V[1:])
+
+
 def prony(t, y, n_modes=None, offset=False, pencil=None, channels=()) -> PronyResult:
     """Prony analysis by the matrix pencil (module docstring). n_modes=None: the suggested order."""
     dt = _spacing(t)
@@ -126,16 +141,7 @@ def prony(t, y, n_modes=None, offset=False, pencil=None, channels=()) -> PronyRe
     if Y.shape[0] != len(t) or not np.all(np.isfinite(Y)):
         raise ValueError(f"y must be finite with one row per time ({len(t)}), got shape {np.shape(y)}")
     m = len(t)
-    L = int(pencil or m // 3)
-    H = np.vstack([np.array([Y[i:i + L + 1, c] for i in range(m - L)]) for c in range(Y.shape[1])])
-    _, s, Vh = np.linalg.svd(H, full_matrices=False)
-    suggested = max((suggest_order(s, 4 * 40) - (1 if offset else 0)) // 2, 1)
-    n_modes = suggested if n_modes is None else int(n_modes)
-    p = 2 * n_modes + (1 if offset else 0)
-    if n_modes < 1 or p > min(L, m - L - 1):
-        raise ValueError(f"{n_modes} modes need more samples: {m} samples allow at most {min(L, m - L - 1) // 2}")
-    V = Vh[:p].conj().T
-    z = np.linalg.eigvals(np.linalg.pinv(V[:-1]) @ V[1:])
+    s, suggested, n_modes, z = _pencil_roots(Y, int(pencil or m // 3), n_modes, offset)
     Z = z[None, :] ** np.arange(m)[:, None]
     amp = np.linalg.lstsq(Z, Y.astype(complex), rcond=None)[0]              # (p, k)
     fit = (Z @ amp).real
@@ -304,6 +310,30 @@ def _records_residual(model, slots, t, data, fixed, q0, qd0, sim_kw):
     return res, simulated
 
 
+def _initial_values(model, slots, start, fixed) -> np.ndarray:
+    """The fitted parameters' starting values: `start`, else `fixed`, else the model's."""
+    base = {**model.parameters, **(fixed or {})}
+    p0 = np.array([base[b] if i is None else base[b][i] for _, b, i in slots], dtype=float)
+    unknown = [k for k in (start or {}) if k not in [s[0] for s in slots]]
+    if unknown:
+        raise ValueError(f"`start` names {', '.join(map(repr, unknown))}, which are not among the fitted parameters")
+    for k, (name, _, _) in enumerate(slots):
+        if start and name in start:
+            p0[k] = float(start[name])
+    return p0
+
+
+def _standard_errors(J, r, p, s2) -> np.ndarray:
+    """sqrt(diag(s^2 (J^T J)^-1)) of the fit's Jacobian J = d r / d p; NaN with no spread to
+    estimate (as many conditions as unknowns), inf where J^T J is singular."""
+    if len(r) <= len(p):
+        return np.full(len(p), np.nan)
+    try:
+        return np.sqrt(np.maximum(np.diag(s2 * np.linalg.inv(J.T @ J)), 0.0))
+    except np.linalg.LinAlgError:
+        return np.full(len(p), np.inf)
+
+
 def identify(model, params, modes=None, records=None, *, columns=None, start=None, fixed=None, q=None, q0=None,
              qd0=None, log=True, method="adams", rtol=1e-10, atol=1e-12, max_nfev=200) -> Identification:
     """Fit `params` (names of model parameters, `p` or `p[k]`) to identified `modes` (a PronyResult
@@ -316,14 +346,7 @@ def identify(model, params, modes=None, records=None, *, columns=None, start=Non
     if (modes is None) == (records is None):
         raise ValueError("identify needs either modes=... (identified frequencies and decay rates) or records=...")
     slots = _param_slots(model, [params] if isinstance(params, str) else list(params))
-    base = {**model.parameters, **(fixed or {})}
-    p0 = np.array([base[b] if i is None else base[b][i] for _, b, i in slots], dtype=float)
-    unknown = [k for k in (start or {}) if k not in [s[0] for s in slots]]
-    if unknown:
-        raise ValueError(f"`start` names {', '.join(map(repr, unknown))}, which are not among the fitted parameters")
-    for k, (name, _, _) in enumerate(slots):
-        if start and name in start:
-            p0[k] = float(start[name])
+    p0 = _initial_values(model, slots, start, fixed)
     use_log = bool(log) and np.all(p0 > 0)
     to_p = (lambda x: np.exp(x)) if use_log else (lambda x: x)
     x0 = np.log(p0) if use_log else p0.copy()
@@ -344,14 +367,7 @@ def identify(model, params, modes=None, records=None, *, columns=None, start=Non
     r = sol.fun
     dof = len(r) - len(p)
     s2 = float(r @ r) / max(dof, 1)
-    J = sol.jac / (p[None, :] if use_log else 1.0)        # d residual / d p = (d r / d log p) / p
-    if len(r) <= len(p):                  # as many conditions as unknowns: no spread to estimate
-        se = np.full(len(p), np.nan)
-    else:
-        try:
-            se = np.sqrt(np.maximum(np.diag(s2 * np.linalg.inv(J.T @ J)), 0.0))
-        except np.linalg.LinAlgError:
-            se = np.full(len(p), np.inf)
+    se = _standard_errors(sol.jac / (p[None, :] if use_log else 1.0), r, p, s2)   # d r / d p = (d r / d log p) / p
     if simulated is not None:
         sim = simulated(p)
         corr = {c: float(np.corrcoef(data[c], sim[c])[0, 1]) for c in data}
