@@ -252,6 +252,24 @@ class PlotReport:
     panels: int
 
 
+def _plot_page(plt, result, data, view, page, deviation, units, scales):
+    """One page of `plot_pages`: a panel per group of variables, sharing the time axis."""
+    from dynamica.runtime.results.units import label
+    fig, axes = plt.subplots(max(len(page), 1), 1, figsize=(10.5, 2.6 * max(len(page), 1) + 0.6),
+                             sharex=True, squeeze=False)
+    for ax, panel in zip(axes[:, 0], page):
+        for name in panel:
+            y = data[name] if name not in (scales or {}) else np.asarray(data[name]) / scales[name]
+            ax.plot(result.t, view.curve(y, deviation), label=name)
+        view.decorate(ax, top=ax is axes[0, 0])
+        ax.grid(True)
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        what = "deviation" if deviation else (panel[0] if len(panel) == 1 else "value")
+        ax.set_ylabel(what + label(units.get(panel[0], "") if panel else ""))
+    axes[-1, 0].set_xlabel("t [s]")
+    return fig
+
+
 def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, title=None, units=None,
                boundaries=None, stages=None, scales=None) -> PlotReport:
     """Pages of time plots. PDF: one multi-page file; other formats (PNG, SVG): one file per
@@ -267,7 +285,7 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
     import matplotlib.pyplot as plt
     from matplotlib.backends.backend_pdf import PdfPages
 
-    from dynamica.runtime.results.units import group_by_unit, label
+    from dynamica.runtime.results.units import group_by_unit
 
     data = series(result)
     panels = parse_vars(vars, data) if not isinstance(vars, list) else vars
@@ -286,18 +304,7 @@ def plot_pages(result, path, vars=None, *, deviation=False, panels_per_page=4, t
             stack.callback(pdf.close)              # closed before the rename
             files.append(path)
         for pno, page in enumerate(pages):
-            fig, axes = plt.subplots(max(len(page), 1), 1, figsize=(10.5, 2.6 * max(len(page), 1) + 0.6),
-                                     sharex=True, squeeze=False)
-            for ax, panel in zip(axes[:, 0], page):
-                for name in panel:
-                    y = data[name] if name not in (scales or {}) else np.asarray(data[name]) / scales[name]
-                    ax.plot(result.t, view.curve(y, deviation), label=name)
-                view.decorate(ax, top=ax is axes[0, 0])
-                ax.grid(True)
-                ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-                what = "deviation" if deviation else (panel[0] if len(panel) == 1 else "value")
-                ax.set_ylabel(what + label(units.get(panel[0], "") if panel else ""))
-            axes[-1, 0].set_xlabel("t [s]")
+            fig = _plot_page(plt, result, data, view, page, deviation, units, scales)
             head = title or ""
             if len(pages) > 1:
                 head = f"{head}  (page {pno + 1}/{len(pages)})".strip()
