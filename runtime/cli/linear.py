@@ -191,31 +191,40 @@ def cmd_identify(args):
 
 def add_commands(sub, common, epilog):
     """The subparsers of this module; `common(p)` adds MODEL, --form, --backend, --mode, -q."""
-    from dynamica.runtime.cli.main import count, number
-    def setting(p):
-        p.add_argument("--set", action="extend", nargs="+", metavar="NAME=VALUE", help="parameter values (repeatable)")
-        p.add_argument("--time", type=number(), default=0.0, help="the time t of driven joints and forces (default 0)")
+    for add in (_add_statics, _add_modes, _add_prony, _add_identify):
+        add(sub, common, epilog)
 
-    def operating(p):
-        p.add_argument("--input", action="extend", nargs="+", metavar="NAME=VALUE",
-                       help="inputs of the model (`inputs:`) held at these values (repeatable; default 0)")
-        p.add_argument("--start", action="extend", nargs="+", metavar="COORDINATE=VALUE",
-                       help="where the search for the equilibrium starts (repeatable; default: the initial values)")
 
+def _setting(p):
+    from dynamica.runtime.cli.main import number
+    p.add_argument("--set", action="extend", nargs="+", metavar="NAME=VALUE", help="parameter values (repeatable)")
+    p.add_argument("--time", type=number(), default=0.0, help="the time t of driven joints and forces (default 0)")
+
+
+def _operating(p):
+    p.add_argument("--input", action="extend", nargs="+", metavar="NAME=VALUE",
+                   help="inputs of the model (`inputs:`) held at these values (repeatable; default 0)")
+    p.add_argument("--start", action="extend", nargs="+", metavar="COORDINATE=VALUE",
+                   help="where the search for the equilibrium starts (repeatable; default: the initial values)")
+
+
+def _add_statics(sub, common, epilog):
     p = sub.add_parser("statics", help="the equilibrium reached from the initial values (generalized forces at rest "
                        "vanish), its stiffness eigenvalues and stability", epilog=epilog)
     common(p)
-    setting(p)
-    operating(p)
+    _setting(p)
+    _operating(p)
     p.add_argument("--free", help="comma-separated coordinates to solve for (default: all; the others are held)")
     p.add_argument("--out", help="write coordinate, start, equilibrium to this CSV file")
     p.set_defaults(fn=cmd_statics)
 
+
+def _add_modes(sub, common, epilog):
     p = sub.add_parser("modes", help="natural frequencies, damping, decrements and mode shapes about the "
                        "equilibrium; frequency response", epilog=epilog)
     common(p)
-    setting(p)
-    operating(p)
+    _setting(p)
+    _operating(p)
     p.add_argument("--at", choices=("equilibrium", "initial"), default="equilibrium",
                    help="linearize about the equilibrium (default) or the initial state")
     p.add_argument("--independent", help="closed loops: comma-separated coordinates to keep independent (default: "
@@ -230,6 +239,9 @@ def add_commands(sub, common, epilog):
     p.add_argument("--response-table", help="write amplitudes and phases against frequency to this CSV file")
     p.set_defaults(fn=cmd_modes)
 
+
+def _add_prony(sub, common, epilog):
+    from dynamica.runtime.cli.main import count, number
     p = sub.add_parser("prony", help="frequencies, decay rates, amplitudes and phases of damped oscillations in "
                        "recorded signals (Prony by the matrix pencil; table 5.4)", epilog=epilog)
     p.add_argument("data", help="a CSV file with a header row and a time column")
@@ -244,6 +256,8 @@ def add_commands(sub, common, epilog):
     p.add_argument("--plot", help="plot data and fit to this file")
     p.set_defaults(fn=cmd_prony)
 
+
+def _add_identify(sub, common, epilog):
     p = sub.add_parser("identify", help="fit model parameters to records or to identified modes by nonlinear "
                        "least squares (table 5.5)", epilog=epilog)
     common(p)
