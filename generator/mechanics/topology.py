@@ -30,14 +30,8 @@ class Topology:
         return self.names.index(name)
 
 
-def build_topology(spec) -> Topology:
-    """Regular numbering by depth-first preorder from ground, children in file order.
-
-    Cycles, missing parents and bodies not connected to ground are `ModelError`s naming the
-    bodies involved.
-    """
-    names = [b.name for b in spec.bodies]
-    parent = {b.name: b.parent for b in spec.bodies}
+def _parent_problems(spec, names, parent) -> list:
+    """Missing parents and cycles of the parent relation, each cycle reported once."""
     problems = []
     for b in spec.bodies:
         if b.parent != "ground" and b.parent not in parent:
@@ -62,6 +56,18 @@ def build_topology(spec) -> Topology:
                 reported.add(key)
                 problems.append(Problem("bodies", "the bodies " + " -> ".join(f"`{c}`" for c in cycle + (cur,))
                                         + " form a cycle, so they are not connected to ground"))
+    return problems
+
+
+def build_topology(spec) -> Topology:
+    """Regular numbering by depth-first preorder from ground, children in file order.
+
+    Cycles, missing parents and bodies not connected to ground are `ModelError`s naming the
+    bodies involved.
+    """
+    names = [b.name for b in spec.bodies]
+    parent = {b.name: b.parent for b in spec.bodies}
+    problems = _parent_problems(spec, names, parent)
     if problems:
         raise ModelError(spec.file, problems)
     kids = {n: [] for n in ["ground"] + names}
