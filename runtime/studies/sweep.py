@@ -385,6 +385,47 @@ def _assemble(frames, model, table, roles, settings):
     return out[fixed + extra + tail]
 
 
+def _check_reductions(reductions):
+    bad = [r for r in reductions if r not in REDUCTIONS]
+    if bad or not reductions:
+        raise ValueError(f"unknown reduction(s) {', '.join(map(repr, bad)) or '(none given)'}; "
+                         f"available: {', '.join(REDUCTIONS)}")
+
+
+class _Collector:
+    """Takes the rows of each finished batch: Blocks (the local paths) kept until the end when
+    there is no output file (one frame at the end), else written to the store as they come;
+    the Dask path's [(case number, row, trajectory)]; trajectories to their writer."""
+
+    def __init__(self, store, writer, tick, done):
+        self.store, self.writer, self.tick, self.count = store, writer, tick, done
+        self.blocks = []
+
+    def __call__(self, rows):
+        import pandas as pd
+        if isinstance(rows, Block):
+            trajs = zip(rows.numbers.tolist(), rows.trajectories or ())
+        else:                                # the Dask path: [(case number, row, trajectory)]
+            trajs = ((n, traj) for n, _, traj in rows)
+        if self.writer is not None:
+            for n, traj in trajs:
+                if traj is not None:
+                    self.writer.write(n, traj)
+        if isinstance(rows, Block) and not isinstance(self.store, FileStore):
+            self.blocks.append(rows)
+            self.count += len(rows.numbers)
+        else:
+            frame = rows.frame() if isinstance(rows, Block) else pd.DataFrame(
+                [row for _, row, _ in rows], index=pd.Index([n for n, _, _ in rows], name="case"))
+            self.store.add(frame)
+            self.count += len(frame)
+        self.tick(self.count)
+
+    def finish(self):
+        if self.blocks:
+            self.store.add(Block.join(self.blocks).frame())
+
+
 def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=("final", "min", "max", "rms"),
           method=None, rtol=None, atol=None, output_step=None, out=None, trajectories=None, resume=True,
           batch_size=None, workers=None, modules="ship", progress=None, extra_columns=None, timeout=60.0,
@@ -411,10 +452,7 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
         model = load(model, form=form, backend=backend, mode=mode)
     table = sweep_cases.case_table(cases)
     roles = sweep_cases.roles(model, list(table.columns))
-    bad = [r for r in reductions if r not in REDUCTIONS]
-    if bad or not reductions:
-        raise ValueError(f"unknown reduction(s) {', '.join(map(repr, bad)) or '(none given)'}; "
-                         f"available: {', '.join(REDUCTIONS)}")
+    _check_reductions(reductions)
     settings = RunSettings(t_end=float(model.spec.simulate.t_end if t_end is None else t_end), method=method,
                            rtol=rtol, atol=atol, output_step=output_step, series=_series(model, outputs),
                            reductions=tuple(reductions), trajectories=trajectories is not None,
@@ -435,41 +473,13 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
             int(batch_size) if batch_size else max(1, min(MAX_BATCH, math.ceil(len(todo) / (TASKS_PER_SLOT * slots))))
         )
         tick, close = _progress(progress, len(table), len(done))
-        count = [len(done)]
-
-        blocks = []                              # without an output file, blocks make one frame at the end
-
-        def on_batch(rows):
-            import pandas as pd
-            if isinstance(rows, Block) and not isinstance(store, FileStore):
-                if writer is not None:
-                    for n, traj in zip(rows.numbers.tolist(), rows.trajectories or ()):
-                        if traj is not None:
-                            writer.write(n, traj)
-                blocks.append(rows)
-                count[0] += len(rows.numbers)
-                tick(count[0])
-                return
-            if isinstance(rows, Block):
-                frame = rows.frame()
-                trajs = zip(rows.numbers.tolist(), rows.trajectories or ())
-            else:                                # the Dask path: [(case number, row, trajectory)]
-                frame = pd.DataFrame([row for _, row, _ in rows], index=pd.Index([n for n, _, _ in rows], name="case"))
-                trajs = ((n, traj) for n, _, traj in rows)
-            if writer is not None:
-                for n, traj in trajs:
-                    if traj is not None:
-                        writer.write(n, traj)
-            store.add(frame)
-            count[0] += len(frame)
-            tick(count[0])
+        collect = _Collector(store, writer, tick, len(done))
         try:
-            executor.run(pkg, _blocks(todo, table, size), roles, settings, on_batch)
+            executor.run(pkg, _blocks(todo, table, size), roles, settings, collect)
         finally:
             close()
             executor.close()
-            if blocks:
-                store.add(Block.join(blocks).frame())
+            collect.finish()
     result = _assemble(store.frames, model, table, roles, settings)
     result.attrs["study"] = {"inputs": [sweep_cases.input_column(c, roles[c]) for c in table.columns],
                              "cases": len(table), "ran": len(todo), "workers": slots,
