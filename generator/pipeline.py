@@ -24,6 +24,7 @@ from dynamica.generator.ir.lower import lower
 from dynamica.generator.ir.nodes import ModuleIR
 from dynamica.generator.mechanics.constraints import attach_constraints
 from dynamica.generator.mechanics.kinematics import derive_kinematics
+from dynamica.generator.mechanics import broad_phase
 from dynamica.generator.mechanics.outputs import attach_outputs, wanted
 from dynamica.generator.mechanics.signals import attach_states
 from dynamica.generator.mechanics.topology import build_topology
@@ -102,6 +103,10 @@ def _generate(model, form, backend, progress, mode, equations=None) -> Generated
         eom = stage("equations", equations, kin)
     if equations is None and (wanted(spec) or eom.kind == "hamiltonian"):
         eom = stage("outputs", attach_outputs, eom, spec, topo)
+    if equations is not None and broad_phase.used(spec):
+        broad_phase.refuse(spec, f"the {form} module")
+    if equations is None and broad_phase.used(spec):
+        eom = stage("broad phase", broad_phase.attach_broad_phase, eom, spec, topo, backend)
     if spec.states and eom.kind != "derivatives":        # (which has its own kernels of the states)
         eom = stage("states", attach_states, eom, spec)
     mod = stage("lower", lower, eom, spec)
