@@ -77,8 +77,8 @@ def check_options(file, actuators="inputs", limits=True, frictionloss=False, con
     hinge and slide joint, MuJoCo's qfrc_applied) or "off"; limits=False leaves out the joint ranges
     (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the
     geoms' contacts out, contacts="ground" keeps the pairs with a geom fixed to the ground (default:
-    sphere, capsule, box and plane geoms collide as MuJoCo's filters say, only the ground's pairs
-    when there are more than MAX_CONTACT_PAIRS); saturate=True clamps the torque inputs to their
+    sphere, capsule, box and plane geoms collide as MuJoCo's filters say; many pairs run through the
+    broad phase, docs/contact.md); saturate=True clamps the torque inputs to their
     joint's `actuatorfrcrange` (as URDF's to `effort`); URDF's other options are an error."""
     problems = check_torques(file, torques)
     if saturate and torques == "off":
@@ -723,23 +723,12 @@ class _Converter:
                         or ((b2 << 16) + b1) in excluded:
                     continue
                 add(g1, g2, max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])))
-        total = len(pairs)
-        if self.options["contacts"] == "ground" or (len(pairs) > MAX_CONTACT_PAIRS
-                                                     and sum(kept) <= MAX_CONTACT_PAIRS):
+        if self.options["contacts"] == "ground":
             if len(pairs) > sum(kept):
-                self.ignore("contacts between two moving bodies (contacts='ground', or more than "
-                            f"{MAX_CONTACT_PAIRS} pairs in all: only the pairs with the ground and the explicit "
-                            "<pair>s are kept)", f"{len(pairs) - sum(kept)} pairs")
+                self.ignore("contacts between two moving bodies (contacts='ground': only the pairs with the "
+                            "ground and the explicit <pair>s are kept)", f"{len(pairs) - sum(kept)} pairs")
             pairs = [pair for pair, k in zip(pairs, kept) if k]
         if not pairs:
-            return {}
-        if len(pairs) > MAX_CONTACT_PAIRS:
-            self.err("contact", f"the geoms make {total} contact pairs under MuJoCo's filters, {sum(kept)} of "
-                                f"them with the ground: more than {MAX_CONTACT_PAIRS} even with the ground alone: "
-                                "every pair is evaluated in every right-hand side (there is no broad phase yet), "
-                                "which would take minutes to generate; load with contacts=False (--no-contacts) "
-                                "or name the pairs that matter as <contact><pair> elements with contype/conaffinity "
-                                "0 on the rest")
             return {}
         law = {}
         for key, (value, unit, what) in CONTACT_PARAMETERS.items():
@@ -933,7 +922,6 @@ class _Converter:
 #: without box-box and box-capsule) took 560 s to generate those 2396 (equations 162 s, outputs
 #: 167 s, lowering 178 s) into a 40 MB kernel source that gcc had not compiled after 9 minutes
 #: (docs/contact.md, "Broad phase and large models")
-MAX_CONTACT_PAIRS = 500
 CONTACT_PARAMETERS = {
     "contact_stiffness": (1e6, "N/m^1.5", "contacts: k of the normal law k delta^e (1 + 3/2 c delta')"),
     "contact_damping": (0.5, "s/m", "contacts: c of the normal law (restitution about 1 - c v)"),

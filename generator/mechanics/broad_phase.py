@@ -47,7 +47,7 @@ WRENCH = "contact.wrench"
 TYPE_IDS = {"sphere": 0, "capsule": 1, "box": 2, "cylinder": 3, "plane": 4}
 SIZE_IN = 53
 SHAPE_ROW = 18
-PAIR_ROW = 14
+PAIR_ROW = 19
 POSE = 18
 #: the output quantities of a contact element, in the order of the pair table's offsets
 QUANTITIES = ("force", "distance", "normal_velocity", "penetration", "normal_force")
@@ -179,16 +179,34 @@ def npoints(ka, kb) -> int:
     return POINTS[(ka, kb)]
 
 
-def _law(spec, f):
-    """The five law fields of a pair as numbers (the tables are constants), or a ModelError."""
-    out = []
+def _parameter_slots(spec) -> dict:
+    """parameter symbol -> its slot in p (lower.parameter_layout's order)."""
+    out, k = {}, 0
+    for p in spec.parameters:
+        if isinstance(p.value, tuple):
+            for j in range(len(p.value)):
+                out[ex.param_symbol(p.name, j)] = k
+                k += 1
+        else:
+            out[ex.param_symbol(p.name)] = k
+            k += 1
+    return out
+
+
+def _law(spec, f, slots):
+    """(the five law fields of a pair: numbers, their slots in p (-1: the number)), or (None, the
+    first field that is neither a number nor a parameter)."""
+    values, where = [], []
     scope = spec.scope(coordinates_allowed=False)
     for key in ("stiffness", "damping", "exponent", "friction", "stiction_velocity"):
         e = ex.parse(f[key], scope)
-        if e.free_symbols:
+        if e in slots:
+            values.append(0.0), where.append(float(slots[e]))
+        elif e.free_symbols:
             return None, key
-        out.append(float(e))
-    return out, None
+        else:
+            values.append(float(e)), where.append(-1.0)
+    return values + where, None
 
 
 def refuse(spec, what):
@@ -230,6 +248,7 @@ def attach_broad_phase(eom, spec, topo, backend):
     kernels = [KernelSpec("contact_poses", ("t", "q", "qd", "p"), (("poses", poses),), program=kin.program)]
     types = []
     shapes, shape_index, pair_rows = [], {}, []
+    slots = _parameter_slots(spec)
     offsets, at = {}, 0
     for key, shape in dict(eom.info).get("output_layout", ()):
         offsets[key] = at
@@ -245,14 +264,14 @@ def attach_broad_phase(eom, spec, topo, backend):
                 radius = -1.0 if s.kind == "plane" else s.bounding_radius
                 shapes += [float(slot.get(s.body, -1)), float(TYPE_IDS[s.kind]), *map(float, s.at),
                            *map(float, s.axes), *map(float, size), float(radius)]
-        law, bad = _law(spec, f)
+        law, bad = _law(spec, f, slots)
         if law is None:
             raise ModelError(spec.file, [Problem(f"forces ({f['name']})", (
-                f"the broad phase takes the law's `{bad}` as a number; `{f[bad]}` depends on parameters: set "
+                f"the broad phase takes the law's `{bad}` as a number or one parameter, not `{f[bad]}`: set "
                 "`contact: {broad_phase: false}` to generate the pairs into the equations"))])
         outs = [float(offsets.get(f"{f['name']}.{q}", -1)) for q in QUANTITIES]
         pair_rows += [float(shape_index[a.name]), float(shape_index[b.name]), float(types.index((a.kind, b.kind))),
-                      *law, *outs, float(npoints(a.kind, b.kind))]
+                      *law[:5], *outs, float(npoints(a.kind, b.kind)), *law[5:]]
     for ka, kb in types:
         ks, n = pair_type_kernel(ka, kb)
         if n != npoints(ka, kb):

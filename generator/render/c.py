@@ -350,7 +350,7 @@ def with_broad_phase(mod: ir.ModuleIR, entries: list) -> list:
                              "double *out)",
                 "lines": [f"static const dyn_pair_fn fns[] = {{{fns}}};", f"double poses[{max(18 * nb, 1)}];",
                           f"{PREFIX}contact_poses(t, q, qd, px, poses);",
-                          f"dyn_cb_run({info['pairs']}, dyn_cb_pair, dyn_cb_shape, fns, {nb}, poses, "
+                          f"dyn_cb_run({info['pairs']}, dyn_cb_pair, dyn_cb_shape, fns, {nb}, poses, px, "
                           f"px + {info['wrench']}, out);"]}
     decl, free = scratch("px", n_p, [("qdd", len(mod.coordinates))])
     qdd_sig = _qdd_signature()

@@ -4,9 +4,9 @@
    shapes: per shape 18 numbers: its body's slot in `poses` (-1: the ground), its type, its centre and
    its axes (row-major rotation shape -> body) in the body frame, its three sizes, its bounding radius
    about the centre (-1: a plane, a half-space).
-   pairs: per pair 14 numbers: shape a, shape b, its pair type (index into `fns`), the law k, c, e, mu,
+   pairs: per pair 19 numbers: shape a, shape b, its pair type (index into `fns`), the law k, c, e, mu,
    v_s, the offsets in `out` of its force, distance, normal_velocity, penetration and normal_force (-1:
-   not an output), its number of contact points.
+   not an output), its number of contact points, and per law field its slot in p (-1: the number given).
    poses: per body slot 18 numbers: R_0i (ground -> body, row-major), r_0i, velocity and angular velocity
    (ground axes).
    wrench: per body slot 6 numbers written: the force and the torque at O_i on the body, body axes.
@@ -21,7 +21,7 @@
 typedef void (*dyn_pair_fn)(const double *in_s, double *out_o);
 
 #define DYN_CB_SHAPE 18
-#define DYN_CB_PAIR 14
+#define DYN_CB_PAIR 19
 #define DYN_CB_POSE 18
 #define DYN_CB_IN 53
 #define DYN_CB_OUT (12 + 4 * 16)
@@ -57,7 +57,7 @@ static void dyn_cb_place(const double *shape, const double *poses, double *s, do
 }
 
 static void dyn_cb_run(int n_pairs, const double *pairs, const double *shapes, const dyn_pair_fn *fns,
-                            int n_bodies, const double *poses, double *wrench, double *out)
+                            int n_bodies, const double *poses, const double *p, double *wrench, double *out)
 {
     double s[DYN_CB_IN], o[DYN_CB_OUT], vca[3], vcb[3];
     memset(wrench, 0, (size_t)(6 * n_bodies) * sizeof(double));    /* ground axes until the end */
@@ -90,7 +90,7 @@ static void dyn_cb_run(int n_pairs, const double *pairs, const double *shapes, c
             }
             continue;
         }
-        for (int j = 0; j < 5; ++j) s[48 + j] = P[3 + j];
+        for (int j = 0; j < 5; ++j) s[48 + j] = P[14 + j] >= 0 ? p[(long)P[14 + j]] : P[3 + j];
         fns[(int)P[2]](s, o);
         int ba = (int)A[0], bb = (int)B[0];
         if (ba >= 0) for (int j = 0; j < 6; ++j) wrench[6 * ba + j] += o[j];
