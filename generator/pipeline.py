@@ -22,9 +22,9 @@ from dynamica.errors import ModelError
 from dynamica.generator.forms import check_form, form_equations
 from dynamica.generator.ir.lower import lower
 from dynamica.generator.ir.nodes import ModuleIR
+from dynamica.generator.mechanics import broad_phase
 from dynamica.generator.mechanics.constraints import attach_constraints
 from dynamica.generator.mechanics.kinematics import derive_kinematics
-from dynamica.generator.mechanics import broad_phase
 from dynamica.generator.mechanics.outputs import attach_outputs, wanted
 from dynamica.generator.mechanics.signals import attach_states
 from dynamica.generator.mechanics.topology import build_topology
@@ -94,6 +94,12 @@ def _generate(model, form, backend, progress, mode, equations=None) -> Generated
         form = check_form(form, mode)
     spec = model if hasattr(model, "bodies") else stage("load", load_model, model)
     topo = stage("topology", build_topology, spec)
+    if broad_phase.used(spec) and spec.broad_phase == "auto" and not broad_phase.takes(form, backend, mode, spec,
+                                                                                    equations is None):
+        import dataclasses                   # `auto`: this module keeps the pairs in its equations
+        spec = dataclasses.replace(spec, broad_phase=broad_phase.KEPT)
+    if equations is not None and broad_phase.used(spec):
+        broad_phase.refuse(spec, f"the {form} module")
     kin = stage("kinematics", derive_kinematics, spec, topo)
     if equations is None:
         eom = stage("equations", form_equations, kin, form, mode)
@@ -103,8 +109,6 @@ def _generate(model, form, backend, progress, mode, equations=None) -> Generated
         eom = stage("equations", equations, kin)
     if equations is None and (wanted(spec) or eom.kind == "hamiltonian"):
         eom = stage("outputs", attach_outputs, eom, spec, topo)
-    if equations is not None and broad_phase.used(spec):
-        broad_phase.refuse(spec, f"the {form} module")
     if equations is None and broad_phase.used(spec):
         eom = stage("broad phase", broad_phase.attach_broad_phase, eom, spec, topo, backend)
     if spec.states and eom.kind != "derivatives":        # (which has its own kernels of the states)

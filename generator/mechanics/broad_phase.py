@@ -14,7 +14,8 @@ module gets instead
 - the fixed C routine `dyn_broad_phase` (templates/native/dynamica_broad.h) that tests each pair's
   bounding spheres (all pairs, O(n^2): a few ns per pair), runs the narrow phase of the pairs that
   pass, and sums each body's wrench into the slots `contact.wrench` of p (6 per body: force and
-  torque at O_i, body axes); the equations add them to the applied body forces, F_i += W_i.
+  torque at O_i, body axes), then the pairs' elastic energy and its rate (2); the equations add
+  the wrenches to the applied body forces, F_i += W_i, and the energy outputs read the last two.
 
 Per pair type the arguments s are (SIZE_IN numbers)
 
@@ -23,7 +24,8 @@ Per pair type the arguments s are (SIZE_IN numbers)
     39..47 the same of b's body, 48..52 the law: k, c, e, mu, v_s
 
 and the results o: 0..5 the force and the torque about r_0 on a's body, 6..11 on b's (ground axes),
-then per contact point j, 12 + 4 j ..: d, n . (v_b - v_a), delta, F_n.
+then 12, 13 the elastic energy k delta^(e+1) / (e+1) summed over the points and its rate, then per
+contact point j, 14 + 4 j ..: d, n . (v_b - v_a), delta, F_n.
 
 Sizes per shape type: sphere (r, 0, 0), capsule and cylinder (r, length, 0), box (half sizes),
 plane (0, 0, 0).
@@ -57,11 +59,21 @@ def contact_pairs(spec) -> list:
     return [f for f in spec.forces if f.type == "contact"]
 
 
-def used(spec) -> bool:
-    """Whether the model's contacts run through the broad phase."""
+#: the mode of a module of a model whose `auto` takes the broad phase, but that keeps the pairs in its own
+#: equations (a derivatives module, the Fortran backend, ...: `takes`); its p keeps the wrench slots, so that
+#: every module of the model reads one parameter vector
+KEPT = "kept"
+
+
+def _wanted(spec) -> bool:
     mode = getattr(spec, "broad_phase", "auto")
     n = len(contact_pairs(spec))
-    return n > 0 and (mode is True or (mode == "auto" and n > AUTO_PAIRS))
+    return n > 0 and (mode is True or (mode in ("auto", KEPT) and n > AUTO_PAIRS))
+
+
+def used(spec) -> bool:
+    """Whether the model's contacts run through the broad phase in this module."""
+    return getattr(spec, "broad_phase", "auto") != KEPT and _wanted(spec)
 
 
 def shape_bodies(spec) -> list:
@@ -76,7 +88,7 @@ def shape_bodies(spec) -> list:
 
 def wrench_parameters(spec) -> list:
     """[(name, size)] of the p slots the routine writes (lower.parameter_layout)."""
-    return [(WRENCH, 6 * len(shape_bodies(spec)))] if used(spec) else []
+    return [(WRENCH, 6 * len(shape_bodies(spec)) + 2)] if _wanted(spec) else []
 
 
 def add_wrenches(ctx, spec):
@@ -155,6 +167,7 @@ def pair_type_kernel(ka, kb):
     zero = [sp.Integer(0)] * 3
     Fa, Ta, Fb, Tb = list(zero), list(zero), list(zero), list(zero)
     per_point = []
+    V = Vd = sp.Integer(0)
     for j, (x, n, d) in enumerate(contact_points(ctx, a, b)):
         x = ctx.let_vector(f"x{j}", x)
         ra, rb = ctx.let_vector(f"ra{j}", sub(x, r0a)), ctx.let_vector(f"rb{j}", sub(x, r0b))
@@ -163,8 +176,10 @@ def pair_type_kernel(ka, kb):
         Fb, Tb = add(Fb, F), add(Tb, cross(rb, F))
         Fa, Ta = sub(Fa, F), sub(Ta, cross(ra, F))
         per_point += [d, vn, delta, Fn]
+        V += law[0] * delta ** (law[2] + 1) / (law[2] + 1)          # the elastic part (forces._contact_potential)
+        Vd -= law[0] * delta ** law[2] * vn
     _NPOINTS[(ka, kb)] = len(per_point) // 4
-    ks = KernelSpec(f"cb_{ka}_{kb}", ("s",), (("o", Fa + Ta + Fb + Tb + per_point),), symbols=(("s", s),),
+    ks = KernelSpec(f"cb_{ka}_{kb}", ("s",), (("o", Fa + Ta + Fb + Tb + [V, Vd] + per_point),), symbols=(("s", s),),
                     program=ctx.program)
     return ks, len(per_point) // 4
 
@@ -207,6 +222,15 @@ def _law(spec, f, slots):
         else:
             values.append(float(e)), where.append(-1.0)
     return values + where, None
+
+
+def takes(form, backend, mode, spec, main) -> bool:
+    """Whether a module takes the broad phase (otherwise `auto` keeps its pairs in the equations, and
+    `broad_phase: true` is refused): the C backend's Lagrangian main modules in symbolic mode."""
+    from dynamica.generator.forms import FORM_INFO
+    info = FORM_INFO.get(form)
+    hamiltonian = info is not None and any("hamilton" in a.lower() for a in (form, *info.acronyms))
+    return main and backend == "c" and mode == "symbolic" and not spec.loops and not hamiltonian
 
 
 def refuse(spec, what):
@@ -277,7 +301,8 @@ def attach_broad_phase(eom, spec, topo, backend):
         if n != npoints(ka, kb):
             raise AssertionError(f"internal error: the pair type {ka}-{kb} has {n} points, not {npoints(ka, kb)}")
         kernels.append(ks)
-    info = {"bodies": len(bodies), "pairs": len(contact_pairs(spec)), "types": [f"{a}_{b}" for a, b in types],
+    info = {"bodies": len(bodies), "pairs": len(contact_pairs(spec)), "shapes": len(shape_index),
+            "types": [f"{a}_{b}" for a, b in types],
             "wrench": _wrench_offset(spec), "outputs": at}
     tables = (("dyn_cb_shape", tuple(shapes)), ("dyn_cb_pair", tuple(pair_rows)))
     return dataclasses.replace(eom, extra_kernels=tuple(eom.extra_kernels) + tuple(kernels),
@@ -289,3 +314,13 @@ def _wrench_offset(spec) -> int:
     from dynamica.generator.mechanics.constraints import reference_parameters
     k = sum(len(p.value) if isinstance(p.value, tuple) else 1 for p in spec.parameters)
     return k + sum(n for _, n in reference_parameters(spec))
+
+
+def potential(ctx, f):
+    """A contact element's (V, dV/dt) in this mode: the routine's sums over every pair, given as the
+    first pair's (the others 0)."""
+    first = contact_pairs(ctx.kin.spec)[0]
+    n = 6 * len(shape_bodies(ctx.kin.spec))
+    if f is not first:
+        return sp.Integer(0), sp.Integer(0)
+    return ex.param_symbol(WRENCH, n), ex.param_symbol(WRENCH, n + 1)

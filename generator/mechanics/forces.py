@@ -405,9 +405,11 @@ def _contact_check(given, fields):
 def _contact_potential(ctx, f):
     # the elastic part k delta^e of the normal law: V = k delta^(e+1) / (e+1) per point,
     # dV/dt = k delta^e delta' with delta' = -n . (v_b - v_a)
-    from dynamica.generator.mechanics.broad_phase import used
+    from dynamica.generator.mechanics import broad_phase
+    if broad_phase.used(ctx.kin.spec):           # the pairs' sum, from the broad phase's routine
+        return broad_phase.potential(ctx, f)
     ke = constant_fields(ctx, f["stiffness"], f["exponent"])
-    if ke is None or used(ctx.kin.spec):         # the broad phase's pairs are not generated
+    if ke is None:
         return None
     from dynamica.generator.mechanics.contact import contact_points, normal_rate, smax
     k, e = ke

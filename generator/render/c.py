@@ -349,9 +349,10 @@ def with_broad_phase(mod: ir.ModuleIR, entries: list) -> list:
     evaluate = {"signature": f"void {ENTRY}broad_phase(double t, const double *q, const double *qd, double *px, "
                              "double *out)",
                 "lines": [f"static const dyn_pair_fn fns[] = {{{fns}}};", f"double poses[{max(18 * nb, 1)}];",
+                          f"double placed[{27 * info['shapes']}];",
                           f"{PREFIX}contact_poses(t, q, qd, px, poses);",
-                          f"dyn_cb_run({info['pairs']}, dyn_cb_pair, dyn_cb_shape, fns, {nb}, poses, px, "
-                          f"px + {info['wrench']}, out);"]}
+                          f"dyn_cb_run({info['pairs']}, dyn_cb_pair, {info['shapes']}, dyn_cb_shape, fns, {nb}, "
+                          f"poses, px, px + {info['wrench']}, out, placed);"]}
     decl, free = scratch("px", n_p, [("qdd", len(mod.coordinates))])
     qdd_sig = _qdd_signature()
     out = [evaluate]

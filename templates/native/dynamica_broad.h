@@ -9,7 +9,8 @@
    not an output), its number of contact points, and per law field its slot in p (-1: the number given).
    poses: per body slot 18 numbers: R_0i (ground -> body, row-major), r_0i, velocity and angular velocity
    (ground axes).
-   wrench: per body slot 6 numbers written: the force and the torque at O_i on the body, body axes.
+   wrench: per body slot 6 numbers written: the force and the torque at O_i on the body, body axes; then
+   the pairs' elastic energy and its rate (2).
    out: the outputs (or NULL): each pair's values; a pair whose bounding spheres are apart has zero force
    and for distance the gap of the bounding spheres (a plane: of the other's sphere), which is a lower
    bound of every contact point's distance, and for normal_velocity that gap's rate. */
@@ -24,7 +25,7 @@ typedef void (*dyn_pair_fn)(const double *in_s, double *out_o);
 #define DYN_CB_PAIR 19
 #define DYN_CB_POSE 18
 #define DYN_CB_IN 53
-#define DYN_CB_OUT (12 + 4 * 16)
+#define DYN_CB_OUT (14 + 4 * 16)
 
 /* a shape's centre (3), axes as rows (9), sizes (3) in s; its body's origin, velocity, angular velocity
    (ground) in b; the velocity of the material point at its centre in vc */
@@ -56,24 +57,30 @@ static void dyn_cb_place(const double *shape, const double *poses, double *s, do
     for (int k = 0; k < 3; ++k) s[12 + k] = shape[14 + k];
 }
 
-static void dyn_cb_run(int n_pairs, const double *pairs, const double *shapes, const dyn_pair_fn *fns,
-                            int n_bodies, const double *poses, const double *p, double *wrench, double *out)
+/* placed: scratch of DYN_CB_PLACED numbers per shape (each shape is placed once per call) */
+#define DYN_CB_PLACED 27
+static void dyn_cb_run(int n_pairs, const double *pairs, int n_shapes, const double *shapes, const dyn_pair_fn *fns,
+                       int n_bodies, const double *poses, const double *p, double *wrench, double *out, double *placed)
 {
-    double s[DYN_CB_IN], o[DYN_CB_OUT], vca[3], vcb[3];
-    memset(wrench, 0, (size_t)(6 * n_bodies) * sizeof(double));    /* ground axes until the end */
+    double s[DYN_CB_IN], o[DYN_CB_OUT];
+    memset(wrench, 0, (size_t)(6 * n_bodies + 2) * sizeof(double));    /* ground axes until the end */
+    for (int k = 0; k < n_shapes; ++k) {
+        double *x = placed + DYN_CB_PLACED * k;
+        dyn_cb_place(shapes + DYN_CB_SHAPE * k, poses, x, x + 15, x + 24);
+    }
     for (int k = 0; k < n_pairs; ++k) {
         const double *P = pairs + DYN_CB_PAIR * k;
         const double *A = shapes + DYN_CB_SHAPE * (int)P[0], *B = shapes + DYN_CB_SHAPE * (int)P[1];
+        const double *xa = placed + DYN_CB_PLACED * (int)P[0], *xb = placed + DYN_CB_PLACED * (int)P[1];
+        const double *vca = xa + 24, *vcb = xb + 24;
         int np = (int)P[13];
-        dyn_cb_place(A, poses, s, s + 30, vca);
-        dyn_cb_place(B, poses, s + 15, s + 39, vcb);
         double gap, rate;
         if (A[17] < 0) {                               /* a plane (always a): b's sphere above it */
-            const double *n = s + 9;
-            gap = n[0] * (s[15] - s[0]) + n[1] * (s[16] - s[1]) + n[2] * (s[17] - s[2]) - B[17];
+            const double *n = xa + 9;
+            gap = n[0] * (xb[0] - xa[0]) + n[1] * (xb[1] - xa[1]) + n[2] * (xb[2] - xa[2]) - B[17];
             rate = n[0] * (vcb[0] - vca[0]) + n[1] * (vcb[1] - vca[1]) + n[2] * (vcb[2] - vca[2]);
         } else {
-            double dx = s[15] - s[0], dy = s[16] - s[1], dz = s[17] - s[2];
+            double dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
             double L = sqrt(dx * dx + dy * dy + dz * dz);
             gap = L - A[17] - B[17];
             rate = L > 0 ? (dx * (vcb[0] - vca[0]) + dy * (vcb[1] - vca[1]) + dz * (vcb[2] - vca[2])) / L : 0.0;
@@ -90,15 +97,21 @@ static void dyn_cb_run(int n_pairs, const double *pairs, const double *shapes, c
             }
             continue;
         }
+        memcpy(s, xa, 15 * sizeof(double));
+        memcpy(s + 15, xb, 15 * sizeof(double));
+        memcpy(s + 30, xa + 15, 9 * sizeof(double));
+        memcpy(s + 39, xb + 15, 9 * sizeof(double));
         for (int j = 0; j < 5; ++j) s[48 + j] = P[14 + j] >= 0 ? p[(long)P[14 + j]] : P[3 + j];
         fns[(int)P[2]](s, o);
         int ba = (int)A[0], bb = (int)B[0];
         if (ba >= 0) for (int j = 0; j < 6; ++j) wrench[6 * ba + j] += o[j];
         if (bb >= 0) for (int j = 0; j < 6; ++j) wrench[6 * bb + j] += o[6 + j];
+        wrench[6 * n_bodies] += o[12];
+        wrench[6 * n_bodies + 1] += o[13];
         if (out != NULL) {
             if (P[8] >= 0) for (int j = 0; j < 3; ++j) out[(long)P[8] + j] = o[6 + j];
             for (int q = 0; q < 4; ++q)
-                if (P[9 + q] >= 0) for (int j = 0; j < np; ++j) out[(long)P[9 + q] + j] = o[12 + 4 * j + q];
+                if (P[9 + q] >= 0) for (int j = 0; j < np; ++j) out[(long)P[9 + q] + j] = o[14 + 4 * j + q];
         }
     }
     for (int b = 0; b < n_bodies; ++b) {               /* to body axes: R_0i f, R_0i tau */
