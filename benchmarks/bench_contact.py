@@ -2,7 +2,7 @@
 """MJCF models falling onto their floor for 2 s (actuators off), in one run on the same files:
 Gymnasium's hopper and humanoid (its 17 hinges, a free root, 126 contact pairs here).
 
-  dynamica : dynamica.load(model.xml) (contacts and joint limits by default: docs/contact.md),
+  dynamica : dynamica.load(model.xml, torques="off") (contacts and joint limits by default: docs/contact.md),
              simulate with the Adams integrator at rtol 1e-6, atol 1e-8 (contact events located);
              the time of `simulate` only (the model compiled and loaded before)
   MuJoCo   : mj_step at the model's own time step (its default: the file's `timestep`)
@@ -16,7 +16,7 @@ tests/oracles/mujoco_mjcf.py), so that the two runs' energies are the same funct
 A second table, the cost of building and of one evaluation, for Gymnasium's humanoid and
 dm_control's dog (63 bodies, 2961 contact pairs under MuJoCo's filters):
 
-  dynamica : dynamica.load(model.xml, actuators="off") into an empty cache (generate and compile,
+  dynamica : dynamica.load(model.xml, actuators="off", torques="off") into an empty cache (generate and compile,
              contacts on: above 64 pairs through the broad phase, docs/contact.md), and one
              right-hand side (the module's rhs from Python, the mean of repeated calls at the
              initial state); the humanoid also with its pairs generated into the equations
@@ -89,7 +89,7 @@ def run_dynamica(path, t_end):
     import dynamica
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                        # what the import leaves out, named once
-        model = dynamica.load(path, actuators="off")
+        model = dynamica.load(path, actuators="off", torques="off")
     pairs = sum(f.type == "contact" for f in model.spec.forces)
     start = time.perf_counter()
     r = dynamica.simulate(model, t_end, output_step=0.005, rtol=1e-6, atol=1e-8)
@@ -136,7 +136,7 @@ def generated_pairs_row(path, form):
     with tempfile.TemporaryDirectory(prefix="bench_contact_") as cache, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        spec = dataclasses.replace(load_model(path, actuators="off"), broad_phase=False)
+        spec = dataclasses.replace(load_model(path, actuators="off", torques="off"), broad_phase=False)
         model = load_spec(spec, form, cache=cache)
         build = time.perf_counter() - start
         y = model.to_state(*model.initial_state())
@@ -186,11 +186,11 @@ def build_row(path):
         warnings.simplefilter("ignore")
         start = time.perf_counter()
         try:
-            model = dynamica.load(path, actuators="off", cache=cache)
+            model = dynamica.load(path, actuators="off", torques="off", cache=cache)
         except ModelError as exc:
             note = "contacts=False: " + str(exc.problems[0].message).split(" under")[0].removeprefix("the geoms make ")
             start = time.perf_counter()
-            model = dynamica.load(path, actuators="off", contacts=False, cache=cache)
+            model = dynamica.load(path, actuators="off", torques="off", contacts=False, cache=cache)
         build = time.perf_counter() - start
         pairs = sum(f.type == "contact" for f in model.spec.forces)
         from dynamica.generator.mechanics.broad_phase import used
