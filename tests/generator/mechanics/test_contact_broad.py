@@ -157,3 +157,22 @@ def test_broad_phase_errors_name_the_entry(tmp_path):
     with pytest.raises(ModelError, match=r"contact.broad_phase.*fortran backend.*broad_phase: false"):
         dynamica.generate(load_model(copy.deepcopy(_model("bpe", SHAPES, PAIRS, ("p", "r", "k"), True))),
                           backend="fortran")
+
+
+def test_inputs_and_extra_states_reach_the_broad_phase_module(tmp_path):
+    """An input and an extra state live in p after the wrench slots: rhs = the generated pairs' rhs
+    (1e-13 relative), the ball pressed into the floor by the input and the state."""
+    rhs = {}
+    for broad in (True, False):
+        d = _model(f"bpi{int(broad)}", {"floor": {"type": "plane", "body": "ground"},
+                                        "ball": {"type": "sphere", "body": "p", "radius": 0.1}},
+                   [{"a": "floor", "b": "ball"}], ("p",), broad)
+        d["inputs"] = ["u"]
+        d["states"] = {"s": {"initial": 0, "der": "u - s"}}
+        d["forces"] = [{"type": "generalized_force", "coordinate": "p_z", "value": "-u - 10 * s"}]
+        (tmp_path / str(broad)).mkdir()
+        model = dynamica.load(write_model(tmp_path / str(broad), d))
+        y = np.zeros(model.state_size)
+        y[2], y[6:12], y[12] = 0.09, [0.1, -0.2, -0.3, 0.5, 0.2, -0.1], 2.0
+        rhs[broad] = model.rhs(0.0, y, inputs={"u": 3.0})
+    assert rhs[True][8] != 0 and _rel(rhs[True], rhs[False]) < 1e-13
