@@ -96,7 +96,7 @@ def _generate(model, form, backend, progress, mode, equations=None) -> Generated
     topo = stage("topology", build_topology, spec)
     if broad_phase.used(spec) and spec.broad_phase == "auto" and not broad_phase.takes(form, backend, mode, spec,
                                                                                     equations is None):
-        import dataclasses                   # `auto`: this module keeps the pairs in its equations
+        import dataclasses  # `auto`: this module keeps the pairs in its equations
         spec = dataclasses.replace(spec, broad_phase=broad_phase.KEPT)
     if equations is not None and broad_phase.used(spec):
         broad_phase.refuse(spec, f"the {form} module")
