@@ -71,31 +71,33 @@ CONTACTS = (True, False, "ground")
 
 
 def check_options(file, actuators="inputs", limits=True, frictionloss=False, contacts=True, torques="inputs",
-                  saturate=False, **other) -> dict:
+                  saturate=False, broad_phase="auto", **other) -> dict:
     """The import options of an MJCF file: actuators="inputs" (each an input u_<actuator>) or
     "off" (left out, as MuJoCo's actuation flag off); torques="inputs" (an input tau_<joint> per
     hinge and slide joint, MuJoCo's qfrc_applied) or "off"; limits=False leaves out the joint ranges
     (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the
     geoms' contacts out, contacts="ground" keeps the pairs with a geom fixed to the ground (default:
     sphere, capsule, box and plane geoms collide as MuJoCo's filters say; many pairs run through the
-    broad phase, docs/contact.md); saturate=True clamps the torque inputs to their
+    broad phase, docs/contact.md: broad_phase="auto" (above 64 pairs), True or False); saturate=True clamps the torque inputs to their
     joint's `actuatorfrcrange` (as URDF's to `effort`); URDF's other options are an error."""
     problems = check_torques(file, torques)
     if saturate and torques == "off":
         problems.append(Problem("saturate", "saturates the torque inputs, which torques='off' leaves out"))
     if other:
         problems.append(Problem("", f"the options {', '.join(sorted(other))} are for URDF files; an MJCF file "
-                                    "takes actuators='inputs' or 'off', torques, saturate, limits, frictionloss and "
-                                    "contacts"))
+                                    "takes actuators='inputs' or 'off', torques, saturate, limits, frictionloss, "
+                                    "contacts and broad_phase"))
     if actuators not in ACTUATORS:
         problems.append(Problem("actuators", f"expected one of {', '.join(ACTUATORS)}, found {actuators!r}"))
     if contacts not in CONTACTS:
         problems.append(Problem("contacts", f"expected True, False or 'ground', found {contacts!r}"))
+    if broad_phase not in (True, False, "auto"):
+        problems.append(Problem("broad_phase", f"expected True, False or 'auto', found {broad_phase!r}"))
     if problems:
         raise ModelError(str(file), problems)
     return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss),
             "contacts": contacts if contacts == "ground" else bool(contacts), "torques": torques,
-            "saturate": bool(saturate)}
+            "saturate": bool(saturate), "broad_phase": broad_phase}
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 _KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
 
@@ -736,7 +738,8 @@ class _Converter:
             self.params[name] = {"value": value, "unit": unit, "description": what}
         return {"shapes": {n: s for n, s in shapes.items() if any(n in (p["a"], p["b"]) for p in pairs)},
                 "defaults": law,
-                "pairs": pairs}
+                "pairs": pairs, **({"broad_phase": self.options["broad_phase"]}
+                                   if self.options.get("broad_phase", "auto") != "auto" else {})}
 
     # -- fixed tendons: L = sum c_i q_i over hinge and slide joints
     def _fixed_tendon(self, t):

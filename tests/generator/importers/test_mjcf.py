@@ -585,5 +585,9 @@ def test_contacts_ground_keeps_only_the_pairs_with_the_ground_and_many_pairs_tak
     from dynamica.generator.mechanics import broad_phase
     spec = load_model(big)
     assert sum(f.type == "contact" for f in spec.forces) == 1003 and broad_phase.used(spec)
+    assert not broad_phase.used(load_model(big, broad_phase=False))
+    assert not broad_phase.used(load_model(small)) and broad_phase.used(load_model(small, broad_phase=True))
+    with pytest.raises(ModelError, match=r"broad_phase.*expected True, False or 'auto'"):
+        load_model(small, broad_phase="sometimes")
     with pytest.raises(ModelError, match=r"contacts.*expected True, False or 'ground'"):
         load_model(small, contacts="all")
