@@ -78,8 +78,9 @@ def check_options(file, actuators="inputs", limits=True, frictionloss=False, con
     (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the
     geoms' contacts out, contacts="ground" keeps the pairs with a geom fixed to the ground (default:
     sphere, capsule, box and plane geoms collide as MuJoCo's filters say; many pairs run through the
-    broad phase, docs/contact.md: broad_phase="auto" (above 64 pairs), True or False); saturate=True clamps the torque inputs to their
-    joint's `actuatorfrcrange` (as URDF's to `effort`); URDF's other options are an error."""
+    broad phase, docs/contact.md: broad_phase="auto" (above 64 pairs), True or False); saturate=True
+    clamps the torque inputs to their joint's `actuatorfrcrange` (as URDF's to `effort`); URDF's other
+    options are an error."""
     problems = check_torques(file, torques)
     if saturate and torques == "off":
         problems.append(Problem("saturate", "saturates the torque inputs, which torques='off' leaves out"))
