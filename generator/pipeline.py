@@ -94,12 +94,10 @@ def _generate(model, form, backend, progress, mode, equations=None) -> Generated
         form = check_form(form, mode)
     spec = model if hasattr(model, "bodies") else stage("load", load_model, model)
     topo = stage("topology", build_topology, spec)
-    if broad_phase.used(spec) and spec.broad_phase == "auto" and not broad_phase.takes(form, backend, mode, spec,
-                                                                                    equations is None):
-        import dataclasses  # `auto`: this module keeps the pairs in its equations
-        spec = dataclasses.replace(spec, broad_phase=broad_phase.KEPT)
-    if equations is not None and broad_phase.used(spec):
-        broad_phase.refuse(spec, f"the {form} module")
+    if broad_phase.used(spec) and (equations is not None or (
+            spec.broad_phase == "auto" and not broad_phase.takes(form, backend, mode, spec))):
+        import dataclasses  # this module keeps the pairs in its equations
+        spec = dataclasses.replace(spec, broad_phase=broad_phase.kept(spec.broad_phase))
     kin = stage("kinematics", derive_kinematics, spec, topo)
     if equations is None:
         eom = stage("equations", form_equations, kin, form, mode)

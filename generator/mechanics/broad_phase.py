@@ -59,21 +59,24 @@ def contact_pairs(spec) -> list:
     return [f for f in spec.forces if f.type == "contact"]
 
 
-#: the mode of a module of a model whose `auto` takes the broad phase, but that keeps the pairs in its own
-#: equations (a derivatives module, the Fortran backend, ...: `takes`); its p keeps the wrench slots, so that
-#: every module of the model reads one parameter vector
-KEPT = "kept"
+def kept(mode) -> tuple:
+    """The mode of a module that keeps the pairs in its own equations though its model takes the broad
+    phase (a derivatives module, or under `auto` the Fortran backend, ...: `takes`): its p keeps the
+    wrench slots, so that every module of the model reads one parameter vector."""
+    return ("kept", mode)
 
 
 def _wanted(spec) -> bool:
     mode = getattr(spec, "broad_phase", "auto")
+    if isinstance(mode, tuple):
+        mode = mode[1]
     n = len(contact_pairs(spec))
-    return n > 0 and (mode is True or (mode in ("auto", KEPT) and n > AUTO_PAIRS))
+    return n > 0 and (mode is True or (mode == "auto" and n > AUTO_PAIRS))
 
 
 def used(spec) -> bool:
     """Whether the model's contacts run through the broad phase in this module."""
-    return getattr(spec, "broad_phase", "auto") != KEPT and _wanted(spec)
+    return not isinstance(getattr(spec, "broad_phase", "auto"), tuple) and _wanted(spec)
 
 
 def shape_bodies(spec) -> list:
@@ -224,13 +227,14 @@ def _law(spec, f, slots):
     return values + where, None
 
 
-def takes(form, backend, mode, spec, main) -> bool:
-    """Whether a module takes the broad phase (otherwise `auto` keeps its pairs in the equations, and
-    `broad_phase: true` is refused): the C backend's Lagrangian main modules in symbolic mode."""
+def takes(form, backend, mode, spec) -> bool:
+    """Whether a main module takes the broad phase (otherwise `auto` keeps its pairs in the equations,
+    and `broad_phase: true` is refused): the C backend's Lagrangian modules in symbolic mode. The
+    modules of other kinds (derivatives, inverse dynamics) always keep them."""
     from dynamica.generator.forms import FORM_INFO
     info = FORM_INFO.get(form)
     hamiltonian = info is not None and any("hamilton" in a.lower() for a in (form, *info.acronyms))
-    return main and backend == "c" and mode == "symbolic" and not spec.loops and not hamiltonian
+    return backend == "c" and mode == "symbolic" and not spec.loops and not hamiltonian
 
 
 def refuse(spec, what):

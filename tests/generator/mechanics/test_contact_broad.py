@@ -159,6 +159,19 @@ def test_broad_phase_errors_name_the_entry(tmp_path):
                           backend="fortran")
 
 
+def test_the_derivatives_module_keeps_the_pairs_and_reads_the_same_p():
+    """A derivatives module (scipy's implicit methods, statics) generates its pairs into its own
+    equations under `broad_phase: true`, and keeps the wrench slots, so that the inputs' slots of p
+    are where the main module has them."""
+    from dynamica.generator.pipeline import generate_derivatives
+    d = _model("bpd", SHAPES, PAIRS, ("p", "r", "k"), True)
+    d["inputs"] = ["u"]
+    main, deriv = dynamica.generate(load_model(d)), generate_derivatives(load_model(d))
+    assert "broad_phase" in dict(main.module_ir.info) and "broad_phase" not in dict(deriv.module_ir.info)
+    assert main.module_ir.parameters == deriv.module_ir.parameters
+    assert len(main.module_ir.parameter_defaults) == len(deriv.module_ir.parameter_defaults)
+
+
 def test_inputs_and_extra_states_reach_the_broad_phase_module(tmp_path):
     """An input and an extra state live in p after the wrench slots: rhs = the generated pairs' rhs
     (1e-13 relative), the ball pressed into the floor by the input and the state."""
