@@ -164,7 +164,9 @@ def test_the_derivatives_module_keeps_the_pairs_and_reads_the_same_p():
     equations under `broad_phase: true`, and keeps the wrench slots, so that the inputs' slots of p
     are where the main module has them."""
     from dynamica.generator.pipeline import generate_derivatives
-    d = _model("bpd", SHAPES, PAIRS, ("p", "r", "k"), True)
+    d = _model("bpd", {"floor": {"type": "plane", "body": "ground"},
+                       "ball": {"type": "sphere", "body": "p", "radius": 0.1}}, [{"a": "floor", "b": "ball"}],
+               ("p",), True)
     d["inputs"] = ["u"]
     main, deriv = dynamica.generate(load_model(d)), generate_derivatives(load_model(d))
     assert "broad_phase" in dict(main.module_ir.info) and "broad_phase" not in dict(deriv.module_ir.info)
@@ -214,3 +216,12 @@ def test_the_exported_c_library_carries_the_broad_phase(tmp_path):
     ref = solve_ivp(model.rhs_function(), (0, 0.1), y0, method="DOP853", rtol=1e-13, atol=1e-14, t_eval=rows[:, 0])
     assert np.ptp(rows[:, 3]) > 1e-4                       # it moves in the floor's spring
     np.testing.assert_allclose(rows[:, 1:], ref.y.T, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("form", ["iterative-m", "lagrange1"])
+def test_other_forms_take_the_broad_phase(tmp_path, form):
+    """The iterative forms' entry points and another Lagrangian form: q'' as the reference's, 1e-12."""
+    d = _model("bpf", SHAPES, PAIRS, ("p", "r", "k"), True)
+    model = dynamica.load(write_model(tmp_path, d), form=form)
+    qd = np.random.default_rng(3).normal(0, 0.7, 18)
+    assert _rel(model.qdd(Q, qd), NumericReference(load_model(d)).qdd(Q, qd)) < 1e-12
