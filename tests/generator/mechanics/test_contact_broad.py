@@ -225,3 +225,19 @@ def test_other_forms_take_the_broad_phase(tmp_path, form):
     model = dynamica.load(write_model(tmp_path, d), form=form)
     qd = np.random.default_rng(3).normal(0, 0.7, 18)
     assert _rel(model.qdd(Q, qd), NumericReference(load_model(d)).qdd(Q, qd)) < 1e-12
+
+
+def test_the_contacts_elastic_energy_is_in_the_potential(tmp_path):
+    """A ball 1 cm into the floor: energy.potential = m g z + k delta^(e+1) / (e+1) (closed form, 1e-12
+    relative); a ball above it: m g z alone."""
+    d = _model("bpv", {"floor": {"type": "plane", "body": "ground"},
+                       "ball": {"type": "sphere", "body": "p", "radius": 0.1}}, [{"a": "floor", "b": "ball"}],
+               ("p",), True)
+    d["outputs"] = {"energy": True}
+    model = dynamica.load(write_model(tmp_path, d))
+    for z, delta in ((0.09, 0.01), (0.3, 0.0)):
+        q = np.zeros(6)
+        q[2] = z
+        V = float(model.outputs(0.0, q, np.zeros(6))["energy.potential"])
+        expected = 9.81 * z + LAW["stiffness"] * delta ** 2.5 / 2.5
+        assert abs(V - expected) < 1e-12 * abs(expected), (z, V, expected)
