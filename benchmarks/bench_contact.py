@@ -2,7 +2,7 @@
 """MJCF models falling onto their floor for 2 s (actuators off), in one run on the same files:
 Gymnasium's hopper and humanoid (its 17 hinges, a free root, 126 contact pairs here).
 
-  dynamica : dynamica.load(model.xml) (contacts and joint limits by default: docs/contact.md),
+  dynamica : dynamica.load(model.xml, torques="off") (contacts and joint limits by default: docs/contact.md),
              simulate with the Adams integrator at rtol 1e-6, atol 1e-8 (contact events located);
              the time of `simulate` only (the model compiled and loaded before)
   MuJoCo   : mj_step at the model's own time step (its default: the file's `timestep`)
@@ -16,13 +16,16 @@ tests/oracles/mujoco_mjcf.py), so that the two runs' energies are the same funct
 A second table, the cost of building and of one evaluation, for Gymnasium's humanoid and
 dm_control's dog (63 bodies, 2961 contact pairs under MuJoCo's filters):
 
-  dynamica : dynamica.load(model.xml, actuators="off") into an empty cache (generate and compile,
-             contacts on), and one right-hand side (the module's rhs from Python, the mean of
-             repeated calls at the initial state); a model refused for its number of pairs is
-             loaded again with contacts=False and marked so
+  dynamica : dynamica.load(model.xml, actuators="off", torques="off") into an empty cache (generate and compile,
+             contacts on: above 64 pairs through the broad phase, docs/contact.md), and one
+             right-hand side (the module's rhs from Python, the mean of repeated calls at the
+             initial state); the humanoid also with its pairs generated into the equations
+             (`broad_phase: false`, the code before the broad phase); a fall of 0.5 s (Adams,
+             rtol 1e-6, atol 1e-8, contact events located); a model refused is loaded again with
+             contacts=False and marked so
   MuJoCo   : MjModel.from_xml_path (its compile), and one mj_step (contacts on, the mean of
              repeated steps from the initial state: the model falls and lies on its floor) and one
-             mj_forward at the initial state
+             mj_forward at the initial state; the fall of 0.5 s with mj_step at the file's time step
 
 A plain script, run by hand:  python benchmarks/bench_contact.py [--t-end 2] [--only build|fall]
 [--out benchmarks/results/contact.txt]
@@ -86,7 +89,7 @@ def run_dynamica(path, t_end):
     import dynamica
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                        # what the import leaves out, named once
-        model = dynamica.load(path, actuators="off")
+        model = dynamica.load(path, actuators="off", torques="off")
     pairs = sum(f.type == "contact" for f in model.spec.forces)
     start = time.perf_counter()
     r = dynamica.simulate(model, t_end, output_step=0.005, rtol=1e-6, atol=1e-8)
@@ -123,6 +126,45 @@ def per_call(f, seconds=0.5):
     return (time.perf_counter() - start) / n
 
 
+def generated_pairs_row(path, form):
+    """The model with its pairs generated into the equations (`broad_phase: false`): build and rhs."""
+    import dataclasses
+    import tempfile
+
+    from dynamica.generator.spec.model import load_model
+    from dynamica.runtime.api import load_spec
+    with tempfile.TemporaryDirectory(prefix="bench_contact_") as cache, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        spec = dataclasses.replace(load_model(path, actuators="off", torques="off"), broad_phase=False)
+        model = load_spec(spec, form, cache=cache)
+        build = time.perf_counter() - start
+        y = model.to_state(*model.initial_state())
+        p, out = model.param_vector(), np.empty(model.state_size)
+        rhs = per_call(lambda: model.module.rhs(0.0, y, p, out))
+    return {"build": build, "rhs": rhs}
+
+
+def fall_row(model, t_end=0.5):
+    """Wall time and steps of a fall of `t_end` (Adams, rtol 1e-6, atol 1e-8, contact events located)."""
+    import dynamica
+    start = time.perf_counter()
+    r = dynamica.simulate(model, t_end, output_step=0.005, rtol=1e-6, atol=1e-8)
+    return time.perf_counter() - start, r.info["steps"]
+
+
+def mujoco_fall(path, t_end=0.5):
+    import mujoco
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ACTUATION
+    d = mujoco.MjData(m)
+    start, steps = time.perf_counter(), 0
+    while d.time < t_end - 1e-12:
+        mujoco.mj_step(m, d)
+        steps += 1
+    return time.perf_counter() - start, steps
+
+
 def build_row(path):
     import tempfile
 
@@ -144,30 +186,44 @@ def build_row(path):
         warnings.simplefilter("ignore")
         start = time.perf_counter()
         try:
-            model = dynamica.load(path, actuators="off", cache=cache)
+            model = dynamica.load(path, actuators="off", torques="off", cache=cache)
         except ModelError as exc:
             note = "contacts=False: " + str(exc.problems[0].message).split(" under")[0].removeprefix("the geoms make ")
             start = time.perf_counter()
-            model = dynamica.load(path, actuators="off", contacts=False, cache=cache)
+            model = dynamica.load(path, actuators="off", torques="off", contacts=False, cache=cache)
         build = time.perf_counter() - start
         pairs = sum(f.type == "contact" for f in model.spec.forces)
+        from dynamica.generator.mechanics.broad_phase import used
+        broad = used(model.spec)
         y = model.to_state(*model.initial_state())
         p, out = model.param_vector(), np.empty(model.state_size)
         rhs = per_call(lambda: model.module.rhs(0.0, y, p, out))
+        fall = fall_row(model) if pairs else None
     return {"build": build, "rhs": rhs, "pairs": pairs, "note": note, "mj_build": mj_build, "mj_step": mj_step,
-            "mj_forward": mj_forward, "ncon": ncon}
+            "mj_forward": mj_forward, "ncon": ncon, "broad": broad, "form": model.form, "fall": fall,
+            "mj_fall": mujoco_fall(path)}
 
 
-def build_table():
-    lines = ["Building and one evaluation (contacts on)", "",
-             f"{'model':10s} {'code':9s} {'build [s]':>10s} {'call [us]':>10s}   what is called"]
+def build_table(generated=("humanoid",)):
+    """Per model: dynamica (broad phase when it has more than 64 pairs; for the models in `generated`
+    also with every pair generated into the equations), MuJoCo; and a fall of 0.5 s in both."""
+    lines = ["Building and one evaluation (contacts on); a fall of 0.5 s from the initial state", "",
+             f"{'model':10s} {'code':22s} {'build [s]':>10s} {'call [us]':>10s} {'fall [s]':>9s} {'steps':>7s}"
+             "   what is called"]
     for name, package in BUILD_MODELS:
-        r = build_row(suite_file(name, package))
+        path = suite_file(name, package)
+        r = build_row(path)
         what = f"rhs, {r['pairs']} pairs" + (f" ({r['note']})" if r["note"] else "")
-        lines.append(f"{name:10s} {'dynamica':9s} {r['build']:10.2f} {1e6 * r['rhs']:10.1f}   {what}")
-        lines.append(f"{'':10s} {'MuJoCo':9s} {r['mj_build']:10.3f} {1e6 * r['mj_step']:10.1f}   mj_step "
-                     f"({r['ncon']} contacts at the last step)")
-        lines.append(f"{'':10s} {'':9s} {'':10s} {1e6 * r['mj_forward']:10.1f}   mj_forward")
+        code = "dynamica, broad phase" if r["broad"] else "dynamica"
+        fall = f"{r['fall'][0]:9.2f} {r['fall'][1]:7d}" if r["fall"] else f"{'':9s} {'':7s}"
+        lines.append(f"{name:10s} {code:22s} {r['build']:10.2f} {1e6 * r['rhs']:10.1f} {fall}   {what}")
+        if name in generated and r["broad"]:
+            g = generated_pairs_row(path, r["form"])
+            lines.append(f"{'':10s} {'dynamica, generated':22s} {g['build']:10.2f} {1e6 * g['rhs']:10.1f} "
+                         f"{'':9s} {'':7s}   rhs, the {r['pairs']} pairs in the equations (broad_phase: false)")
+        lines.append(f"{'':10s} {'MuJoCo':22s} {r['mj_build']:10.3f} {1e6 * r['mj_step']:10.1f} "
+                     f"{r['mj_fall'][0]:9.3f} {r['mj_fall'][1]:7d}   mj_step ({r['ncon']} contacts at the last step)")
+        lines.append(f"{'':10s} {'':22s} {'':10s} {1e6 * r['mj_forward']:10.1f} {'':9s} {'':7s}   mj_forward")
     return lines
 
 

@@ -22,6 +22,7 @@ from dynamica.errors import ModelError
 from dynamica.generator.forms import check_form, form_equations
 from dynamica.generator.ir.lower import lower
 from dynamica.generator.ir.nodes import ModuleIR
+from dynamica.generator.mechanics import broad_phase
 from dynamica.generator.mechanics.constraints import attach_constraints
 from dynamica.generator.mechanics.kinematics import derive_kinematics
 from dynamica.generator.mechanics.outputs import attach_outputs, wanted
@@ -93,6 +94,10 @@ def _generate(model, form, backend, progress, mode, equations=None) -> Generated
         form = check_form(form, mode)
     spec = model if hasattr(model, "bodies") else stage("load", load_model, model)
     topo = stage("topology", build_topology, spec)
+    if broad_phase.used(spec) and (equations is not None or (
+            spec.broad_phase == "auto" and not broad_phase.takes(form, backend, mode, spec))):
+        import dataclasses  # this module keeps the pairs in its equations
+        spec = dataclasses.replace(spec, broad_phase=broad_phase.kept(spec.broad_phase))
     kin = stage("kinematics", derive_kinematics, spec, topo)
     if equations is None:
         eom = stage("equations", form_equations, kin, form, mode)
@@ -102,6 +107,8 @@ def _generate(model, form, backend, progress, mode, equations=None) -> Generated
         eom = stage("equations", equations, kin)
     if equations is None and (wanted(spec) or eom.kind == "hamiltonian"):
         eom = stage("outputs", attach_outputs, eom, spec, topo)
+    if equations is None and broad_phase.used(spec):
+        eom = stage("broad phase", broad_phase.attach_broad_phase, eom, spec, topo, backend)
     if spec.states and eom.kind != "derivatives":        # (which has its own kernels of the states)
         eom = stage("states", attach_states, eom, spec)
     mod = stage("lower", lower, eom, spec)

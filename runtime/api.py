@@ -62,8 +62,8 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
     run as hand-written loops (generator/forms/numeric.py; composite, articulated and ltdl forms).
     A URDF file (docs/urdf.md) takes `import_options`: floating=True (a free root link),
     mimic="independent" (default) or "coupled", limits=True (default: joint limits as `stop`
-    forces; False leaves them out); an MJCF file's contacts=False leaves its geoms' contacts out
-    (docs/mjcf.md).
+    forces; False leaves them out); an MJCF file's contacts=False leaves its geoms' contacts out,
+    broad_phase=True/False asks for the contacts' broad phase or against it (docs/mjcf.md, docs/contact.md).
     An MJCF file (.xml with a <mujoco> root, or .mjcf; docs/mjcf.md) is read through MuJoCo's compiler.
     """
     from dynamica.build import cache_root, tool_fingerprint

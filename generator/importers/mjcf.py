@@ -71,31 +71,34 @@ CONTACTS = (True, False, "ground")
 
 
 def check_options(file, actuators="inputs", limits=True, frictionloss=False, contacts=True, torques="inputs",
-                  saturate=False, **other) -> dict:
+                  saturate=False, broad_phase="auto", **other) -> dict:
     """The import options of an MJCF file: actuators="inputs" (each an input u_<actuator>) or
     "off" (left out, as MuJoCo's actuation flag off); torques="inputs" (an input tau_<joint> per
     hinge and slide joint, MuJoCo's qfrc_applied) or "off"; limits=False leaves out the joint ranges
     (default: `stop` forces), frictionloss=True (a regularised Coulomb force); contacts=False leaves the
     geoms' contacts out, contacts="ground" keeps the pairs with a geom fixed to the ground (default:
-    sphere, capsule, box and plane geoms collide as MuJoCo's filters say, only the ground's pairs
-    when there are more than MAX_CONTACT_PAIRS); saturate=True clamps the torque inputs to their
-    joint's `actuatorfrcrange` (as URDF's to `effort`); URDF's other options are an error."""
+    sphere, capsule, box and plane geoms collide as MuJoCo's filters say; many pairs run through the
+    broad phase, docs/contact.md: broad_phase="auto" (above 64 pairs), True or False); saturate=True
+    clamps the torque inputs to their joint's `actuatorfrcrange` (as URDF's to `effort`); URDF's other
+    options are an error."""
     problems = check_torques(file, torques)
     if saturate and torques == "off":
         problems.append(Problem("saturate", "saturates the torque inputs, which torques='off' leaves out"))
     if other:
         problems.append(Problem("", f"the options {', '.join(sorted(other))} are for URDF files; an MJCF file "
-                                    "takes actuators='inputs' or 'off', torques, saturate, limits, frictionloss and "
-                                    "contacts"))
+                                    "takes actuators='inputs' or 'off', torques, saturate, limits, frictionloss, "
+                                    "contacts and broad_phase"))
     if actuators not in ACTUATORS:
         problems.append(Problem("actuators", f"expected one of {', '.join(ACTUATORS)}, found {actuators!r}"))
     if contacts not in CONTACTS:
         problems.append(Problem("contacts", f"expected True, False or 'ground', found {contacts!r}"))
+    if broad_phase not in (True, False, "auto"):
+        problems.append(Problem("broad_phase", f"expected True, False or 'auto', found {broad_phase!r}"))
     if problems:
         raise ModelError(str(file), problems)
     return {"actuators": actuators, "limits": bool(limits), "frictionloss": bool(frictionloss),
             "contacts": contacts if contacts == "ground" else bool(contacts), "torques": torques,
-            "saturate": bool(saturate)}
+            "saturate": bool(saturate), "broad_phase": broad_phase}
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 _KIND = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
 
@@ -723,23 +726,12 @@ class _Converter:
                         or ((b2 << 16) + b1) in excluded:
                     continue
                 add(g1, g2, max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])))
-        total = len(pairs)
-        if self.options["contacts"] == "ground" or (len(pairs) > MAX_CONTACT_PAIRS
-                                                     and sum(kept) <= MAX_CONTACT_PAIRS):
+        if self.options["contacts"] == "ground":
             if len(pairs) > sum(kept):
-                self.ignore("contacts between two moving bodies (contacts='ground', or more than "
-                            f"{MAX_CONTACT_PAIRS} pairs in all: only the pairs with the ground and the explicit "
-                            "<pair>s are kept)", f"{len(pairs) - sum(kept)} pairs")
+                self.ignore("contacts between two moving bodies (contacts='ground': only the pairs with the "
+                            "ground and the explicit <pair>s are kept)", f"{len(pairs) - sum(kept)} pairs")
             pairs = [pair for pair, k in zip(pairs, kept) if k]
         if not pairs:
-            return {}
-        if len(pairs) > MAX_CONTACT_PAIRS:
-            self.err("contact", f"the geoms make {total} contact pairs under MuJoCo's filters, {sum(kept)} of "
-                                f"them with the ground: more than {MAX_CONTACT_PAIRS} even with the ground alone: "
-                                "every pair is evaluated in every right-hand side (there is no broad phase yet), "
-                                "which would take minutes to generate; load with contacts=False (--no-contacts) "
-                                "or name the pairs that matter as <contact><pair> elements with contype/conaffinity "
-                                "0 on the rest")
             return {}
         law = {}
         for key, (value, unit, what) in CONTACT_PARAMETERS.items():
@@ -747,7 +739,8 @@ class _Converter:
             self.params[name] = {"value": value, "unit": unit, "description": what}
         return {"shapes": {n: s for n, s in shapes.items() if any(n in (p["a"], p["b"]) for p in pairs)},
                 "defaults": law,
-                "pairs": pairs}
+                "pairs": pairs, **({"broad_phase": self.options["broad_phase"]}
+                                   if self.options.get("broad_phase", "auto") != "auto" else {})}
 
     # -- fixed tendons: L = sum c_i q_i over hinge and slide joints
     def _fixed_tendon(self, t):
@@ -928,12 +921,6 @@ class _Converter:
 
 
 #: the contact law's parameters of an MJCF model's pairs (docs/contact.md): value, unit, meaning
-#: more contact pairs than this are refused: MuJoCo's humanoid (126 pairs) generates in about 30 s
-#: and runs (benchmarks/results/contact.txt, contact_build.txt); dm_control's dog (2961 pairs, 2396
-#: without box-box and box-capsule) took 560 s to generate those 2396 (equations 162 s, outputs
-#: 167 s, lowering 178 s) into a 40 MB kernel source that gcc had not compiled after 9 minutes
-#: (docs/contact.md, "Broad phase and large models")
-MAX_CONTACT_PAIRS = 500
 CONTACT_PARAMETERS = {
     "contact_stiffness": (1e6, "N/m^1.5", "contacts: k of the normal law k delta^e (1 + 3/2 c delta')"),
     "contact_damping": (0.5, "s/m", "contacts: c of the normal law (restitution about 1 - c v)"),

@@ -263,6 +263,13 @@ def parameter_layout(spec):
             sym[ex.param_symbol(name, j)] = ir.Arg("p", k)
             defaults.append(0.0)
             k += 1
+    from dynamica.generator.mechanics.broad_phase import wrench_parameters
+    for name, size in wrench_parameters(spec):          # the broad phase's wrenches (written by its routine)
+        params.append((name, size))
+        for j in range(size):
+            sym[ex.param_symbol(name, j)] = ir.Arg("p", k)
+            defaults.append(0.0)
+            k += 1
     slots = slot_layout(spec, k)
     sym.update(slot_symbols(slots))
     defaults += [0.0] * (slots.size - k)

@@ -45,6 +45,12 @@ from dynamica.generator.ir.program import add, cross, dot, matTvec, matvec, scal
 _TINY = sp.Float(1e-300)
 
 
+def _f(x):
+    """A number of a shape as a sympy Float; a symbol (the broad phase's per-pair-type functions,
+    generator/mechanics/broad_phase.py, take the sizes as arguments) as it is."""
+    return x if isinstance(x, sp.Basic) else sp.Float(x)
+
+
 def placed(ctx, shape):
     """(centre, [x, y, z axes]) of a shape in the ground frame: expressions of the state."""
     G, _, origin = ctx.frame_of(shape.body)
@@ -92,7 +98,7 @@ def _box_sphere(ctx, c, axes, half, centre, r):
     d = -min(s) - r along the face of least depth, chosen by Heaviside weights (H(0) = 1/2: on a
     tie, or with the centre exactly on the surface, the normal is not a unit vector)."""
     k = len(ctx.contact_points)
-    h = [sp.Float(x) for x in half]
+    h = [_f(x) for x in half]
     loc = ctx.let_vector(f"cl{k}", [dot(axes[j], sub(centre, c)) for j in range(3)])
     w = ctx.let_vector(f"w{k}", [loc[j] - _clamp(loc[j], -h[j], h[j]) for j in range(3)])
     L = ctx.let(f"L{k}", sp.sqrt(dot(w, w) + _TINY))
@@ -136,7 +142,7 @@ def _plane_cylinder(ctx, p, n, c, axes, r, hl):
 
 def _corners(c, axes, half):
     """The eight corners of a box, in the order (+,+,+), (+,+,-), (+,-,+), ... of its half sizes."""
-    h = [scale(sp.Float(half[j]), axes[j]) for j in range(3)]
+    h = [scale(_f(half[j]), axes[j]) for j in range(3)]
     return [add(c, add(scale(sx, h[0]), add(scale(sy, h[1]), scale(sz, h[2]))))
             for sx in (1, -1) for sy in (1, -1) for sz in (1, -1)]
 
@@ -157,29 +163,29 @@ def contact_points(ctx, a, b) -> list:
     if a.kind == "plane":
         n = ctx.let_vector("n", ea[2])
         if b.kind == "sphere":
-            _point_plane(ctx, ca, n, cb, sp.Float(b.radius))
+            _point_plane(ctx, ca, n, cb, _f(b.radius))
         elif b.kind == "capsule":
-            u = scale(sp.Float(b.length / 2), eb[2])
+            u = scale(_f(b.length / 2), eb[2])
             for sgn in (1, -1):
-                _point_plane(ctx, ca, n, add(cb, scale(sgn, u)), sp.Float(b.radius))
+                _point_plane(ctx, ca, n, add(cb, scale(sgn, u)), _f(b.radius))
         elif b.kind == "cylinder":
-            _plane_cylinder(ctx, ca, n, cb, eb, sp.Float(b.radius), sp.Float(b.length / 2))
+            _plane_cylinder(ctx, ca, n, cb, eb, _f(b.radius), _f(b.length / 2))
         elif b.kind == "box":
             for corner in _corners(cb, eb, b.half):
                 _point_plane(ctx, ca, n, corner, sp.Integer(0))
         else:
             raise ValueError(f"no closed form for the pair {kinds}")
     elif kinds == ("box", "sphere"):
-        _box_sphere(ctx, ca, ea, a.half, cb, sp.Float(b.radius))
+        _box_sphere(ctx, ca, ea, a.half, cb, _f(b.radius))
     elif kinds == ("box", "capsule"):
         ub = ctx.let_vector("ub", eb[2])
-        hb = sp.Float(b.length / 2)
+        hb = _f(b.length / 2)
         for sgn in (1, -1):
-            _box_sphere(ctx, ca, ea, a.half, add(cb, scale(sgn * hb, ub)), sp.Float(b.radius))
+            _box_sphere(ctx, ca, ea, a.half, add(cb, scale(sgn * hb, ub)), _f(b.radius))
         for k, corner in enumerate(_corners(ca, ea, a.half)):
             corner = ctx.let_vector(f"k{k}", corner)
             q = ctx.let_vector(f"qk{k}", _segment_point(ctx, cb, ub, hb, corner, f"sk{k}"))
-            _sphere_sphere(ctx, corner, sp.Integer(0), q, sp.Float(b.radius))
+            _sphere_sphere(ctx, corner, sp.Integer(0), q, _f(b.radius))
     elif kinds == ("box", "box"):
         for corner in _corners(cb, eb, b.half):                 # b's corners in box a: n from a into b
             _box_sphere(ctx, ca, ea, a.half, corner, sp.Integer(0))
@@ -188,14 +194,14 @@ def contact_points(ctx, a, b) -> list:
             x, n, d = ctx.contact_points.pop()
             ctx.contact_points.append((x, [-v for v in n], d))
     elif kinds == ("sphere", "sphere"):
-        _sphere_sphere(ctx, ca, sp.Float(a.radius), cb, sp.Float(b.radius))
+        _sphere_sphere(ctx, ca, _f(a.radius), cb, _f(b.radius))
     elif kinds == ("sphere", "capsule"):
         ub = ctx.let_vector("ub", eb[2])
-        q = ctx.let_vector("qb", _segment_point(ctx, cb, ub, sp.Float(b.length / 2), ca, "sb"))
-        _sphere_sphere(ctx, ca, sp.Float(a.radius), q, sp.Float(b.radius))
+        q = ctx.let_vector("qb", _segment_point(ctx, cb, ub, _f(b.length / 2), ca, "sb"))
+        _sphere_sphere(ctx, ca, _f(a.radius), q, _f(b.radius))
     elif kinds == ("capsule", "capsule"):
         ua, ub = ctx.let_vector("ua", ea[2]), ctx.let_vector("ub", eb[2])
-        ha, hb = sp.Float(a.length / 2), sp.Float(b.length / 2)
+        ha, hb = _f(a.length / 2), _f(b.length / 2)
         r = ctx.let_vector("r", sub(ca, cb))
         beta = ctx.let("beta", dot(ua, ub))
         c_, f_ = ctx.let("cr", dot(ua, r)), ctx.let("fr", dot(ub, r))
@@ -204,7 +210,7 @@ def contact_points(ctx, a, b) -> list:
         s = ctx.let("s", _clamp(beta * t - c_, -ha, ha))
         pa = ctx.let_vector("pa", add(ca, scale(s, ua)))
         pb = ctx.let_vector("pb", add(cb, scale(t, ub)))
-        _sphere_sphere(ctx, pa, sp.Float(a.radius), pb, sp.Float(b.radius))
+        _sphere_sphere(ctx, pa, _f(a.radius), pb, _f(b.radius))
     else:
         raise ValueError(f"no closed form for the pair {kinds}")
     return ctx.contact_points
@@ -225,3 +231,18 @@ def normal_rate(ctx, a, b, x, n):
     _, va = material_point(ctx, a.body, x)
     _, vb = material_point(ctx, b.body, x)
     return dot(n, sub(vb, va))
+
+
+def point_law(ctx, j, n, d, vr, law):
+    """(delta', as n . (v_b - v_a), delta, F_n, the force on b (ground frame)) at contact point j
+    of a pair: the law of the module docstring, with vr = v_b - v_a at the point and
+    law = (k, c, e, mu, v_s). The generated force element and the broad phase's per-pair-type
+    functions (generator/mechanics/broad_phase.py) both take it from here."""
+    k, c, e, mu, vs = law
+    vn = ctx.let(f"vn{j}", dot(n, vr))
+    delta = ctx.let(f"pen{j}", smax(0, -d))
+    Fn = ctx.let(f"Fn{j}", smax(0, k * delta ** e * (1 - sp.Rational(3, 2) * c * vn)))
+    vt = ctx.let_vector(f"vt{j}", sub(vr, scale(vn, n)))
+    ft = ctx.let(f"ft{j}", -mu * Fn / sp.sqrt(dot(vt, vt) + vs ** 2))
+    F = ctx.let_vector(f"F{j}", add(scale(Fn, n), scale(ft, vt)))
+    return vn, delta, Fn, F

@@ -129,8 +129,16 @@ def active_forces(kin, fp):
     ctx = ForceContext(kin, fp, [[sp.Integer(0)] * 6 for _ in range(N + 1)],
                        {c: sp.Integer(0) for c in kin.coordinates})
     values = {}
+    from dynamica.generator.mechanics import broad_phase
+    broad = broad_phase.used(kin.spec)
+    if broad:                            # the pairs' wrenches come from the module's C routine
+        broad_phase.add_wrenches(ctx, kin.spec)
     for n, f in enumerate(kin.spec.forces):
         ctx.tag = f"f{n}"
+        if broad and f.type == "contact":
+            for quantity, exprs in broad_phase.placeholder_values(f).items():
+                values[f"{f['name']}.{quantity}"] = exprs
+            continue
         for quantity, exprs in FORCE_TYPES[f.type].build(ctx, f).items():
             values[f"{f['name']}.{quantity}"] = exprs
     F = [None] + [kin.program.let_vector(f"Fa{i}", ctx.F[i]) for i in range(1, N + 1)]
@@ -397,6 +405,9 @@ def _contact_check(given, fields):
 def _contact_potential(ctx, f):
     # the elastic part k delta^e of the normal law: V = k delta^(e+1) / (e+1) per point,
     # dV/dt = k delta^e delta' with delta' = -n . (v_b - v_a)
+    from dynamica.generator.mechanics import broad_phase
+    if broad_phase.used(ctx.kin.spec):           # the pairs' sum, from the broad phase's routine
+        return broad_phase.potential(ctx, f)
     ke = constant_fields(ctx, f["stiffness"], f["exponent"])
     if ke is None:
         return None
@@ -418,7 +429,7 @@ def _contact_potential(ctx, f):
 def _contact(ctx, f):
     # per contact point (x, n, d) of the pair (generator/mechanics/contact.py): delta = max(0, -d),
     # F_n = max(0, k delta^e (1 + 3/2 c delta')), F_t = -mu F_n v_t / sqrt(|v_t|^2 + v_s^2)
-    from dynamica.generator.mechanics.contact import contact_points, material_point, smax
+    from dynamica.generator.mechanics.contact import contact_points, material_point, point_law
     a, b = f["a"], f["b"]
     k, c, e = ctx.P(f["stiffness"]), ctx.P(f["damping"]), ctx.P(f["exponent"])
     mu, vs = ctx.P(f["friction"]), ctx.P(f["stiction_velocity"])
@@ -429,12 +440,7 @@ def _contact(ctx, f):
         pa, va = material_point(ctx, a.body, x)
         pb, vb = material_point(ctx, b.body, x)
         vr = ctx.let_vector(f"vr{j}", sub(vb, va))
-        vn = ctx.let(f"vn{j}", dot(n, vr))
-        delta = ctx.let(f"pen{j}", smax(0, -d))
-        Fn = ctx.let(f"Fn{j}", smax(0, k * delta ** e * (1 - sp.Rational(3, 2) * c * vn)))
-        vt = ctx.let_vector(f"vt{j}", sub(vr, scale(vn, n)))
-        ft = ctx.let(f"ft{j}", -mu * Fn / sp.sqrt(dot(vt, vt) + vs ** 2))
-        F = ctx.let_vector(f"F{j}", add(scale(Fn, n), scale(ft, vt)))
+        vn, delta, Fn, F = point_law(ctx, j, n, d, vr, (k, c, e, mu, vs))
         if b.body != "ground":
             pb = ctx.let_vector(f"pb{j}", pb)
         if a.body != "ground":

@@ -198,6 +198,9 @@ def attach_outputs(eom, spec, topo):
                         symbols=(("qdd", qdd),))
     else:
         oe = output_equations(spec, topo)
-        ks = KernelSpec("outputs", ("t", "q", "qd", "p"), (("out", oe.values),), program=oe.program)
+        from dynamica.generator.mechanics.broad_phase import used
+        # with the broad phase the entry point clears `out` and its routine writes the contacts' values
+        ks = KernelSpec("outputs", ("t", "q", "qd", "p"), (("out", oe.values),), program=oe.program,
+                        skip_zero_stores=used(spec))
     return dataclasses.replace(eom, extra_kernels=tuple(eom.extra_kernels) + (ks,),
                                info={**eom.info, "output_layout": oe.layout})

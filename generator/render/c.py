@@ -335,14 +335,56 @@ def exported_entries(mod: ir.ModuleIR) -> list:
     return out
 
 
+def with_broad_phase(mod: ir.ModuleIR, entries: list) -> list:
+    """A module with the broad phase of contact (generator/mechanics/broad_phase.py): `broad_phase`
+    evaluates the pairs into the wrench slots of a copy of p (and their values into `out`), the kind's
+    qdd becomes `qdd_mech` called on that copy, and the outputs entry clears `out`, lets the routine
+    write the contacts' values and the kernel the rest (it skips its zero stores)."""
+    info = dict(mod.info).get("broad_phase")
+    if info is None:
+        return entries
+    n_p = len(mod.parameter_defaults)
+    fns = ", ".join(f"{PREFIX}cb_{t}" for t in info["types"])
+    nb = info["bodies"]
+    evaluate = {"signature": f"void {ENTRY}broad_phase(double t, const double *q, const double *qd, double *px, "
+                             "double *out)",
+                "lines": [f"static const dyn_pair_fn fns[] = {{{fns}}};", f"double poses[{max(18 * nb, 1)}];",
+                          f"double placed[{27 * info['shapes']}];",
+                          f"{PREFIX}contact_poses(t, q, qd, px, poses);",
+                          f"dyn_cb_run({info['pairs']}, dyn_cb_pair, {info['shapes']}, dyn_cb_shape, fns, {nb}, "
+                          f"poses, px, px + {info['wrench']}, out, placed);"]}
+    decl, free = scratch("px", n_p, [("qdd", len(mod.coordinates))])
+    qdd_sig = _qdd_signature()
+    out = [evaluate]
+    for e in entries:
+        if e["signature"] == qdd_sig:
+            out.append(dict(e, signature=qdd_sig.replace(f"{ENTRY}qdd(", f"{ENTRY}qdd_mech(")))
+            out.append({"signature": qdd_sig, "lines": decl + [
+                f"memcpy(px, p, {n_p} * sizeof(double));", f"{ENTRY}broad_phase(t, q, qd, px, NULL);",
+                f"{ENTRY}qdd_mech(t, q, qd, px, qdd);"] + free})
+        elif e["signature"].startswith(f"void {ENTRY}outputs("):
+            odecl, ofree = scratch("px", n_p, [("out", info["outputs"])])
+            lines = [line.replace(", p, out)", ", px, out)") for line in e["lines"]]
+            out.append(dict(e, lines=[f"memset(out, 0, {info['outputs']} * sizeof(double));"] + odecl + [
+                f"memcpy(px, p, {n_p} * sizeof(double));", f"{ENTRY}broad_phase(t, q, qd, px, out);"]
+                + lines + ofree))
+        else:
+            out.append(e)
+    if not any(e["signature"] == qdd_sig for e in entries):
+        raise ValueError("internal error: the broad phase needs a module with the qdd entry point")
+    return out
+
+
 def header_context(mod: ir.ModuleIR) -> dict:
     """What templates/kernels.h.j2 shows."""
     kind = module_kind(mod.entries)
     return {
         "version": __version__, "model_name": mod.model_name, "form": mod.form, "signature": mod.signature,
         "kernels": [kernel_context(k) for k in mod.kernels],
-        "entries": with_states(mod, kind.backends["c"](mod)) + output_entry(mod) + exported_entries(mod),
-        "preamble": kind.preambles["c"](mod) if "c" in kind.preambles else [],
+        "entries": with_states(mod, with_broad_phase(mod, kind.backends["c"](mod) + output_entry(mod)))
+        + exported_entries(mod),
+        "preamble": (kind.preambles["c"](mod) if "c" in kind.preambles else [])
+        + (['#include "dynamica_broad.h"'] if dict(mod.info).get("broad_phase") else []),
         "tables": tables(mod),
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
     }
@@ -353,5 +395,6 @@ C = register(Backend(
     templates=(("kernels.h.j2", "{module}_kernels.h", header_context, None),),
     declarations=lambda mod: (f'#include "{mod.module_name}_kernels.h"',),
     entry_symbol=lambda mod, name: f"{ENTRY}{name}",
-    helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h", "numeric_deriv.h", "dynamica_linalg.h"),
+    helpers=("dynamica_helpers.h", "dynamica_itr.h", "numeric_core.h", "numeric_deriv.h", "dynamica_linalg.h",
+             "dynamica_broad.h"),
     description="C99 kernels in a header the module file includes"))

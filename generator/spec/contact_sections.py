@@ -13,6 +13,7 @@ its two shapes resolved into `Shape` records (numbers, body frame).
       defaults: {stiffness: 1e6, damping: 0.5, exponent: 1.5, friction: 0.8, stiction_velocity: 1e-3}
       pairs:                                                  # absent: every pair that can touch
         - {a: floor, b: ball, friction: 0.3}
+      broad_phase: auto                                       # true, false, auto (docs/contact.md)
 """
 
 from __future__ import annotations
@@ -70,7 +71,11 @@ class ContactSections:
 
     def contact(self, d: dict, body_names, parent_of) -> tuple:
         """(shapes, pair entries: (path, mapping of a `contact` force)) of the section."""
-        self.keys(d, "contact", {"shapes", "defaults", "pairs"})
+        self.keys(d, "contact", {"shapes", "defaults", "pairs", "broad_phase"})
+        self.broad_phase = d.get("broad_phase", "auto")
+        if self.broad_phase not in (True, False, "auto"):
+            self.err("contact.broad_phase", f"expected true, false or auto, found {found(self.broad_phase)}")
+            self.broad_phase = "auto"
         self.shapes = {}
         for name, s in self.mapping(d, "shapes", "contact.shapes", "a mapping name -> shape").items():
             p = self.entry = join_path("contact.shapes", name)

@@ -417,7 +417,8 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
                          assembly_hold=hold, stages=tuple(stages),
                          functions=tuple(functions), states=tuple(states), inputs=tuple(inputs),
-                         shapes=shapes, ranges=ranges, frames=frames, input_defaults=tuple(self.input_defaults),
+                         shapes=shapes, broad_phase=getattr(self, "broad_phase", "auto"), ranges=ranges,
+                         frames=frames, input_defaults=tuple(self.input_defaults),
                          display_units=self.shown_units(coords))
         physics_warnings(spec, self.default_value)
         return spec

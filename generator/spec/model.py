@@ -190,6 +190,8 @@ class ModelSpec:
     states: tuple = ()              # of State
     inputs: tuple = ()              # names of the signals from outside
     shapes: tuple = ()              # of Shape (contact.shapes)
+    #: contact.broad_phase: True, False or "auto" (docs/contact.md, generator/mechanics/broad_phase.py)
+    broad_phase: object = "auto"
     ranges: tuple = ()              # ((coordinate, lower, upper), ...): warned about, no force
     #: ((name, body, (x, y, z), (roll, pitch, yaw)), ...): frames declared on bodies (model.frame)
     frames: tuple = ()

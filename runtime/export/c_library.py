@@ -258,6 +258,8 @@ def build_library(model, form=None, backend="c") -> Library:
         helpers.append("numeric_core.h")
     if mod.constrained or mod.entries == "numeric":
         helpers.append("dynamica_tree_ldl.h")                # included by both
+    if dict(mod.info).get("broad_phase"):
+        helpers.append("dynamica_broad.h")                   # the contacts' broad phase (docs/contact.md)
     context = library_context(lib, symbols, functions, ws)
     context.update(declarations=declarations, fortran=sorted(f for f in kernel_files if f.endswith(".f90")))
     files = {f"{name}.h": env().get_template("export/library.h.j2").render(**context),

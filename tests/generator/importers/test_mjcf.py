@@ -534,21 +534,21 @@ def _pair_bodies(xml, tmp_path, **options):
     return [{contact["shapes"][p[k]]["body"] for k in "ab"} for p in contact["pairs"]] if contact else []
 
 
-def test_too_many_contact_pairs_keep_the_ground_and_say_so(tmp_path):
-    """dm_control's dog makes 2961 contact pairs under MuJoCo's filters with a closed form (2396
-    without its box-box and box-capsule pairs, whose generation alone took 560 s into a source gcc
-    did not compile in 9 minutes): by default only its pairs with a geom fixed to the ground are
-    kept (MuJoCo's filters counted independently here: 720 ground pairs less the ellipsoids' 264
-    and the cylinder's 76 against shapes other than planes), with one warning naming the 2581
-    left out; --no-contacts converts it without any."""
+def test_the_dogs_contact_pairs_are_all_kept_and_contacts_ground_keeps_the_floors(tmp_path):
+    """dm_control's dog makes 2961 contact pairs under MuJoCo's filters with a closed form: all kept
+    (they run through the broad phase, docs/contact.md); contacts='ground' keeps its pairs with a
+    geom fixed to the ground (MuJoCo's filters counted independently here: 720 ground pairs less
+    the ellipsoids' 264 and the cylinder's 76 against shapes other than planes), with one warning
+    naming the 2581 left out; --no-contacts converts it without any."""
     import subprocess
     import sys
     import time
     path = dm_suite("dog")
     t0 = time.perf_counter()
-    with pytest.warns(DynamicaWarning, match=r"contacts between two moving bodies.*`2581 pairs`"):
-        bodies = _pair_bodies(path, tmp_path)
+    assert len(_pair_bodies(path, tmp_path)) == 2961
     assert time.perf_counter() - t0 < 60
+    with pytest.warns(DynamicaWarning, match=r"contacts between two moving bodies.*`2581 pairs`"):
+        bodies = _pair_bodies(path, tmp_path, contacts="ground")
     assert len(bodies) == 380 and all("ground" in b for b in bodies)
     yaml_path = tmp_path / "dog.yaml"
     out = subprocess.run([sys.executable, "-m", "dynamica.runtime.cli.main", "convert", str(path), "-o", str(yaml_path),
@@ -563,9 +563,9 @@ _SPHERES = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
 </worldbody></mujoco>"""
 
 
-def test_contacts_ground_keeps_only_the_pairs_with_the_ground_and_too_many_is_an_error(tmp_path):
-    """contacts='ground' (--contacts ground) keeps the floor's pairs and drops a-b; more than 500
-    pairs with the ground alone is one ModelError naming the count and the way out."""
+def test_contacts_ground_keeps_only_the_pairs_with_the_ground_and_many_pairs_take_the_broad_phase(tmp_path):
+    """contacts='ground' (--contacts ground) keeps the floor's pairs and drops a-b; a thousand pairs
+    are all kept, and the model's contacts run through the broad phase (docs/contact.md)."""
     import subprocess
     import sys
     small = tmp_path / "small.xml"
@@ -582,9 +582,12 @@ def test_contacts_ground_keeps_only_the_pairs_with_the_ground_and_too_many_is_an
     big = tmp_path / "big.xml"
     big.write_text(_SPHERES.format(a="".join(f'<geom type="sphere" size=".01" pos="{k * .02} 0 0"/>'
                                              for k in range(501))))
-    with pytest.raises(ModelError, match=r"`contact`.*1003 contact pairs.*502 of them with the ground.*"
-                                         r"even with the ground alone.*"
-                                         r"contacts=False \(--no-contacts\)"):
-        load_model(big)
+    from dynamica.generator.mechanics import broad_phase
+    spec = load_model(big)
+    assert sum(f.type == "contact" for f in spec.forces) == 1003 and broad_phase.used(spec)
+    assert not broad_phase.used(load_model(big, broad_phase=False))
+    assert not broad_phase.used(load_model(small)) and broad_phase.used(load_model(small, broad_phase=True))
+    with pytest.raises(ModelError, match=r"broad_phase.*expected True, False or 'auto'"):
+        load_model(small, broad_phase="sometimes")
     with pytest.raises(ModelError, match=r"contacts.*expected True, False or 'ground'"):
         load_model(small, contacts="all")
