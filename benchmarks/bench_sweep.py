@@ -142,7 +142,8 @@ def main(argv=None):
     # machine then costs every path alike instead of the ones measured during it
     loops, serials, proc_runs = [], [], {1: [], 2: []}
     for r in range(args.repeat):
-        print(f"[bench] round {r + 1} of {args.repeat}: loop, serial, processes 1 and 2 ...", file=sys.stderr, flush=True)
+        print(f"[bench] round {r + 1} of {args.repeat}: loop, serial, processes 1 and 2 ...", file=sys.stderr,
+              flush=True)
         loops.append(simulate_loop(model, values))
         serials.append(study(model, values, outputs, "serial"))
         for w in (1, 2):
@@ -170,7 +171,8 @@ def main(argv=None):
             dask[w] = dask_study(model, values, outputs, w)
             rows.append((f"dask, {w} worker{'s' if w > 1 else ''}", dask[w][2], w))
     load1 = os.getloadavg()
-    lines = [f"python benchmarks/bench_sweep.py --cases {n} --repeat {args.repeat}   ({time.strftime('%Y-%m-%d')}, {cores} cores "
+    lines = [f"python benchmarks/bench_sweep.py --cases {n} --repeat {args.repeat}   "
+             f"({time.strftime('%Y-%m-%d')}, {cores} cores "
              f"{platform.processor() or platform.machine()}; the machine is shared: load average (1, 5, 15 min) "
              f"{load0[0]:.1f} {load0[1]:.1f} {load0[2]:.1f} at the start, {load1[0]:.1f} {load1[1]:.1f} "
              f"{load1[2]:.1f} at the end); each path best of {args.repeat} interleaved rounds",
