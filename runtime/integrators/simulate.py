@@ -99,9 +99,12 @@ def _project_rows(model, t, Y, params):
 
 
 def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
-    """Fixed-step Stoermer-Cowell 6 (runtime/integrators/stoermer.py); rtol/atol are not used."""
-    if events:
-        raise ValueError("stoermer6 does not locate events; use adams or a scipy method")
+    """Fixed-step Stoermer-Cowell 6 (runtime/integrators/stoermer.py); rtol/atol are not used. A
+    model with contacts is stepped one grid step at a time with its contacts (and `events`) located
+    (contact_events.solve with stoermer.StoermerSteps)."""
+    contacts = _locates_contacts(model)
+    if events and not contacts:
+        raise ValueError("stoermer6 locates events only in a model with contacts; use adams or a scipy method")
     from dynamica.runtime.integrators.stoermer import stoermer6_first_order
     h = step or (t_eval[1] - t_eval[0] if t_eval is not None and len(t_eval) > 1 else (t_end - t0) / 1000.0)
     if model.hamiltonian:
@@ -110,6 +113,14 @@ def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, event
     if model.states:
         raise ValueError("stoermer6 integrates q'' = f(q, q'): not the extra states of this model (`states:`); "
                          "use adams or a scipy method")
+    if contacts:
+        from dynamica.runtime.integrators import contact_events
+        from dynamica.runtime.integrators.stoermer import StoermerSteps
+        steps = StoermerSteps(model.rhs_function(params), t0, t_end, h, model.n)
+        tv = np.asarray(t_eval if t_eval is not None else [steps.grid_time(k) for k in range(steps.N + 1)], float)
+        t, Y, nfev, info = contact_events.solve(model, t0, t_end, y0, tv, model.param_vector(params), rtol, atol,
+                                                steps=steps, events=events)
+        return simulation_result(model, t, Y, "stoermer6", nfev, info, params=params)
     t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
     return simulation_result(model, t, Y, "stoermer6", nfev,
                              {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
