@@ -292,8 +292,9 @@ def _hermite4(t_old, y_old, a_old, t_new, y_new, n):
 class StoermerSteps:
     """`stoermer6` on its fixed grid t0 + k h, one step at a time, for the contact events' loop
     (contact_events.solve; docs/contact.md, "Events"). Between two grid values the state is the
-    quartic Hermite interpolant of q, q', q'' at the step's start and q, q' at its end (`_hermite4`): the gaps are located on
-    it. A restart at t_e inside a step (a contact's start or end) takes one extrapolated step
+    quartic Hermite interpolant of q, q', q'' at the step's start and q, q' at its end
+    (`_hermite4`): the gaps are located on it. A restart at t_e inside a step (a contact's start
+    or end) takes one extrapolated step
     (`_gbs_step`, order 12) from t_e to the next grid time, five more on the grid (the start of
     `stoermer6`), then the Stoermer recursion again: the grid, and the rows on it, stay those of
     the run without contacts."""
