@@ -22,8 +22,8 @@ d (negative: penetration). The pairs, a before b:
                       corner of the box against the capsule (as sphere - capsule, radius 0): ten
                       points (a capsule across an edge of the box, its ends outside, is not seen)
   box     - box       each corner of b against box a and each corner of a against box b, as
-                      box - sphere of radius 0 (sixteen points: vertex-face contacts; two edges
-                      crossing without a corner inside the other box are not seen)
+                      box - sphere of radius 0 (sixteen points: vertex-face contacts), then the
+                      edge-edge point of the separating-axis test (`_box_box_edges`)
 
 The law at a point (Hunt and Crossley, J. Appl. Mech. 42 (1975) 440): with the penetration
 delta = max(0, -d) and its rate delta' = -n . (v_b - v_a) (the two bodies' material points at x),
@@ -147,6 +147,66 @@ def _segment_point(ctx, c, u, h, x, what):
     return add(c, scale(s, u))
 
 
+#: box - box edge-edge: an edge axis is the contact's only where its separation beats the faces'
+#: by this factor (ODE's dBoxBox takes 1.05 the other way round): boxes face to face, whose edge
+#: axes coincide with face normals, keep their corners' contacts alone
+_EDGE_BIAS = sp.Float(0.95)
+#: |e_a x e_b|^2 below which two edges count as parallel: their axis is left out (set far below)
+_PARALLEL = sp.Float(1e-12)
+
+
+def _box_box_edges(ctx, ca, ea, ha, cb, eb, hb):
+    """Two boxes' edge-edge contact, one point, without branches: the separating-axis test over the
+    nine axes L_ij = e_a,i x e_b,j / |.| (separation |L . r| - sum_k ha_k |L . e_a,k| - sum_k hb_k |L . e_b,k|,
+    r = c_b - c_a) and the six face normals; the edge axis of largest separation, chosen by Heaviside
+    weights, gives n (from a into b), the two supporting edges, and x midway between their closest
+    points. d is that separation where it beats the faces' (by `_EDGE_BIAS`), else |edge| + |face|
+    (> 0: no force; a face contact is the corners')."""
+    r = ctx.let_vector("eer", sub(cb, ca))
+    ea = [ctx.let_vector(f"eea{k}", ea[k]) for k in range(3)]
+    eb = [ctx.let_vector(f"eeb{k}", eb[k]) for k in range(3)]
+    ha, hb = [sp.Float(x) for x in ha], [sp.Float(x) for x in hb]
+
+    def sep(L):
+        return (sp.Abs(dot(L, r)) - sum(ha[k] * sp.Abs(dot(L, ea[k])) for k in range(3))
+                - sum(hb[k] * sp.Abs(dot(L, eb[k])) for k in range(3)))
+    face = ctx.let("eeface", smax(*[ctx.let(f"eef{m}", sep(e)) for m, e in enumerate(list(ea) + list(eb))]))
+    axes, vals = [], []
+    for i in range(3):
+        for j in range(3):
+            m = 3 * i + j
+            c = ctx.let_vector(f"eec{m}", cross(ea[i], eb[j]))
+            c2 = ctx.let(f"eecc{m}", dot(c, c))
+            L = ctx.let_vector(f"eeL{m}", scale(1 / sp.sqrt(c2 + _TINY), c))
+            axes.append(L)
+            vals.append(ctx.let(f"eev{m}", sep(L) - sp.Float(1e6) * sp.Heaviside(_PARALLEL - c2)))
+    edge = ctx.let("eeedge", smax(*vals))
+    w = [ctx.let(f"eew{m}", sp.Mul(*[sp.Heaviside(vals[m] - vals[l]) for l in range(9) if l != m]))
+         for m in range(9)]
+    wa = [ctx.let(f"eewa{k}", w[3 * k] + w[3 * k + 1] + w[3 * k + 2]) for k in range(3)]
+    wb = [ctx.let(f"eewb{k}", w[k] + w[3 + k] + w[6 + k]) for k in range(3)]
+    Lsel = [sum(w[m] * axes[m][x] for m in range(9)) for x in range(3)]
+    n = ctx.let_vector("een", scale(sp.sign(dot(Lsel, r)), Lsel))
+    u = ctx.let_vector("eeu", [sum(wa[k] * ea[k][x] for k in range(3)) for x in range(3)])
+    v = ctx.let_vector("eeuv", [sum(wb[k] * eb[k][x] for k in range(3)) for x in range(3)])
+    hu, hv = sum(wa[k] * ha[k] for k in range(3)), sum(wb[k] * hb[k] for k in range(3))
+    pa, pb = list(ca), list(cb)
+    for k in range(3):
+        pa = add(pa, scale((1 - wa[k]) * sp.sign(dot(n, ea[k])) * ha[k], ea[k]))
+        pb = add(pb, scale(-(1 - wb[k]) * sp.sign(dot(n, eb[k])) * hb[k], eb[k]))
+    pa, pb = ctx.let_vector("eepa", pa), ctx.let_vector("eepb", pb)
+    wv = ctx.let_vector("eew", sub(pa, pb))
+    beta = ctx.let("eebeta", dot(u, v))
+    c_, f_ = ctx.let("eecr", dot(u, wv)), ctx.let("eefr", dot(v, wv))
+    s0 = ctx.let("ees0", _clamp((beta * f_ - c_) / smax(1 - beta ** 2, _TINY), -hu, hu))
+    t = ctx.let("eet", _clamp(beta * s0 + f_, -hv, hv))
+    s1 = ctx.let("ees", _clamp(beta * t - c_, -hu, hu))
+    x = scale(sp.Rational(1, 2), add(add(pa, scale(s1, u)), add(pb, scale(t, v))))
+    on = ctx.let("eeon", sp.Heaviside(edge - _EDGE_BIAS * face))
+    d = ctx.let(f"d{len(ctx.contact_points)}", on * edge + (1 - on) * (sp.Abs(edge) + sp.Abs(face)))
+    ctx.contact_points.append((x, n, d))
+
+
 def contact_points(ctx, a, b) -> list:
     """[(x, n, d)] of shapes a and b (ground frame): the table of the module docstring."""
     ctx.contact_points = []
@@ -187,6 +247,7 @@ def contact_points(ctx, a, b) -> list:
             _box_sphere(ctx, cb, eb, b.half, corner, sp.Integer(0))
             x, n, d = ctx.contact_points.pop()
             ctx.contact_points.append((x, [-v for v in n], d))
+        _box_box_edges(ctx, ca, ea, a.half, cb, eb, b.half)     # the edges that cross: one point
     elif kinds == ("sphere", "sphere"):
         _sphere_sphere(ctx, ca, sp.Float(a.radius), cb, sp.Float(b.radius))
     elif kinds == ("sphere", "capsule"):

@@ -255,6 +255,31 @@ def _box_corners(c, E, half):
             ((1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1), (-1, 1, 1), (-1, 1, -1), (-1, -1, 1), (-1, -1, -1))]
 
 
+def box_box_edges(ca, Ea, ha, cb, Eb, hb):
+    """(x, n, d) of two boxes' edge-edge contact (docs/contact.md): the separating-axis test, the
+    edge axis of largest separation (parallel edges left out), its two supporting edges' closest
+    points (`_segment_closest`); d that separation where it exceeds 0.95 times the faces', else
+    |edge| + |face|."""
+    ha, hb, r = np.asarray(ha, float), np.asarray(hb, float), cb - ca
+
+    def sep(L):
+        return abs(L @ r) - ha @ np.abs(Ea.T @ L) - hb @ np.abs(Eb.T @ L)
+    face = max(sep(e) for e in list(Ea.T) + list(Eb.T))
+    best = None
+    for i in range(3):
+        for j in range(3):
+            c = np.cross(Ea[:, i], Eb[:, j])
+            if c @ c >= 1e-12 and (best is None or sep(c / np.linalg.norm(c)) > best[0]):
+                best = (sep(c / np.linalg.norm(c)), i, j, c / np.linalg.norm(c))
+    edge, i, j, n = best
+    n = n * np.sign(n @ r)
+    pa = ca + sum(np.sign(n @ Ea[:, k]) * ha[k] * Ea[:, k] for k in range(3) if k != i)
+    pb = cb - sum(np.sign(n @ Eb[:, k]) * hb[k] * Eb[:, k] for k in range(3) if k != j)
+    xa, xb = _segment_closest(pa, Ea[:, i], ha[i], pb, Eb[:, j], hb[j])
+    d = edge if edge > 0.95 * face else abs(edge) + abs(face)
+    return (xa + xb) / 2, n, d
+
+
 def _contacts(a, A, B):
     """[(x, n, d)] of the shapes A, B as docs/contact.md describes them."""
     ca, Ea = _placed(a, A)
@@ -292,6 +317,7 @@ def _contacts(a, A, B):
             out.append((x, n, d))
         for x, n, d in [_point_box(cb, Eb, B.half, p, 0.0) for p in _box_corners(ca, Ea, A.half)]:
             out.append((x, -n, d))                       # the normal from a into b
+        out.append(box_box_edges(ca, Ea, A.half, cb, Eb, B.half))
     elif A.kind == "box" and B.kind == "capsule":        # the capsule's end spheres in the box, then the
         u, h = Eb[:, 2], B.length / 2                    # box's corners against the capsule's segment
         for sgn in (1.0, -1.0):
