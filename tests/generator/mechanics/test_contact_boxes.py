@@ -210,6 +210,7 @@ def test_two_crossing_edges_have_mujocos_contact(tmp_path):
     20 such poses among 400 (70 seen)."""
     mujoco = pytest.importorskip("mujoco")
     from dynamica.runtime.reference.forces import box_box_edges
+
     from oracles.mujoco_mjcf import MujocoOracle
     xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
       <geom name="base" type="box" size="0.5 0.4 0.1" friction="0 0 0"/>
