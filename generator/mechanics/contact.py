@@ -14,6 +14,9 @@ d (negative: penetration). The pairs, a before b:
                       triangle of its rim, one lying rolls on the deepest point of each end)
   sphere  - sphere    d = |c_b - c_a| - r_a - r_b               n = (c_b - c_a) / |c_b - c_a|
   sphere  - capsule   the sphere against the capsule's closest segment point
+  sphere  - cylinder  the cylinder's point closest to the centre (radial distance clamped to the
+                      radius, axial to the half length); a centre inside: the side or end of least
+                      depth (`_cylinder_sphere`)
   capsule - capsule   the closest points of the two segments (Ericson, Real-Time Collision
                       Detection, 2005, section 5.1.9, clamped twice)
   box     - sphere    the box's point closest to the centre (the centre clamped to the box, in
@@ -134,6 +137,29 @@ def _plane_cylinder(ctx, p, n, c, axes, r, hl):
             _point_plane(ctx, p, n, add(e, offset), sp.Integer(0))
 
 
+def _cylinder_sphere(ctx, c, axes, R, hl, centre, r):
+    """A sphere against a solid cylinder (centre c, axis axes[2], radius R, half length hl), without
+    branches, as `_box_sphere` in the cylinder's axes: outside, d = |w| - r along w = centre - (the
+    centre with its radial distance clamped to R and its axial one to hl); inside (both depths
+    R - rho and hl - |z| >= 0), d = -min(depths) - r out through the side or the nearer end face,
+    chosen by a Heaviside weight. The normal points from the cylinder to the sphere."""
+    k = len(ctx.contact_points)
+    loc = ctx.let_vector(f"cl{k}", [dot(axes[j], sub(centre, c)) for j in range(3)])
+    rho = ctx.let(f"rho{k}", sp.sqrt(loc[0] ** 2 + loc[1] ** 2 + _TINY))
+    f = ctx.let(f"rf{k}", smin(sp.Integer(1), R / rho))
+    w = ctx.let_vector(f"w{k}", [loc[0] * (1 - f), loc[1] * (1 - f), loc[2] - _clamp(loc[2], -hl, hl)])
+    L = ctx.let(f"L{k}", sp.sqrt(dot(w, w) + _TINY))
+    s_side, s_cap = ctx.let(f"ss{k}", R - rho), ctx.let(f"sc{k}", hl - sp.Abs(loc[2]))
+    smin_ = ctx.let(f"smin{k}", smin(s_side, s_cap))
+    inside = ctx.let(f"in{k}", sp.Heaviside(smin_))
+    cap = sp.Heaviside(s_side - s_cap)                  # 1: the end face is the nearer way out
+    face = [(1 - cap) * loc[0] / rho, (1 - cap) * loc[1] / rho, cap * sp.sign(loc[2])]
+    nl = [(1 - inside) * w[j] / L + inside * face[j] for j in range(3)]
+    n = ctx.let_vector(f"n{k}", add(add(scale(nl[0], axes[0]), scale(nl[1], axes[1])), scale(nl[2], axes[2])))
+    d = ctx.let(f"d{k}", (1 - inside) * (L - r) + inside * (-smin_ - r))
+    ctx.contact_points.append((add(centre, scale(-(r + d / 2), n)), n, d))
+
+
 def _corners(c, axes, half):
     """The eight corners of a box, in the order (+,+,+), (+,+,-), (+,-,+), ... of its half sizes."""
     h = [scale(sp.Float(half[j]), axes[j]) for j in range(3)]
@@ -250,6 +276,10 @@ def contact_points(ctx, a, b) -> list:
         _box_box_edges(ctx, ca, ea, a.half, cb, eb, b.half)     # the edges that cross: one point
     elif kinds == ("sphere", "sphere"):
         _sphere_sphere(ctx, ca, sp.Float(a.radius), cb, sp.Float(b.radius))
+    elif kinds == ("sphere", "cylinder"):                      # n from the sphere into the cylinder
+        _cylinder_sphere(ctx, cb, eb, sp.Float(b.radius), sp.Float(b.length / 2), ca, sp.Float(a.radius))
+        x, n, d = ctx.contact_points.pop()
+        ctx.contact_points.append((x, [-v for v in n], d))
     elif kinds == ("sphere", "capsule"):
         ub = ctx.let_vector("ub", eb[2])
         q = ctx.let_vector("qb", _segment_point(ctx, cb, ub, sp.Float(b.length / 2), ca, "sb"))

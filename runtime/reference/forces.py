@@ -280,6 +280,23 @@ def box_box_edges(ca, Ea, ha, cb, Eb, hb):
     return (xa + xb) / 2, n, d
 
 
+def _point_cylinder(c, E, R, hl, p, radius):
+    """(x, n, d) of a sphere (centre p) against a solid cylinder (centre c, axis E[:, 2]), the normal
+    from the cylinder to the sphere."""
+    x, y, z = E.T @ (p - c)
+    rho = np.hypot(x, y)
+    if rho > R or abs(z) > hl:                           # outside: the closest point of the cylinder
+        f = min(1.0, R / rho) if rho > 0 else 1.0
+        w = np.array([x - f * x, y - f * y, z - np.clip(z, -hl, hl)])
+        L = np.linalg.norm(w)
+        n, d = E @ (w / L), L - radius
+    elif hl - abs(z) < R - rho:                          # inside, nearer an end face
+        n, d = E[:, 2] * np.sign(z), -(hl - abs(z)) - radius
+    else:                                                # inside, nearer the side
+        n, d = E @ np.array([x / rho, y / rho, 0.0]), -(R - rho) - radius
+    return p - (radius + d / 2) * n, n, d
+
+
 def _contacts(a, A, B):
     """[(x, n, d)] of the shapes A, B as docs/contact.md describes them."""
     ca, Ea = _placed(a, A)
@@ -324,6 +341,9 @@ def _contacts(a, A, B):
             out.append(_point_box(ca, Ea, A.half, cb + sgn * h * u, B.radius))
         for p in _box_corners(ca, Ea, A.half):
             spheres(p, 0.0, cb + np.clip(u @ (p - cb), -h, h) * u, B.radius)
+    elif B.kind == "cylinder":                           # sphere - cylinder: the normal from a into b
+        x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca, A.radius)
+        out.append((x, -n, d))
     elif A.kind == "box":                                # box - sphere
         out.append(_point_box(ca, Ea, A.half, cb, B.radius))
     elif B.kind == "sphere":

@@ -147,3 +147,66 @@ def test_a_cylinder_rolls_down_an_incline_at_two_thirds_g_sin_theta(tmp_path):
     expected = 2 / 3 * G * math.sin(theta)
     assert abs(a - expected) < 0.01 * expected
     assert np.max(res.outputs["contact_floor_s.normal_force"][-1][[1, 2, 4, 5]]) == 0.0    # on one point per end
+
+
+def test_sphere_cylinder_distances_are_mujocos(tmp_path):
+    """A sphere fixed in the world against a free cylinder at 60 random poses (separated, touching
+    the side, an end face or the rim, and the centre inside): MuJoCo's one contact (a margin that
+    reports separated poses too) has our distance, 1e-9 m (both closed forms: the point of the
+    solid cylinder closest to the centre), where it finds one; at least 40 poses are compared."""
+    mujoco = pytest.importorskip("mujoco")
+    from oracles.mujoco_mjcf import MujocoOracle
+    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
+      <geom name="ball" type="sphere" size="0.05" margin="10"/>
+      <body name="c" pos="0 0 0.3"><freejoint name="c"/>
+        <geom name="cyl" type="cylinder" size="0.1 0.2" pos="0.01 0.02 -0.03" euler="0.3 0.2 0.1" margin="10"/>
+      </body></worldbody></mujoco>"""
+    path = tmp_path / "ball_cyl.xml"
+    path.write_text(xml)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DynamicaWarning)
+        model = dynamica.load(path)
+    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
+    oracle = MujocoOracle(path, model.coordinates)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    data = mujoco.MjData(m)
+    rng = np.random.default_rng(5)
+    compared, kinds = 0, set()
+    for _ in range(60):
+        q = np.concatenate([rng.uniform(-0.3, 0.3, 3), rng.uniform(-1.4, 1.4, 3)])
+        data.qpos[:], _, _ = oracle.state(q, np.zeros(6))
+        mujoco.mj_forward(m, data)
+        ours = float(model.outputs(0.0, q, np.zeros(6))[f"{pair}.distance"])
+        if data.ncon != 1:
+            continue
+        compared += 1
+        kinds.add(bool(ours < 0))
+        assert abs(data.contact[0].dist - ours) < 1e-9, (q, data.contact[0].dist, ours)
+    assert compared >= 40 and kinds == {True, False}, (compared, kinds)
+
+
+@pytest.fixture(scope="module")
+def ball_cylinder(tmp_path_factory):
+    shapes = {"ball": {"type": "sphere", "body": "s", "radius": 0.05},
+              "cyl": {"type": "cylinder", "body": "c", "radius": 0.1, "length": 0.3, "at": [0.01, -0.02, 0.03],
+                      "rpy": [0.2, -0.1, 0.4]}}
+    d = {"name": "ball_cyl", "gravity": [0, 0, -G], "bodies": [_free("s"), _free("c")],
+         "contact": {"shapes": shapes, "defaults": LAW}}
+    return dynamica.load(write_model(tmp_path_factory.mktemp("ballcyl"), d)), NumericReference(load_model(d))
+
+
+@pytest.mark.parametrize("where", [(0.14, 0.0, 0.0), (0.0, 0.0, 0.19), (0.13, 0.0, 0.17), (0.08, 0.0, 0.0),
+                                   (0.0, 0.02, 0.14)])
+def test_sphere_cylinder_agrees_with_the_reference(ball_cylinder, where):
+    """The ball against the side, an end face, the rim, and with its centre inside the cylinder near
+    the side and near an end (points given in the cylinder's axes), both bodies moving: q'' as the
+    reference's (runtime/reference/forces.py, its own branchy routine), 1e-12 relative."""
+    model, ref = ball_cylinder
+    E = np.array(model.spec.shapes[1].axes).reshape(3, 3)             # cylinder shape -> its body (at rest)
+    q = np.zeros(12)
+    q[:3] = np.array([0.01, -0.02, 0.03]) + E @ np.array(where)
+    qd = np.random.default_rng(3).normal(0, 0.7, 12)
+    d = float(model.outputs(0.0, q, qd)["contact_ball_cyl.distance"])
+    assert d < -1e-3, d
+    a, b = model.qdd(q, qd), ref.qdd(q, qd)
+    assert np.max(np.abs(a - b)) < 1e-12 * np.max(np.abs(b))
