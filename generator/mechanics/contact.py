@@ -22,8 +22,9 @@ d (negative: penetration). The pairs, a before b:
   box     - sphere    the box's point closest to the centre (the centre clamped to the box, in
                       its axes); a centre inside the box: the face of least depth
   box     - capsule   each end sphere of the capsule against the box (as box - sphere), then each
-                      corner of the box against the capsule (as sphere - capsule, radius 0): ten
-                      points (a capsule across an edge of the box, its ends outside, is not seen)
+                      corner of the box against the capsule (as sphere - capsule, radius 0), then
+                      the box's edges against the capsule's segment (`_box_box_edges`, one
+                      direction): eleven points
   box     - box       each corner of b against box a and each corner of a against box b, as
                       box - sphere of radius 0 (sixteen points: vertex-face contacts), then the
                       edge-edge point of the separating-axis test (`_box_box_edges`)
@@ -181,44 +182,50 @@ _EDGE_BIAS = sp.Float(0.95)
 _PARALLEL = sp.Float(1e-12)
 
 
-def _box_box_edges(ctx, ca, ea, ha, cb, eb, hb):
+def _box_box_edges(ctx, ca, ea, ha, cb, eb, hb, rb=sp.Integer(0), b_faces=True):
     """Two boxes' edge-edge contact, one point, without branches: the separating-axis test over the
-    nine axes L_ij = e_a,i x e_b,j / |.| (separation |L . r| - sum_k ha_k |L . e_a,k| - sum_k hb_k |L . e_b,k|,
-    r = c_b - c_a) and the six face normals; the edge axis of largest separation, chosen by Heaviside
-    weights, gives n (from a into b), the two supporting edges, and x midway between their closest
-    points. d is that separation where it beats the faces' (by `_EDGE_BIAS`), else |edge| + |face|
-    (> 0: no force; a face contact is the corners')."""
+    nine axes L_ij = e_a,i x e_b,j / |.| (separation |L . r| - sum_k ha_k |L . e_a,k| - sum_k hb_k
+    |L . e_b,k| - rb, r = c_b - c_a) and the six face normals; the edge axis of largest separation,
+    chosen by Heaviside weights, gives n (from a into b), the two supporting edges, and x midway
+    between the surfaces at their closest points. d is that separation where it beats the faces'
+    (by `_EDGE_BIAS`), else |edge| + |face| (> 0: no force; a face contact is the corners').
+    A capsule's segment is b with one direction (eb = [u], hb = [half length], rb its radius, no
+    faces of its own): the three axes e_a,i x u."""
+    nb = len(eb)
     r = ctx.let_vector("eer", sub(cb, ca))
     ea = [ctx.let_vector(f"eea{k}", ea[k]) for k in range(3)]
-    eb = [ctx.let_vector(f"eeb{k}", eb[k]) for k in range(3)]
+    eb = [ctx.let_vector(f"eeb{k}", eb[k]) for k in range(nb)]
     ha, hb = [sp.Float(x) for x in ha], [sp.Float(x) for x in hb]
 
     def sep(L):
         return (sp.Abs(dot(L, r)) - sum(ha[k] * sp.Abs(dot(L, ea[k])) for k in range(3))
-                - sum(hb[k] * sp.Abs(dot(L, eb[k])) for k in range(3)))
-    face = ctx.let("eeface", smax(*[ctx.let(f"eef{m}", sep(e)) for m, e in enumerate(list(ea) + list(eb))]))
+                - sum(hb[k] * sp.Abs(dot(L, eb[k])) for k in range(nb)) - rb)
+    normals = list(ea) + (list(eb) if b_faces else [])
+    face = ctx.let("eeface", smax(*[ctx.let(f"eef{m}", sep(e)) for m, e in enumerate(normals)]))
     axes, vals = [], []
     for i in range(3):
-        for j in range(3):
-            m = 3 * i + j
+        for j in range(nb):
+            m = nb * i + j
             c = ctx.let_vector(f"eec{m}", cross(ea[i], eb[j]))
             c2 = ctx.let(f"eecc{m}", dot(c, c))
             L = ctx.let_vector(f"eeL{m}", scale(1 / sp.sqrt(c2 + _TINY), c))
             axes.append(L)
             vals.append(ctx.let(f"eev{m}", sep(L) - sp.Float(1e6) * sp.Heaviside(_PARALLEL - c2)))
+    M = len(vals)
     edge = ctx.let("eeedge", smax(*vals))
-    w = [ctx.let(f"eew{m}", sp.Mul(*[sp.Heaviside(vals[m] - vals[l]) for l in range(9) if l != m]))
-         for m in range(9)]
-    wa = [ctx.let(f"eewa{k}", w[3 * k] + w[3 * k + 1] + w[3 * k + 2]) for k in range(3)]
-    wb = [ctx.let(f"eewb{k}", w[k] + w[3 + k] + w[6 + k]) for k in range(3)]
-    Lsel = [sum(w[m] * axes[m][x] for m in range(9)) for x in range(3)]
+    w = [ctx.let(f"eew{m}", sp.Mul(*[sp.Heaviside(vals[m] - vals[l]) for l in range(M) if l != m]))
+         for m in range(M)]
+    wa = [ctx.let(f"eewa{k}", sum(w[nb * k + j] for j in range(nb))) for k in range(3)]
+    wb = [ctx.let(f"eewb{k}", sum(w[nb * i + k] for i in range(3))) for k in range(nb)]
+    Lsel = [sum(w[m] * axes[m][x] for m in range(M)) for x in range(3)]
     n = ctx.let_vector("een", scale(sp.sign(dot(Lsel, r)), Lsel))
     u = ctx.let_vector("eeu", [sum(wa[k] * ea[k][x] for k in range(3)) for x in range(3)])
-    v = ctx.let_vector("eeuv", [sum(wb[k] * eb[k][x] for k in range(3)) for x in range(3)])
-    hu, hv = sum(wa[k] * ha[k] for k in range(3)), sum(wb[k] * hb[k] for k in range(3))
+    v = ctx.let_vector("eeuv", [sum(wb[k] * eb[k][x] for k in range(nb)) for x in range(3)])
+    hu, hv = sum(wa[k] * ha[k] for k in range(3)), sum(wb[k] * hb[k] for k in range(nb))
     pa, pb = list(ca), list(cb)
     for k in range(3):
         pa = add(pa, scale((1 - wa[k]) * sp.sign(dot(n, ea[k])) * ha[k], ea[k]))
+    for k in range(nb):
         pb = add(pb, scale(-(1 - wb[k]) * sp.sign(dot(n, eb[k])) * hb[k], eb[k]))
     pa, pb = ctx.let_vector("eepa", pa), ctx.let_vector("eepb", pb)
     wv = ctx.let_vector("eew", sub(pa, pb))
@@ -228,6 +235,7 @@ def _box_box_edges(ctx, ca, ea, ha, cb, eb, hb):
     t = ctx.let("eet", _clamp(beta * s0 + f_, -hv, hv))
     s1 = ctx.let("ees", _clamp(beta * t - c_, -hu, hu))
     x = scale(sp.Rational(1, 2), add(add(pa, scale(s1, u)), add(pb, scale(t, v))))
+    x = add(x, scale(-rb / 2, n))                      # b's surface: its segment point less rb n
     on = ctx.let("eeon", sp.Heaviside(edge - _EDGE_BIAS * face))
     d = ctx.let(f"d{len(ctx.contact_points)}", on * edge + (1 - on) * (sp.Abs(edge) + sp.Abs(face)))
     ctx.contact_points.append((x, n, d))
@@ -266,6 +274,7 @@ def contact_points(ctx, a, b) -> list:
             corner = ctx.let_vector(f"k{k}", corner)
             q = ctx.let_vector(f"qk{k}", _segment_point(ctx, cb, ub, hb, corner, f"sk{k}"))
             _sphere_sphere(ctx, corner, sp.Integer(0), q, sp.Float(b.radius))
+        _box_box_edges(ctx, ca, ea, a.half, cb, [ub], [hb], sp.Float(b.radius), b_faces=False)   # across an edge
     elif kinds == ("box", "box"):
         for corner in _corners(cb, eb, b.half):                 # b's corners in box a: n from a into b
             _box_sphere(ctx, ca, ea, a.half, corner, sp.Integer(0))

@@ -255,29 +255,30 @@ def _box_corners(c, E, half):
             ((1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1), (-1, 1, 1), (-1, 1, -1), (-1, -1, 1), (-1, -1, -1))]
 
 
-def box_box_edges(ca, Ea, ha, cb, Eb, hb):
+def box_box_edges(ca, Ea, ha, cb, Eb, hb, rb=0.0, b_faces=True):
     """(x, n, d) of two boxes' edge-edge contact (docs/contact.md): the separating-axis test, the
     edge axis of largest separation (parallel edges left out), its two supporting edges' closest
     points (`_segment_closest`); d that separation where it exceeds 0.95 times the faces', else
-    |edge| + |face|."""
+    |edge| + |face|. A capsule is b with one column in Eb (its axis), rb its radius, no faces."""
     ha, hb, r = np.asarray(ha, float), np.asarray(hb, float), cb - ca
+    nb = Eb.shape[1]
 
     def sep(L):
-        return abs(L @ r) - ha @ np.abs(Ea.T @ L) - hb @ np.abs(Eb.T @ L)
-    face = max(sep(e) for e in list(Ea.T) + list(Eb.T))
+        return abs(L @ r) - ha @ np.abs(Ea.T @ L) - hb @ np.abs(Eb.T @ L) - rb
+    face = max(sep(e) for e in list(Ea.T) + (list(Eb.T) if b_faces else []))
     best = None
     for i in range(3):
-        for j in range(3):
+        for j in range(nb):
             c = np.cross(Ea[:, i], Eb[:, j])
             if c @ c >= 1e-12 and (best is None or sep(c / np.linalg.norm(c)) > best[0]):
                 best = (sep(c / np.linalg.norm(c)), i, j, c / np.linalg.norm(c))
     edge, i, j, n = best
     n = n * np.sign(n @ r)
     pa = ca + sum(np.sign(n @ Ea[:, k]) * ha[k] * Ea[:, k] for k in range(3) if k != i)
-    pb = cb - sum(np.sign(n @ Eb[:, k]) * hb[k] * Eb[:, k] for k in range(3) if k != j)
+    pb = cb - sum((np.sign(n @ Eb[:, k]) * hb[k] * Eb[:, k] for k in range(nb) if k != j), np.zeros(3))
     xa, xb = _segment_closest(pa, Ea[:, i], ha[i], pb, Eb[:, j], hb[j])
     d = edge if edge > 0.95 * face else abs(edge) + abs(face)
-    return (xa + xb) / 2, n, d
+    return (xa + xb - rb * n) / 2, n, d
 
 
 def _point_cylinder(c, E, R, hl, p, radius):
@@ -341,6 +342,7 @@ def _contacts(a, A, B):
             out.append(_point_box(ca, Ea, A.half, cb + sgn * h * u, B.radius))
         for p in _box_corners(ca, Ea, A.half):
             spheres(p, 0.0, cb + np.clip(u @ (p - cb), -h, h) * u, B.radius)
+        out.append(box_box_edges(ca, Ea, A.half, cb, Eb[:, 2:], [h], B.radius, b_faces=False))
     elif B.kind == "cylinder":                           # sphere - cylinder: the normal from a into b
         x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca, A.radius)
         out.append((x, -n, d))
