@@ -87,6 +87,21 @@ def _stream_contacts(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jac
         yield t[a:b + 1], Y[a:b + 1], nfev if n == 0 else 0, info, ""
 
 
+def _gaps(model) -> bool:
+    """Whether the model has contact gaps (contact_events.gap_forces): stoermer6 and ida locate them."""
+    from dynamica.runtime.integrators import contact_events
+    return bool(contact_events.gap_forces(model))
+
+
+def _stream_whole(run, step, model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+    """A run of `run` (stoermer6, ida) with its contacts located, whole, then its rows handed on
+    piece by piece between `cuts` (after the run), every piece with the run's info (its contacts)."""
+    res = run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, jacobian=jacobian)
+    Y = np.hstack([res.q, res.qd])
+    for n, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        yield res.t[a:b + 1], Y[a:b + 1], res.nfev if n == 0 else 0, res.info, res.message
+
+
 def _project_rows(model, t, Y, params):
     """Each row of Y (states [q, qd, ...]) onto the loops' constraints, in place, as after a step."""
     from dynamica.runtime.assembly import PROJECT_ITERATIONS, PROJECT_TOL
@@ -544,6 +559,9 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
     stream = STREAMS.get(method)
     if stream is not None and _locates_contacts(model):
         stream = functools.partial(_stream_contacts, scipy_method=SCIPY_METHODS.get(method))
+    elif stream is None and INTEGRATOR_RECORDS[method].kind in ("stoermer", "ida") and _gaps(model) \
+            and model.state_size == 2 * model.n:
+        stream = functools.partial(_stream_whole, run, step)     # restarted pieces would split its contacts
     try:
         if stream is not None:      # one integration, its rows handed on piece by piece
             chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)

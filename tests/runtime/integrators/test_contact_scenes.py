@@ -152,6 +152,17 @@ def test_stoermer6_locates_the_contacts_on_its_grid(dropped):
     assert len(r.t) == 9001 and np.max(np.abs(r.t - 1e-4 * np.arange(9001))) < 1e-12
 
 
+def test_stoermer6_with_progress_is_the_run_without(dropped):
+    """With `progress` the stoermer6 run is one run (not restarted per piece): the same rows, bit for
+    bit, and all its contacts in `info`."""
+    a = dynamica.simulate(dropped, 0.9, method="stoermer6", step=1e-3)
+    seen = []
+    b = dynamica.simulate(dropped, 0.9, method="stoermer6", step=1e-3, output_step=1e-3,
+                          progress=lambda *x: seen.append(x))
+    assert len(seen) >= 2 and np.array_equal(a.t, b.t) and np.array_equal(a.q, b.q)
+    assert b.info["contacts"] == a.info["contacts"] and len(a.info["contacts"]) == 4
+
+
 def test_stoermer6_without_contact_location_is_the_plain_method(tmp_path):
     """A model without contacts still runs the vectorised stoermer6 (no restarts), and events there
     are refused by name."""
