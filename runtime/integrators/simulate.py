@@ -424,7 +424,7 @@ def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_ste
     the pieces are those of one run (`STREAMS`): the rows and the RHS calls are the same as
     without progress or out. stoermer6 and ida restart at each piece from the state reached, like
     a stage boundary: results agree with one piece to the integration tolerance, and cost a few
-    start-up steps per piece.
+    start-up steps per piece (with contacts they run once and hand on the rows after: `_stream_whole`).
 
     `jacobian`: for radau, BDF and LSODA, "analytic" (the default: d[q', q'']/d[q, q'] of the
     model's derivatives module, runtime/kinds/derivatives.py, built on first use) or "numeric"
