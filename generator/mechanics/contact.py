@@ -17,6 +17,8 @@ d (negative: penetration). The pairs, a before b:
   sphere  - cylinder  the cylinder's point closest to the centre (radial distance clamped to the
                       radius, axial to the half length); a centre inside: the side or end of least
                       depth (`_cylinder_sphere`)
+  capsule - cylinder  each end sphere against the cylinder (as sphere - cylinder), then the
+                      capsule's middle against the side (`_capsule_cylinder_side`): three points
   capsule - capsule   the closest points of the two segments (Ericson, Real-Time Collision
                       Detection, 2005, section 5.1.9, clamped twice)
   box     - sphere    the box's point closest to the centre (the centre clamped to the box, in
@@ -161,6 +163,26 @@ def _cylinder_sphere(ctx, c, axes, R, hl, centre, r):
     ctx.contact_points.append((add(centre, scale(-(r + d / 2), n)), n, d))
 
 
+def _capsule_cylinder_side(ctx, ca, ua, ha, ra, cb, ub, hb, R):
+    """A capsule's middle against a cylinder's side: the closest points of the two axes' lines,
+    s* = (beta f - c) / (1 - beta^2) along the capsule and t* = beta s* + f along the cylinder, and
+    d = |p_b - p_a| - ra - R between them, where both lie inside their segments (|s*| < ha, |t*| < hb;
+    Heaviside weights); elsewhere the positive |d| (no force: an end of the capsule is its end
+    sphere's point, the cylinder's end faces and rims are not covered)."""
+    r = ctx.let_vector("cyr", sub(ca, cb))
+    beta = ctx.let("cybeta", dot(ua, ub))
+    c_, f_ = ctx.let("cycr", dot(ua, r)), ctx.let("cyfr", dot(ub, r))
+    s = ctx.let("cys", (beta * f_ - c_) / smax(1 - beta ** 2, _TINY))
+    t = ctx.let("cyt", beta * s + f_)
+    on = ctx.let("cyon", sp.Heaviside(ha - sp.Abs(s)) * sp.Heaviside(hb - sp.Abs(t)))
+    pa = ctx.let_vector("cypa", add(ca, scale(_clamp(s, -ha, ha), ua)))
+    pb = ctx.let_vector("cypb", add(cb, scale(_clamp(t, -hb, hb), ub)))
+    _sphere_sphere(ctx, pa, ra, pb, R)
+    x, n, d = ctx.contact_points.pop()
+    d = ctx.let(f"dside{len(ctx.contact_points)}", on * d + (1 - on) * sp.Abs(d))
+    ctx.contact_points.append((x, n, d))
+
+
 def _corners(c, axes, half):
     """The eight corners of a box, in the order (+,+,+), (+,+,-), (+,-,+), ... of its half sizes."""
     h = [scale(sp.Float(half[j]), axes[j]) for j in range(3)]
@@ -289,6 +311,14 @@ def contact_points(ctx, a, b) -> list:
         _cylinder_sphere(ctx, cb, eb, sp.Float(b.radius), sp.Float(b.length / 2), ca, sp.Float(a.radius))
         x, n, d = ctx.contact_points.pop()
         ctx.contact_points.append((x, [-v for v in n], d))
+    elif kinds == ("capsule", "cylinder"):                     # n from the capsule into the cylinder
+        ua, ub = ctx.let_vector("ua", ea[2]), ctx.let_vector("ub", eb[2])
+        ha, hb, ra, R = sp.Float(a.length / 2), sp.Float(b.length / 2), sp.Float(a.radius), sp.Float(b.radius)
+        for sgn in (1, -1):                                      # each end sphere against the cylinder
+            _cylinder_sphere(ctx, cb, eb, R, hb, add(ca, scale(sgn * ha, ua)), ra)
+            x, n, d = ctx.contact_points.pop()
+            ctx.contact_points.append((x, [-v for v in n], d))
+        _capsule_cylinder_side(ctx, ca, ua, ha, ra, cb, ub, hb, R)
     elif kinds == ("sphere", "capsule"):
         ub = ctx.let_vector("ub", eb[2])
         q = ctx.let_vector("qb", _segment_point(ctx, cb, ub, sp.Float(b.length / 2), ca, "sb"))

@@ -343,6 +343,19 @@ def _contacts(a, A, B):
         for p in _box_corners(ca, Ea, A.half):
             spheres(p, 0.0, cb + np.clip(u @ (p - cb), -h, h) * u, B.radius)
         out.append(box_box_edges(ca, Ea, A.half, cb, Eb[:, 2:], [h], B.radius, b_faces=False))
+    elif B.kind == "cylinder" and A.kind == "capsule":  # its end spheres, then its middle against the side
+        u, h = Ea[:, 2], A.length / 2
+        for sgn in (1.0, -1.0):
+            x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca + sgn * h * u, A.radius)
+            out.append((x, -n, d))
+        v, hb, r = Eb[:, 2], B.length / 2, ca - cb
+        beta = u @ v
+        s = (beta * (v @ r) - u @ r) / max(1 - beta ** 2, 1e-300)
+        t = beta * s + v @ r
+        spheres(ca + np.clip(s, -h, h) * u, A.radius, cb + np.clip(t, -hb, hb) * v, B.radius)
+        if not (abs(s) < h and abs(t) < hb):             # only the side: elsewhere the positive |d|
+            x, n, d = out.pop()
+            out.append((x, n, abs(d)))
     elif B.kind == "cylinder":                           # sphere - cylinder: the normal from a into b
         x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca, A.radius)
         out.append((x, -n, d))
