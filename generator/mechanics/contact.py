@@ -317,7 +317,7 @@ def contact_points(ctx, a, b) -> list:
         for sgn in (1, -1):                                      # each end sphere against the cylinder
             _cylinder_sphere(ctx, cb, eb, R, hb, add(ca, scale(sgn * ha, ua)), ra)
             x, n, d = ctx.contact_points.pop()
-            ctx.contact_points.append((x, [-v for v in n], d))
+            ctx.contact_points.append((x, scale(-1, n), d))
         _capsule_cylinder_side(ctx, ca, ua, ha, ra, cb, ub, hb, R)
     elif kinds == ("sphere", "capsule"):
         ub = ctx.let_vector("ub", eb[2])
