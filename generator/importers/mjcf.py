@@ -698,7 +698,7 @@ class _Converter:
                 a, b = b, a
             ka, kb = shapes[a]["type"], shapes[b]["type"]
             if (ka, kb) not in PAIR_TYPES and (kb, ka) not in PAIR_TYPES:
-                self.ignore("contacts between two planes, or a cylinder and anything but a plane", f"{a}-{b}")
+                self.ignore("contacts between two planes, or a cylinder and a box or a cylinder", f"{a}-{b}")
                 return
             if (ka, kb) not in PAIR_TYPES:
                 a, b = b, a

@@ -190,7 +190,7 @@ def pair_type_kernel(ka, kb):
 #: contact points per pair type (contact.py's table; checked against the narrow phase when it is built)
 POINTS = {("plane", "sphere"): 1, ("plane", "capsule"): 2, ("plane", "box"): 8, ("plane", "cylinder"): 6,
           ("sphere", "sphere"): 1, ("sphere", "capsule"): 1, ("capsule", "capsule"): 1, ("box", "sphere"): 1,
-          ("box", "capsule"): 10, ("box", "box"): 16}
+          ("box", "capsule"): 11, ("box", "box"): 17, ("sphere", "cylinder"): 1, ("capsule", "cylinder"): 3}
 
 
 def npoints(ka, kb) -> int:

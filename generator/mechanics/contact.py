@@ -14,16 +14,22 @@ d (negative: penetration). The pairs, a before b:
                       triangle of its rim, one lying rolls on the deepest point of each end)
   sphere  - sphere    d = |c_b - c_a| - r_a - r_b               n = (c_b - c_a) / |c_b - c_a|
   sphere  - capsule   the sphere against the capsule's closest segment point
+  sphere  - cylinder  the cylinder's point closest to the centre (radial distance clamped to the
+                      radius, axial to the half length); a centre inside: the side or end of least
+                      depth (`_cylinder_sphere`)
+  capsule - cylinder  each end sphere against the cylinder (as sphere - cylinder), then the
+                      capsule's middle against the side (`_capsule_cylinder_side`): three points
   capsule - capsule   the closest points of the two segments (Ericson, Real-Time Collision
                       Detection, 2005, section 5.1.9, clamped twice)
   box     - sphere    the box's point closest to the centre (the centre clamped to the box, in
                       its axes); a centre inside the box: the face of least depth
   box     - capsule   each end sphere of the capsule against the box (as box - sphere), then each
-                      corner of the box against the capsule (as sphere - capsule, radius 0): ten
-                      points (a capsule across an edge of the box, its ends outside, is not seen)
+                      corner of the box against the capsule (as sphere - capsule, radius 0), then
+                      the box's edges against the capsule's segment (`_box_box_edges`, one
+                      direction): eleven points
   box     - box       each corner of b against box a and each corner of a against box b, as
-                      box - sphere of radius 0 (sixteen points: vertex-face contacts; two edges
-                      crossing without a corner inside the other box are not seen)
+                      box - sphere of radius 0 (sixteen points: vertex-face contacts), then the
+                      edge-edge point of the separating-axis test (`_box_box_edges`)
 
 The law at a point (Hunt and Crossley, J. Appl. Mech. 42 (1975) 440): with the penetration
 delta = max(0, -d) and its rate delta' = -n . (v_b - v_a) (the two bodies' material points at x),
@@ -140,6 +146,49 @@ def _plane_cylinder(ctx, p, n, c, axes, r, hl):
             _point_plane(ctx, p, n, add(e, offset), sp.Integer(0))
 
 
+def _cylinder_sphere(ctx, c, axes, R, hl, centre, r):
+    """A sphere against a solid cylinder (centre c, axis axes[2], radius R, half length hl), without
+    branches, as `_box_sphere` in the cylinder's axes: outside, d = |w| - r along w = centre - (the
+    centre with its radial distance clamped to R and its axial one to hl); inside (both depths
+    R - rho and hl - |z| >= 0), d = -min(depths) - r out through the side or the nearer end face,
+    chosen by a Heaviside weight. The normal points from the cylinder to the sphere."""
+    k = len(ctx.contact_points)
+    loc = ctx.let_vector(f"cl{k}", [dot(axes[j], sub(centre, c)) for j in range(3)])
+    rho = ctx.let(f"rho{k}", sp.sqrt(loc[0] ** 2 + loc[1] ** 2 + _TINY))
+    f = ctx.let(f"rf{k}", smin(sp.Integer(1), R / rho))
+    w = ctx.let_vector(f"w{k}", [loc[0] * (1 - f), loc[1] * (1 - f), loc[2] - _clamp(loc[2], -hl, hl)])
+    L = ctx.let(f"L{k}", sp.sqrt(dot(w, w) + _TINY))
+    s_side, s_cap = ctx.let(f"ss{k}", R - rho), ctx.let(f"sc{k}", hl - sp.Abs(loc[2]))
+    smin_ = ctx.let(f"smin{k}", smin(s_side, s_cap))
+    inside = ctx.let(f"in{k}", sp.Heaviside(smin_))
+    cap = sp.Heaviside(s_side - s_cap)                  # 1: the end face is the nearer way out
+    face = [(1 - cap) * loc[0] / rho, (1 - cap) * loc[1] / rho, cap * sp.sign(loc[2])]
+    nl = [(1 - inside) * w[j] / L + inside * face[j] for j in range(3)]
+    n = ctx.let_vector(f"n{k}", add(add(scale(nl[0], axes[0]), scale(nl[1], axes[1])), scale(nl[2], axes[2])))
+    d = ctx.let(f"d{k}", (1 - inside) * (L - r) + inside * (-smin_ - r))
+    ctx.contact_points.append((add(centre, scale(-(r + d / 2), n)), n, d))
+
+
+def _capsule_cylinder_side(ctx, ca, ua, ha, ra, cb, ub, hb, R):
+    """A capsule's middle against a cylinder's side: the closest points of the two axes' lines,
+    s* = (beta f - c) / (1 - beta^2) along the capsule and t* = beta s* + f along the cylinder, and
+    d = |p_b - p_a| - ra - R between them, where both lie inside their segments (|s*| < ha, |t*| < hb;
+    Heaviside weights); elsewhere the positive |d| (no force: an end of the capsule is its end
+    sphere's point, the cylinder's end faces and rims are not covered)."""
+    r = ctx.let_vector("cyr", sub(ca, cb))
+    beta = ctx.let("cybeta", dot(ua, ub))
+    c_, f_ = ctx.let("cycr", dot(ua, r)), ctx.let("cyfr", dot(ub, r))
+    s = ctx.let("cys", (beta * f_ - c_) / smax(1 - beta ** 2, _TINY))
+    t = ctx.let("cyt", beta * s + f_)
+    on = ctx.let("cyon", sp.Heaviside(ha - sp.Abs(s)) * sp.Heaviside(hb - sp.Abs(t)))
+    pa = ctx.let_vector("cypa", add(ca, scale(_clamp(s, -ha, ha), ua)))
+    pb = ctx.let_vector("cypb", add(cb, scale(_clamp(t, -hb, hb), ub)))
+    _sphere_sphere(ctx, pa, ra, pb, R)
+    x, n, d = ctx.contact_points.pop()
+    d = ctx.let(f"dside{len(ctx.contact_points)}", on * d + (1 - on) * sp.Abs(d))
+    ctx.contact_points.append((x, n, d))
+
+
 def _corners(c, axes, half):
     """The eight corners of a box, in the order (+,+,+), (+,+,-), (+,-,+), ... of its half sizes."""
     h = [scale(_f(half[j]), axes[j]) for j in range(3)]
@@ -151,6 +200,73 @@ def _segment_point(ctx, c, u, h, x, what):
     """The point of the segment c + s u, |s| <= h, closest to x."""
     s = ctx.let(what, _clamp(dot(u, sub(x, c)), -h, h))
     return add(c, scale(s, u))
+
+
+#: box - box edge-edge: an edge axis is the contact's only where its separation beats the faces'
+#: by this factor (ODE's dBoxBox takes 1.05 the other way round): boxes face to face, whose edge
+#: axes coincide with face normals, keep their corners' contacts alone
+_EDGE_BIAS = sp.Float(0.95)
+#: |e_a x e_b|^2 below which two edges count as parallel: their axis is left out (set far below)
+_PARALLEL = sp.Float(1e-12)
+
+
+def _box_box_edges(ctx, ca, ea, ha, cb, eb, hb, rb=sp.Integer(0), b_faces=True):
+    """Two boxes' edge-edge contact, one point, without branches: the separating-axis test over the
+    nine axes L_ij = e_a,i x e_b,j / |.| (separation |L . r| - sum_k ha_k |L . e_a,k| - sum_k hb_k
+    |L . e_b,k| - rb, r = c_b - c_a) and the six face normals; the edge axis of largest separation,
+    chosen by Heaviside weights, gives n (from a into b), the two supporting edges, and x midway
+    between the surfaces at their closest points. d is that separation where it beats the faces'
+    (by `_EDGE_BIAS`), else |edge| + |face| (> 0: no force; a face contact is the corners').
+    A capsule's segment is b with one direction (eb = [u], hb = [half length], rb its radius, no
+    faces of its own): the three axes e_a,i x u."""
+    nb = len(eb)
+    r = ctx.let_vector("eer", sub(cb, ca))
+    ea = [ctx.let_vector(f"eea{k}", ea[k]) for k in range(3)]
+    eb = [ctx.let_vector(f"eeb{k}", eb[k]) for k in range(nb)]
+    ha, hb = [_f(x) for x in ha], [_f(x) for x in hb]
+
+    def sep(L):
+        return (sp.Abs(dot(L, r)) - sum(ha[k] * sp.Abs(dot(L, ea[k])) for k in range(3))
+                - sum(hb[k] * sp.Abs(dot(L, eb[k])) for k in range(nb)) - rb)
+    normals = list(ea) + (list(eb) if b_faces else [])
+    face = ctx.let("eeface", smax(*[ctx.let(f"eef{m}", sep(e)) for m, e in enumerate(normals)]))
+    axes, vals = [], []
+    for i in range(3):
+        for j in range(nb):
+            m = nb * i + j
+            c = ctx.let_vector(f"eec{m}", cross(ea[i], eb[j]))
+            c2 = ctx.let(f"eecc{m}", dot(c, c))
+            L = ctx.let_vector(f"eeL{m}", scale(1 / sp.sqrt(c2 + _TINY), c))
+            axes.append(L)
+            vals.append(ctx.let(f"eev{m}", sep(L) - sp.Float(1e6) * sp.Heaviside(_PARALLEL - c2)))
+    M = len(vals)
+    edge = ctx.let("eeedge", smax(*vals))
+    w = [ctx.let(f"eew{m}", sp.Mul(*[sp.Heaviside(vals[m] - vals[l]) for l in range(M) if l != m]))
+         for m in range(M)]
+    wa = [ctx.let(f"eewa{k}", sum(w[nb * k + j] for j in range(nb))) for k in range(3)]
+    wb = [ctx.let(f"eewb{k}", sum(w[nb * i + k] for i in range(3))) for k in range(nb)]
+    Lsel = [sum(w[m] * axes[m][x] for m in range(M)) for x in range(3)]
+    n = ctx.let_vector("een", scale(sp.sign(dot(Lsel, r)), Lsel))
+    u = ctx.let_vector("eeu", [sum(wa[k] * ea[k][x] for k in range(3)) for x in range(3)])
+    v = ctx.let_vector("eeuv", [sum(wb[k] * eb[k][x] for k in range(nb)) for x in range(3)])
+    hu, hv = sum(wa[k] * ha[k] for k in range(3)), sum(wb[k] * hb[k] for k in range(nb))
+    pa, pb = list(ca), list(cb)
+    for k in range(3):
+        pa = add(pa, scale((1 - wa[k]) * sp.sign(dot(n, ea[k])) * ha[k], ea[k]))
+    for k in range(nb):
+        pb = add(pb, scale(-(1 - wb[k]) * sp.sign(dot(n, eb[k])) * hb[k], eb[k]))
+    pa, pb = ctx.let_vector("eepa", pa), ctx.let_vector("eepb", pb)
+    wv = ctx.let_vector("eew", sub(pa, pb))
+    beta = ctx.let("eebeta", dot(u, v))
+    c_, f_ = ctx.let("eecr", dot(u, wv)), ctx.let("eefr", dot(v, wv))
+    s0 = ctx.let("ees0", _clamp((beta * f_ - c_) / smax(1 - beta ** 2, _TINY), -hu, hu))
+    t = ctx.let("eet", _clamp(beta * s0 + f_, -hv, hv))
+    s1 = ctx.let("ees", _clamp(beta * t - c_, -hu, hu))
+    x = scale(sp.Rational(1, 2), add(add(pa, scale(s1, u)), add(pb, scale(t, v))))
+    x = add(x, scale(-rb / 2, n))                      # b's surface: its segment point less rb n
+    on = ctx.let("eeon", sp.Heaviside(edge - _EDGE_BIAS * face))
+    d = ctx.let(f"d{len(ctx.contact_points)}", on * edge + (1 - on) * (sp.Abs(edge) + sp.Abs(face)))
+    ctx.contact_points.append((x, n, d))
 
 
 def contact_points(ctx, a, b) -> list:
@@ -186,6 +302,7 @@ def contact_points(ctx, a, b) -> list:
             corner = ctx.let_vector(f"k{k}", corner)
             q = ctx.let_vector(f"qk{k}", _segment_point(ctx, cb, ub, hb, corner, f"sk{k}"))
             _sphere_sphere(ctx, corner, sp.Integer(0), q, _f(b.radius))
+        _box_box_edges(ctx, ca, ea, a.half, cb, [ub], [hb], _f(b.radius), b_faces=False)   # across an edge
     elif kinds == ("box", "box"):
         for corner in _corners(cb, eb, b.half):                 # b's corners in box a: n from a into b
             _box_sphere(ctx, ca, ea, a.half, corner, sp.Integer(0))
@@ -193,8 +310,21 @@ def contact_points(ctx, a, b) -> list:
             _box_sphere(ctx, cb, eb, b.half, corner, sp.Integer(0))
             x, n, d = ctx.contact_points.pop()
             ctx.contact_points.append((x, [-v for v in n], d))
+        _box_box_edges(ctx, ca, ea, a.half, cb, eb, b.half)     # the edges that cross: one point
     elif kinds == ("sphere", "sphere"):
         _sphere_sphere(ctx, ca, _f(a.radius), cb, _f(b.radius))
+    elif kinds == ("sphere", "cylinder"):                      # n from the sphere into the cylinder
+        _cylinder_sphere(ctx, cb, eb, _f(b.radius), _f(b.length / 2), ca, _f(a.radius))
+        x, n, d = ctx.contact_points.pop()
+        ctx.contact_points.append((x, [-v for v in n], d))
+    elif kinds == ("capsule", "cylinder"):                     # n from the capsule into the cylinder
+        ua, ub = ctx.let_vector("ua", ea[2]), ctx.let_vector("ub", eb[2])
+        ha, hb, ra, R = _f(a.length / 2), _f(b.length / 2), _f(a.radius), _f(b.radius)
+        for sgn in (1, -1):                                      # each end sphere against the cylinder
+            _cylinder_sphere(ctx, cb, eb, R, hb, add(ca, scale(sgn * ha, ua)), ra)
+            x, n, d = ctx.contact_points.pop()
+            ctx.contact_points.append((x, scale(-1, n), d))
+        _capsule_cylinder_side(ctx, ca, ua, ha, ra, cb, ub, hb, R)
     elif kinds == ("sphere", "capsule"):
         ub = ctx.let_vector("ub", eb[2])
         q = ctx.let_vector("qb", _segment_point(ctx, cb, ub, _f(b.length / 2), ca, "sb"))

@@ -36,7 +36,8 @@ SHAPE_KEYS = {
 #: order (a, b) the force element takes them
 PAIR_TYPES = {("plane", "sphere"), ("plane", "capsule"), ("plane", "box"), ("plane", "cylinder"), ("sphere", "sphere"),
               ("sphere", "capsule"), ("capsule", "capsule"), ("box", "sphere"), ("box", "box"),
-              ("box", "capsule")}
+              ("box", "capsule"), ("sphere", "cylinder"),
+              ("capsule", "cylinder")}
 #: the keys of `contact.defaults` and of a pair besides a and b: the law's fields
 LAW_KEYS = ("stiffness", "damping", "exponent", "friction", "stiction_velocity")
 

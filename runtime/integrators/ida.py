@@ -21,6 +21,11 @@ its inverse dynamics at zero acceleration (-Q, runtime/kinds/inverse.py), and th
 (phi, J, phi_t; runtime/assembly.py); IDA differences it for its Jacobian. Each call costs tens of
 microseconds, so the method pays off where Adams' stability limit costs far more steps
 (benchmarks/bench_loops.py).
+
+Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
+functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
+started anew from the state there (lambda recomputed, mu = 0), so no step straddles the law's
+kink at d = 0. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end).
 """
 
 from __future__ import annotations
@@ -49,17 +54,23 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
                          "loops; this model has none: use 'radau' or 'BDF' for a stiff tree")
     if events:
         raise ValueError("method 'ida' does not locate events; use adams or a scipy method")
+    from dynamica.runtime.integrators import contact_events
     n = model.n
     q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
     zero = np.zeros(n)
     J0, _ = loops.jacobian(model, q0, t0, params)
     rows = independent_rows(J0)
     r = len(rows)
-    qdd0 = model.qdd(q0, v0, t0, params)
-    tau0 = model.inverse_dynamics(q0, v0, zero, t0, params)             # M q'' - Q at q'' = 0: -Q
-    lam0 = np.linalg.lstsq(J0[rows].T, -(model.mass_matrix(q0, t0, params) @ qdd0 + tau0), rcond=None)[0] \
-        if r else np.zeros(0)
     calls = [0]
+
+    def consistent(t, q, v):
+        """[q, v, lambda, 0] and its derivative at (t, q, v): lambda from M q'' - Q + J^T lambda = 0."""
+        qdd = model.qdd(q, v, t, params)
+        tau = model.inverse_dynamics(q, v, zero, t, params)             # M q'' - Q at q'' = 0: -Q
+        J, _ = loops.jacobian(model, q, t, params)
+        lam = np.linalg.lstsq(J[rows].T, -(model.mass_matrix(q, t, params) @ qdd + tau), rcond=None)[0] \
+            if r else np.zeros(0)
+        return np.concatenate([q, v, lam, np.zeros(r)]), np.concatenate([v, qdd, np.zeros(2 * r)])
 
     def residual(t, y, yp, out):
         calls[0] += 1
@@ -72,10 +83,8 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
         out[2 * n:2 * n + r] = J @ v + phit
         out[2 * n + r:] = loops.residual(model, q, t, params)[rows]
 
-    yy0 = np.concatenate([q0, v0, lam0, np.zeros(r)])
-    yp0 = np.concatenate([v0, qdd0, np.zeros(2 * r)])
     algebraic = list(range(2 * n, 2 * n + 2 * r))
-    tol = np.full(len(yy0), float(atol))
+    tol = np.full(2 * n + 2 * r, float(atol))
     tol[algebraic] = 1e10                        # left out of the error test (module docstring)
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
@@ -85,12 +94,42 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     options = {"rtol": float(rtol), "atol": tol, "algebraic_idx": algebraic or None, "max_num_steps": 100000}
     if step:
         options["max_step"] = float(step)
-    sol = IDA(residual, **options).solve(t_eval, yy0, yp0)
-    if not sol.success:
-        raise IntegrationError(f"ida failed at t = {float(np.asarray(sol.t)[-1]):g}: {sol.message}")
-    Y = np.asarray(sol.y)
-    keep = np.isin(np.asarray(sol.t), t_eval)
     info = {"integrator": "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)",
-            "constraint_rows": tuple(int(k) for k in rows), "residual_calls": calls[0]}
-    return simulation_result(model, np.asarray(sol.t)[keep], Y[keep, :2 * n], "ida", calls[0], info,
-                             str(sol.message), params=params)
+            "constraint_rows": tuple(int(k) for k in rows)}
+    gaps = contact_events.Gaps(model, model.param_vector(params)) if contact_events.gap_forces(model) else None
+    if gaps is not None:                         # contacts: IDA's root finding on its BDF interpolant
+        def gap_events(t, y, yp, out):
+            out[:] = gaps(t, y[:2 * n])[0]
+        gap_events.terminal, gap_events.direction = [True] * len(gaps), [0] * len(gaps)
+        options.update(eventsfn=gap_events, num_events=len(gaps))
+    T, Y = [], []
+    contacts, restarts, t_cur, (yy, yp) = [], 0, float(t0), consistent(t0, q0, v0)
+    side = np.where(gaps(t0, yy[:2 * n])[0] < 0, -1, 1) if gaps is not None else None
+    while True:
+        tv = np.concatenate([[t_cur], t_eval[t_eval > t_cur]])
+        if len(tv) < 2:
+            break
+        sol = IDA(residual, **options).solve(tv, yy, yp)
+        if not sol.success:
+            raise IntegrationError(f"ida failed at t = {float(np.asarray(sol.t)[-1]):g}: {sol.message}")
+        ts, ys = np.asarray(sol.t), np.asarray(sol.y)
+        keep = np.isin(ts, t_eval)
+        keep[0] &= not T                         # a restart's first row is the last one of the run before
+        T.append(ts[keep])
+        Y.append(ys[keep, :2 * n])
+        if gaps is None or sol.status != 2:      # (2: a gap changed sign; IDA stopped at its root)
+            break
+        te = float(np.asarray(sol.t_events).reshape(-1)[-1])
+        if not te > t_cur:
+            raise IntegrationError(f"ida stalled at the contact at t = {te:g}")
+        ye = np.asarray(sol.y_events)[-1]
+        crossed = np.nonzero(np.asarray(sol.i_events)[-1])[0]
+        for k in crossed:                        # +1 start (the gap went negative) / -1 end
+            contacts.append((te, *gaps.labels[k], int(side[k])))
+            side[k] = -side[k]
+        t_cur, (yy, yp), restarts = te, consistent(te, ye[:n], ye[n:2 * n]), restarts + 1
+    if gaps is not None:
+        info.update(contacts=contacts, restarts=restarts)
+    info["residual_calls"] = calls[0]
+    t_out, Y_out = np.concatenate(T), np.concatenate(Y)
+    return simulation_result(model, t_out, Y_out, "ida", calls[0], info, str(sol.message), params=params)

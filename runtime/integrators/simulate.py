@@ -87,6 +87,21 @@ def _stream_contacts(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jac
         yield t[a:b + 1], Y[a:b + 1], nfev if n == 0 else 0, info, ""
 
 
+def _gaps(model) -> bool:
+    """Whether the model has contact gaps (contact_events.gap_forces): stoermer6 and ida locate them."""
+    from dynamica.runtime.integrators import contact_events
+    return bool(contact_events.gap_forces(model))
+
+
+def _stream_whole(run, step, model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+    """A run of `run` (stoermer6, ida) with its contacts located, whole, then its rows handed on
+    piece by piece between `cuts` (after the run), every piece with the run's info (its contacts)."""
+    res = run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, jacobian=jacobian)
+    Y = np.hstack([res.q, res.qd])
+    for n, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        yield res.t[a:b + 1], Y[a:b + 1], res.nfev if n == 0 else 0, res.info, res.message
+
+
 def _project_rows(model, t, Y, params):
     """Each row of Y (states [q, qd, ...]) onto the loops' constraints, in place, as after a step."""
     from dynamica.runtime.assembly import PROJECT_ITERATIONS, PROJECT_TOL
@@ -99,9 +114,12 @@ def _project_rows(model, t, Y, params):
 
 
 def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
-    """Fixed-step Stoermer-Cowell 6 (runtime/integrators/stoermer.py); rtol/atol are not used."""
-    if events:
-        raise ValueError("stoermer6 does not locate events; use adams or a scipy method")
+    """Fixed-step Stoermer-Cowell 6 (runtime/integrators/stoermer.py); rtol/atol are not used. A
+    model with contacts is stepped one grid step at a time with its contacts (and `events`) located
+    (contact_events.solve with stoermer.StoermerSteps)."""
+    contacts = _locates_contacts(model)
+    if events and not contacts:
+        raise ValueError("stoermer6 locates events only in a model with contacts; use adams or a scipy method")
     from dynamica.runtime.integrators.stoermer import stoermer6_first_order
     h = step or (t_eval[1] - t_eval[0] if t_eval is not None and len(t_eval) > 1 else (t_end - t0) / 1000.0)
     if model.hamiltonian:
@@ -110,6 +128,14 @@ def _run_stoermer6(model, t0, t_end, y0, t_eval, rtol, atol, params, step, event
     if model.states:
         raise ValueError("stoermer6 integrates q'' = f(q, q'): not the extra states of this model (`states:`); "
                          "use adams or a scipy method")
+    if contacts:
+        from dynamica.runtime.integrators import contact_events
+        from dynamica.runtime.integrators.stoermer import StoermerSteps
+        steps = StoermerSteps(model.rhs_function(params), t0, t_end, h, model.n)
+        tv = np.asarray(t_eval if t_eval is not None else [steps.grid_time(k) for k in range(steps.N + 1)], float)
+        t, Y, nfev, info = contact_events.solve(model, t0, t_end, y0, tv, model.param_vector(params), rtol, atol,
+                                                steps=steps, events=events)
+        return simulation_result(model, t, Y, "stoermer6", nfev, info, params=params)
     t, Y, nfev = stoermer6_first_order(model.rhs_function(params), (t0, t_end), y0, h, t_eval=t_eval)
     return simulation_result(model, t, Y, "stoermer6", nfev,
                              {"integrator": f"Stoermer-Cowell 6 with Adams velocities, step {h}"})
@@ -398,7 +424,7 @@ def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_ste
     the pieces are those of one run (`STREAMS`): the rows and the RHS calls are the same as
     without progress or out. stoermer6 and ida restart at each piece from the state reached, like
     a stage boundary: results agree with one piece to the integration tolerance, and cost a few
-    start-up steps per piece.
+    start-up steps per piece (with contacts they run once and hand on the rows after: `_stream_whole`).
 
     `jacobian`: for radau, BDF and LSODA, "analytic" (the default: d[q', q'']/d[q, q'] of the
     model's derivatives module, runtime/kinds/derivatives.py, built on first use) or "numeric"
@@ -533,6 +559,9 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
     stream = STREAMS.get(method)
     if stream is not None and _locates_contacts(model):
         stream = functools.partial(_stream_contacts, scipy_method=SCIPY_METHODS.get(method))
+    elif stream is None and INTEGRATOR_RECORDS[method].kind in ("stoermer", "ida") and _gaps(model) \
+            and model.state_size == 2 * model.n:
+        stream = functools.partial(_stream_whole, run, step)     # restarted pieces would split its contacts
     try:
         if stream is not None:      # one integration, its rows handed on piece by piece
             chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)

@@ -266,3 +266,108 @@ def stoermer6_first_order(rhs, t_span, y0, h, t_eval=None):
 
     t, q, qd, nfev = stoermer6(f2, t_span, y0[:n], y0[n:], h, t_eval=t_eval)
     return t, np.hstack([q, qd]), nfev
+
+
+# -- stepped one grid step at a time (contact events: runtime/integrators/contact_events.py)
+def _hermite4(t_old, y_old, a_old, t_new, y_new, n):
+    """y(s) = [q, q'] on [t_old, t_new]: q the quartic through q, q', q'' at t_old and q, q' at
+    t_new (error O(h^5)), q' its derivative (O(h^4)). It leaves out q'' at t_new, the one value
+    evaluated after the step's start: a contact force that begins inside the step is not in it
+    (the step's q and q' at t_new come from the accelerations up to t_old alone)."""
+    h = t_new - t_old
+    q0, v0, q1, v1 = y_old[:n], y_old[n:], y_new[:n], y_new[n:]
+    r1 = q1 - q0 - h * v0 - h * h * a_old / 2
+    r2 = h * (v1 - v0) - h * h * a_old
+    c4 = r2 - 3 * r1
+    c3 = r1 - c4
+
+    def intrp(s):
+        x = (float(s) - t_old) / h
+        q = q0 + x * (h * v0 + x * (h * h * a_old / 2 + x * (c3 + x * c4)))
+        v = (h * v0 + x * (h * h * a_old + x * (3 * c3 + x * 4 * c4))) / h
+        return np.concatenate([q, v])
+    return intrp
+
+
+class StoermerSteps:
+    """`stoermer6` on its fixed grid t0 + k h, one step at a time, for the contact events' loop
+    (contact_events.solve; docs/contact.md, "Events"). Between two grid values the state is the
+    quartic Hermite interpolant of q, q', q'' at the step's start and q, q' at its end
+    (`_hermite4`): the gaps are located on it. A restart at t_e inside a step (a contact's start
+    or end) takes one extrapolated step
+    (`_gbs_step`, order 12) from t_e to the next grid time, five more on the grid (the start of
+    `stoermer6`), then the Stoermer recursion again: the grid, and the rows on it, stay those of
+    the run without contacts."""
+
+    def __init__(self, rhs, t0, t_end, h, n):
+        _, _, self.N, self.H = _grid((t0, t_end), h)
+        self.rhs, self.t0, self.t_end, self.n = rhs, float(t0), float(t_end), n
+        self.name = f"Stoermer-Cowell 6 with Adams velocities, step {self.H}, restarted at contacts"
+        self.nfev = self.nsteps = 0
+
+    def grid_time(self, k):
+        return self.t_end if k == self.N else self.t0 + k * self.H
+
+    def _acc(self, t, y):
+        self.nfev += 1
+        return np.asarray(self.rhs(t, y), dtype=float)[self.n:]
+
+    def _F(self, t, y):
+        self.nfev += 1
+        return np.asarray(self.rhs(t, y), dtype=float)
+
+    def start(self, t0, y0, tb):
+        ts = float(t0)
+        k = min(max(int(np.floor((ts - self.t0) / self.H)), 0), self.N)
+        while k < self.N and self.grid_time(k + 1) <= ts:
+            k += 1
+        while k > 0 and self.grid_time(k) > ts:
+            k -= 1
+        self.k, self.t, self.y = k, ts, np.array(y0, dtype=float)
+        self.a = self._acc(ts, self.y)
+        self.on_grid = self.grid_time(k) == ts
+        self.hist = [self.a] if self.on_grid else []     # q'' at the grid values since the restart
+        self.d = None                                    # the recursion's q_{k+1} - q_k, once it runs
+
+    @property
+    def done(self):
+        return self.k >= self.N
+
+    def step(self, tv, Y, j):
+        n, H = self.n, self.H
+        t_old, y_old, a_old = self.t, self.y, self.a
+        t_new = self.grid_time(self.k + 1)
+        if len(self.hist) < ORDER:                       # the start: extrapolated midpoint steps
+            y_new, _ = _gbs_step(self._F, t_old, y_old, np.concatenate([y_old[n:], a_old]), t_new - t_old)
+        else:
+            back = np.array(self.hist[::-1])             # f_k, f_{k-1}, ..., f_{k-5}
+            if self.d is None:
+                self.d, self.cq, self.cv = y_old[:n] - self.q_prev, np.zeros(n), np.zeros(n)
+            self.d = self.d + H * H * (_BQ @ back)
+            q, v = y_old[:n], y_old[n:]
+            yk = self.d - self.cq                        # compensated q += d, v += H (...)
+            tk = q + yk
+            self.cq = (tk - q) - yk
+            q = tk
+            yk = H * (_BV @ back) - self.cv
+            tk = v + yk
+            self.cv = (tk - v) - yk
+            y_new = np.concatenate([q, tk])
+        a_new = self._acc(t_new, y_new)
+        if not (np.all(np.isfinite(y_new)) and np.all(np.isfinite(a_new))):
+            raise FloatingPointError(f"stoermer6: non-finite state at t = {t_new!r} (h = {H!r})")
+        self.q_prev = y_old[:n]
+        self.hist = (self.hist + [a_new])[-ORDER:]
+        self.k, self.t, self.t_old, self.y, self.a = self.k + 1, t_new, t_old, y_new, a_new
+        self.nsteps += 1
+        self.intrp = _hermite4(t_old, y_old, a_old, t_new, y_new, n)
+        while j < len(tv) and tv[j] <= t_new:
+            Y[j] = y_new if tv[j] == t_new else self.intrp(tv[j])
+            j += 1
+        return j, True
+
+    def stop(self):
+        pass
+
+    def info(self):
+        return {"integrator": self.name, "steps": self.nsteps}

@@ -255,6 +255,49 @@ def _box_corners(c, E, half):
             ((1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1), (-1, 1, 1), (-1, 1, -1), (-1, -1, 1), (-1, -1, -1))]
 
 
+def box_box_edges(ca, Ea, ha, cb, Eb, hb, rb=0.0, b_faces=True):
+    """(x, n, d) of two boxes' edge-edge contact (docs/contact.md): the separating-axis test, the
+    edge axis of largest separation (parallel edges left out), its two supporting edges' closest
+    points (`_segment_closest`); d that separation where it exceeds 0.95 times the faces', else
+    |edge| + |face|. A capsule is b with one column in Eb (its axis), rb its radius, no faces."""
+    ha, hb, r = np.asarray(ha, float), np.asarray(hb, float), cb - ca
+    nb = Eb.shape[1]
+
+    def sep(L):
+        return abs(L @ r) - ha @ np.abs(Ea.T @ L) - hb @ np.abs(Eb.T @ L) - rb
+    face = max(sep(e) for e in list(Ea.T) + (list(Eb.T) if b_faces else []))
+    best = None
+    for i in range(3):
+        for j in range(nb):
+            c = np.cross(Ea[:, i], Eb[:, j])
+            if c @ c >= 1e-12 and (best is None or sep(c / np.linalg.norm(c)) > best[0]):
+                best = (sep(c / np.linalg.norm(c)), i, j, c / np.linalg.norm(c))
+    edge, i, j, n = best
+    n = n * np.sign(n @ r)
+    pa = ca + sum(np.sign(n @ Ea[:, k]) * ha[k] * Ea[:, k] for k in range(3) if k != i)
+    pb = cb - sum((np.sign(n @ Eb[:, k]) * hb[k] * Eb[:, k] for k in range(nb) if k != j), np.zeros(3))
+    xa, xb = _segment_closest(pa, Ea[:, i], ha[i], pb, Eb[:, j], hb[j])
+    d = edge if edge > 0.95 * face else abs(edge) + abs(face)
+    return (xa + xb - rb * n) / 2, n, d
+
+
+def _point_cylinder(c, E, R, hl, p, radius):
+    """(x, n, d) of a sphere (centre p) against a solid cylinder (centre c, axis E[:, 2]), the normal
+    from the cylinder to the sphere."""
+    x, y, z = E.T @ (p - c)
+    rho = np.hypot(x, y)
+    if rho > R or abs(z) > hl:                           # outside: the closest point of the cylinder
+        f = min(1.0, R / rho) if rho > 0 else 1.0
+        w = np.array([x - f * x, y - f * y, z - np.clip(z, -hl, hl)])
+        L = np.linalg.norm(w)
+        n, d = E @ (w / L), L - radius
+    elif hl - abs(z) < R - rho:                          # inside, nearer an end face
+        n, d = E[:, 2] * np.sign(z), -(hl - abs(z)) - radius
+    else:                                                # inside, nearer the side
+        n, d = E @ np.array([x / rho, y / rho, 0.0]), -(R - rho) - radius
+    return p - (radius + d / 2) * n, n, d
+
+
 def _contacts(a, A, B):
     """[(x, n, d)] of the shapes A, B as docs/contact.md describes them."""
     ca, Ea = _placed(a, A)
@@ -292,12 +335,30 @@ def _contacts(a, A, B):
             out.append((x, n, d))
         for x, n, d in [_point_box(cb, Eb, B.half, p, 0.0) for p in _box_corners(ca, Ea, A.half)]:
             out.append((x, -n, d))                       # the normal from a into b
+        out.append(box_box_edges(ca, Ea, A.half, cb, Eb, B.half))
     elif A.kind == "box" and B.kind == "capsule":        # the capsule's end spheres in the box, then the
         u, h = Eb[:, 2], B.length / 2                    # box's corners against the capsule's segment
         for sgn in (1.0, -1.0):
             out.append(_point_box(ca, Ea, A.half, cb + sgn * h * u, B.radius))
         for p in _box_corners(ca, Ea, A.half):
             spheres(p, 0.0, cb + np.clip(u @ (p - cb), -h, h) * u, B.radius)
+        out.append(box_box_edges(ca, Ea, A.half, cb, Eb[:, 2:], [h], B.radius, b_faces=False))
+    elif B.kind == "cylinder" and A.kind == "capsule":  # its end spheres, then its middle against the side
+        u, h = Ea[:, 2], A.length / 2
+        for sgn in (1.0, -1.0):
+            x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca + sgn * h * u, A.radius)
+            out.append((x, -n, d))
+        v, hb, r = Eb[:, 2], B.length / 2, ca - cb
+        beta = u @ v
+        s = (beta * (v @ r) - u @ r) / max(1 - beta ** 2, 1e-300)
+        t = beta * s + v @ r
+        spheres(ca + np.clip(s, -h, h) * u, A.radius, cb + np.clip(t, -hb, hb) * v, B.radius)
+        if not (abs(s) < h and abs(t) < hb):             # only the side: elsewhere the positive |d|
+            x, n, d = out.pop()
+            out.append((x, n, abs(d)))
+    elif B.kind == "cylinder":                           # sphere - cylinder: the normal from a into b
+        x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca, A.radius)
+        out.append((x, -n, d))
     elif A.kind == "box":                                # box - sphere
         out.append(_point_box(ca, Ea, A.half, cb, B.radius))
     elif B.kind == "sphere":

@@ -535,21 +535,21 @@ def _pair_bodies(xml, tmp_path, **options):
 
 
 def test_the_dogs_contact_pairs_are_all_kept_and_contacts_ground_keeps_the_floors(tmp_path):
-    """dm_control's dog makes 2961 contact pairs under MuJoCo's filters with a closed form: all kept
+    """dm_control's dog makes 3026 contact pairs under MuJoCo's filters with a closed form: all kept
     (they run through the broad phase, docs/contact.md); contacts='ground' keeps its pairs with a
     geom fixed to the ground (MuJoCo's filters counted independently here: 720 ground pairs less
-    the ellipsoids' 264 and the cylinder's 76 against shapes other than planes), with one warning
+    the ellipsoids' 264 and the cylinder's 11 against boxes and cylinders), with one warning
     naming the 2581 left out; --no-contacts converts it without any."""
     import subprocess
     import sys
     import time
     path = dm_suite("dog")
     t0 = time.perf_counter()
-    assert len(_pair_bodies(path, tmp_path)) == 2961
+    assert len(_pair_bodies(path, tmp_path)) == 3026
     assert time.perf_counter() - t0 < 60
     with pytest.warns(DynamicaWarning, match=r"contacts between two moving bodies.*`2581 pairs`"):
         bodies = _pair_bodies(path, tmp_path, contacts="ground")
-    assert len(bodies) == 380 and all("ground" in b for b in bodies)
+    assert len(bodies) == 445 and all("ground" in b for b in bodies)
     yaml_path = tmp_path / "dog.yaml"
     out = subprocess.run([sys.executable, "-m", "dynamica.runtime.cli.main", "convert", str(path), "-o", str(yaml_path),
                           "--no-contacts"], capture_output=True, text=True, timeout=600)
