@@ -375,6 +375,11 @@ def with_broad_phase(mod: ir.ModuleIR, entries: list) -> list:
     return out
 
 
+def broad_phase_preamble() -> list:
+    from dynamica.generator.mechanics.broad_phase import POINTS
+    return [f"#define DYN_CB_MAX_POINTS {max(POINTS.values())}", '#include "dynamica_broad.h"']
+
+
 def header_context(mod: ir.ModuleIR) -> dict:
     """What templates/kernels.h.j2 shows."""
     kind = module_kind(mod.entries)
@@ -384,7 +389,7 @@ def header_context(mod: ir.ModuleIR) -> dict:
         "entries": with_states(mod, with_broad_phase(mod, kind.backends["c"](mod) + output_entry(mod)))
         + exported_entries(mod),
         "preamble": (kind.preambles["c"](mod) if "c" in kind.preambles else [])
-        + (['#include "dynamica_broad.h"'] if dict(mod.info).get("broad_phase") else []),
+        + (broad_phase_preamble() if dict(mod.info).get("broad_phase") else []),
         "tables": tables(mod),
         "guard": f"DYNAMICA_{mod.module_name.upper()}_KERNELS_H",
     }

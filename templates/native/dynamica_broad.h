@@ -25,7 +25,11 @@ typedef void (*dyn_pair_fn)(const double *in_s, double *out_o);
 #define DYN_CB_PAIR 19
 #define DYN_CB_POSE 18
 #define DYN_CB_IN 53
-#define DYN_CB_OUT (14 + 4 * 16)
+/* the most contact points of a pair type (broad_phase.py POINTS; the module defines it before this header) */
+#ifndef DYN_CB_MAX_POINTS
+#define DYN_CB_MAX_POINTS 17
+#endif
+#define DYN_CB_OUT (14 + 4 * DYN_CB_MAX_POINTS)
 
 /* a shape's centre (3), axes as rows (9), sizes (3) in s; its body's origin, velocity, angular velocity
    (ground) in b; the velocity of the material point at its centre in vc */

@@ -241,3 +241,34 @@ def test_the_contacts_elastic_energy_is_in_the_potential(tmp_path):
         V = float(model.outputs(0.0, q, np.zeros(6))["energy.potential"])
         expected = 9.81 * z + LAW["stiffness"] * delta ** 2.5 / 2.5
         assert abs(V - expected) < 1e-12 * abs(expected), (z, V, expected)
+
+
+def test_the_routines_sizes_are_the_generators():
+    """The C routine's row sizes and its room for contact points (templates/native/dynamica_broad.h)
+    are the generator's (broad_phase.py): a pair type with more points than the routine's default
+    room overran its stack buffer once."""
+    import re
+    from pathlib import Path
+    text = (Path(broad_phase.__file__).resolve().parents[2] / "templates" / "native" / "dynamica_broad.h").read_text()
+    defs = dict(re.findall(r"#define (DYN_CB_\w+) (\d+)", text))
+    assert int(defs["DYN_CB_SHAPE"]) == broad_phase.SHAPE_ROW and int(defs["DYN_CB_PAIR"]) == broad_phase.PAIR_ROW
+    assert int(defs["DYN_CB_POSE"]) == broad_phase.POSE and int(defs["DYN_CB_IN"]) == broad_phase.SIZE_IN
+    assert int(defs["DYN_CB_MAX_POINTS"]) == max(broad_phase.POINTS.values())
+
+
+def test_the_cylinder_pairs_agree_with_the_reference(tmp_path):
+    """sphere-cylinder (the side) and capsule-cylinder (the capsule's middle across the side), each
+    penetrating by 5 / 3 cm, through the broad phase: q'' against the numeric reference (1e-12)."""
+    shapes = {"Y": {"type": "cylinder", "body": "y", "radius": 0.1, "length": 0.2},
+              "S": {"type": "sphere", "body": "s", "radius": 0.1},
+              "C": {"type": "capsule", "body": "c", "radius": 0.1, "length": 0.3, "rpy": [0, 1.5708, 0]}}
+    pairs = [{"a": "S", "b": "Y"}, {"a": "C", "b": "Y"}]
+    d = _model("bcyl", shapes, pairs, ("y", "s", "c"), True)
+    model = dynamica.load(write_model(tmp_path, d))
+    ref = NumericReference(load_model(d))
+    q = np.zeros(18)
+    q[6:9], q[12:15] = (0.15, 0.0, 0.0), (0.0, 0.17, 0.0)
+    qd = np.random.default_rng(8).normal(0, 0.7, 18)
+    out = model.outputs(0.0, q, qd)
+    assert all(np.max(out[f"contact_{p['a']}_{p['b']}.penetration"]) > 1e-2 for p in pairs), out
+    assert _rel(model.qdd(q, qd), ref.qdd(q, qd)) < 1e-12
