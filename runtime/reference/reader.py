@@ -208,6 +208,51 @@ def _origin(el):
         ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
 
 
+def _urdf_joint(j, spec_coords):
+    """A URDF joint's steps (the root's when j is None: welded, or free with six coordinates), or
+    None when the model's coordinates are not the joint's."""
+    if j is None:                                       # the root: welded, or free (floating=True)
+        if len(spec_coords) not in (0, 6):
+            return None
+        axes = ((1, 0, 0), (0, 1, 0), (0, 0, 1))
+        return [("translate", ax, c, None, None) for ax, c in zip(axes, spec_coords[:3])] + \
+               [("rotate", ax, c, None, None) for ax, c in zip(axes, spec_coords[3:])]
+    xyz, (roll, pitch, yaw) = _origin(j)
+    tr = [("offset", xyz, None, None, None)] if any(xyz) else []
+    tr += [("rotate", ax, None, angle, None) for ax, angle in
+           (((0, 0, 1), yaw), ((0, 1, 0), pitch), ((1, 0, 0), roll)) if angle]
+    axis = _floats(j.find("axis").get("xyz") if j.find("axis") is not None else None, (1.0, 0.0, 0.0))
+    kind = j.get("type")
+    if kind in ("revolute", "continuous", "prismatic"):
+        if spec_coords != [_identifier(j.get("name"))]:
+            return None
+        tr.append(("rotate" if kind != "prismatic" else "translate", axis, spec_coords[0], None, None))
+    elif kind != "fixed" or spec_coords:
+        return None
+    return tr
+
+
+def _urdf_inertial(name, body, inertial):
+    """The inertial parameters `<link>_mass`, `_com`, `_inertia` read from a link's <inertial>
+    ({} when the model's are numbers or the link has none; None when the names do not match)."""
+    import numpy as np
+    if inertial is None or inertial.find("mass") is None or isinstance(body.mass, (int, float)):
+        return {}
+    if (body.mass, tuple(body.com), tuple(body.inertia)) != (
+            f"{name}_mass", tuple(f"{name}_com[{k}]" for k in range(3)),
+            tuple(f"{name}_inertia[{k}]" for k in range(6))):
+        return None
+    xyz, rpy = _origin(inertial)
+    el = inertial.find("inertia")
+    g = {k: float(el.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")} if el is not None else {}
+    I_ = np.array([[g.get("ixx", 0), g.get("ixy", 0), g.get("ixz", 0)], [g.get("ixy", 0), g.get("iyy", 0),
+                  g.get("iyz", 0)], [g.get("ixz", 0), g.get("iyz", 0), g.get("izz", 0)]])
+    R = _rpy_matrix(rpy)
+    Il = R @ I_ @ R.T
+    return {f"{name}_mass": float(inertial.find("mass").get("value")), f"{name}_com": tuple(xyz),
+            f"{name}_inertia": (Il[0, 0], Il[1, 1], Il[2, 2], Il[0, 1], Il[1, 2], Il[0, 2])}
+
+
 def urdf(spec):
     """(parameter values, joints) of a model loaded from a URDF file, read here from its XML with
     the standard library (not the importer's library or mapping): per joint its origin (translate,
@@ -217,8 +262,6 @@ def urdf(spec):
     links, coordinates joints, the inertial parameters `<link>_mass`, `_com`, `_inertia`); None when
     they do not match (renamed identifiers), and then the loader's data serve."""
     import xml.etree.ElementTree as ET
-
-    import numpy as np
     path = Path(spec.file)
     if not path.is_file() or path.suffix != ".urdf":
         return None
@@ -230,44 +273,10 @@ def urdf(spec):
         return None
     out_joints, values = {}, {}
     for name, body in bodies.items():
-        spec_coords = [tr.q for tr in body.joint if tr.q is not None]
-        j = joints.get(name)
-        if j is None:                                       # the root: welded, or free (floating=True)
-            if len(spec_coords) not in (0, 6):
-                return None
-            out_joints[name] = [("translate", ax, c, None, None) for ax, c in
-                                zip(((1, 0, 0), (0, 1, 0), (0, 0, 1)), spec_coords[:3])] + \
-                               [("rotate", ax, c, None, None) for ax, c in
-                                zip(((1, 0, 0), (0, 1, 0), (0, 0, 1)), spec_coords[3:])]
-        else:
-            xyz, (roll, pitch, yaw) = _origin(j)
-            tr = [("offset", xyz, None, None, None)] if any(xyz) else []
-            tr += [("rotate", ax, None, angle, None) for ax, angle in
-                   (((0, 0, 1), yaw), ((0, 1, 0), pitch), ((1, 0, 0), roll)) if angle]
-            axis = _floats(j.find("axis").get("xyz") if j.find("axis") is not None else None, (1.0, 0.0, 0.0))
-            kind = j.get("type")
-            if kind in ("revolute", "continuous", "prismatic"):
-                if spec_coords != [_identifier(j.get("name"))]:
-                    return None
-                tr.append(("rotate" if kind != "prismatic" else "translate", axis, spec_coords[0], None, None))
-            elif kind != "fixed" or spec_coords:
-                return None
-            out_joints[name] = tr
-        inertial = links[name].find("inertial")
-        if inertial is None or inertial.find("mass") is None or isinstance(body.mass, (int, float)):
-            continue
-        if (body.mass, tuple(body.com), tuple(body.inertia)) != (
-                f"{name}_mass", tuple(f"{name}_com[{k}]" for k in range(3)),
-                tuple(f"{name}_inertia[{k}]" for k in range(6))):
+        tr = _urdf_joint(joints.get(name), [tr.q for tr in body.joint if tr.q is not None])
+        inertial = _urdf_inertial(name, body, links[name].find("inertial"))
+        if tr is None or inertial is None:
             return None
-        xyz, rpy = _origin(inertial)
-        el = inertial.find("inertia")
-        g = {k: float(el.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")} if el is not None else {}
-        I_ = np.array([[g.get("ixx", 0), g.get("ixy", 0), g.get("ixz", 0)], [g.get("ixy", 0), g.get("iyy", 0),
-                      g.get("iyz", 0)], [g.get("ixz", 0), g.get("iyz", 0), g.get("izz", 0)]])
-        R = _rpy_matrix(rpy)
-        Il = R @ I_ @ R.T
-        values[f"{name}_mass"] = float(inertial.find("mass").get("value"))
-        values[f"{name}_com"] = tuple(xyz)
-        values[f"{name}_inertia"] = (Il[0, 0], Il[1, 1], Il[2, 2], Il[0, 1], Il[1, 2], Il[0, 2])
+        out_joints[name] = tr
+        values.update(inertial)
     return values, out_joints
