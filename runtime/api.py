@@ -76,6 +76,23 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
             return model
     from dynamica.generator.spec.model import load_model
     spec = load_model(path, cache=cache, **import_options)
+    form, backend = _resolve_form(path, spec, form, select_by, mode), _resolve_backend(path, backend)
+    parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode(), mode.encode()]
+    if import_options:
+        parts.append(json.dumps(import_options, sort_keys=True, default=str).encode())
+    if spec.functions:                              # the tables' data files are part of the model
+        parts.append(repr(spec.functions).encode())
+    model = _import(spec, hashlib.sha256(b"\0".join(parts)).hexdigest(), form, backend, mode, cache, progress,
+                    check_mass_matrix)
+    if fast is not None:
+        fastload.remember(cache, fast, model, select_by)
+    return model
+
+
+def _resolve_form(path, spec, form, select_by, mode) -> str:
+    """The form asked for, the model file's, or the default (composite, ltdl for large trees);
+    "auto": the cheapest by the flop formulas or by timing ("measured"). A ModelError names a
+    form the mode does not have."""
     if not (form or spec.simulate.form):        # the default: composite, ltdl for large trees
         from dynamica.generator.cost.flops import default_form
         form = default_form(spec, mode)
@@ -92,28 +109,21 @@ def load(path, form=None, backend="c", *, cache=None, progress=None, check_mass_
         else:
             form = FORM_CHOOSERS[select_by](path, spec)
     from dynamica.generator.forms import check_form, forms_of
-    from dynamica.generator.render import resolve_backend
     forms_of(mode)                                  # ValueError naming the modes
     try:
-        form = check_form(form, mode)
+        return check_form(form, mode)
     except KeyError as exc:
         raise ModelError(str(path), [Problem("form", str(exc.args[0]))]) from None
     except ValueError as exc:
         raise ModelError(str(path), [Problem("form", str(exc))]) from None
+
+
+def _resolve_backend(path, backend) -> str:
+    from dynamica.generator.render import resolve_backend
     try:
-        backend = resolve_backend(backend)
+        return resolve_backend(backend)
     except ValueError as exc:
         raise ModelError(str(path), [Problem("backend", str(exc))]) from None
-    parts = [tool_fingerprint().encode(), Path(path).read_bytes(), form.encode(), backend.encode(), mode.encode()]
-    if import_options:
-        parts.append(json.dumps(import_options, sort_keys=True, default=str).encode())
-    if spec.functions:                              # the tables' data files are part of the model
-        parts.append(repr(spec.functions).encode())
-    model = _import(spec, hashlib.sha256(b"\0".join(parts)).hexdigest(), form, backend, mode, cache, progress,
-                    check_mass_matrix)
-    if fast is not None:
-        fastload.remember(cache, fast, model, select_by)
-    return model
 
 
 def spec_key(spec, form, backend="c", mode="symbolic") -> str:
