@@ -89,25 +89,51 @@ def cmd_compile(args):
     return 0
 
 
-def cmd_simulate(args):
-    from dynamica import simulate
-    from dynamica.runtime.cli.terminal import SimulationProgress
-    from dynamica.runtime.paramsets import overrides, split_assignment
-    from dynamica.runtime.results.result import parse_vars, plot_pages, summary_table
-    from dynamica.runtime.results.stages import parse_stages
-    stages = parse_stages(args.stages) if args.stages else None        # syntax checked before the run
-    model = load_for_command(args)
-    params = overrides(args, model, report=None if args.quiet else lambda line: print(line, file=sys.stderr)) or None
+def _check_vars(model, args):
+    """--vars and --summary-vars name series the run will have (every stage's coordinates, their
+    rates, outputs, extra states, inputs)."""
+    from dynamica.runtime.results.result import parse_vars
     coords = list(model.coordinates)
     if model.spec.stages:                   # the results carry every stage's coordinates
         from dynamica.generator.mechanics.stages import result_columns
         coords = list(result_columns(model.spec, model.coordinates))
-    for text in (args.vars, args.summary_vars):                         # fail before a long run, not after it
+    for text in (args.vars, args.summary_vars):
         if text:
             outs = [k if shape == () else f"{k}[{j}]" for k, shape in model.output_layout
                     for j in range(len(coords) if k == "qdd" else int(np.prod(shape)) if shape != () else 1)
                     ] if hasattr(model.module, "outputs") else []
             parse_vars(text, [*coords, *(f"der({c})" for c in coords), *outs, *model.states, *model.inputs])
+
+
+def _plot_and_table(model, res, args, stages):
+    """--plot and --table of `simulate`, with the variables' units (units.py imports sympy: only here)."""
+    from dynamica.runtime.results.result import plot_pages, summary_table
+    from dynamica.runtime.results.units import display_units, variable_units
+    shown = display_units(model)
+    if args.plot:
+        rep = plot_pages(res, args.plot, args.vars, deviation=args.deviation, title=f"{model.name} ({model.form})",
+                         panels_per_page=args.panels, stages=stages,
+                         units={**variable_units(model), **{c: u for c, (u, _) in shown.items()}},
+                         scales={c: f for c, (_, f) in shown.items()})
+        print(f"plot: {rep.pages} page(s), {rep.panels} panel(s) in {', '.join(map(str, rep.files))}")
+    if args.table:
+        names = [v for p in args.vars.replace(";", " ").split() for v in p.split(",") if v] if args.vars else None
+        times = args.table_times or []
+        tab = summary_table(res, names, times, units={**variable_units(model), **shown})
+        tab.to_csv(args.table)
+        print(tab.text())
+        print(f"summary table written to {args.table}")
+
+
+def cmd_simulate(args):
+    from dynamica import simulate
+    from dynamica.runtime.cli.terminal import SimulationProgress
+    from dynamica.runtime.paramsets import overrides, split_assignment
+    from dynamica.runtime.results.stages import parse_stages
+    stages = parse_stages(args.stages) if args.stages else None        # syntax checked before the run
+    model = load_for_command(args)
+    params = overrides(args, model, report=None if args.quiet else lambda line: print(line, file=sys.stderr)) or None
+    _check_vars(model, args)                        # fail before a long run, not after it
     from dynamica.runtime.integrators.simulate import prepare
     t_start = time.perf_counter()
     prepare(model, args.method, params)           # imports, a Jacobian module: timed apart from the integration
@@ -133,22 +159,8 @@ def cmd_simulate(args):
           f"start-up {t0 - t_start:.3f} s")
     if args.out:
         print(f"results written to {args.out}")
-    if args.plot or args.table:           # (units.py imports sympy: only for plots and tables)
-        from dynamica.runtime.results.units import display_units, variable_units
-        shown = display_units(model)
-    if args.plot:
-        rep = plot_pages(res, args.plot, args.vars, deviation=args.deviation, title=f"{model.name} ({model.form})",
-                         panels_per_page=args.panels, stages=stages,
-                         units={**variable_units(model), **{c: u for c, (u, _) in shown.items()}},
-                         scales={c: f for c, (_, f) in shown.items()})
-        print(f"plot: {rep.pages} page(s), {rep.panels} panel(s) in {', '.join(map(str, rep.files))}")
-    if args.table:
-        names = [v for p in args.vars.replace(";", " ").split() for v in p.split(",") if v] if args.vars else None
-        times = args.table_times or []
-        tab = summary_table(res, names, times, units={**variable_units(model), **shown})
-        tab.to_csv(args.table)
-        print(tab.text())
-        print(f"summary table written to {args.table}")
+    if args.plot or args.table:
+        _plot_and_table(model, res, args, stages)
     if args.report:
         from dynamica.runtime.report.page import write_report
         rep = write_report(model, res, args.report, params=params, variables=args.vars)
