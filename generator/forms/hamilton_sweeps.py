@@ -33,6 +33,8 @@ from L^T X = P, L V = I X with the factors (3.21)-(3.22) and were checked agains
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import sympy as sp
 
 from dynamica.errors import ModelError, Problem
@@ -57,59 +59,69 @@ def _singular(kin, i):
 
 def _sweep(kin, tag, ltdl: bool):
     H = Hamiltonian(kin, tag)
+    fw = _forward_sweep(kin, tag, ltdl, H)
+    qd, pstar, v = _backward_sweep(kin, tag, ltdl, H, fw)
+    pmd = H.momentum_rates(pstar, v, H.composite_forces())
+    return H, qd, pmd
+
+
+def _forward_sweep(kin, tag, ltdl, H):
+    """From the tips to the root: M*_i, pi*_i and each joint's elimination (D_i factored by the
+    reverse L^T D L, or inverted), transferred to the parent."""
     prog, topo, N = kin.program, kin.topo, kin.topo.n_bodies
-    Ma = [None] * (N + 1)
-    pi = [None] * (N + 1)
+    fw = SimpleNamespace(Ma=[None] * (N + 1), pi=[None] * (N + 1), Y={}, Dinv={}, F={}, U={}, x={})
     # children's terms collected per body and summed once (fold_*: linear in the children)
     accM = [None] + [[rigid6(b.mass, b.h, b.theta)] for b in kin.inertia[1:]]
     accP = [None] + [[list(Z6)] for _ in range(N + 1)]
-    Y, Dinv, F, U, x = {}, {}, {}, {}, {}
-    # forward sweep: from the tips to the root
     for i in range(N, 0, -1):
         jk = kin.joints[i]
-        A, n = jk.A, len(jk.A)
-        Ma[i] = prog.let_symmetric(f"{tag}Ma{i}", fold_matrices(accM[i]))
-        pi[i] = prog.let_vector(f"{tag}pi{i}", fold_vectors(accP[i]))
-        xb = sub(pi[i], symv(Ma[i], jk.vr_hat))                      # pi*_i - M*_i v^r_i
-        if n:
-            Y[i] = [prog.let_vector(f"{tag}Y{i}_{c}", symv(Ma[i], a)) for c, a in enumerate(A)]
-            Du = {(r, c): prog.let(f"{tag}D{i}_{r}{c}", dot(A[r], Y[i][c])) for r in range(n) for c in range(r, n)}
-            D = [[Du[min(r, c), max(r, c)] for c in range(n)] for r in range(n)]
-            p_i = H.pm_of[i]
+        fw.Ma[i] = prog.let_symmetric(f"{tag}Ma{i}", fold_matrices(accM[i]))
+        fw.pi[i] = prog.let_vector(f"{tag}pi{i}", fold_vectors(accP[i]))
+        xb = sub(fw.pi[i], symv(fw.Ma[i], jk.vr_hat))                      # pi*_i - M*_i v^r_i
+        if len(jk.A):
             try:
-                if ltdl:
-                    F[i] = reverse_ldl(prog, lower_rows(D), f"{tag}L{i}_")
-                    U[i] = F[i].solve_LT(prog, Y[i], f"{tag}U{i}_")          # L^T U = Y^T
-                    x[i] = F[i].solve_LT(prog, [total([p_i[c], dot(A[c], xb)]) for c in range(n)], f"{tag}x{i}_")
-                    Uh = F[i].scaled(prog, U[i], f"{tag}Uh{i}_")
-                    Hm = sp.Matrix(6, 6, lambda r, c: total([Ma[i][r, c]] + [neg(mul(Uh[k][r], U[i][k][c]))
-                                                                              for k in range(n)]))
-                    contrib = [total([xb[r]] + [neg(mul(Uh[k][r], x[i][k])) for k in range(n)])
-                               for r in range(6)]
-                else:
-                    if any(D[r][r] == 0 for r in range(n)):
-                        raise StructurallySingular(0)
-                    Dinv[i] = symmetric_inverse(prog, D, f"{tag}Di{i}_")
-                    # W = D^{-1} Y^T (n x 6), H_i M*_i = M*_i - Y_i W
-                    W = [[prog.let(f"{tag}W{i}_{c}{r}", total([mul(Dinv[i][c][k], Y[i][k][r]) for k in range(n)]))
-                          for r in range(6)] for c in range(n)]
-                    Hm = sp.Matrix(6, 6, lambda r, c: total([Ma[i][r, c]] + [neg(mul(Y[i][k][r], W[k][c]))
-                                                                              for k in range(n)]))
-                    s = [total([p_i[c], dot(A[c], xb)]) for c in range(n)]
-                    u = prog.let_vector(f"{tag}u{i}", [total([mul(Dinv[i][c][k], s[k]) for k in range(n)])
-                                                      for c in range(n)])
-                    contrib = [total([xb[r]] + [neg(mul(Y[i][k][r], u[k])) for k in range(n)]) for r in range(6)]
+                Hm, contrib = _eliminate(prog, tag, i, jk.A, fw, xb, H.pm_of[i], ltdl)
             except StructurallySingular:
                 raise _singular(kin, i) from None
         else:
-            Hm, contrib = Ma[i], xb
+            Hm, contrib = fw.Ma[i], xb
         k = topo.kappa[i]
         if k > 0:
             Hm = prog.let_symmetric(f"{tag}Hm{i}", Hm)
             contrib = prog.let_vector(f"{tag}pc{i}", contrib)
             accM[k].append(transfer(prog, f"{tag}X{i}", jk.G, jk.rho, Hm))
             accP[k].append(apply_CT(jk.G, jk.rho, contrib))
-    # backward sweep: from the root to the tips
+    return fw
+
+
+def _eliminate(prog, tag, i, A, fw, xb, p_i, ltdl):
+    """Joint i's elimination: (H_i M*_i, the momentum passed on) with D_i = A^T M*_i A."""
+    n, Ma = len(A), fw.Ma
+    Y = fw.Y[i] = [prog.let_vector(f"{tag}Y{i}_{c}", symv(Ma[i], a)) for c, a in enumerate(A)]
+    Du = {(r, c): prog.let(f"{tag}D{i}_{r}{c}", dot(A[r], Y[c])) for r in range(n) for c in range(r, n)}
+    D = [[Du[min(r, c), max(r, c)] for c in range(n)] for r in range(n)]
+    if ltdl:
+        F = fw.F[i] = reverse_ldl(prog, lower_rows(D), f"{tag}L{i}_")
+        U = fw.U[i] = F.solve_LT(prog, Y, f"{tag}U{i}_")          # L^T U = Y^T
+        x = fw.x[i] = F.solve_LT(prog, [total([p_i[c], dot(A[c], xb)]) for c in range(n)], f"{tag}x{i}_")
+        Uh = F.scaled(prog, U, f"{tag}Uh{i}_")
+        Hm = sp.Matrix(6, 6, lambda r, c: total([Ma[i][r, c]] + [neg(mul(Uh[k][r], U[k][c])) for k in range(n)]))
+        return Hm, [total([xb[r]] + [neg(mul(Uh[k][r], x[k])) for k in range(n)]) for r in range(6)]
+    if any(D[r][r] == 0 for r in range(n)):
+        raise StructurallySingular(0)
+    Dinv = fw.Dinv[i] = symmetric_inverse(prog, D, f"{tag}Di{i}_")
+    # W = D^{-1} Y^T (n x 6), H_i M*_i = M*_i - Y_i W
+    W = [[prog.let(f"{tag}W{i}_{c}{r}", total([mul(Dinv[c][k], Y[k][r]) for k in range(n)]))
+          for r in range(6)] for c in range(n)]
+    Hm = sp.Matrix(6, 6, lambda r, c: total([Ma[i][r, c]] + [neg(mul(Y[k][r], W[k][c])) for k in range(n)]))
+    s = [total([p_i[c], dot(A[c], xb)]) for c in range(n)]
+    u = prog.let_vector(f"{tag}u{i}", [total([mul(Dinv[c][k], s[k]) for k in range(n)]) for c in range(n)])
+    return Hm, [total([xb[r]] + [neg(mul(Y[k][r], u[k])) for k in range(n)]) for r in range(6)]
+
+
+def _backward_sweep(kin, tag, ltdl, H, fw):
+    """From the root to the tips: q' of each joint, v_i and p*_i = M*_i v_i - pi*_i."""
+    prog, topo, N = kin.program, kin.topo, kin.topo.n_bodies
     v = [list(Z6)] + [None] * N
     pstar = [None] * (N + 1)
     qd = [None] * H.n
@@ -121,19 +133,18 @@ def _sweep(kin, tag, ltdl: bool):
         vs = add(Cv, jk.vr_hat)                                                  # v*_i
         if n:
             if ltdl:
-                rhs = [total([x[i][c], neg(dot(U[i][c], Cv))]) for c in range(n)]
-                qi = F[i].solve_L(prog, rhs, f"{tag}y{i}_", scale=True)
+                rhs = [total([fw.x[i][c], neg(dot(fw.U[i][c], Cv))]) for c in range(n)]
+                qi = fw.F[i].solve_L(prog, rhs, f"{tag}y{i}_", scale=True)
             else:
-                s = [total([H.pm_of[i][c], dot(A[c], pi[i]), neg(dot(Y[i][c], vs))]) for c in range(n)]
-                qi = [total([mul(Dinv[i][c][m], s[m]) for m in range(n)]) for c in range(n)]
+                s = [total([H.pm_of[i][c], dot(A[c], fw.pi[i]), neg(dot(fw.Y[i][c], vs))]) for c in range(n)]
+                qi = [total([mul(fw.Dinv[i][c][m], s[m]) for m in range(n)]) for c in range(n)]
             qi = [prog.let(f"{tag}qdot{H.first[i] + c}", e) for c, e in enumerate(qi)]
             for c in range(n):
                 qd[H.first[i] + c] = qi[c]
                 vs = add(vs, [mul(qi[c], a) for a in A[c]])
         v[i] = prog.let_vector(f"{tag}v{i}", vs)
-        pstar[i] = prog.let_vector(f"{tag}ps{i}", sub(symv(Ma[i], v[i]), pi[i]))
-    pmd = H.momentum_rates(pstar, v, H.composite_forces())
-    return H, qd, pmd
+        pstar[i] = prog.let_vector(f"{tag}ps{i}", sub(symv(fw.Ma[i], v[i]), fw.pi[i]))
+    return qd, pstar, v
 
 
 @register("hamilton-articulated", "HABM", cost=NO_FORMULA, pivots_of_m=True)

@@ -314,61 +314,78 @@ def tape_kernel(kernel: ir.Kernel, wrt: tuple, output: str = "P", name: str | No
     missing = [w for w in wrt if w not in sizes or sizes[w] is None]
     if missing:
         raise ValueError(f"kernel {kernel.name!r} has no input array {missing[0]!r} to differentiate by")
-    hull = {}
-    for a, w in enumerate(wrt):
-        for j in range(sizes[w]):
-            hull[ir.Arg(w, j)] = (j * len(wrt) + a, j * len(wrt) + a + 1)
-    D = sum(sizes[w] for w in wrt)
-    last = _liveness(kernel.body)
-    row_of: dict = {}
-    free: list = []
-    rows = 0
-    stmts: list = []
-    edges: list = []
-    body: list = []
-    partials: list = []
-    outs = {}
-    offsets, total_out = {}, 0
-    for o in kernel.outputs:
-        offsets[o.name] = total_out
-        total_out += o.size
+    tape = _Tape(kernel, wrt, sizes, output)
     for k, st in enumerate(kernel.body):
-        body.append(st)
+        tape.record(k, st)
+    partials = tape.partials
+    tk = ir.Kernel(name=name or f"{kernel.name}_partials", inputs=kernel.inputs,
+                   outputs=kernel.outputs + (ir.Output(output, max(len(partials), 1)),), temps=kernel.temps,
+                   body=tuple(tape.body) if partials else tuple(tape.body) + (ir.Store(output, 0, ZERO),),
+                   hints=kernel.hints)
+    return tk, tape.tables(prefix)
+
+
+class _Tape:
+    """The pass of `tape_kernel` over a kernel's statements: each statement with a tangent gets a
+    row (reused once its value is dead), its partials stored in the output, an edge per operand."""
+
+    def __init__(self, kernel, wrt, sizes, output):
+        self.hull = {}
+        for a, w in enumerate(wrt):
+            for j in range(sizes[w]):
+                self.hull[ir.Arg(w, j)] = (j * len(wrt) + a, j * len(wrt) + a + 1)
+        self.D = sum(sizes[w] for w in wrt)
+        self.last = _liveness(kernel.body)
+        self.output = output
+        self.row_of: dict = {}
+        self.free: list = []
+        self.rows = 0
+        self.stmts: list = []
+        self.edges: list = []
+        self.body: list = []
+        self.partials: list = []
+        self.outs: dict = {}
+        self.offsets, self.total_out = {}, 0
+        for o in kernel.outputs:
+            self.offsets[o.name] = self.total_out
+            self.total_out += o.size
+
+    def record(self, k, st):
+        hull, row_of, free = self.hull, self.row_of, self.free
+        self.body.append(st)
         named = ir.Var(st.target) if isinstance(st, ir.Assign) else None
         parts = leaf_partials(st.value, lambda leaf: leaf in hull, named)
         if not parts:
             if isinstance(st, ir.Store):
-                outs[offsets[st.array] + st.index] = (-1, 0, 0)
-            continue
+                self.outs[self.offsets[st.array] + st.index] = (-1, 0, 0)
+            return
         lo = min(hull[leaf][0] for leaf in parts)
         hi = max(hull[leaf][1] for leaf in parts)
-        row = free.pop() if free else rows
-        rows = max(rows, row + 1)
-        stmts.append((row, lo, hi, len(edges)))
+        row = free.pop() if free else self.rows
+        self.rows = max(self.rows, row + 1)
+        self.stmts.append((row, lo, hi, len(self.edges)))
         for leaf, partial in parts.items():
             if isinstance(leaf, ir.Arg):
-                edges.append((-(hull[leaf][0] + 1), 0, 0))
+                self.edges.append((-(hull[leaf][0] + 1), 0, 0))
             else:
-                edges.append((row_of[leaf.name],) + hull[leaf])
-            body.append(ir.Store(output, len(partials), partial))
-            partials.append(partial)
+                self.edges.append((row_of[leaf.name],) + hull[leaf])
+            self.body.append(ir.Store(self.output, len(self.partials), partial))
+            self.partials.append(partial)
         for leaf in parts:                       # operands read for the last time free their rows
-            if isinstance(leaf, ir.Var) and last.get(leaf.name, -1) <= k and leaf.name in row_of:
+            if isinstance(leaf, ir.Var) and self.last.get(leaf.name, -1) <= k and leaf.name in row_of:
                 free.append(row_of.pop(leaf.name))
         if isinstance(st, ir.Assign):
             hull[named] = (lo, hi)  # type: ignore[index]  # an Assign names its target
             row_of[st.target] = row
-            if last.get(st.target, -1) <= k:      # never read: its row is free again
+            if self.last.get(st.target, -1) <= k:      # never read: its row is free again
                 free.append(row_of.pop(st.target))
         else:
-            outs[offsets[st.array] + st.index] = (row, lo, hi)
-    tables = (
-        (f"{prefix}_meta", (len(stmts), max(rows, 1), len(edges), D, total_out)),
-        (f"{prefix}_stmt", tuple(x for s in stmts for x in s) + (len(edges),)),
-        (f"{prefix}_edge", tuple(x for e in edges for x in e) or (0,)),
-        (f"{prefix}_out", tuple(x for i in range(total_out) for x in outs.get(i, (-1, 0, 0)))),
-    )
-    tk = ir.Kernel(name=name or f"{kernel.name}_partials", inputs=kernel.inputs,
-                   outputs=kernel.outputs + (ir.Output(output, max(len(partials), 1)),), temps=kernel.temps,
-                   body=tuple(body) if partials else tuple(body) + (ir.Store(output, 0, ZERO),), hints=kernel.hints)
-    return tk, tables
+            self.outs[self.offsets[st.array] + st.index] = (row, lo, hi)
+
+    def tables(self, prefix):
+        return (
+            (f"{prefix}_meta", (len(self.stmts), max(self.rows, 1), len(self.edges), self.D, self.total_out)),
+            (f"{prefix}_stmt", tuple(x for s in self.stmts for x in s) + (len(self.edges),)),
+            (f"{prefix}_edge", tuple(x for e in self.edges for x in e) or (0,)),
+            (f"{prefix}_out", tuple(x for i in range(self.total_out) for x in self.outs.get(i, (-1, 0, 0)))),
+        )

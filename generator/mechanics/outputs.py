@@ -98,6 +98,41 @@ def _reactions(kin, topo, z, F_hat) -> list:
     return R
 
 
+def _motion_outputs(out, spec, topo, fp, acc):
+    """Points' position, velocity and acceleration (ground axes), bodies' angular velocity and
+    acceleration (body axes)."""
+    from dynamica.generator.spec import expr as ex
+    o = spec.outputs
+    P0 = spec.scope(time_allowed=False)
+    for name, body, at in o.points:
+        c = [ex.parse(x, P0) for x in at]
+        if body == "ground":
+            out(f"{name}.position", c, (3,))
+            out(f"{name}.velocity", [sp.Integer(0)] * 3, (3,))
+            out(f"{name}.acceleration", [sp.Integer(0)] * 3, (3,))
+            continue
+        i = topo.index(body)
+        R, v, a = fp.R0[i], fp.v[i], acc[i]
+        w, eps = v[3:], a[3:]
+        out(f"{name}.position", add(fp.r0[i], matTvec(R, c)), (3,))
+        out(f"{name}.velocity", matTvec(R, add(v[:3], cross(w, c))), (3,))
+        out(f"{name}.acceleration", matTvec(R, add(add(a[:3], cross(eps, c)), cross(w, cross(w, c)))), (3,))
+    for body in o.angular:
+        i = topo.index(body)
+        out(f"{body}.angular_velocity", fp.v[i][3:], (3,))
+        out(f"{body}.angular_acceleration", acc[i][3:], (3,))
+
+
+def _loop_outputs(out, spec, atoms, reaction):
+    """Each loop's reaction (with `reactions`) and residual."""
+    for lp in spec.loops:
+        if spec.outputs.reactions:
+            out(f"{lp.name}.reaction_force", reaction[lp.name][0], (3,))
+            out(f"{lp.name}.reaction_torque", reaction[lp.name][1], (3,))
+        phi = [a.phi for a in atoms if a.loop == lp.name]
+        out(f"{lp.name}.residual", phi, (len(phi),))
+
+
 def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
     """The outputs as expressions of (t, q, qd, p); with `qdd` (symbols, one per coordinate) the
     accelerations are taken as given inputs instead of solved for (numeric mode: the recursion
@@ -129,25 +164,7 @@ def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
 
     out("qdd", qdd, (len(qdd),))
     o = spec.outputs
-    P0 = spec.scope(time_allowed=False)
-    from dynamica.generator.spec import expr as ex
-    for name, body, at in o.points:
-        c = [ex.parse(x, P0) for x in at]
-        if body == "ground":
-            out(f"{name}.position", c, (3,))
-            out(f"{name}.velocity", [sp.Integer(0)] * 3, (3,))
-            out(f"{name}.acceleration", [sp.Integer(0)] * 3, (3,))
-            continue
-        i = topo.index(body)
-        R, v, a = fp.R0[i], fp.v[i], acc[i]
-        w, eps = v[3:], a[3:]
-        out(f"{name}.position", add(fp.r0[i], matTvec(R, c)), (3,))
-        out(f"{name}.velocity", matTvec(R, add(v[:3], cross(w, c))), (3,))
-        out(f"{name}.acceleration", matTvec(R, add(add(a[:3], cross(eps, c)), cross(w, cross(w, c)))), (3,))
-    for body in o.angular:
-        i = topo.index(body)
-        out(f"{body}.angular_velocity", fp.v[i][3:], (3,))
-        out(f"{body}.angular_acceleration", acc[i][3:], (3,))
+    _motion_outputs(out, spec, topo, fp, acc)
     if o.reactions:
         R = _reactions(kin, topo, z, F_hat)
         for i in range(1, N + 1):
@@ -158,17 +175,12 @@ def output_equations(spec, topo, qdd=None, lam=None) -> OutputEquations:
         if o.forces or key.rsplit(".", 1)[0] in contacts:
             out(key, list(exprs), () if len(exprs) == 1 else (len(exprs),))
     if loops is not None:
-        atoms, reaction = loops
-        for lp in spec.loops:
-            if o.reactions:
-                out(f"{lp.name}.reaction_force", reaction[lp.name][0], (3,))
-                out(f"{lp.name}.reaction_torque", reaction[lp.name][1], (3,))
-            phi = [a.phi for a in atoms if a.loop == lp.name]
-            out(f"{lp.name}.residual", phi, (len(phi),))
+        _loop_outputs(out, spec, *loops)
     if o.energy:                     # generator/mechanics/energy.py
         from dynamica.generator.mechanics.energy import energy_outputs
         for key, e in energy_outputs(kin, fp, F_active, gen).items():
             out(key, [e], ())
+    from dynamica.generator.spec import expr as ex
     scope = spec.scope(coordinates_allowed=True)
     for name, e in o.expressions:
         out(name, [ex.parse(e, scope)], ())
