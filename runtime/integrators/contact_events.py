@@ -188,13 +188,75 @@ class ScipySteps:
         return out
 
 
+def _gap_roots(gaps, intrp, side, g, r, g_old, r_old, t_old, t, eps) -> list:
+    """[(t_root, k)] of the gaps that changed side within the step (t_old, t] on its interpolant,
+    and of those stepped over (outside at both ends, closing at the start and opening at the end,
+    fast enough to reach the surface within the step)."""
+    def gap(s, k):
+        return gaps(s, intrp(s))[0][k]
+
+    found = []
+    for k in np.nonzero(np.where(g < 0, -1, 1) != side)[0]:
+        if (gap(t_old, k) < 0) == (g[k] < 0):     # already there at the step's start: on the
+            found.append((t_old, k))              # surface within round-off after a restart
+        else:
+            found.append((root(lambda s, k=k: gap(s, k), t_old, t, eps), k))
+    for k in np.nonzero((side > 0) & (g >= 0) & (r_old < 0) & (r > 0)
+                        & (np.minimum(g_old, g) < -r_old * (t - t_old)))[0]:
+        def rate(s, k=k):
+            return gaps(s, intrp(s))[1][k]
+        if not rate(t_old) < 0 < rate(t):
+            continue
+        tm = root(rate, t_old, t, eps)
+        if gap(tm, k) < 0:
+            found.append((root(lambda s, k=k: gap(s, k), t_old, tm, eps), k))
+    return found
+
+
+def _user_events(events, ev, ev_new, direction, max_events, t_events, y_events, intrp, t_old, t, cutoff, eps):
+    """The user's events located in the step before `cutoff` (the first contact's root: one at
+    the cutoff is found after the restart), recorded in t_events / y_events; the time of the
+    terminal one reached, or None."""
+    from dynamica.runtime.integrators.compiled_adams import active_events
+    hits = []
+    for i in active_events(ev, ev_new, direction):
+        te = root(lambda s, i=i: float(events[i](s, intrp(s))), t_old, t, eps)
+        if te < cutoff:
+            hits.append((te, i))
+    stop = None
+    for te, i in sorted(hits):
+        if stop is not None and te > stop:
+            break
+        t_events[i].append(te)
+        y_events[i].append(np.array(intrp(te), float))
+        if len(t_events[i]) >= max_events[i]:
+            stop = te
+    return stop
+
+
+def _restart_at(te, ks, steps, tv, Y, gaps, side, contacts):
+    """The state at a contact's root te (the rows after it dropped, a row at te kept), the gaps
+    ks flipped to their new side and recorded: (y, rows kept, gaps, rates)."""
+    y = np.array(steps.intrp(te), float)
+    j = int(np.count_nonzero(tv <= te))
+    Y[j:] = np.nan
+    if j and tv[j - 1] == te:
+        Y[j - 1] = y
+    g, r = gaps(te, y)
+    for k in ks:
+        side[k] = -side[k]
+        contacts.append((float(te), *gaps.labels[k], int(-side[k])))
+        g[k] = 0.0                               # on the surface: its side is the flipped one
+    return y, j, g, r
+
+
 def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000, steps=None, events=None):
     """(t, Y (len(t), n), nfev, info) of the model from (t0, y0) with contacts located (the
     module docstring); `tv` the output times (t0 included). `steps`: the integrator stepped
     (default the compiled Adams step, `AdamsSteps`; `ScipySteps` for scipy's methods). `events`:
     functions g(t, y) with scipy's `terminal` and `direction`, located on the same interpolants
     (info `t_events`, `y_events`, `status` 1 at a terminal one, as solve_ivp's)."""
-    from dynamica.runtime.integrators.compiled_adams import active_events, prepare_events
+    from dynamica.runtime.integrators.compiled_adams import prepare_events
     steps = AdamsSteps(model, p, rtol, atol, max_steps) if steps is None else steps
     gaps = Gaps(model, p)
     n, m = len(y0), len(tv)
@@ -206,11 +268,8 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000, steps=None, e
     contacts, restarts = [], 0
     t_start, y_start = t0, np.array(y0, float)
     eps = 4 * float(np.finfo(float).eps)
-    if events:
-        events, max_events, direction = prepare_events(events)
-        t_events, y_events = [[] for _ in events], [[] for _ in events]
-    else:
-        events, max_events, direction = (), np.zeros(0), np.zeros(0)
+    events, max_events, direction = prepare_events(events) if events else ((), np.zeros(0), np.zeros(0))
+    t_events, y_events = [[] for _ in events], [[] for _ in events]
     ev = [float(e(t0, y0)) for e in events]
     status = 0
     while True:
@@ -224,43 +283,12 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000, steps=None, e
             t, t_old = steps.t, steps.t_old
             g, r = gaps(t, steps.y)
             intrp = steps.intrp
-
-            def gap(s, k):
-                return gaps(s, intrp(s))[0][k]
-
-            found = []
-            for k in np.nonzero(np.where(g < 0, -1, 1) != side)[0]:
-                if (gap(t_old, k) < 0) == (g[k] < 0):     # already there at the step's start: on the
-                    found.append((t_old, k))              # surface within round-off after a restart
-                else:
-                    found.append((root(lambda s, k=k: gap(s, k), t_old, t, eps), k))
-            # stepped over? outside at both ends, closing at the start and opening at the end,
-            # closing fast enough to reach the surface within the step
-            for k in np.nonzero((side > 0) & (g >= 0) & (r_old < 0) & (r > 0)
-                                & (np.minimum(g_old, g) < -r_old * (t - t_old)))[0]:
-                def rate(s, k=k):
-                    return gaps(s, intrp(s))[1][k]
-                if not rate(t_old) < 0 < rate(t):
-                    continue
-                tm = root(rate, t_old, t, eps)
-                if gap(tm, k) < 0:
-                    found.append((root(lambda s, k=k: gap(s, k), t_old, tm, eps), k))
-            cutoff = min(found)[0] if found else np.inf
+            found = _gap_roots(gaps, intrp, side, g, r, g_old, r_old, t_old, t, eps)
             stop = None
             if events:                               # the user's events before the first contact's root
                 ev_new = [float(e(t, steps.y)) for e in events]
-                hits = []
-                for i in active_events(ev, ev_new, direction):
-                    te = root(lambda s, i=i: float(events[i](s, intrp(s))), t_old, t, eps)
-                    if te < cutoff:                  # (one at the cutoff is found after the restart)
-                        hits.append((te, i))
-                for te, i in sorted(hits):
-                    if stop is not None and te > stop:
-                        break
-                    t_events[i].append(te)
-                    y_events[i].append(np.array(intrp(te), float))
-                    if len(t_events[i]) >= max_events[i]:
-                        stop = te
+                stop = _user_events(events, ev, ev_new, direction, max_events, t_events, y_events, intrp,
+                                    t_old, t, min(found)[0] if found else np.inf, eps)
                 ev = ev_new
             if stop is not None:
                 status = 1
@@ -277,20 +305,10 @@ def solve(model, t0, tb, y0, tv, p, rtol, atol, max_steps=500_000, steps=None, e
         if restart is None:
             break
         te, ks = restart
-        y_start = np.array(steps.intrp(te), float)
-        j = int(np.count_nonzero(tv <= te))
-        Y[j:] = np.nan
-        if j and tv[j - 1] == te:
-            Y[j - 1] = y_start
-        g, r = gaps(te, y_start)
-        for k in ks:
-            side[k] = -side[k]
-            contacts.append((float(te), *gaps.labels[k], int(-side[k])))
-            g[k] = 0.0                               # on the surface: its side is the flipped one
+        y_start, j, g, r = _restart_at(te, ks, steps, tv, Y, gaps, side, contacts)
         ev = [float(e(te, y_start)) for e in events]
         t_start, restarts = te, restarts + 1
-    info = {**steps.info(), "contacts": contacts, "restarts": restarts, "gap_evaluations": gaps.calls}
-    if events:
-        info.update(t_events=[np.array(x) for x in t_events],
-                    y_events=[np.array(x).reshape(len(x), n) for x in y_events], status=status)
+    info = {**steps.info(), "contacts": contacts, "restarts": restarts, "gap_evaluations": gaps.calls,
+            **({"t_events": [np.array(x) for x in t_events], "status": status,
+                "y_events": [np.array(x).reshape(len(x), n) for x in y_events]} if events else {})}
     return tv[:j], Y[:j], steps.nfev, info
