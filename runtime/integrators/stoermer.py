@@ -209,36 +209,14 @@ def stoermer6(f2, t_span, q0, qd0, h, t_eval=None):
 
     ns = min(ORDER - 1, N)
     y = np.concatenate([q0, qd0])
-    for i in range(ns):
+    for i in range(ns):                             # the start: Gragg-Bulirsch-Stoer steps
         y, k = _gbs_step(F, tg[i], y, np.concatenate([V[i], A[i]]), H)
         nfev += k
         Q[i + 1], V[i + 1] = y[:n], y[n:]
         A[i + 1] = acc(tg[i + 1], Q[i + 1], V[i + 1])
         nfev += 1
-
     if N > ns:
-        H2 = H * H
-        d = Q[ns] - Q[ns - 1]
-        q, cq = Q[ns].copy(), np.zeros(n)
-        v, cv = V[ns].copy(), np.zeros(n)
-        for i in range(ns, N):
-            back = A[i - 5:i + 1][::-1]             # f_n, f_{n-1}, ..., f_{n-5}
-            d = d + H2 * (_BQ @ back)
-            # compensated q += d and v += H * (...)
-            yk = d - cq
-            tk = q + yk
-            cq = (tk - q) - yk
-            q = tk
-            yk = H * (_BV @ back) - cv
-            tk = v + yk
-            cv = (tk - v) - yk
-            v = tk
-            Q[i + 1], V[i + 1] = q, v
-            A[i + 1] = acc(tg[i + 1], q, v)
-            nfev += 1
-            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(A[i + 1]))):
-                raise FloatingPointError(f"stoermer6: non-finite state at t = {tg[i + 1]!r} (h = {H!r})")
-
+        nfev += _recursion(acc, tg, Q, V, A, ns, N, H)
     if t_eval is None:
         return tg, Q, V, nfev
     te = np.atleast_1d(np.asarray(t_eval, dtype=float))
@@ -247,6 +225,33 @@ def stoermer6(f2, t_span, q0, qd0, h, t_eval=None):
     if np.any(te < lo - tol) or np.any(te > hi + tol):
         raise ValueError(f"t_eval must lie in t_span = ({t0}, {t1})")
     return te, _interp(tg, t0, H, N, Q, te), _interp(tg, t0, H, N, V, te), nfev
+
+
+def _recursion(acc, tg, Q, V, A, ns, N, H) -> int:
+    """The Stoermer recursion from grid value ns to N (rows of Q, V, A filled), with compensated
+    sums of q and q'; returns the evaluations of acc."""
+    n = Q.shape[1]
+    H2 = H * H
+    d = Q[ns] - Q[ns - 1]
+    q, cq = Q[ns].copy(), np.zeros(n)
+    v, cv = V[ns].copy(), np.zeros(n)
+    for i in range(ns, N):
+        back = A[i - 5:i + 1][::-1]             # f_n, f_{n-1}, ..., f_{n-5}
+        d = d + H2 * (_BQ @ back)
+        # compensated q += d and v += H * (...)
+        yk = d - cq
+        tk = q + yk
+        cq = (tk - q) - yk
+        q = tk
+        yk = H * (_BV @ back) - cv
+        tk = v + yk
+        cv = (tk - v) - yk
+        v = tk
+        Q[i + 1], V[i + 1] = q, v
+        A[i + 1] = acc(tg[i + 1], q, v)
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.all(np.isfinite(A[i + 1]))):
+            raise FloatingPointError(f"stoermer6: non-finite state at t = {tg[i + 1]!r} (h = {H!r})")
+    return N - ns
 
 
 def stoermer6_first_order(rhs, t_span, y0, h, t_eval=None):
