@@ -299,78 +299,110 @@ def _point_cylinder(c, E, R, hl, p, radius):
 
 
 def _contacts(a, A, B):
-    """[(x, n, d)] of the shapes A, B as docs/contact.md describes them."""
+    """[(x, n, d)] of the shapes A, B as docs/contact.md describes them (one function per pair type)."""
     ca, Ea = _placed(a, A)
     cb, Eb = _placed(a, B)
-    out = []
-
-    def spheres(pa, ra, pb, rb):
-        dv = pb - pa
-        L = np.linalg.norm(dv)
-        n = dv / L if L > 0 else np.zeros(3)
-        d = L - ra - rb
-        out.append((pa + (ra + d / 2) * n, n, d))
-
-    if A.kind == "plane":
-        n = Ea[:, 2]
-        if B.kind == "sphere":
-            pts, r = [cb], B.radius
-        elif B.kind == "capsule":
-            pts, r = [cb + Eb[:, 2] * B.length / 2, cb - Eb[:, 2] * B.length / 2], B.radius
-        elif B.kind == "cylinder":                       # rim points by angle in the cylinder's axes:
-            nl = Eb.T @ n                                # the deepest (opposite the normal's direction,
-            phi = np.arctan2(nl[1], nl[0] + 1e-12)       # x by 1e-12 when along the axis) and +-120 deg
-            pts = [cb + Eb @ np.array([B.radius * np.cos(a), B.radius * np.sin(a), s * B.length / 2])
-                   for s in (1, -1) for a in (phi + np.pi, phi + np.pi / 3, phi - np.pi / 3)]
-            r = 0.0
-        else:                                            # box: its corners
-            pts = [cb + Eb @ (np.array(s) * np.asarray(B.half)) for s in
-                   ((1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1), (-1, 1, 1), (-1, 1, -1), (-1, -1, 1), (-1, -1, -1))]
-            r = 0.0
-        for c in pts:
-            d = n @ (c - ca) - r
-            out.append((c - (r + d / 2) * n, n, d))
-    elif A.kind == "box" and B.kind == "box":            # each box's corners in the other (radius 0)
-        for x, n, d in [_point_box(ca, Ea, A.half, p, 0.0) for p in _box_corners(cb, Eb, B.half)]:
-            out.append((x, n, d))
-        for x, n, d in [_point_box(cb, Eb, B.half, p, 0.0) for p in _box_corners(ca, Ea, A.half)]:
-            out.append((x, -n, d))                       # the normal from a into b
-        out.append(box_box_edges(ca, Ea, A.half, cb, Eb, B.half))
-    elif A.kind == "box" and B.kind == "capsule":        # the capsule's end spheres in the box, then the
-        u, h = Eb[:, 2], B.length / 2                    # box's corners against the capsule's segment
-        for sgn in (1.0, -1.0):
-            out.append(_point_box(ca, Ea, A.half, cb + sgn * h * u, B.radius))
-        for p in _box_corners(ca, Ea, A.half):
-            spheres(p, 0.0, cb + np.clip(u @ (p - cb), -h, h) * u, B.radius)
-        out.append(box_box_edges(ca, Ea, A.half, cb, Eb[:, 2:], [h], B.radius, b_faces=False))
-    elif B.kind == "cylinder" and A.kind == "capsule":  # its end spheres, then its middle against the side
-        u, h = Ea[:, 2], A.length / 2
-        for sgn in (1.0, -1.0):
-            x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca + sgn * h * u, A.radius)
-            out.append((x, -n, d))
-        v, hb, r = Eb[:, 2], B.length / 2, ca - cb
-        beta = u @ v
-        s = (beta * (v @ r) - u @ r) / max(1 - beta ** 2, 1e-300)
-        t = beta * s + v @ r
-        spheres(ca + np.clip(s, -h, h) * u, A.radius, cb + np.clip(t, -hb, hb) * v, B.radius)
-        if not (abs(s) < h and abs(t) < hb):             # only the side: elsewhere the positive |d|
-            x, n, d = out.pop()
-            out.append((x, n, abs(d)))
-    elif B.kind == "cylinder":                           # sphere - cylinder: the normal from a into b
-        x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca, A.radius)
-        out.append((x, -n, d))
-    elif A.kind == "box":                                # box - sphere
-        out.append(_point_box(ca, Ea, A.half, cb, B.radius))
-    elif B.kind == "sphere":
-        spheres(ca, A.radius, cb, B.radius)
-    elif A.kind == "sphere":                             # sphere - capsule
-        u = Eb[:, 2]
-        s = np.clip(u @ (ca - cb), -B.length / 2, B.length / 2)
-        spheres(ca, A.radius, cb + s * u, B.radius)
-    else:                                                # capsule - capsule
-        pa, pb = _segment_closest(ca, Ea[:, 2], A.length / 2, cb, Eb[:, 2], B.length / 2)
-        spheres(pa, A.radius, pb, B.radius)
+    kinds = (A.kind, B.kind)
+    pair = _plane if A.kind == "plane" else _PAIRS.get(kinds)
+    if pair is None:
+        raise ValueError(f"the reference has no contact of the pair {kinds}")
+    out: list = []
+    pair(out, ca, Ea, A, cb, Eb, B)
     return out
+
+
+def _spheres(out, pa, ra, pb, rb):
+    dv = pb - pa
+    L = np.linalg.norm(dv)
+    n = dv / L if L > 0 else np.zeros(3)
+    d = L - ra - rb
+    out.append((pa + (ra + d / 2) * n, n, d))
+
+
+def _plane(out, ca, Ea, A, cb, Eb, B):
+    n = Ea[:, 2]
+    if B.kind == "sphere":
+        pts, r = [cb], B.radius
+    elif B.kind == "capsule":
+        pts, r = [cb + Eb[:, 2] * B.length / 2, cb - Eb[:, 2] * B.length / 2], B.radius
+    elif B.kind == "cylinder":                       # rim points by angle in the cylinder's axes:
+        nl = Eb.T @ n                                # the deepest (opposite the normal's direction,
+        phi = np.arctan2(nl[1], nl[0] + 1e-12)       # x by 1e-12 when along the axis) and +-120 deg
+        pts = [cb + Eb @ np.array([B.radius * np.cos(a), B.radius * np.sin(a), s * B.length / 2])
+               for s in (1, -1) for a in (phi + np.pi, phi + np.pi / 3, phi - np.pi / 3)]
+        r = 0.0
+    elif B.kind == "box":                            # box: its corners
+        pts = [cb + Eb @ (np.array(s) * np.asarray(B.half)) for s in
+               ((1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1), (-1, 1, 1), (-1, 1, -1), (-1, -1, 1), (-1, -1, -1))]
+        r = 0.0
+    else:
+        raise ValueError(f"the reference has no contact of the pair ('plane', {B.kind!r})")
+    for c in pts:
+        d = n @ (c - ca) - r
+        out.append((c - (r + d / 2) * n, n, d))
+
+
+def _box_box(out, ca, Ea, A, cb, Eb, B):                 # each box's corners in the other (radius 0)
+    for x, n, d in [_point_box(ca, Ea, A.half, p, 0.0) for p in _box_corners(cb, Eb, B.half)]:
+        out.append((x, n, d))
+    for x, n, d in [_point_box(cb, Eb, B.half, p, 0.0) for p in _box_corners(ca, Ea, A.half)]:
+        out.append((x, -n, d))                       # the normal from a into b
+    out.append(box_box_edges(ca, Ea, A.half, cb, Eb, B.half))
+
+
+def _box_capsule(out, ca, Ea, A, cb, Eb, B):     # the capsule's end spheres in the box, then the
+    u, h = Eb[:, 2], B.length / 2                # box's corners against the capsule's segment
+    for sgn in (1.0, -1.0):
+        out.append(_point_box(ca, Ea, A.half, cb + sgn * h * u, B.radius))
+    for p in _box_corners(ca, Ea, A.half):
+        _spheres(out, p, 0.0, cb + np.clip(u @ (p - cb), -h, h) * u, B.radius)
+    out.append(box_box_edges(ca, Ea, A.half, cb, Eb[:, 2:], [h], B.radius, b_faces=False))
+
+
+def _capsule_cylinder(out, ca, Ea, A, cb, Eb, B):  # its end spheres, then its middle against the side
+    u, h = Ea[:, 2], A.length / 2
+    for sgn in (1.0, -1.0):
+        x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca + sgn * h * u, A.radius)
+        out.append((x, -n, d))
+    v, hb, r = Eb[:, 2], B.length / 2, ca - cb
+    beta = u @ v
+    s = (beta * (v @ r) - u @ r) / max(1 - beta ** 2, 1e-300)
+    t = beta * s + v @ r
+    _spheres(out, ca + np.clip(s, -h, h) * u, A.radius, cb + np.clip(t, -hb, hb) * v, B.radius)
+    if not (abs(s) < h and abs(t) < hb):             # only the side: elsewhere the positive |d|
+        x, n, d = out.pop()
+        out.append((x, n, abs(d)))
+
+
+def _sphere_cylinder(out, ca, Ea, A, cb, Eb, B):   # the normal from a into b
+    x, n, d = _point_cylinder(cb, Eb, B.radius, B.length / 2, ca, A.radius)
+    out.append((x, -n, d))
+
+
+def _box_sphere(out, ca, Ea, A, cb, Eb, B):
+    out.append(_point_box(ca, Ea, A.half, cb, B.radius))
+
+
+def _sphere_sphere(out, ca, Ea, A, cb, Eb, B):
+    _spheres(out, ca, A.radius, cb, B.radius)
+
+
+def _sphere_capsule(out, ca, Ea, A, cb, Eb, B):
+    u = Eb[:, 2]
+    s = np.clip(u @ (ca - cb), -B.length / 2, B.length / 2)
+    _spheres(out, ca, A.radius, cb + s * u, B.radius)
+
+
+def _capsule_capsule(out, ca, Ea, A, cb, Eb, B):
+    pa, pb = _segment_closest(ca, Ea[:, 2], A.length / 2, cb, Eb[:, 2], B.length / 2)
+    _spheres(out, pa, A.radius, pb, B.radius)
+
+
+#: (shape a, shape b) -> the pair's contact points (a plane against anything: `_plane`)
+_PAIRS = {("box", "box"): _box_box, ("box", "capsule"): _box_capsule, ("capsule", "cylinder"): _capsule_cylinder,
+          ("sphere", "cylinder"): _sphere_cylinder, ("box", "sphere"): _box_sphere,
+          ("sphere", "sphere"): _sphere_sphere, ("sphere", "capsule"): _sphere_capsule,
+          ("capsule", "capsule"): _capsule_capsule}
 
 
 def _contact_energy(a, fn):
