@@ -71,11 +71,14 @@ def test_every_force_type_has_a_potential_and_a_reference_law():
 
 
 def test_every_contact_pair_type_has_its_reference_contact():
-    """Each pair of shapes the loader accepts has its own contact in the numeric reference (a plane
-    against any shape one function), and the generator's broad phase knows its point count."""
+    """Each pair of shapes the loader accepts has its narrow phase in the generator, its own contact
+    in the numeric reference (a plane against any shape one function), and the broad phase knows
+    its point count."""
     from dynamica.generator.mechanics.broad_phase import POINTS
     from dynamica.generator.spec.contact_sections import PAIR_TYPES
+    from dynamica.generator.mechanics.contact import PAIRS
     from dynamica.runtime.reference import forces as reference
+    assert set(PAIRS) == set(PAIR_TYPES)
     for a, b in PAIR_TYPES:
         assert a == "plane" or (a, b) in reference._PAIRS, (a, b)
         assert (a, b) in POINTS, (a, b)

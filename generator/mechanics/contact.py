@@ -270,80 +270,114 @@ def _box_box_edges(ctx, ca, ea, ha, cb, eb, hb, rb=sp.Integer(0), b_faces=True):
 
 
 def contact_points(ctx, a, b) -> list:
-    """[(x, n, d)] of shapes a and b (ground frame): the table of the module docstring."""
+    """[(x, n, d)] of shapes a and b (ground frame): the table of the module docstring (one
+    function per pair type, `PAIRS`)."""
     ctx.contact_points = []
     ca, ea = placed(ctx, a)
     cb, eb = placed(ctx, b)
     ca, cb = ctx.let_vector("ca", ca), ctx.let_vector("cb", cb)
     kinds = (a.kind, b.kind)
-    if a.kind == "plane":
-        n = ctx.let_vector("n", ea[2])
-        if b.kind == "sphere":
-            _point_plane(ctx, ca, n, cb, _f(b.radius))
-        elif b.kind == "capsule":
-            u = scale(_f(b.length / 2), eb[2])
-            for sgn in (1, -1):
-                _point_plane(ctx, ca, n, add(cb, scale(sgn, u)), _f(b.radius))
-        elif b.kind == "cylinder":
-            _plane_cylinder(ctx, ca, n, cb, eb, _f(b.radius), _f(b.length / 2))
-        elif b.kind == "box":
-            for corner in _corners(cb, eb, b.half):
-                _point_plane(ctx, ca, n, corner, sp.Integer(0))
-        else:
-            raise ValueError(f"no closed form for the pair {kinds}")
-    elif kinds == ("box", "sphere"):
-        _box_sphere(ctx, ca, ea, a.half, cb, _f(b.radius))
-    elif kinds == ("box", "capsule"):
-        ub = ctx.let_vector("ub", eb[2])
-        hb = _f(b.length / 2)
-        for sgn in (1, -1):
-            _box_sphere(ctx, ca, ea, a.half, add(cb, scale(sgn * hb, ub)), _f(b.radius))
-        for k, corner in enumerate(_corners(ca, ea, a.half)):
-            corner = ctx.let_vector(f"k{k}", corner)
-            q = ctx.let_vector(f"qk{k}", _segment_point(ctx, cb, ub, hb, corner, f"sk{k}"))
-            _sphere_sphere(ctx, corner, sp.Integer(0), q, _f(b.radius))
-        _box_box_edges(ctx, ca, ea, a.half, cb, [ub], [hb], _f(b.radius), b_faces=False)   # across an edge
-    elif kinds == ("box", "box"):
-        for corner in _corners(cb, eb, b.half):                 # b's corners in box a: n from a into b
-            _box_sphere(ctx, ca, ea, a.half, corner, sp.Integer(0))
-        for corner in _corners(ca, ea, a.half):                 # a's corners in box b: the normal turned
-            _box_sphere(ctx, cb, eb, b.half, corner, sp.Integer(0))
-            x, n, d = ctx.contact_points.pop()
-            ctx.contact_points.append((x, [-v for v in n], d))
-        _box_box_edges(ctx, ca, ea, a.half, cb, eb, b.half)     # the edges that cross: one point
-    elif kinds == ("sphere", "sphere"):
-        _sphere_sphere(ctx, ca, _f(a.radius), cb, _f(b.radius))
-    elif kinds == ("sphere", "cylinder"):                      # n from the sphere into the cylinder
-        _cylinder_sphere(ctx, cb, eb, _f(b.radius), _f(b.length / 2), ca, _f(a.radius))
+    if kinds not in PAIRS:
+        raise ValueError(f"no closed form for the pair {kinds}")
+    PAIRS[kinds](ctx, a, ca, ea, b, cb, eb)
+    return ctx.contact_points
+
+
+def _plane_sphere(ctx, a, ca, ea, b, cb, eb):
+    _point_plane(ctx, ca, ctx.let_vector("n", ea[2]), cb, _f(b.radius))
+
+
+def _plane_capsule(ctx, a, ca, ea, b, cb, eb):
+    n = ctx.let_vector("n", ea[2])
+    u = scale(_f(b.length / 2), eb[2])
+    for sgn in (1, -1):
+        _point_plane(ctx, ca, n, add(cb, scale(sgn, u)), _f(b.radius))
+
+
+def _plane_cylinder_pair(ctx, a, ca, ea, b, cb, eb):
+    _plane_cylinder(ctx, ca, ctx.let_vector("n", ea[2]), cb, eb, _f(b.radius), _f(b.length / 2))
+
+
+def _plane_box(ctx, a, ca, ea, b, cb, eb):
+    n = ctx.let_vector("n", ea[2])
+    for corner in _corners(cb, eb, b.half):
+        _point_plane(ctx, ca, n, corner, sp.Integer(0))
+
+
+def _box_sphere_pair(ctx, a, ca, ea, b, cb, eb):
+    _box_sphere(ctx, ca, ea, a.half, cb, _f(b.radius))
+
+
+def _box_capsule(ctx, a, ca, ea, b, cb, eb):
+    ub = ctx.let_vector("ub", eb[2])
+    hb = _f(b.length / 2)
+    for sgn in (1, -1):
+        _box_sphere(ctx, ca, ea, a.half, add(cb, scale(sgn * hb, ub)), _f(b.radius))
+    for k, corner in enumerate(_corners(ca, ea, a.half)):
+        corner = ctx.let_vector(f"k{k}", corner)
+        q = ctx.let_vector(f"qk{k}", _segment_point(ctx, cb, ub, hb, corner, f"sk{k}"))
+        _sphere_sphere(ctx, corner, sp.Integer(0), q, _f(b.radius))
+    _box_box_edges(ctx, ca, ea, a.half, cb, [ub], [hb], _f(b.radius), b_faces=False)   # across an edge
+
+
+def _box_box(ctx, a, ca, ea, b, cb, eb):
+    for corner in _corners(cb, eb, b.half):                 # b's corners in box a: n from a into b
+        _box_sphere(ctx, ca, ea, a.half, corner, sp.Integer(0))
+    for corner in _corners(ca, ea, a.half):                 # a's corners in box b: the normal turned
+        _box_sphere(ctx, cb, eb, b.half, corner, sp.Integer(0))
         x, n, d = ctx.contact_points.pop()
         ctx.contact_points.append((x, [-v for v in n], d))
-    elif kinds == ("capsule", "cylinder"):                     # n from the capsule into the cylinder
-        ua, ub = ctx.let_vector("ua", ea[2]), ctx.let_vector("ub", eb[2])
-        ha, hb, ra, R = _f(a.length / 2), _f(b.length / 2), _f(a.radius), _f(b.radius)
-        for sgn in (1, -1):                                      # each end sphere against the cylinder
-            _cylinder_sphere(ctx, cb, eb, R, hb, add(ca, scale(sgn * ha, ua)), ra)
-            x, n, d = ctx.contact_points.pop()
-            ctx.contact_points.append((x, scale(-1, n), d))
-        _capsule_cylinder_side(ctx, ca, ua, ha, ra, cb, ub, hb, R)
-    elif kinds == ("sphere", "capsule"):
-        ub = ctx.let_vector("ub", eb[2])
-        q = ctx.let_vector("qb", _segment_point(ctx, cb, ub, _f(b.length / 2), ca, "sb"))
-        _sphere_sphere(ctx, ca, _f(a.radius), q, _f(b.radius))
-    elif kinds == ("capsule", "capsule"):
-        ua, ub = ctx.let_vector("ua", ea[2]), ctx.let_vector("ub", eb[2])
-        ha, hb = _f(a.length / 2), _f(b.length / 2)
-        r = ctx.let_vector("r", sub(ca, cb))
-        beta = ctx.let("beta", dot(ua, ub))
-        c_, f_ = ctx.let("cr", dot(ua, r)), ctx.let("fr", dot(ub, r))
-        s0 = ctx.let("s0", _clamp((beta * f_ - c_) / smax(1 - beta ** 2, _TINY), -ha, ha))
-        t = ctx.let("t", _clamp(beta * s0 + f_, -hb, hb))
-        s = ctx.let("s", _clamp(beta * t - c_, -ha, ha))
-        pa = ctx.let_vector("pa", add(ca, scale(s, ua)))
-        pb = ctx.let_vector("pb", add(cb, scale(t, ub)))
-        _sphere_sphere(ctx, pa, _f(a.radius), pb, _f(b.radius))
-    else:
-        raise ValueError(f"no closed form for the pair {kinds}")
-    return ctx.contact_points
+    _box_box_edges(ctx, ca, ea, a.half, cb, eb, b.half)     # the edges that cross: one point
+
+
+def _sphere_sphere_pair(ctx, a, ca, ea, b, cb, eb):
+    _sphere_sphere(ctx, ca, _f(a.radius), cb, _f(b.radius))
+
+
+def _sphere_cylinder(ctx, a, ca, ea, b, cb, eb):              # n from the sphere into the cylinder
+    _cylinder_sphere(ctx, cb, eb, _f(b.radius), _f(b.length / 2), ca, _f(a.radius))
+    x, n, d = ctx.contact_points.pop()
+    ctx.contact_points.append((x, [-v for v in n], d))
+
+
+def _capsule_cylinder(ctx, a, ca, ea, b, cb, eb):             # n from the capsule into the cylinder
+    ua, ub = ctx.let_vector("ua", ea[2]), ctx.let_vector("ub", eb[2])
+    ha, hb, ra, R = _f(a.length / 2), _f(b.length / 2), _f(a.radius), _f(b.radius)
+    for sgn in (1, -1):                                      # each end sphere against the cylinder
+        _cylinder_sphere(ctx, cb, eb, R, hb, add(ca, scale(sgn * ha, ua)), ra)
+        x, n, d = ctx.contact_points.pop()
+        ctx.contact_points.append((x, scale(-1, n), d))
+    _capsule_cylinder_side(ctx, ca, ua, ha, ra, cb, ub, hb, R)
+
+
+def _sphere_capsule(ctx, a, ca, ea, b, cb, eb):
+    ub = ctx.let_vector("ub", eb[2])
+    q = ctx.let_vector("qb", _segment_point(ctx, cb, ub, _f(b.length / 2), ca, "sb"))
+    _sphere_sphere(ctx, ca, _f(a.radius), q, _f(b.radius))
+
+
+def _capsule_capsule(ctx, a, ca, ea, b, cb, eb):
+    ua, ub = ctx.let_vector("ua", ea[2]), ctx.let_vector("ub", eb[2])
+    ha, hb = _f(a.length / 2), _f(b.length / 2)
+    r = ctx.let_vector("r", sub(ca, cb))
+    beta = ctx.let("beta", dot(ua, ub))
+    c_, f_ = ctx.let("cr", dot(ua, r)), ctx.let("fr", dot(ub, r))
+    s0 = ctx.let("s0", _clamp((beta * f_ - c_) / smax(1 - beta ** 2, _TINY), -ha, ha))
+    t = ctx.let("t", _clamp(beta * s0 + f_, -hb, hb))
+    s = ctx.let("s", _clamp(beta * t - c_, -ha, ha))
+    pa = ctx.let_vector("pa", add(ca, scale(s, ua)))
+    pb = ctx.let_vector("pb", add(cb, scale(t, ub)))
+    _sphere_sphere(ctx, pa, _f(a.radius), pb, _f(b.radius))
+
+
+#: (shape a, shape b) -> its narrow phase (ctx, a, a's centre and axes, b, b's) appending the
+#: contact points; the loader's pair types (generator/spec/contact_sections.py PAIR_TYPES)
+PAIRS = {("plane", "sphere"): _plane_sphere, ("plane", "capsule"): _plane_capsule,
+         ("plane", "cylinder"): _plane_cylinder_pair, ("plane", "box"): _plane_box,
+         ("box", "sphere"): _box_sphere_pair, ("box", "capsule"): _box_capsule, ("box", "box"): _box_box,
+         ("sphere", "sphere"): _sphere_sphere_pair, ("sphere", "cylinder"): _sphere_cylinder,
+         ("capsule", "cylinder"): _capsule_cylinder, ("sphere", "capsule"): _sphere_capsule,
+         ("capsule", "capsule"): _capsule_capsule}
 
 
 def material_point(ctx, body, x):
