@@ -83,7 +83,8 @@ def _nonlinear_tree():
         {"type": "generalized_force", "coordinate": c[0], "value": f"-0.4*tanh(der({c[0]})/0.05)"},
         {"type": "generalized_force", "coordinate": c[2], "value": f"3*sin({c[2]} - {c[4]})"},
         {"type": "generalized_force", "coordinate": c[4], "value": f"-3*sin({c[2]} - {c[4]})"},
-        {"type": "generalized_force", "coordinate": c[1], "value": f"-0.7*der({c[1]})*abs(der({c[1]})) + {c[3]}*der({c[5]})"},
+        {"type": "generalized_force", "coordinate": c[1],
+         "value": f"-0.7*der({c[1]})*abs(der({c[1]})) + {c[3]}*der({c[5]})"},
     ]
     return tree
 
