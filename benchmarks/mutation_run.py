@@ -212,6 +212,9 @@ MUTATIONS = [
     Mutation("numeric_armature_sweep", "numeric mode's sweeps (ABM, DEC) leave the armature out of the joint "
              "blocks D_i", "templates/native/numeric_core.h", "Y + 6 * c) + (c == r ? arm[r] : 0.0);",
              "Y + 6 * c);", ("tests/generator/importers/test_mjcf.py",)),
+    Mutation("numeric_deriv_forces", "the derivatives variant numeric leaves the generalized forces' partials "
+             "(springs, dampers) out of J", "templates/native/numeric_deriv.h", "        force(t, q, qd, p, J);",
+             "        (void)force;", ("tests/generator/kinds/test_derivatives_numeric_forces.py",)),
     Mutation("reference_default", "the reference's own reading of a body_force's default frame is the body's",
              "runtime/reference/reader.py", '"torque": (0, 0, 0), "frame": "ground"}',
              '"torque": (0, 0, 0), "frame": "body"}', ("tests/runtime/reference/test_reference.py",)),

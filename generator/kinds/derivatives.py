@@ -272,24 +272,48 @@ def _recursive_loops(kin, x):
 
 @register_variant("numeric", "numeric",
                   "[dr/dq | dr/dqd], row-major n x 2n, analytical recursive derivatives as hand-written loops over "
-                  "the generated per-joint terms of numeric mode (active forces free of q and q' only)",
-                  backends=("c",))
+                  "the generated per-joint terms of numeric mode, plus the generated partials of generalized "
+                  "forces that depend on q or q' (springs, dampers, friction laws)", backends=("c",))
 def _numeric(kin, x):
     """The variant "numeric" (large trees, builds in seconds): one generated kernel, numeric
     mode's `numeric_terms` (t, q, qd, p) -> T (generator/forms/numeric.py: per joint G, rho, the
     inertias, A, the generalized forces, gravity, the armature; linear in the bodies), and the
     topology tables; the recursions of "recursive_loops" run as the loops of
     templates/native/numeric_deriv.h over T, the pairs, M and its L^T D L as dyn_rl_* of
-    templates/native/dynamica_linalg.h. Models it cannot take: `numeric_unsupported`."""
-    from dynamica.generator.forms.numeric import terms_outputs, topology_tables
+    templates/native/dynamica_linalg.h. Generalized forces Q^gen that depend on q or q' (joint
+    springs and dampers, MJCF stiffness, damping and frictionloss) get a second small kernel,
+    `force_jacobian` (t, q, qd, p) -> J = -dQ^gen/d[q, qd] (the forward-mode tangent of Q^gen alone,
+    its structural zeros not stored), which the loops start J from. Models it cannot take:
+    `numeric_unsupported`."""
+    from dynamica.generator.forms.numeric import TB, terms_outputs, topology_tables
     numeric_unsupported(kin)
     terms = terms_outputs(kin)
     numeric_unsupported(kin, terms)
     tables = topology_tables(kin)
     lam = dict(tables)["dyn_nm_lambda"]
-    kernel = KernelSpec("numeric_terms", ("t", "q", "qd", "p"), (("T", terms),), skip_zero_stores=True,
-                        hints=("O1",))
-    return (kernel,), kin.program, [], tables + (("dyn_rl_pred", lam),)
+    kernels = (KernelSpec("numeric_terms", ("t", "q", "qd", "p"), (("T", terms),), skip_zero_stores=True,
+                          hints=("O1",)),)
+    nb, n = kin.topo.n_bodies, len(kin.coordinates)
+    gen = terms[TB * nb + 6 * n:TB * nb + 7 * n]
+    if any(map(_state_dependence(kin), gen)):          # r = ... - Q^gen: J starts from -dQ^gen/d[q, qd]
+        kernels += (KernelSpec("force_jacobian", ("t", "q", "qd", "p"),
+                               (("J", [sp.Integer(0)] * (2 * n * n)), ("A", [-sp.sympify(e) for e in gen])),
+                               tangent=("q", "qd"), tangent_add=("A", "J"), skip_zero_stores=True, hints=("O1",)),)
+    return kernels, kin.program, [], tables + (("dyn_rl_pred", lam),)
+
+
+def _state_dependence(kin) -> Callable:
+    """A predicate: does an expression of the program depend on q or q' (directly or through
+    intermediates)?"""
+    state = {s for jk in kin.joints[1:] for s in tuple(jk.q) + tuple(jk.qd)}
+    dep = set()
+    for sym, val in kin.program.assignments:       # which intermediates depend on q or q'
+        if any(s in state or s in dep for s in val.free_symbols):
+            dep.add(sym)
+
+    def moving(e):
+        return any(s in state or s in dep for s in sp.sympify(e).free_symbols)
+    return moving
 
 
 class NumericUnsupported(ModelError):
@@ -299,7 +323,8 @@ class NumericUnsupported(ModelError):
 
 def numeric_unsupported(kin, terms=None) -> None:
     """A NumericUnsupported error naming what the variant "numeric" cannot take (closed loops, extra states or
-    inputs, driven motions, active forces that depend on q or q') and the variant that can."""
+    inputs, driven motions, body forces that depend on q or q') and the variant that can. Generalized
+    forces on coordinates may depend on q and q' (their partials: the kernel `force_jacobian`)."""
     from dynamica.errors import Problem
     from dynamica.generator.forms.numeric import TB
     spec, topo = kin.spec, kin.topo
@@ -317,24 +342,12 @@ def numeric_unsupported(kin, terms=None) -> None:
                 problems.append(Problem(f"bodies.{topo.names[i]}.joint", "the derivatives variant 'numeric' takes no "
                                         f"driven (prescribed) motions; {other}"))
     else:
-        state = {s for jk in kin.joints[1:] for s in tuple(jk.q) + tuple(jk.qd)}
-        dep = set()
-        for sym, val in kin.program.assignments:       # which intermediates depend on q or q'
-            if any(s in state or s in dep for s in val.free_symbols):
-                dep.add(sym)
-
-        def moving(e):
-            return any(s in state or s in dep for s in sp.sympify(e).free_symbols)
-        nb, n = topo.n_bodies, len(kin.coordinates)
-        for i in range(1, nb + 1):
+        moving = _state_dependence(kin)
+        for i in range(1, topo.n_bodies + 1):
             if any(moving(e) for e in terms[TB * (i - 1) + 34:TB * i]):
                 problems.append(Problem(f"bodies.{topo.names[i]}", "an active force on this body depends on q or "
-                                        f"q' (the derivatives variant 'numeric' has no partials of it); {other}"))
-        gen = terms[TB * nb + 6 * n:TB * nb + 7 * n]
-        for c, e in zip(kin.coordinates, gen):
-            if moving(e):
-                problems.append(Problem(f"coordinates.{c}", "a generalized force on this coordinate depends on q or "
-                                        f"q' (the derivatives variant 'numeric' has no partials of it); {other}"))
+                                        f"q' (the derivatives variant 'numeric' has partials of generalized forces "
+                                        f"only, not of body forces); {other}"))
     if problems:
         raise NumericUnsupported(spec.file, problems)
 

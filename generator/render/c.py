@@ -227,16 +227,17 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
     if "numeric_terms" in kernel_names(mod):           # variant numeric: templates/native/numeric_deriv.h
         terms = f"&dyn_nm_tp, {PREFIX}numeric_terms"
+        force = f"{PREFIX}force_jacobian" if "force_jacobian" in kernel_names(mod) else "NULL"
         return [{"signature": f"void {ENTRY}residual({state}, double *r)",
                  "lines": [f"dyn_nd_residual({terms}, t, q, qd, qdd, p, r);"]},
                 {"signature": f"void {ENTRY}pair_terms({state}, double *r, double *V, double *D, double *J)",
-                 "lines": [f"dyn_nd_pair_terms({terms}, t, q, qd, qdd, p, r, V, D, J);"]},
+                 "lines": [f"dyn_nd_pair_terms({terms}, {force}, t, q, qd, qdd, p, r, V, D, J);"]},
                 {"signature": f"void {ENTRY}pair_mass(double t, const double *q, const double *qd, const double *p, "
                               "double *r, double *SA, double *D)",
                  "lines": [f"dyn_nd_pair_mass({terms}, t, q, qd, p, r, SA, D);"]},
                 {"signature": f"void {ENTRY}solve_jacobian(double t, const double *q, const double *qd, "
                               "const double *p, double *qdd, double *F, double *J)",
-                 "lines": [f"dyn_nd_solve_jacobian({terms}, dyn_rl_pred, t, q, qd, p, qdd, F, J);"]}]
+                 "lines": [f"dyn_nd_solve_jacobian({terms}, {force}, dyn_rl_pred, t, q, qd, p, qdd, F, J);"]}]
     if "pair_terms" in kernel_names(mod):              # variant recursive_loops: the module file composes the rest
         return [{"signature": f"void {ENTRY}residual({state}, double *r)",
                  "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"]},

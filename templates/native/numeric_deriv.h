@@ -15,12 +15,27 @@
    and the per-coordinate vectors V = [S | Sd | Sdd | a = IC S | b = IdC S - S x* HC |
    g = S x* FC + IC Sdd + IdC Sd + Sd x* HC | k = IdC S + S x* HC + 2 IC Sd] that
    dynamica_linalg.h dyn_rl_* turns into J = [dr/dq | dr/dq'], M and its L^T D L factors.
-   The active forces must not depend on q or q' (the generator checks it): J holds no term of
-   theirs, and a wrench fixed in a body is carried rigidly by FC like the inertial forces. */
+   The body wrenches must not depend on q or q' (the generator checks it): a wrench fixed in a
+   body is carried rigidly by FC like the inertial forces. Generalized forces Q_c may: their part
+   of J, -dQ/d[q, q'], comes from the generated kernel `force_jacobian` (dyn_nd_force_fn, NULL
+   when Q is free of the state), which fills J before the pairs add theirs. */
 #ifndef DYNAMICA_NUMERIC_DERIV_H
 #define DYNAMICA_NUMERIC_DERIV_H
 #include "numeric_core.h"
 #include "dynamica_linalg.h"
+
+/* J = -dQ/d[q, q'] (2 n n, row-major n x 2n) of the generalized forces; its structural zeros are
+   not written (the caller clears J) */
+typedef void (*dyn_nd_force_fn)(double t, const double *q, const double *qd, const double *p, double *J);
+
+/* J (2 n n) cleared, then the generalized forces' part when there is one */
+static inline void dyn_nd_force_start(int n, dyn_nd_force_fn force, double t, const double *q, const double *qd,
+                                      const double *p, double *J)
+{
+    memset(J, 0, 2 * (size_t)n * n * sizeof(double));
+    if (force != NULL)
+        force(t, q, qd, p, J);
+}
 
 /* per body: R (9), p (3), v (6), a (6), IC (10), IdC (10), HC (6), FC (6), then (not summed) the
    body's own inertia (10), da (6), dF (6) of `dyn_nd_update` */
@@ -226,8 +241,10 @@ static void dyn_nd_update(const dyn_nm_topo *tp, const double *T, const double *
 
 /* dyn_solve_jacobian_fn of dynamica_linalg.h in one pass of the terms: the passes at x = 0 give
    r(0), S and IC S (M, its L^T D L factors F, q'' = -M^-1 r(0)), `dyn_nd_update` moves them to
-   x = q'', the pairs give J (the active forces have no part in it). pred: dyn_rl_pred. */
-static void dyn_nd_solve_jacobian(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, const int *pred, double t,
+   x = q'', J starts from the generalized forces' part (`force`, NULL: none), the pairs add theirs.
+   pred: dyn_rl_pred. */
+static void dyn_nd_solve_jacobian(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, dyn_nd_force_fn force,
+                                  const int *pred, double t,
                                   const double *q, const double *qd, const double *p, double *qdd, double *F,
                                   double *J)
 {
@@ -249,14 +266,14 @@ static void dyn_nd_solve_jacobian(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, 
     dyn_ldl_solve(n, F, 1, qdd, -1.0);
     memset(r, 0, (size_t)n * sizeof(double));
     dyn_nd_update(tp, T, qdd, r, V, W);
-    memset(J, 0, 2 * (size_t)n * n * sizeof(double));
+    dyn_nd_force_start(n, force, t, q, qd, p, J);
     dyn_rl_pairs(n, pred, V, J);
     free(T);
 }
 
-/* dyn_pair_terms_fn of dynamica_linalg.h over the terms kernel: r, V (42 n), D (n), J zeroed
-   (2 n n; NULL: not written) */
-static void dyn_nd_pair_terms(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double t, const double *q,
+/* dyn_pair_terms_fn of dynamica_linalg.h over the terms kernel: r, V (42 n), D (n), J the generalized
+   forces' part (2 n n; NULL: not written) */
+static void dyn_nd_pair_terms(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, dyn_nd_force_fn force, double t, const double *q,
                               const double *qd, const double *x, const double *p, double *r, double *V, double *D,
                               double *J)
 {
@@ -271,7 +288,7 @@ static void dyn_nd_pair_terms(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, doub
     dyn_nm_terms(tp, terms, t, q, qd, p, T);
     dyn_nd_passes(tp, T, qd, x, r, V, D, T + DYN_NM_NTERMS(nb, n));
     if (J != NULL)
-        memset(J, 0, 2 * (size_t)n * n * sizeof(double));
+        dyn_nd_force_start(n, force, t, q, qd, p, J);
     free(T);
 }
 
@@ -288,7 +305,7 @@ static void dyn_nd_pair_mass(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, doubl
     }
     double *z = V + 42 * (size_t)n;
     memset(z, 0, (size_t)n * sizeof(double));
-    dyn_nd_pair_terms(tp, terms, t, q, qd, z, p, r, V, D, NULL);
+    dyn_nd_pair_terms(tp, terms, NULL, t, q, qd, z, p, r, V, D, NULL);
     memcpy(SA, V, 6 * (size_t)n * sizeof(double));
     memcpy(SA + 6 * (size_t)n, V + 18 * (size_t)n, 6 * (size_t)n * sizeof(double));
     free(V);
@@ -305,7 +322,7 @@ static void dyn_nd_residual(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double
             r[k] = NAN;
         return;
     }
-    dyn_nd_pair_terms(tp, terms, t, q, qd, x, p, r, NULL, D, NULL);
+    dyn_nd_pair_terms(tp, terms, NULL, t, q, qd, x, p, r, NULL, D, NULL);
     free(D);
 }
 #endif

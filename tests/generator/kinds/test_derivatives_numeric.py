@@ -89,8 +89,9 @@ def test_against_pinocchio(tmp_path, case):
 
 
 DERIVATIVE_MODELS = [n for n in PLAIN_MODELS if "functions" not in yaml.safe_load((MODELS / f"{n}.yaml").read_text())]
-#: the bundled models without state-dependent active forces or driven motions: these must be taken
-TAKEN = {"cardan_chain", "chain7", "double_pendulum", "spherical_chain", "star"}
+#: the bundled models without body forces depending on the state or driven motions: these must be taken
+#: (governor and two_mass with their springs and dampers: generalized forces depending on q and q')
+TAKEN = {"cardan_chain", "chain7", "double_pendulum", "governor", "puma560", "spherical_chain", "star", "two_mass"}
 
 
 @pytest.mark.parametrize("name", DERIVATIVE_MODELS)
@@ -130,14 +131,16 @@ def test_generated_kernel_grows_linearly_along_a_chain(tmp_path):
 
 
 def test_default_above_the_limit_is_numeric_or_its_fallback(bundled, monkeypatch):
-    """Above RECURSIVE_MAX_COORDINATES the default is "numeric"; a model it does not take (a
-    spring-damper in forces_demo) gets "recursive_loops" instead, no error."""
+    """Above RECURSIVE_MAX_COORDINATES the default is "numeric", also for joint springs and dampers
+    (two_mass); a model it does not take (a spring-damper between bodies in forces_demo) gets
+    "recursive_loops" instead, no error."""
     from dynamica.runtime.kinds import derivatives as rd
     monkeypatch.setattr(rd, "RECURSIVE_MAX_COORDINATES", 0)
-    chain, forces = bundled("chain7"), bundled("forces_demo")
-    chain.companions.pop("derivatives", None)
-    forces.companions.pop("derivatives", None)
+    chain, forces, springs = bundled("chain7"), bundled("forces_demo"), bundled("two_mass")
+    for m in (chain, forces, springs):
+        m.companions.pop("derivatives", None)
     assert derivatives(chain).module.INFO["variant"] == "numeric"
+    assert derivatives(springs).module.INFO["variant"] == "numeric"
     assert derivatives(forces).module.INFO["variant"] == "recursive_loops"
     assert derivatives(forces) is derivatives(forces)
     with pytest.raises(ModelError, match="recursive_loops"):
