@@ -56,6 +56,44 @@ def _accelerations(kin, fp, path, qdd, name):
     return a
 
 
+def _jacobian_columns(kin, fp, path, pF, R0) -> dict:
+    """The frame's Jacobian, a column [lin; ang] per coordinate on the body's path P_i, in each
+    reference (LOCAL, WORLD, LOCAL_WORLD_ALIGNED); zero columns elsewhere."""
+    prog, n = kin.program, len(kin.coordinates)
+    _, _, first = coordinate_layout(kin)
+    zero = [sp.Integer(0)] * 6
+    cols = {"local": [zero] * n, "world": [zero] * n, "aligned": [zero] * n}
+    for j in path:
+        jk = kin.joints[j]
+        Rj, rj = fp.R0[j], fp.r0[j]
+        for c, S in enumerate(jk.A):
+            sw = prog.let_vector(f"fw{first[j] + c}", matTvec(Rj, S[3:]))
+            sv = matTvec(Rj, S[:3])
+            lin = prog.let_vector(f"fl{first[j] + c}", add(sv, cross(sw, sub(pF, rj))))
+            k = first[j] + c
+            cols["aligned"][k] = list(lin) + list(sw)
+            cols["world"][k] = sub(sv, cross(sw, rj)) + list(sw)
+            cols["local"][k] = matvec(R0, lin) + matvec(R0, sw)
+    return cols
+
+
+def _frame_kernels(placement, velocity, spatial, classical, bias_r, cols, qdd, n) -> tuple:
+    """Every quantity in every reference a kernel of its own (a call from Python is one kernel)."""
+    q_qd, q_qd_qdd = ("t", "q", "qd", "p"), ("t", "q", "qd", "qdd", "p")
+    kernels = (KernelSpec("frame_placement", ("t", "q", "p"), (("x", placement),), export=True),)
+    for ref in ("local", "world", "aligned"):
+        kernels += (KernelSpec(f"frame_velocity_{ref}", q_qd, (("v", velocity[ref]),), export=True),
+                    KernelSpec(f"frame_acceleration_{ref}", q_qd_qdd, (("a", spatial[ref]),),
+                               symbols=(("qdd", qdd),), export=True),
+                    KernelSpec(f"frame_classical_{ref}", q_qd_qdd, (("a", classical[ref]),),
+                               symbols=(("qdd", qdd),), export=True),
+                    KernelSpec(f"frame_bias_{ref}", q_qd, (("a", bias_r[ref]),), export=True))
+    for ref, J in cols.items():          # row-major 6 x n
+        kernels += (KernelSpec(f"frame_jacobian_{ref}", ("t", "q", "p"),
+                               (("J", [J[k][r] for r in range(6) for k in range(n)]),), export=True),)
+    return kernels
+
+
 def frame_equations(spec, topo, body: str, at=(0, 0, 0), rot=None) -> EquationsOfMotion:
     """The kernels of the frame F at the point `at` of `body` (body axes) whose axes are `rot`'s
     columns (3 x 3, frame axes -> body axes; None: the body's axes)."""
@@ -82,20 +120,7 @@ def frame_equations(spec, topo, body: str, at=(0, 0, 0), rot=None) -> EquationsO
     acc = at_point(_accelerations(kin, fp, path, qdd, "fa")[i])
     bias = at_point(_accelerations(kin, fp, path, None, "fb")[i])
     n = len(kin.coordinates)
-    _, _, first = coordinate_layout(kin)
-    zero = [sp.Integer(0)] * 6
-    cols = {"local": [zero] * n, "world": [zero] * n, "aligned": [zero] * n}
-    for j in path:
-        jk = kin.joints[j]
-        Rj, rj = fp.R0[j], fp.r0[j]
-        for c, S in enumerate(jk.A):
-            sw = prog.let_vector(f"fw{first[j] + c}", matTvec(Rj, S[3:]))
-            sv = matTvec(Rj, S[:3])
-            lin = prog.let_vector(f"fl{first[j] + c}", add(sv, cross(sw, sub(pF, rj))))
-            k = first[j] + c
-            cols["aligned"][k] = list(lin) + list(sw)
-            cols["world"][k] = sub(sv, cross(sw, rj)) + list(sw)
-            cols["local"][k] = matvec(R0, lin) + matvec(R0, sw)
+    cols = _jacobian_columns(kin, fp, path, pF, R0)
 
     # every quantity in every reference a kernel of its own (a call from Python is then one kernel):
     # Rm = R0F^T maps F's axes to the ground's; a motion [lin; ang] of F in LOCAL is, in
@@ -120,18 +145,7 @@ def frame_equations(spec, topo, body: str, at=(0, 0, 0), rot=None) -> EquationsO
         return spatial, classical
     spatial, classical = accelerations("fa", acc)
     _, bias_r = accelerations("fb", bias)
-    q_qd, q_qd_qdd = ("t", "q", "qd", "p"), ("t", "q", "qd", "qdd", "p")
-    kernels = (KernelSpec("frame_placement", ("t", "q", "p"), (("x", placement),), export=True),)
-    for ref in ("local", "world", "aligned"):
-        kernels += (KernelSpec(f"frame_velocity_{ref}", q_qd, (("v", velocity[ref]),), export=True),
-                    KernelSpec(f"frame_acceleration_{ref}", q_qd_qdd, (("a", spatial[ref]),),
-                               symbols=(("qdd", qdd),), export=True),
-                    KernelSpec(f"frame_classical_{ref}", q_qd_qdd, (("a", classical[ref]),),
-                               symbols=(("qdd", qdd),), export=True),
-                    KernelSpec(f"frame_bias_{ref}", q_qd, (("a", bias_r[ref]),), export=True))
-    for ref, J in cols.items():          # row-major 6 x n
-        kernels += (KernelSpec(f"frame_jacobian_{ref}", ("t", "q", "p"),
-                               (("J", [J[k][r] for r in range(6) for k in range(n)]),), export=True),)
+    kernels = _frame_kernels(placement, velocity, spatial, classical, bias_r, cols, qdd, n)
     qs = tuple(ex.coord_symbol(c) for c in kin.coordinates)
     qds = tuple(ex.rate_symbol(c) for c in kin.coordinates)
     return EquationsOfMotion(form=f"frame_{body}", kind=KIND, program=prog, coordinates=kin.coordinates, q=qs,
