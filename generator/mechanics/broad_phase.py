@@ -246,25 +246,25 @@ def refuse(spec, what):
         "the pairs into the equations"))])
 
 
-def attach_broad_phase(eom, spec, topo, backend):
-    """The equations with the broad phase's kernels, tables and routine (see the module docstring)."""
-    from dynamica.errors import ModelError, Problem
+def _not_taken(eom, backend):
+    """What of the module the broad phase does not take (refused by name), or None."""
+    if backend != "c":
+        return f"the {backend} backend"
+    if eom.kind != "lagrangian":
+        return f"a {eom.kind} module"
+    if eom.mode != "symbolic":
+        return f"{eom.mode} mode"
+    if eom.constrained:
+        return "closed loops"
+    return None
+
+
+def _poses_kernel(spec, topo, bodies):
+    """`contact_poses`: per body that carries a shape R_0i (row-major), r_0i, and its linear and
+    angular velocity in ground axes."""
     from dynamica.generator.forms import KernelSpec
     from dynamica.generator.forms.parts.common import forward_pass
     from dynamica.generator.mechanics.kinematics import derive_kinematics
-    what = None
-    if backend != "c":
-        what = f"the {backend} backend"
-    elif eom.kind != "lagrangian":
-        what = f"a {eom.kind} module"
-    elif eom.mode != "symbolic":
-        what = f"{eom.mode} mode"
-    elif eom.constrained:
-        what = "closed loops"
-    if what is not None:
-        refuse(spec, what)
-    bodies = shape_bodies(spec)
-    slot = {b: k for k, b in enumerate(bodies)}
     kin = derive_kinematics(spec, topo)
     fp = forward_pass(kin)
     poses = []
@@ -273,7 +273,18 @@ def attach_broad_phase(eom, spec, topo, backend):
         R = fp.R0[i]
         poses += [R[r, c] for r in range(3) for c in range(3)] + list(fp.r0[i])
         poses += matTvec(R, fp.v[i][:3]) + matTvec(R, fp.v[i][3:])
-    kernels = [KernelSpec("contact_poses", ("t", "q", "qd", "p"), (("poses", poses),), program=kin.program)]
+    return KernelSpec("contact_poses", ("t", "q", "qd", "p"), (("poses", poses),), program=kin.program)
+
+
+def attach_broad_phase(eom, spec, topo, backend):
+    """The equations with the broad phase's kernels, tables and routine (see the module docstring)."""
+    from dynamica.errors import ModelError, Problem
+    what = _not_taken(eom, backend)
+    if what is not None:
+        refuse(spec, what)
+    bodies = shape_bodies(spec)
+    slot = {b: k for k, b in enumerate(bodies)}
+    kernels = [_poses_kernel(spec, topo, bodies)]
     types = []
     shapes, shape_index, pair_rows = [], {}, []
     slots = _parameter_slots(spec)
