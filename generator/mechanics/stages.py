@@ -259,24 +259,7 @@ class StageSections:
                     self.err(f"{path}.name", f"duplicate stage name `{name}` (also {seen[name]})")
                 seen.setdefault(name, path)
             where = f"stage `{name}`" if isinstance(name, str) else path
-            # the structure: releases and removals hold from here on
-            rel = self._bodies(d, "release", path, where, by_name, removed)
-            for b in rel:
-                if b in released:
-                    self.err(f"{path}.release", f"{where}: body `{b}` was released before")
-                clash = set(free_coordinates(b)) & all_names
-                if clash:
-                    self.err(f"{path}.release", f"{where}: releasing `{b}` makes the coordinates "
-                                                f"{', '.join(free_coordinates(b))}, but `{sorted(clash)[0]}` is taken")
-            released += [b for b in rel if b not in released]
-            rem = self._bodies(d, "remove", path, where, by_name, removed)
-            tree = [replace(b, parent="ground") if b.name in released else b for b in by_name.values()]
-            for b in rem:
-                for x in _subtree(tree, [b]):
-                    removed.setdefault(x, where)
-            coords = coordinates_of(_Tree(tuple(by_name.values())),
-                                    Structure(released=tuple(b for b in released if b not in removed),
-                                              removed=tuple(removed)))
+            rel, rem, coords = self._structure(d, path, where, by_name, released, removed, all_names)
             lock = self._names(d, "lock", path, where, coords, "coordinate")
             free = None
             if st_type == "statics" and "free" in d:
@@ -301,6 +284,28 @@ class StageSections:
                              release=tuple(rel), remove=tuple(rem), free=None if free is None else tuple(free),
                              output_step=step, path=path))
         return out
+
+    def _structure(self, d, path, where, by_name, released, removed, all_names):
+        """A stage's releases and removals (they hold from here on: `released` and `removed`
+        grow) and the coordinates of the structure they leave: (release, remove, coordinates)."""
+        rel = self._bodies(d, "release", path, where, by_name, removed)
+        for b in rel:
+            if b in released:
+                self.err(f"{path}.release", f"{where}: body `{b}` was released before")
+            clash = set(free_coordinates(b)) & all_names
+            if clash:
+                self.err(f"{path}.release", f"{where}: releasing `{b}` makes the coordinates "
+                                            f"{', '.join(free_coordinates(b))}, but `{sorted(clash)[0]}` is taken")
+        released += [b for b in rel if b not in released]
+        rem = self._bodies(d, "remove", path, where, by_name, removed)
+        tree = [replace(b, parent="ground") if b.name in released else b for b in by_name.values()]
+        for b in rem:
+            for x in _subtree(tree, [b]):
+                removed.setdefault(x, where)
+        coords = coordinates_of(_Tree(tuple(by_name.values())),
+                                Structure(released=tuple(b for b in released if b not in removed),
+                                          removed=tuple(removed)))
+        return rel, rem, coords
 
     def _list(self, d, key, path, where):
         v = d.get(key, [])
