@@ -548,6 +548,26 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
     if events:
         raise ValueError("events with progress, out or keep=False are not supported (a piece would restart "
                          "the events)")
+    return _in_pieces(model, run, method, t0, t_end, y0, t_eval, rtol, atol, params, step, jacobian, segments,
+                      out, keep, progress)
+
+
+def _stream_of(model, method, run, step):
+    """How a run hands on its rows piece by piece: from one integration (its dense output, or the
+    whole run when restarted pieces would split its contacts), or None (restarted at each piece)."""
+    stream = STREAMS.get(method)
+    if stream is not None and _locates_contacts(model):
+        return functools.partial(_stream_contacts, scipy_method=SCIPY_METHODS.get(method))
+    if stream is None and INTEGRATOR_RECORDS[method].kind in ("stoermer", "ida") and _gaps(model) \
+            and model.state_size == 2 * model.n:
+        return functools.partial(_stream_whole, run, step)     # restarted pieces would split its contacts
+    return stream
+
+
+def _in_pieces(model, run, method, t0, t_end, y0, t_eval, rtol, atol, params, step, jacobian, segments, out, keep,
+               progress):
+    """A run with progress, a streamed file (`out`) or keep=False: its rows in pieces, each
+    written and reported as it comes."""
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
     pieces = max(2, min(segments, len(t_eval) - 1) + 1)
@@ -556,12 +576,7 @@ def simulate_stage(model, t_end=None, *, method=None, rtol=None, atol=None, outp
     cuts = np.unique(np.linspace(0, len(t_eval) - 1, pieces).astype(int))
     writer = _open_writer(model, out, t0, y0, params) if out is not None else None
     rows = _Rows(model.coordinates, keep)
-    stream = STREAMS.get(method)
-    if stream is not None and _locates_contacts(model):
-        stream = functools.partial(_stream_contacts, scipy_method=SCIPY_METHODS.get(method))
-    elif stream is None and INTEGRATOR_RECORDS[method].kind in ("stoermer", "ida") and _gaps(model) \
-            and model.state_size == 2 * model.n:
-        stream = functools.partial(_stream_whole, run, step)     # restarted pieces would split its contacts
+    stream = _stream_of(model, method, run, step)
     try:
         if stream is not None:      # one integration, its rows handed on piece by piece
             chunks = stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian)
