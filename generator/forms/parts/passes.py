@@ -15,6 +15,7 @@ DEC in the forward solve ((3.31)); and in the names of their intermediates.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import sympy as sp
 
@@ -53,27 +54,32 @@ def reaction_info(kin, R):
 
 
 def sweep(kin, v: Variant):
-    prog, topo = kin.program, kin.topo
-    N = topo.n_bodies
     fp = forward_pass(kin)
     F_active, gen, _ = active_forces(kin, fp)
-    F_hat = bias_forces(kin, fp, F_active)
-    _, _, first = coordinate_layout(kin)
-    Z6 = [sp.S.Zero] * 6
-    arm = armature_terms(kin)                       # D_i += diag(armature): MuJoCo's dof_armature
+    back = _backward(kin, v, bias_forces(kin, fp, F_active), gen)
+    qdd, R = _forward(kin, v, fp, back)
+    return lagrangian_equations(kin, v.form, qdd, mass_matrix(kin), info={"reactions": reaction_info(kin, R)})
 
-    # backward pass, i = N..1; children's terms collected per body and summed once (fold_*)
+
+def _backward(kin, v: Variant, F_hat, gen):
+    """The backward pass, i = N..1: M*_i and F*_i from the children (collected per body and
+    summed once, fold_*), D_i = A^T M*_i A (+ diag(armature)) factored, the rows R_i and the
+    right sides r_i, and H, h carried to the parent by C^T."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    _, _, first = coordinate_layout(kin)
+    arm = armature_terms(kin)                       # D_i += diag(armature): MuJoCo's dof_armature
     accM = [None] + [[rigid6(b.mass, b.h, b.theta)] for b in kin.inertia[1:]]
     accF = [None] + [[list(F_hat[i])] for i in range(1, N + 1)]
-    Ms, Fs = [None] * (N + 1), [None] * (N + 1)
-    rows, rhs, Lf = [None] * (N + 1), [None] * (N + 1), [None] * (N + 1)
+    b = SimpleNamespace(Ms=[None] * (N + 1), Fs=[None] * (N + 1), rows=[None] * (N + 1), rhs=[None] * (N + 1),
+                        Lf=[None] * (N + 1))
     for i in range(N, 0, -1):
         t = f"{v.prefix}_{i}"
         jk, k = kin.joints[i], topo.kappa[i]
-        Ms[i] = prog.let_symmetric(f"{v.prefix}_M{i}", fold_matrices(accM[i]))
-        Fs[i] = prog.let_vector(f"{v.prefix}_F{i}", fold_vectors(accF[i]))
+        Ms = b.Ms[i] = prog.let_symmetric(f"{v.prefix}_M{i}", fold_matrices(accM[i]))
+        Fs = b.Fs[i] = prog.let_vector(f"{v.prefix}_F{i}", fold_vectors(accF[i]))
         A, n = jk.A, len(jk.A)
-        Y = [prog.let_vector(f"{t}_Y{c}", symv(Ms[i], a)) for c, a in enumerate(A)]     # M*_i A_i
+        Y = [prog.let_vector(f"{t}_Y{c}", symv(Ms, a)) for c, a in enumerate(A)]     # M*_i A_i
         own = [arm.get(kin.coordinates[first[i] + c], 0) for c in range(n)]
         D = [[dot(A[r], Y[c]) + (own[r] if r == c else 0) for c in range(n)] for r in range(n)]
         try:
@@ -82,10 +88,10 @@ def sweep(kin, v: Variant):
             raise singular_error(kin, first[i] + exc.index) from None
         R_ = f.solve_LT(prog, Y, f"{t}_{v.rows}")                       # L^T R = Y^T
         Rh = f.scaled(prog, R_, f"{t}_{v.rows_scaled}") if v.scale_first else None
-        r = f.solve_LT(prog, [dot(A[c], Fs[i]) + gen[kin.coordinates[first[i] + c]] for c in range(n)],
+        r = f.solve_LT(prog, [dot(A[c], Fs) + gen[kin.coordinates[first[i] + c]] for c in range(n)],
                        f"{t}_{v.rhs}")                                 # L^T r = A^T F* + Q
-        rows[i], rhs[i], Lf[i] = ((Rh, f.scaled(prog, r, f"{t}_{v.rhs_scaled}")) if v.scale_first
-                                  else (R_, r)) + (f,)
+        b.rows[i], b.rhs[i], b.Lf[i] = ((Rh, f.scaled(prog, r, f"{t}_{v.rhs_scaled}")) if v.scale_first
+                                        else (R_, r)) + (f,)
         if k == 0:
             continue
         if not v.scale_first:
@@ -97,16 +103,23 @@ def sweep(kin, v: Variant):
         for p in range(6):
             for s in range(p, 6):
                 if p not in unit and s not in unit:
-                    H[p, s] = H[s, p] = total([Ms[i][p, s]] + [neg(mul(Rh[c][p], R_[c][s])) for c in range(n)])
+                    H[p, s] = H[s, p] = total([Ms[p, s]] + [neg(mul(Rh[c][p], R_[c][s])) for c in range(n)])
         H = prog.let_symmetric(f"{t}_{v.inertia}", H)
         h = [neg(gen[kin.coordinates[first[i] + unit[p][0]]]) / unit[p][1] if p in unit else
-             total([Fs[i][p]] + [neg(mul(Rh[c][p], r[c])) for c in range(n)]) for p in range(6)]
+             total([Fs[p]] + [neg(mul(Rh[c][p], r[c])) for c in range(n)]) for p in range(6)]
         h = prog.let_vector(f"{t}_{v.force}", h)
         accM[k].append(transfer(prog, f"{t}_X", jk.G, jk.rho, H))
         accF[k].append(apply_CT(jk.G, jk.rho, h))
+    return b
 
-    # forward pass, i = 1..N
-    dw = [Z6] + [None] * N
+
+def _forward(kin, v: Variant, fp, b):
+    """The forward pass, i = 1..N: q''_i = L^-1 D^-1 (r - R a) with a = C_i dw_k, then dw_i and
+    the reaction R_i = M*_i dw_i - F*_i."""
+    prog, topo = kin.program, kin.topo
+    N = topo.n_bodies
+    _, _, first = coordinate_layout(kin)
+    dw = [[sp.S.Zero] * 6] + [None] * N
     qdd = [None] * len(kin.coordinates)
     R = [None] * (N + 1)
     for i in range(1, N + 1):
@@ -114,14 +127,14 @@ def sweep(kin, v: Variant):
         jk, k = kin.joints[i], topo.kappa[i]
         n = len(jk.A)
         a = prog.let_vector(f"{t}_a", apply_C(jk.G, fp.rho_p[i], dw[k]))    # C_i dw_k
-        x = Lf[i].solve_L(prog, [total([rhs[i][c], neg(dot(rows[i][c], a))]) for c in range(n)],
-                          f"{t}_x", scale=not v.scale_first)      # q''_i = L^-1 D^-1 (r - R a)
+        x = b.Lf[i].solve_L(prog, [total([b.rhs[i][c], neg(dot(b.rows[i][c], a))]) for c in range(n)],
+                            f"{t}_x", scale=not v.scale_first)      # q''_i = L^-1 D^-1 (r - R a)
         for c in range(n):
             x[c] = qdd[first[i] + c] = prog.let(f"{v.prefix}_qdd{first[i] + c}", x[c])
         w = a
         for c in range(n):
             w = [total([p, mul(x[c], e)]) for p, e in zip(w, jk.A[c])]
         dw[i] = prog.let_vector(f"{v.prefix}_dw{i}", w)
-        R[i] = prog.let_vector(f"{v.prefix}_R{i}", [total([y, neg(f)]) for y, f in zip(symv(Ms[i], dw[i]), Fs[i])])
-
-    return lagrangian_equations(kin, v.form, qdd, mass_matrix(kin), info={"reactions": reaction_info(kin, R)})
+        R[i] = prog.let_vector(f"{v.prefix}_R{i}", [total([y, neg(f)])
+                                                   for y, f in zip(symv(b.Ms[i], dw[i]), b.Fs[i])])
+    return qdd, R
