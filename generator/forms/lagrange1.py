@@ -206,6 +206,45 @@ class LagrangeSystem:
     fp: object       # common.ForwardPass
 
 
+def _joint_forces(kin, gen, Fp):
+    """The generalized forces of each joint i as a pair F^J on i and -C_i^T F^J on kappa_i with
+    A_i^T F^J = Q_i, F^J = A_i (A_i^T A_i)^-1 Q_i, added to F'."""
+    prog, topo = kin.program, kin.topo
+    for i in range(1, topo.n_bodies + 1):
+        jk, k = kin.joints[i], topo.kappa[i]
+        Qi = [gen[c] for c in jk.coordinates]
+        if all(x == 0 for x in Qi):
+            continue
+        x = _solve_small(prog, f"lg_G{i}", [[dot(ar, ac) for ac in jk.A] for ar in jk.A], Qi)
+        FJ = prog.let_vector(f"lg_FJ{i}", [total([mul(xc, col[r]) for xc, col in zip(x, jk.A)]) for r in range(6)])
+        Fp[i] = add(Fp[i], FJ)
+        if k:
+            Fp[k] = sub(Fp[k], apply_CT(jk.G, jk.rho, FJ))
+
+
+def _h_and_r(prog, topo, nl, offset, Z, Y, X, U, wp, a):
+    """H (2.24) and R (2.25), block rows of body i: columns kappa_i, earlier siblings, i."""
+    H = [{} for _ in range(nl)]
+    R = [None] * nl
+    for i in range(1, topo.n_bodies + 1):
+        k, oi = topo.kappa[i], offset[i]
+        sibs = [j for j in topo.children[k] if j < i] if k else []
+        for r in range(len(Z[i])):
+            row = H[oi + r]
+            for c in range(r + 1):
+                row[oi + c] = prog.let(f"lg_H{oi + r}_{oi + c}", total(
+                    [dot(Z[i][r], Y[i][c])] + ([dot(X[i][r], U[i][c])] if k else [])))
+            if k:
+                for c in range(len(Z[k])):
+                    row[offset[k] + c] = prog.let(f"lg_H{oi + r}_{offset[k] + c}", neg(dot(X[i][r], Y[k][c])))
+            for j in sibs:
+                for c in range(len(Z[j])):
+                    row[offset[j] + c] = prog.let(f"lg_H{oi + r}_{offset[j] + c}", dot(X[i][r], U[j][c]))
+            R[oi + r] = prog.let(f"lg_R{oi + r}", total([dot(Z[i][r], sub(wp[i], a[i]))]
+                                                         + ([dot(X[i][r], a[k])] if k else [])))
+    return H, R
+
+
 def lagrange1_system(kin) -> LagrangeSystem:
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies
@@ -237,18 +276,7 @@ def lagrange1_system(kin) -> LagrangeSystem:
         else:
             wc = apply_C(jk.G, rp, g0)
         wp.append(prog.let_vector(f"lg_wp{i}", add(wc, jk.wr_hat)))
-    for i in range(1, N + 1):
-        # generalized forces of joint i: a pair F^J on i and -C_i^T F^J on kappa_i with
-        # A_i^T F^J = Q_i, F^J = A_i (A_i^T A_i)^-1 Q_i
-        jk, k = kin.joints[i], topo.kappa[i]
-        Qi = [gen[c] for c in jk.coordinates]
-        if all(x == 0 for x in Qi):
-            continue
-        x = _solve_small(prog, f"lg_G{i}", [[dot(ar, ac) for ac in jk.A] for ar in jk.A], Qi)
-        FJ = prog.let_vector(f"lg_FJ{i}", [total([mul(xc, col[r]) for xc, col in zip(x, jk.A)]) for r in range(6)])
-        Fp[i] = add(Fp[i], FJ)
-        if k:
-            Fp[k] = sub(Fp[k], apply_CT(jk.G, jk.rho, FJ))
+    _joint_forces(kin, gen, Fp)
     for i in range(1, N + 1):
         k, jk = topo.kappa[i], kin.joints[i]
         Fp[i] = prog.let_vector(f"lg_Fp{i}", Fp[i])
@@ -256,25 +284,7 @@ def lagrange1_system(kin) -> LagrangeSystem:
         Y.append([prog.let_vector(f"lg_Y{i}_{c}", Minv[i](z)) for c, z in enumerate(Z[i])])
         X.append([prog.let_vector(f"lg_X{i}_{c}", apply_CT(jk.G, jk.rho, z)) for c, z in enumerate(Z[i])] if k else [])
         U.append([prog.let_vector(f"lg_U{i}_{c}", Minv[k](x)) for c, x in enumerate(X[i])])
-    # H (2.24) and R (2.25), block rows of body i: columns kappa_i, earlier siblings, i
-    H = [{} for _ in range(nl)]
-    R = [None] * nl
-    for i in range(1, N + 1):
-        k, oi = topo.kappa[i], offset[i]
-        sibs = [j for j in topo.children[k] if j < i] if k else []
-        for r in range(len(Z[i])):
-            row = H[oi + r]
-            for c in range(r + 1):
-                row[oi + c] = prog.let(f"lg_H{oi + r}_{oi + c}", total(
-                    [dot(Z[i][r], Y[i][c])] + ([dot(X[i][r], U[i][c])] if k else [])))
-            if k:
-                for c in range(len(Z[k])):
-                    row[offset[k] + c] = prog.let(f"lg_H{oi + r}_{offset[k] + c}", neg(dot(X[i][r], Y[k][c])))
-            for j in sibs:
-                for c in range(len(Z[j])):
-                    row[offset[j] + c] = prog.let(f"lg_H{oi + r}_{offset[j] + c}", dot(X[i][r], U[j][c]))
-            R[oi + r] = prog.let(f"lg_R{oi + r}", total([dot(Z[i][r], sub(wp[i], a[i]))]
-                                                         + ([dot(X[i][r], a[k])] if k else [])))
+    H, R = _h_and_r(prog, topo, nl, offset, Z, Y, X, U, wp, a)
     return LagrangeSystem(Z=Z, offset=offset, H=H, R=R, F_prime=Fp, a=a, Y=Y, U=U, w_prime=wp, fp=fp)
 
 def flops(c):
