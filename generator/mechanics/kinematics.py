@@ -93,90 +93,110 @@ def unit_vector(vec, scope):
 
 def joint_kinematics(spec, body, i: int, prog: Program, scope) -> JointKinematics:
     """Compose the elementary transforms of `body`'s joint (see module docstring)."""
-    G = sp.eye(3)
-    p = list(ZERO3)
-    cols: list = []                       # joint basis columns so far, current frame
-    dcols: list = []                      # driven motions so far: [column, rate, acceleration, place]
-    v0 = [sp.Integer(0)] * 6              # driven-velocity part, current frame
-    acc = [sp.Integer(0)] * 6             # relative acceleration with q'' = 0
-    names, qs, qds = [], [], []
-    tag = f"b{i}"
+    j = _JointFrames(prog, scope)
+    for k, tr in enumerate(body.joint):
+        j.transform(f"b{i}t{k}", tr)
+    return JointKinematics(body=i, coordinates=tuple(j.names), q=tuple(j.qs), qd=tuple(j.qds), rho=j.p, G=j.G,
+                           A=j.cols, vr_hat=j.v0, wr_hat=j.acc, driven=tuple(tuple(d) for d in j.dcols))
 
-    def omega():                          # relative angular velocity of the current frame
-        w = list(v0[3:])
-        for col, qd in zip(cols, qds):
+
+class _JointFrames:
+    """The frame of a joint as its elementary transforms move it, one after another: rotation G
+    and position p, the coordinates' columns, the driven motions, the driven part of the
+    relative velocity and the relative acceleration with q'' = 0, all in the current frame."""
+
+    def __init__(self, prog, scope):
+        self.prog, self.scope = prog, scope
+        self.G = sp.eye(3)
+        self.p = list(ZERO3)
+        self.cols: list = []                       # joint basis columns so far, current frame
+        self.dcols: list = []                      # driven motions so far: [column, rate, acceleration, place]
+        self.v0 = [sp.Integer(0)] * 6              # driven-velocity part, current frame
+        self.acc = [sp.Integer(0)] * 6             # relative acceleration with q'' = 0
+        self.names, self.qs, self.qds = [], [], []
+
+    def omega(self):                               # relative angular velocity of the current frame
+        w = list(self.v0[3:])
+        for col, qd in zip(self.cols, self.qds):
             w = add(w, scale(qd, col[3:]))
         return w
 
-    def shift(t, r, p, cols, v0):         # move the frame by r (its own axes): position, columns, velocity
-        p = prog.let_vector(f"{t}_p", add(p, matTvec(G, r)))
-        cols = [prog.let_vector(f"{t}_A{j}", add(col[:3], cross(col[3:], r)) + col[3:])
-                for j, col in enumerate(cols)]
-        for j, d in enumerate(dcols):
+    def shift(self, t, r):                         # move the frame by r (its own axes): position, columns, velocity
+        prog = self.prog
+        self.p = prog.let_vector(f"{t}_p", add(self.p, matTvec(self.G, r)))
+        self.cols = [prog.let_vector(f"{t}_A{j}", add(col[:3], cross(col[3:], r)) + col[3:])
+                     for j, col in enumerate(self.cols)]
+        for j, d in enumerate(self.dcols):
             d[0] = prog.let_vector(f"{t}_D{j}", add(d[0][:3], cross(d[0][3:], r)) + d[0][3:])
-        v0 = prog.let_vector(f"{t}_v", add(v0[:3], cross(v0[3:], r)) + v0[3:])
-        return p, cols, v0
+        self.v0 = prog.let_vector(f"{t}_v", add(self.v0[:3], cross(self.v0[3:], r)) + self.v0[3:])
 
-    for k, tr in enumerate(body.joint):
-        t = f"{tag}t{k}"
+    def turn_by(self, t, u, val, rate, accel, w, eps):   # rotate about u by val
+        prog = self.prog
+        if not val.free_symbols:          # a literal angle: fold cos/sin (pi/2 -> 0, 1)
+            cth, sth = sp.cos(val), sp.sin(val)
+        else:
+            cth, sth = prog.let(f"{t}_c", sp.cos(val)), prog.let(f"{t}_s", sp.sin(val))
+        RT = _rotation(u, cth, sth).T
+        self.G = prog.let_matrix(f"{t}_G", RT * self.G)
+        self.cols = [prog.let_vector(f"{t}_A{j}", matvec(RT, col[:3]) + matvec(RT, col[3:]))
+                     for j, col in enumerate(self.cols)]
+        for j, d in enumerate(self.dcols):
+            d[0] = prog.let_vector(f"{t}_D{j}", matvec(RT, d[0][:3]) + matvec(RT, d[0][3:]))
+        self.v0 = prog.let_vector(f"{t}_v", matvec(RT, self.v0[:3]) + matvec(RT, self.v0[3:]))
+        new_eps = matvec(RT, add(eps, scale(rate, cross(w, u))))
+        self.acc = prog.let_vector(f"{t}_w", matvec(RT, self.acc[:3]) + add(new_eps, scale(accel, u)))
+
+    def transform(self, t, tr):
+        prog, scope = self.prog, self.scope
         if tr.kind == "offset":
             c = [ex.parse(x, scope) for x in tr.vector]
-            w, eps = omega(), acc[3:]
-            p, cols, v0 = shift(t, c, p, cols, v0)
-            acc = prog.let_vector(f"{t}_w", add(add(acc[:3], cross(eps, c)), cross(w, cross(w, c))) + acc[3:])
-            continue
+            w, eps = self.omega(), self.acc[3:]
+            self.shift(t, c)
+            acc = self.acc
+            self.acc = prog.let_vector(f"{t}_w", add(add(acc[:3], cross(eps, c)), cross(w, cross(w, c))) + acc[3:])
+            return
         u = unit_vector(tr.vector, scope)
         if tr.q is not None:
             qs_ = ex.coord_symbol(tr.q)
             val, rate, accel = qs_, ex.rate_symbol(tr.q), sp.Integer(0)
-            names.append(tr.q), qs.append(qs_), qds.append(rate)
+            self.names.append(tr.q), self.qs.append(qs_), self.qds.append(rate)
         else:
             val = ex.parse(tr.by, scope)
             rate, accel = sp.diff(val, ex.T), sp.diff(val, ex.T, 2)
-        w, eps = omega(), acc[3:]
+        w, eps = self.omega(), self.acc[3:]
         if tr.kind in ("translate", "screw"):    # translate along u by val
             r = scale(val, u)
-            p, cols, v0 = shift(t, r, p, cols, v0)
+            self.shift(t, r)
+            acc = self.acc
             lin = add(add(acc[:3], cross(eps, r)), cross(w, cross(w, r)))
             lin = add(add(lin, scale(2 * rate, cross(w, u))), scale(accel, u))
-            acc = prog.let_vector(f"{t}_w", lin + acc[3:])
+            self.acc = prog.let_vector(f"{t}_w", lin + acc[3:])
+        turn = 1
         if tr.kind in ("rotate", "screw"):       # rotate about u by val (screw: 2 pi val / pitch)
-            turn = 1
             if tr.kind == "screw":
                 turn = 2 * sp.pi / ex.parse(tr.pitch, scope)
                 val, rate, accel = turn * val, turn * rate, turn * accel
                 t = f"{t}r"
-            if not val.free_symbols:          # a literal angle: fold cos/sin (pi/2 -> 0, 1)
-                cth, sth = sp.cos(val), sp.sin(val)
-            else:
-                cth, sth = prog.let(f"{t}_c", sp.cos(val)), prog.let(f"{t}_s", sp.sin(val))
-            R = _rotation(u, cth, sth)
-            RT = R.T
-            G = prog.let_matrix(f"{t}_G", RT * G)
-            cols = [prog.let_vector(f"{t}_A{j}", matvec(RT, col[:3]) + matvec(RT, col[3:]))
-                    for j, col in enumerate(cols)]
-            for j, d in enumerate(dcols):
-                d[0] = prog.let_vector(f"{t}_D{j}", matvec(RT, d[0][:3]) + matvec(RT, d[0][3:]))
-            v0 = prog.let_vector(f"{t}_v", matvec(RT, v0[:3]) + matvec(RT, v0[3:]))
-            new_eps = matvec(RT, add(eps, scale(rate, cross(w, u))))
-            acc = prog.let_vector(f"{t}_w", matvec(RT, acc[:3]) + add(new_eps, scale(accel, u)))
+            self.turn_by(t, u, val, rate, accel, w, eps)
+        self._motion(tr, u, rate, accel, turn)
+
+    def _motion(self, tr, u, rate, accel, turn):
         # the coordinate's column [a^v; a^w] (1.4), or the driven part of the relative velocity;
         # u is unchanged by a rotation about itself
         lin_part = list(u) if tr.kind != "rotate" else list(ZERO3)
         ang_part = list(ZERO3) if tr.kind == "translate" else scale(turn, u)
+        v0 = self.v0
         if tr.q is not None:
-            cols.append(lin_part + ang_part)
+            self.cols.append(lin_part + ang_part)
         elif tr.kind == "translate":
-            v0 = add(v0[:3], scale(rate, u)) + v0[3:]
+            self.v0 = add(v0[:3], scale(rate, u)) + v0[3:]
         elif tr.kind == "rotate":
-            v0 = v0[:3] + add(v0[3:], scale(rate, u))
+            self.v0 = v0[:3] + add(v0[3:], scale(rate, u))
         else:                                  # a driven screw: rate is turn * d(val)/dt
-            v0 = add(v0[:3], scale(rate / turn, u)) + add(v0[3:], scale(rate, u))
+            self.v0 = add(v0[:3], scale(rate / turn, u)) + add(v0[3:], scale(rate, u))
         if tr.q is None and (rate != 0 or accel != 0):      # a moving driven transform, one by one
             per = turn if tr.kind != "translate" else 1
-            dcols.append([lin_part + ang_part, rate / per, accel / per, len(cols)])
-    return JointKinematics(body=i, coordinates=tuple(names), q=tuple(qs), qd=tuple(qds),
-                           rho=p, G=G, A=cols, vr_hat=v0, wr_hat=acc, driven=tuple(tuple(d) for d in dcols))
+            self.dcols.append([lin_part + ang_part, rate / per, accel / per, len(self.cols)])
 
 
 def body_inertia(spec, body, i: int, prog: Program, scope) -> BodyInertia:
