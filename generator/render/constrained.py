@@ -28,9 +28,20 @@ def constrained_layer(mod: ir.ModuleIR, symbol):
         return None
     info = dict(mod.info)
     n, m, np_ = len(mod.coordinates), len(info["constraints"]), len(mod.parameter_defaults)
+    c, ents = _functions(n, m, info, symbol), _entries(n, m, np_)
+    if any(k.name == "con_outputs" for k in mod.kernels):
+        c, ents = c + _outputs_function(n, m, symbol), ents + [_outputs_entry(mod, n, np_)]
+    return Layer(functions=tuple(c), entries=tuple(ents),
+                 capsules=(("rhs_capsule", "dynamica.rhs", "dyn_loop_rhs"),
+                           ("project_capsule", "dynamica.project", "dyn_loop_project_c")))
+
+
+def _functions(n, m, info, symbol) -> list:
+    """The C of the constrained solve: the tree's predecessors, the spec of the loops'
+    kernels, q'' (with its report), the RHS and the projections (dynamica_constraints.h)."""
     pred = ", ".join(str(int(k)) for k in info["tree_predecessors"])
     fn = {name: symbol(name) for name in ("qdd", "mass_matrix", "con_phi", "con_jac", "con_bias")}
-    c = [
+    return [
         '#include "dynamica_constraints.h"',
         f"static const int dyn_loop_pred[{max(n, 1)}] = {{{pred or '-1'}}};",
         f"static const dyn_con_spec dyn_loop_spec = {{{n}, {m}, dyn_loop_pred, (dyn_con_qdd_fn){fn['qdd']}, "
@@ -70,7 +81,10 @@ def constrained_layer(mod: ir.ModuleIR, symbol):
         "    return dyn_con_project(&dyn_loop_spec, t, y, p, opts[0], (int)opts[1]);",
         "}",
     ]
-    ents = [
+
+
+def _entries(n, m, np_) -> list:
+    return [
         Entry("qdd", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", n, 1)),
               "Generalized accelerations of the constrained system (closed loops) into `out`.",
               symbol="dyn_loop_qdd"),
@@ -86,25 +100,27 @@ def constrained_layer(mod: ir.ModuleIR, symbol):
               "y = [q, qd] onto the constraints in place (opts: tolerance, Newton steps); returns the "
               "status (0 ok, 4 not converged).", returns_int=True, symbol="dyn_loop_project_py"),
     ]
-    if any(k.name == "con_outputs" for k in mod.kernels):
-        size = kernel_output_size(mod, "con_outputs", "out")
-        c += ["",
-              "static void dyn_loop_outputs(double t, const double *q, const double *qd, const double *p, double *out)",
-              "{",
-              f"    double qdd[{n}], lam[{m}];",
-              "    dyn_con_report r;",
-              "    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK) {",
-              f"        for (int k = 0; k < {n}; ++k) qdd[k] = NAN;      /* as qdd and rhs: */",
-              f"        for (int a = 0; a < {m}; ++a) lam[a] = NAN;      /* no violated equation's numbers */",
-              "    }",
-              f"    {symbol('con_outputs')}(t, q, qd, qdd, lam, p, out);",
-              "}"]
-        ents.append(Entry("outputs", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)),
-                          f"The model's outputs (INFO['output_layout']) of the state (q, qd), flat, into `out` "
-                          f"(length {size}).", symbol="dyn_loop_outputs"))
-    return Layer(functions=tuple(c), entries=tuple(ents),
-                 capsules=(("rhs_capsule", "dynamica.rhs", "dyn_loop_rhs"),
-                           ("project_capsule", "dynamica.project", "dyn_loop_project_c")))
+
+
+def _outputs_function(n, m, symbol) -> list:
+    return ["",
+            "static void dyn_loop_outputs(double t, const double *q, const double *qd, const double *p, double *out)",
+            "{",
+            f"    double qdd[{n}], lam[{m}];",
+            "    dyn_con_report r;",
+            "    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK) {",
+            f"        for (int k = 0; k < {n}; ++k) qdd[k] = NAN;      /* as qdd and rhs: */",
+            f"        for (int a = 0; a < {m}; ++a) lam[a] = NAN;      /* no violated equation's numbers */",
+            "    }",
+            f"    {symbol('con_outputs')}(t, q, qd, qdd, lam, p, out);",
+            "}"]
+
+
+def _outputs_entry(mod, n, np_):
+    size = kernel_output_size(mod, "con_outputs", "out")
+    return Entry("outputs", (("q", n, 0), ("qd", n, 0), ("p", np_, 0), ("out", size, 1)),
+                 f"The model's outputs (INFO['output_layout']) of the state (q, qd), flat, into `out` "
+                 f"(length {size}).", symbol="dyn_loop_outputs")
 
 
 LAYERS.append(constrained_layer)
