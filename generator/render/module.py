@@ -106,6 +106,58 @@ def derivative_entries(mod) -> list:
     ]
 
 
+def _pair_lines(n, symbol) -> list:
+    """The residual Jacobian, M and the solve of the variants whose pairs of coordinates run in
+    loops (recursive_loops, numeric)."""
+    nv = 42 * n
+    terms = f"(dyn_pair_terms_fn){symbol('pair_terms')}, (dyn_pair_mass_fn){symbol('pair_mass')}"
+    return [
+        "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
+        "                                    const double *p, double *r, double *J)",
+        f"{{ dyn_rl_residual_jacobian({n}, {nv}, dyn_rl_pred, (dyn_pair_terms_fn){symbol('pair_terms')}, t, q, qd, "
+        "x, p, r, J); }",
+        "static void dyn_m_mass_matrix(double t, const double *q, const double *p, double *M)",
+        f"{{ dyn_rl_mass_matrix({n}, dyn_rl_pred, (dyn_pair_mass_fn){symbol('pair_mass')}, t, q, p, M); }}",
+        "static void dyn_m_solve_jacobian(double t, const double *q, const double *qd, const double *p,",
+        "                                 double *qdd, double *F, double *J)",
+        f"{{ dyn_rl_solve_jacobian({n}, {nv}, dyn_rl_pred, {terms}, t, q, qd, p, qdd, F, J); }}"]
+
+
+def _tape_lines(mod, n, symbol) -> list:
+    """The residual Jacobian of the tape (generator/ir/tangent.py tape_kernel)."""
+    size = kernel_output_size(mod, "residual_partials", "P")
+    return [
+        "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
+        "                                    const double *p, double *r, double *J)",
+        "{",
+        f"    double *P = (double *)malloc({size} * sizeof(double));",
+        "    double *T = (double *)malloc((size_t)dyn_tp_meta[1] * dyn_tp_meta[3] * sizeof(double));",
+        f"    if (P == NULL || T == NULL) {{ dyn_fill_nan(r, {n}); dyn_fill_nan(J, {2 * n * n}); }}",
+        f"    else {{ {symbol('residual_partials')}(t, q, qd, x, p, r, P);",
+        "           dyn_tape_jacobian(dyn_tp_meta, dyn_tp_stmt, dyn_tp_edge, dyn_tp_out, P, T, J); }",
+        "    free(P);",
+        "    free(T);",
+        "}"]
+
+
+def _composed_lines(n, res, mass, qdd_jac, qdd_der, state_jac) -> list:
+    """q'', its Jacobian and derivatives, the RHS and the state Jacobian composed from the parts."""
+    return [
+        "static void dyn_m_qdd(double t, const double *q, const double *qd, const double *p, double *out)",
+        f"{{ dyn_dv_qdd({n}, {res}, {mass}, t, q, qd, p, out); }}",
+        "static void dyn_m_qdd_jacobian(double t, const double *q, const double *qd, const double *p, double *qdd,",
+        "                               double *out)",
+        f"{{ {qdd_jac} }}",
+        "static void dyn_m_qdd_derivatives(double t, const double *q, const double *qd, const double *p,",
+        "                                  double *qdd, double *out, double *minv)",
+        f"{{ {qdd_der} }}",
+        "static void dyn_m_rhs(double t, const double *y, const double *p, double *ydot)",
+        f"{{ memcpy(ydot, y + {n}, {n} * sizeof(double)); dyn_m_qdd(t, y, y + {n}, p, ydot + {n}); }}",
+        "static void dyn_m_jacobian(double t, const double *y, const double *p, double *out)",
+        f"{{ {state_jac} }}",
+    ]
+
+
 def derivative_solves(mod, symbol) -> tuple:
     """q'', dq''/d[q, qd], the state Jacobian and rhs composed from the backend's residual,
     residual_jacobian and mass_matrix entry points by templates/native/dynamica_linalg.h."""
@@ -119,34 +171,11 @@ def derivative_solves(mod, symbol) -> tuple:
         mass, names = "(dyn_mass_fn)dyn_m_mass_matrix", {"mass_matrix": "dyn_m_mass_matrix"}
     pairs = bool({"pair_terms", "numeric_terms"} & set(kernel_names(mod)))
     if pairs:              # variants recursive_loops and numeric: pairs of coordinates in loops
-        nv = 42 * n
-        terms = f"(dyn_pair_terms_fn){symbol('pair_terms')}, (dyn_pair_mass_fn){symbol('pair_mass')}"
-        lines += [
-            "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
-            "                                    const double *p, double *r, double *J)",
-            f"{{ dyn_rl_residual_jacobian({n}, {nv}, dyn_rl_pred, (dyn_pair_terms_fn){symbol('pair_terms')}, t, q, qd, "
-            "x, p, r, J); }",
-            "static void dyn_m_mass_matrix(double t, const double *q, const double *p, double *M)",
-            f"{{ dyn_rl_mass_matrix({n}, dyn_rl_pred, (dyn_pair_mass_fn){symbol('pair_mass')}, t, q, p, M); }}",
-            "static void dyn_m_solve_jacobian(double t, const double *q, const double *qd, const double *p,",
-            "                                 double *qdd, double *F, double *J)",
-            f"{{ dyn_rl_solve_jacobian({n}, {nv}, dyn_rl_pred, {terms}, t, q, qd, p, qdd, F, J); }}"]
+        lines += _pair_lines(n, symbol)
         mass, names = "(dyn_mass_fn)dyn_m_mass_matrix", {"mass_matrix": "dyn_m_mass_matrix",
                                                           "residual_jacobian": "dyn_m_residual_jacobian"}
     if "residual_partials" in kernel_names(mod):       # the tape (generator/ir/tangent.py tape_kernel)
-        size = kernel_output_size(mod, "residual_partials", "P")
-        lines += [
-            "static void dyn_m_residual_jacobian(double t, const double *q, const double *qd, const double *x,",
-            "                                    const double *p, double *r, double *J)",
-            "{",
-            f"    double *P = (double *)malloc({size} * sizeof(double));",
-            "    double *T = (double *)malloc((size_t)dyn_tp_meta[1] * dyn_tp_meta[3] * sizeof(double));",
-            f"    if (P == NULL || T == NULL) {{ dyn_fill_nan(r, {n}); dyn_fill_nan(J, {2 * n * n}); }}",
-            f"    else {{ {symbol('residual_partials')}(t, q, qd, x, p, r, P);",
-            "           dyn_tape_jacobian(dyn_tp_meta, dyn_tp_stmt, dyn_tp_edge, dyn_tp_out, P, T, J); }",
-            "    free(P);",
-            "    free(T);",
-            "}"]
+        lines += _tape_lines(mod, n, symbol)
         jac, names = (
             "(dyn_residual_jacobian_fn)dyn_m_residual_jacobian",
             {**names, "residual_jacobian": "dyn_m_residual_jacobian"},
@@ -167,20 +196,7 @@ def derivative_solves(mod, symbol) -> tuple:
         qdd_jac = f"dyn_dv_qdd_jacobian({n}, {res}, {jac}, {mass}, t, q, qd, p, out, qdd);"
         qdd_der = f"dyn_dv_qdd_derivatives({n}, {res}, {jac}, {mass}, t, q, qd, p, out, qdd, minv);"
         state_jac = f"dyn_dv_state_jacobian({n}, {res}, {jac}, {mass}, t, y, p, out);"
-    lines += [
-        "static void dyn_m_qdd(double t, const double *q, const double *qd, const double *p, double *out)",
-        f"{{ dyn_dv_qdd({n}, {res}, {mass}, t, q, qd, p, out); }}",
-        "static void dyn_m_qdd_jacobian(double t, const double *q, const double *qd, const double *p, double *qdd,",
-        "                               double *out)",
-        f"{{ {qdd_jac} }}",
-        "static void dyn_m_qdd_derivatives(double t, const double *q, const double *qd, const double *p,",
-        "                                  double *qdd, double *out, double *minv)",
-        f"{{ {qdd_der} }}",
-        "static void dyn_m_rhs(double t, const double *y, const double *p, double *ydot)",
-        f"{{ memcpy(ydot, y + {n}, {n} * sizeof(double)); dyn_m_qdd(t, y, y + {n}, p, ydot + {n}); }}",
-        "static void dyn_m_jacobian(double t, const double *y, const double *p, double *out)",
-        f"{{ {state_jac} }}",
-    ]
+    lines += _composed_lines(n, res, mass, qdd_jac, qdd_der, state_jac)
     return lines, {"qdd": "dyn_m_qdd", "qdd_jacobian": "dyn_m_qdd_jacobian",
                    "qdd_derivatives": "dyn_m_qdd_derivatives", "rhs": "dyn_m_rhs",
                    "jacobian": "dyn_m_jacobian", **names}
