@@ -39,50 +39,44 @@ def independent_rows(J) -> np.ndarray:
     return np.sort(np.array(pivoted_columns(J.T), dtype=int))
 
 
-def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
-    """The `ida` entry of simulate's INTEGRATORS (module docstring); y0 = [q, qd] assembled."""
-    from dynamica.errors import DynamicaError, IntegrationError
-    try:
-        from sksundae.ida import IDA
-    except ImportError:
-        raise DynamicaError("method 'ida' needs SUNDIALS through scikit-sundae: pip install 'dynamica[dae]' "
-                            "(or scikit-sundae); radau is the other implicit method") from None
-    from dynamica.runtime import assembly as loops
-    from dynamica.runtime.integrators.simulate import simulation_result
-    if not model.loops:
-        raise ValueError("method 'ida' integrates the differential-algebraic equations of a model with closed "
-                         "loops; this model has none: use 'radau' or 'BDF' for a stiff tree")
-    if events:
-        raise ValueError("method 'ida' does not locate events; use adams or a scipy method")
-    from dynamica.runtime.integrators import contact_events
-    n = model.n
-    q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
-    zero = np.zeros(n)
-    J0, _ = loops.jacobian(model, q0, t0, params)
-    rows = independent_rows(J0)
-    r = len(rows)
-    calls = [0]
+class _GGL:
+    """The GGL index-2 equations of a model with closed loops in IDA's residual form, y = [q, v,
+    lambda, mu], on the independent rows of the loops' Jacobian at the start."""
 
-    def consistent(t, q, v):
+    def __init__(self, model, params, q0, t0):
+        from dynamica.runtime import assembly as loops
+        self.model, self.params, self.loops = model, params, loops
+        self.n, self.zero = model.n, np.zeros(model.n)
+        J0, _ = loops.jacobian(model, q0, t0, params)
+        self.rows = independent_rows(J0)
+        self.r = len(self.rows)
+        self.calls = 0
+
+    def consistent(self, t, q, v):
         """[q, v, lambda, 0] and its derivative at (t, q, v): lambda from M q'' - Q + J^T lambda = 0."""
+        model, params, r = self.model, self.params, self.r
         qdd = model.qdd(q, v, t, params)
-        tau = model.inverse_dynamics(q, v, zero, t, params)             # M q'' - Q at q'' = 0: -Q
-        J, _ = loops.jacobian(model, q, t, params)
-        lam = np.linalg.lstsq(J[rows].T, -(model.mass_matrix(q, t, params) @ qdd + tau), rcond=None)[0] \
+        tau = model.inverse_dynamics(q, v, self.zero, t, params)             # M q'' - Q at q'' = 0: -Q
+        J, _ = self.loops.jacobian(model, q, t, params)
+        lam = np.linalg.lstsq(J[self.rows].T, -(model.mass_matrix(q, t, params) @ qdd + tau), rcond=None)[0] \
             if r else np.zeros(0)
         return np.concatenate([q, v, lam, np.zeros(r)]), np.concatenate([v, qdd, np.zeros(2 * r)])
 
-    def residual(t, y, yp, out):
-        calls[0] += 1
+    def residual(self, t, y, yp, out):
+        self.calls += 1
+        model, params, n, r = self.model, self.params, self.n, self.r
         q, v, lam, mu = y[:n], y[n:2 * n], y[2 * n:2 * n + r], y[2 * n + r:]
-        J, phit = loops.jacobian(model, q, t, params)
-        J, phit = J[rows], phit[rows]
+        J, phit = self.loops.jacobian(model, q, t, params)
+        J, phit = J[self.rows], phit[self.rows]
         out[:n] = yp[:n] - v + J.T @ mu
-        out[n:2 * n] = model.mass_matrix(q, t, params) @ yp[n:2 * n] + model.inverse_dynamics(q, v, zero, t, params) \
-            + J.T @ lam
+        out[n:2 * n] = model.mass_matrix(q, t, params) @ yp[n:2 * n] \
+            + model.inverse_dynamics(q, v, self.zero, t, params) + J.T @ lam
         out[2 * n:2 * n + r] = J @ v + phit
-        out[2 * n + r:] = loops.residual(model, q, t, params)[rows]
+        out[2 * n + r:] = self.loops.residual(model, q, t, params)[self.rows]
 
+
+def _options(n, r, rtol, atol, step, t0, t_end, t_eval):
+    """IDA's options (the algebraic variables left out of the error test) and the output times."""
     algebraic = list(range(2 * n, 2 * n + 2 * r))
     tol = np.full(2 * n + 2 * r, float(atol))
     tol[algebraic] = 1e10                        # left out of the error test (module docstring)
@@ -94,14 +88,37 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     options = {"rtol": float(rtol), "atol": tol, "algebraic_idx": algebraic or None, "max_num_steps": 100000}
     if step:
         options["max_step"] = float(step)
+    return options, t_eval
+
+
+def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
+    """The `ida` entry of simulate's INTEGRATORS (module docstring); y0 = [q, qd] assembled."""
+    from dynamica.errors import DynamicaError, IntegrationError
+    try:
+        from sksundae.ida import IDA
+    except ImportError:
+        raise DynamicaError("method 'ida' needs SUNDIALS through scikit-sundae: pip install 'dynamica[dae]' "
+                            "(or scikit-sundae); radau is the other implicit method") from None
+    from dynamica.runtime.integrators.simulate import simulation_result
+    if not model.loops:
+        raise ValueError("method 'ida' integrates the differential-algebraic equations of a model with closed "
+                         "loops; this model has none: use 'radau' or 'BDF' for a stiff tree")
+    if events:
+        raise ValueError("method 'ida' does not locate events; use adams or a scipy method")
+    from dynamica.runtime.integrators import contact_events
+    n = model.n
+    q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
+    g = _GGL(model, params, q0, t0)
+    options, t_eval = _options(n, g.r, rtol, atol, step, t0, t_end, t_eval)
     info = {"integrator": "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)",
-            "constraint_rows": tuple(int(k) for k in rows)}
+            "constraint_rows": tuple(int(k) for k in g.rows)}
     gaps = contact_events.Gaps(model, model.param_vector(params)) if contact_events.gap_forces(model) else None
     if gaps is not None:                         # contacts: IDA's root finding on its BDF interpolant
         def gap_events(t, y, yp, out):
             out[:] = gaps(t, y[:2 * n])[0]
         gap_events.terminal, gap_events.direction = [True] * len(gaps), [0] * len(gaps)
         options.update(eventsfn=gap_events, num_events=len(gaps))
+    consistent, residual = g.consistent, g.residual
     T, Y = [], []
     contacts, restarts, t_cur, (yy, yp) = [], 0, float(t0), consistent(t0, q0, v0)
     side = np.where(gaps(t0, yy[:2 * n])[0] < 0, -1, 1) if gaps is not None else None
@@ -130,6 +147,6 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
         t_cur, (yy, yp), restarts = te, consistent(te, ye[:n], ye[n:2 * n]), restarts + 1
     if gaps is not None:
         info.update(contacts=contacts, restarts=restarts)
-    info["residual_calls"] = calls[0]
+    info["residual_calls"] = g.calls
     t_out, Y_out = np.concatenate(T), np.concatenate(Y)
-    return simulation_result(model, t_out, Y_out, "ida", calls[0], info, str(sol.message), params=params)
+    return simulation_result(model, t_out, Y_out, "ida", g.calls, info, str(sol.message), params=params)
