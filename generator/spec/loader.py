@@ -343,18 +343,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
     # -- sections
     def run(self) -> ModelSpec:
         d = self.data
-        if not isinstance(d, dict):
-            what = "an empty document" if d is None else found(d)
-            raise ModelError(self.file, [Problem("", f"expected a mapping (name:, bodies:, ...) at the top level, "
-                                                     f"found {what}")])
-        self.keys(d, "", self.TOP, required=("name", "bodies"))
-        name = d.get("name")
-        if "name" in d:
-            self.ident(name, "name", "the model name")
-        description = d.get("description", "")
-        if not isinstance(description, str):
-            self.err("description", f"expected a string, found {found(description)}")
-            description = ""
+        name, description = self.header(d)
         self.entry = "parameters"
         self.param_units = {}
         params = self.params = self.parameters(self.section(d, "parameters", dict, {}, "a mapping name -> value"))
@@ -372,12 +361,8 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
             self.broken |= set(scan_coordinates(d["bodies"])) - set(coords)
         self.entry = "inputs"
         inputs = self.inputs(self.section(d, "inputs", list, [], "a list of input names"))
-        self.fscope = scope_of(params, frozenset(coords)).child(
-            coordinates_allowed=True, functions=self.pscope.functions, inputs=frozenset(inputs),
-            states=frozenset(self.state_names(d.get("states"))))
+        self.scopes(params, coords, inputs, d.get("states"), bodies)
         body_names = {b.name for b in bodies if isinstance(b.name, str)}
-        self.coordinate_units = {tr.q: "rad" if tr.kind == "rotate" else "m" for b in bodies for tr in b.joint
-                                 if tr.q is not None}
         self.entry = "initial"
         initial = self.initial(self.section(d, "initial", dict, {}, "a mapping coordinate -> value"), coords)
         self.entry = "contact"
@@ -405,13 +390,7 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
         self.entry = "stages"
         stages = self.stages(self.section(d, "stages", list, [], "a list of stages"), bodies, params, outputs,
                              forces, loops)
-        self.entry = "parameters"
-        for p in params:
-            if p.name in coords:
-                self.err("parameters", f"`{p.name}` is both a parameter and a joint coordinate")
-        if self.problems or self.deferred:
-            raise ModelError(self.file, self.problems or self.deferred)
-        self.entry = ""
+        self.finish(params, coords)
         spec = ModelSpec(name=name, file=self.file, parameters=tuple(params), gravity=gravity,
                          bodies=tuple(bodies), initial=tuple(initial), forces=tuple(forces),
                          outputs=outputs, simulate=simulate, description=description, loops=tuple(loops),
@@ -422,6 +401,40 @@ class _Loader(JointSections, ForceSections, ActuatorSections, LoopSections, Stag
                          display_units=self.shown_units(coords))
         physics_warnings(spec, self.default_value)
         return spec
+
+    def header(self, d) -> tuple:
+        """The document a mapping with its top-level keys; (the model name, its description)."""
+        if not isinstance(d, dict):
+            what = "an empty document" if d is None else found(d)
+            raise ModelError(self.file, [Problem("", f"expected a mapping (name:, bodies:, ...) at the top level, "
+                                                     f"found {what}")])
+        self.keys(d, "", self.TOP, required=("name", "bodies"))
+        name = d.get("name")
+        if "name" in d:
+            self.ident(name, "name", "the model name")
+        description = d.get("description", "")
+        if not isinstance(description, str):
+            self.err("description", f"expected a string, found {found(description)}")
+            description = ""
+        return name, description
+
+    def scopes(self, params, coords, inputs, states, bodies):
+        """The scope of expressions of the state (forces, outputs, ...) and the coordinates' units."""
+        self.fscope = scope_of(params, frozenset(coords)).child(
+            coordinates_allowed=True, functions=self.pscope.functions, inputs=frozenset(inputs),
+            states=frozenset(self.state_names(states)))
+        self.coordinate_units = {tr.q: "rad" if tr.kind == "rotate" else "m" for b in bodies for tr in b.joint
+                                 if tr.q is not None}
+
+    def finish(self, params, coords):
+        """The checks across sections, then every problem found in one ModelError."""
+        self.entry = "parameters"
+        for p in params:
+            if p.name in coords:
+                self.err("parameters", f"`{p.name}` is both a parameter and a joint coordinate")
+        if self.problems or self.deferred:
+            raise ModelError(self.file, self.problems or self.deferred)
+        self.entry = ""
 
     def parameters(self, d: dict) -> list:
         out = []
