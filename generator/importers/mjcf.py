@@ -647,15 +647,10 @@ class _Converter:
         return []
 
     # -- contacts: geoms as collision shapes, MuJoCo's filters as the pairs
-    def _contacts(self) -> dict:
-        """The `contact` section (docs/contact.md): sphere, capsule, box and plane geoms as shapes;
-        the pairs MuJoCo's broad phase would test (contype & conaffinity, not within one welded
-        body, not a body and its parent unless that is the world, not excluded) and its explicit
-        <pair>s, with MuJoCo's friction (the larger sliding coefficient of the two geoms); the law's
-        stiffness, damping and exponent as parameters (MuJoCo's solref/solimp are another law)."""
+    def _contact_shapes(self) -> tuple:
+        """({shape name: shape}, {geom: shape name}) of the geoms that can touch (contype or
+        conaffinity, or in an explicit <pair>) and have a closed form here."""
         m = self.m
-        if not self.options["contacts"] or self.disabled("CONSTRAINT") or self.disabled("CONTACT"):
-            return {}
         kinds = {0: "plane", 2: "sphere", 3: "capsule", 5: "cylinder", 6: "box"}
         shapes, names = {}, {}
         for g in range(m.ngeom):
@@ -683,11 +678,45 @@ class _Converter:
                 shape["size"] = [yaml_num(2 * x) for x in size]
             names[g] = self.names(label, "shape")
             shapes[names[g]] = shape
-        if not shapes:
-            return {}
+        return shapes, names
+
+    def _filtered_pairs(self, geoms, seen):
+        """The geom pairs MuJoCo's broad phase would test: not an explicit pair already, not
+        within one welded body, contype & conaffinity, not a body and its parent unless that is
+        the world (filterparent), not excluded."""
         import mujoco
+        m = self.m
         filter_parent = not (m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT))
         excluded = {int(x) for x in m.exclude_signature[:m.nexclude]} if m.nexclude else set()
+        weld = [int(x) for x in m.body_weldid]
+        for i, g1 in enumerate(geoms):
+            for g2 in geoms[i + 1:]:
+                b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
+                w1, w2 = weld[b1], weld[b2]
+                if (g1, g2) in seen or w1 == w2:
+                    continue
+                if not (m.geom_contype[g1] & m.geom_conaffinity[g2] or m.geom_contype[g2] & m.geom_conaffinity[g1]):
+                    continue
+                p1, p2 = weld[int(m.body_parentid[w1])], weld[int(m.body_parentid[w2])]
+                if filter_parent and ((p1 == w2 and w2 != 0) or (p2 == w1 and w1 != 0)):
+                    continue
+                if ((min(b1, b2) << 16) + max(b1, b2)) in excluded or ((b1 << 16) + b2) in excluded \
+                        or ((b2 << 16) + b1) in excluded:
+                    continue
+                yield g1, g2
+
+    def _contacts(self) -> dict:
+        """The `contact` section (docs/contact.md): sphere, capsule, box and plane geoms as shapes;
+        the pairs MuJoCo's broad phase would test (contype & conaffinity, not within one welded
+        body, not a body and its parent unless that is the world, not excluded) and its explicit
+        <pair>s, with MuJoCo's friction (the larger sliding coefficient of the two geoms); the law's
+        stiffness, damping and exponent as parameters (MuJoCo's solref/solimp are another law)."""
+        m = self.m
+        if not self.options["contacts"] or self.disabled("CONSTRAINT") or self.disabled("CONTACT"):
+            return {}
+        shapes, names = self._contact_shapes()
+        if not shapes:
+            return {}
         weld = [int(x) for x in m.body_weldid]
         pairs, seen, kept = [], set(), []        # kept: explicit or with a geom fixed to the ground
         order = {"plane": 0, "box": 1, "sphere": 2, "capsule": 3, "cylinder": 4}
@@ -710,22 +739,8 @@ class _Converter:
             if g1 in names and g2 in names:
                 seen.add((min(g1, g2), max(g1, g2)))
                 add(g1, g2, float(m.pair_friction[k][0]), explicit=True)
-        geoms = sorted(names)
-        for i, g1 in enumerate(geoms):
-            for g2 in geoms[i + 1:]:
-                b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
-                w1, w2 = weld[b1], weld[b2]
-                if (g1, g2) in seen or w1 == w2:
-                    continue
-                if not (m.geom_contype[g1] & m.geom_conaffinity[g2] or m.geom_contype[g2] & m.geom_conaffinity[g1]):
-                    continue
-                p1, p2 = weld[int(m.body_parentid[w1])], weld[int(m.body_parentid[w2])]
-                if filter_parent and ((p1 == w2 and w2 != 0) or (p2 == w1 and w1 != 0)):
-                    continue
-                if ((min(b1, b2) << 16) + max(b1, b2)) in excluded or ((b1 << 16) + b2) in excluded \
-                        or ((b2 << 16) + b1) in excluded:
-                    continue
-                add(g1, g2, max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])))
+        for g1, g2 in self._filtered_pairs(sorted(names), seen):
+            add(g1, g2, max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])))
         if self.options["contacts"] == "ground":
             if len(pairs) > sum(kept):
                 self.ignore("contacts between two moving bodies (contacts='ground': only the pairs with the "
