@@ -403,8 +403,21 @@ static int dyn_ldl_pivots_finite(int n, const double *F)
 
 /* dq''/d[q, q'] = -M^-1 J into out (and q'' into qdd_out unless NULL) from the kernel that gives
    q'', the factors F of M and J at q'' in one call; a zero pivot (1/d_i not finite) gives NaN */
+static void dyn_dv_ldl_qdd_derivatives(int n, dyn_solve_jacobian_fn solve, double t, const double *q,
+                                       const double *qd, const double *p, double *out, double *qdd_out,
+                                       double *minv);
+
 static void dyn_dv_ldl_qdd_jacobian(int n, dyn_solve_jacobian_fn solve, double t, const double *q, const double *qd,
                                     const double *p, double *out, double *qdd_out)
+{
+    dyn_dv_ldl_qdd_derivatives(n, solve, t, q, qd, p, out, qdd_out, NULL);
+}
+
+/* dyn_dv_ldl_qdd_jacobian, and (minv not NULL) M^-1 (row-major n x n) into minv from the same L^T D L
+   factors F */
+static void dyn_dv_ldl_qdd_derivatives(int n, dyn_solve_jacobian_fn solve, double t, const double *q,
+                                       const double *qd, const double *p, double *out, double *qdd_out,
+                                       double *minv)
 {
     double local[32 * 32 + 32];             /* small models: no allocation per call */
     double *F = n <= 32 ? local : (double *)malloc(((size_t)n * n + n) * sizeof(double));
@@ -412,6 +425,8 @@ static void dyn_dv_ldl_qdd_jacobian(int n, dyn_solve_jacobian_fn solve, double t
         dyn_fill_nan(out, 2 * n * n);
         if (qdd_out != NULL)
             dyn_fill_nan(qdd_out, n);
+        if (minv != NULL)
+            dyn_fill_nan(minv, n * n);
         return;
     }
     double *qdd = F + (size_t)n * n;
@@ -419,42 +434,21 @@ static void dyn_dv_ldl_qdd_jacobian(int n, dyn_solve_jacobian_fn solve, double t
     if (!dyn_ldl_pivots_finite(n, F)) {
         dyn_fill_nan(out, 2 * n * n);
         dyn_fill_nan(qdd, n);
+        if (minv != NULL)
+            dyn_fill_nan(minv, n * n);
     } else {
         dyn_ldl_solve(n, F, 2 * n, out, -1.0);
+        if (minv != NULL) {
+            memset(minv, 0, (size_t)n * n * sizeof(double));
+            for (int k = 0; k < n; ++k)
+                minv[(size_t)k * n + k] = 1.0;
+            dyn_ldl_solve(n, F, n, minv, 1.0);
+        }
     }
     if (qdd_out != NULL)
         memcpy(qdd_out, qdd, (size_t)n * sizeof(double));
     if (F != local)
         free(F);
-}
-
-/* dyn_dv_ldl_qdd_jacobian, and M^-1 (row-major n x n) into minv from the same L^T D L factors F */
-static void dyn_dv_ldl_qdd_derivatives(int n, dyn_solve_jacobian_fn solve, double t, const double *q,
-                                       const double *qd, const double *p, double *out, double *qdd_out,
-                                       double *minv)
-{
-    double *F = (double *)malloc(((size_t)n * n + n) * sizeof(double));
-    if (F == NULL) {
-        dyn_fill_nan(out, 2 * n * n);
-        dyn_fill_nan(qdd_out, n);
-        dyn_fill_nan(minv, n * n);
-        return;
-    }
-    double *qdd = F + (size_t)n * n;
-    solve(t, q, qd, p, qdd, F, out);
-    if (!dyn_ldl_pivots_finite(n, F)) {
-        dyn_fill_nan(out, 2 * n * n);
-        dyn_fill_nan(qdd, n);
-        dyn_fill_nan(minv, n * n);
-    } else {
-        dyn_ldl_solve(n, F, 2 * n, out, -1.0);
-        memset(minv, 0, (size_t)n * n * sizeof(double));
-        for (int k = 0; k < n; ++k)
-            minv[(size_t)k * n + k] = 1.0;
-        dyn_ldl_solve(n, F, n, minv, 1.0);
-    }
-    memcpy(qdd_out, qdd, (size_t)n * sizeof(double));
-    free(F);
 }
 
 static void dyn_dv_ldl_state_jacobian(int n, dyn_solve_jacobian_fn solve, double t, const double *y, const double *p,
