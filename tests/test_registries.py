@@ -75,8 +75,8 @@ def test_every_contact_pair_type_has_its_reference_contact():
     in the numeric reference (a plane against any shape one function), and the broad phase knows
     its point count."""
     from dynamica.generator.mechanics.broad_phase import POINTS
-    from dynamica.generator.spec.contact_sections import PAIR_TYPES
     from dynamica.generator.mechanics.contact import PAIRS
+    from dynamica.generator.spec.contact_sections import PAIR_TYPES
     from dynamica.runtime.reference import forces as reference
     assert set(PAIRS) == set(PAIR_TYPES)
     for a, b in PAIR_TYPES:
