@@ -148,6 +148,19 @@ def _units_and_experiment(root, model, variables_: list) -> None:
     ET.SubElement(root, "DefaultExperiment", exp)
 
 
+def _value_attributes(v, ref) -> dict:
+    """A real variable's start, unit and the reference of the state it is the derivative of
+    (FMI 2 <Real>, FMI 3 <Float64>)."""
+    out = {}
+    if v.start is not None:
+        out["start"] = _fmt(v.start)
+    if v.unit:
+        out["unit"] = v.unit
+    if v.derivative:
+        out["derivative"] = str(ref[v.derivative])
+    return out
+
+
 def _variable_attributes(v) -> dict:
     """A model variable's attributes common to FMI 2.0 and 3.0."""
     attrs = {"name": v.name, "valueReference": str(v.vr), "description": v.description,
@@ -179,14 +192,7 @@ def model_description(lib, me: bool, cs: bool, guid: str, variables_: list) -> s
     for v in variables_:
         attrs = _variable_attributes(v)
         sv = ET.SubElement(mv, "ScalarVariable", attrs)
-        real = {}
-        if v.start is not None:
-            real["start"] = _fmt(v.start)
-        if v.unit:
-            real["unit"] = v.unit
-        if v.derivative:
-            real["derivative"] = str(index[v.derivative])
-        ET.SubElement(sv, "Real", real)
+        ET.SubElement(sv, "Real", _value_attributes(v, index))
     ms = ET.SubElement(root, "ModelStructure")
     outputs = [index[v.name] for v in variables_ if v.causality == "output"]
     derivs = [index[v.name] for v in variables_ if v.derivative]
@@ -231,13 +237,7 @@ def model_description_3(lib, me: bool, cs: bool, token: str, variables_: list) -
                                   "variability": "continuous", "description": "time"})
     vr = {v.name: v.vr for v in variables_}
     for v in variables_:
-        attrs = _variable_attributes(v)
-        if v.start is not None:
-            attrs["start"] = _fmt(v.start)
-        if v.unit:
-            attrs["unit"] = v.unit
-        if v.derivative:
-            attrs["derivative"] = str(vr[v.derivative])
+        attrs = {**_variable_attributes(v), **_value_attributes(v, vr)}
         ET.SubElement(mv, "Float64", attrs)
     ms = ET.SubElement(root, "ModelStructure")
     state_order = {name: k for k, name in enumerate(list(model.coordinates)

@@ -65,11 +65,11 @@ def test_free_free_spring_mass_chain(tmp_path):
     assert np.max(np.abs(w[1:] / exact[1:] - 1)) < 1e-10
 
 
-@pytest.mark.parametrize("n, variant", [(16, "recursive"), (32, "recursive_loops")])
-def test_long_chain_uses_the_recursive_or_tape_variant_and_keeps_the_closed_form(tmp_path, n, variant):
+@pytest.mark.parametrize("n, variant", [(16, "recursive"), (32, "numeric")])
+def test_long_chain_uses_the_recursive_or_numeric_variant_and_keeps_the_closed_form(tmp_path, n, variant):
     """Up to RECURSIVE_MAX_COORDINATES (30) coordinates a chain's derivatives module is the
-    recursive variant, above it recursive_loops on the C backend (O(n) generated code); both give
-    the closed form."""
+    recursive variant, above it the numeric one on the C backend (its springs' partials from a
+    generated kernel, the recursions as loops); both give the closed form."""
     from dynamica.runtime.kinds.derivatives import RECURSIVE_MAX_COORDINATES, derivatives
     assert (n <= RECURSIVE_MAX_COORDINATES) == (variant == "recursive")
     m, c = 1.5, 80.0
