@@ -146,3 +146,28 @@ def oscillator(tmp_path, inputs=False):
                         "com": [0, 0, 0], "inertia": [0.1, 0.1, 0.1]}],
             "forces": forces + ([{"type": "generalized_force", "coordinate": "x", "value": "u"}] if inputs else [])}
     return write_model(tmp_path, data, f"{name}.yaml")
+
+
+def mujoco_scene(tmp_path, fixed_geom: str, moving_geom: str, file: str):
+    """One free body `k` with `moving_geom` above `fixed_geom` in the world, written as MJCF and
+    loaded both ways: (our model, its one contact pair's name, the MuJoCo oracle of its
+    coordinates, MuJoCo's MjModel and MjData)."""
+    import warnings
+
+    import mujoco
+
+    import dynamica
+    from dynamica.generator.spec.model import DynamicaWarning
+
+    from oracles.mujoco_mjcf import MujocoOracle
+    path = tmp_path / file
+    path.write_text(f"""<mujoco><option gravity="0 0 -9.81"/><worldbody>
+      {fixed_geom}
+      <body name="k" pos="0 0 0.5"><freejoint name="k"/>{moving_geom}</body>
+      </worldbody></mujoco>""")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DynamicaWarning)
+        model = dynamica.load(path)
+    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
+    m = mujoco.MjModel.from_xml_path(str(path))
+    return model, pair, MujocoOracle(path, model.coordinates), m, mujoco.MjData(m)

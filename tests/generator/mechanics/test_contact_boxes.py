@@ -17,6 +17,7 @@ from dynamica.generator.spec.model import DynamicaWarning, load_model
 from dynamica.runtime.reference.numeric import NumericReference
 
 from conftest import write_model
+from helpers import mujoco_scene
 
 G = 9.81
 
@@ -55,20 +56,10 @@ def test_a_corner_in_a_face_has_mujocos_depth(tmp_path):
     a box fixed in the world (away from the face's edges): MuJoCo's deepest contact and ours agree,
     1e-9 m, at 10 poses."""
     mujoco = pytest.importorskip("mujoco")
-    from oracles.mujoco_mjcf import MujocoOracle, _rx, _ry, _rz
-    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
-      <geom name="base" type="box" size="0.5 0.4 0.1"/>
-      <body name="k" pos="0 0 0.5"><freejoint name="k"/><geom name="top" type="box" size="0.1 0.07 0.05"/></body>
-      </worldbody></mujoco>"""
-    path = tmp_path / "boxes.xml"
-    path.write_text(xml)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DynamicaWarning)
-        model = dynamica.load(path)
-    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
-    oracle = MujocoOracle(path, model.coordinates)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    data = mujoco.MjData(m)
+    from oracles.mujoco_mjcf import _rx, _ry, _rz
+    model, pair, oracle, m, data = mujoco_scene(
+        tmp_path, '<geom name="base" type="box" size="0.5 0.4 0.1"/>',
+        '<geom name="top" type="box" size="0.1 0.07 0.05"/>', "boxes.xml")
     rng = np.random.default_rng(4)
     half = np.array([0.1, 0.07, 0.05])
     corners = np.array([[sx, sy, sz] for sx in (1, -1) for sy in (1, -1) for sz in (1, -1)]) * half
@@ -142,20 +133,10 @@ def test_a_capsule_end_in_a_face_has_mujocos_depth(tmp_path):
     is 1 to 5 mm into the top face of a box fixed in the world: MuJoCo's deepest contact and ours
     agree, 1e-9 m, at 10 poses."""
     mujoco = pytest.importorskip("mujoco")
-    from oracles.mujoco_mjcf import MujocoOracle, _rx, _ry, _rz
-    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
-      <geom name="base" type="box" size="0.5 0.4 0.1"/>
-      <body name="k" pos="0 0 0.5"><freejoint name="k"/><geom name="rod" type="capsule" size="0.04 0.12"/></body>
-      </worldbody></mujoco>"""
-    path = tmp_path / "boxcap.xml"
-    path.write_text(xml)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DynamicaWarning)
-        model = dynamica.load(path)
-    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
-    oracle = MujocoOracle(path, model.coordinates)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    data = mujoco.MjData(m)
+    from oracles.mujoco_mjcf import _rx, _ry, _rz
+    model, pair, oracle, m, data = mujoco_scene(
+        tmp_path, '<geom name="base" type="box" size="0.5 0.4 0.1"/>',
+        '<geom name="rod" type="capsule" size="0.04 0.12"/>', "boxcap.xml")
     rng = np.random.default_rng(6)
     checked = 0
     while checked < 10:
@@ -257,20 +238,9 @@ def test_a_capsule_across_an_edge_has_mujocos_depth(tmp_path):
     e_i the edge, u the capsule's axis), at least 20 such poses among 300. (With the segment itself inside the box
     MuJoCo's capsule-box takes other features and the two differ by up to 1 cm.)"""
     mujoco = pytest.importorskip("mujoco")
-    from oracles.mujoco_mjcf import MujocoOracle
-    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
-      <geom name="base" type="box" size="0.5 0.4 0.1"/>
-      <body name="k" pos="0 0 0.5"><freejoint name="k"/><geom name="rod" type="capsule" size="0.04 0.2"/></body>
-      </worldbody></mujoco>"""
-    path = tmp_path / "capedge.xml"
-    path.write_text(xml)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DynamicaWarning)
-        model = dynamica.load(path)
-    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
-    oracle = MujocoOracle(path, model.coordinates)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    data = mujoco.MjData(m)
+    model, pair, oracle, m, data = mujoco_scene(
+        tmp_path, '<geom name="base" type="box" size="0.5 0.4 0.1"/>',
+        '<geom name="rod" type="capsule" size="0.04 0.2"/>', "capedge.xml")
     rng = np.random.default_rng(3)
     seen = 0
     for _ in range(300):

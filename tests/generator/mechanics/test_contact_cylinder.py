@@ -20,6 +20,7 @@ from dynamica.generator.spec.model import DynamicaWarning, load_model
 from dynamica.runtime.reference.numeric import NumericReference
 
 from conftest import write_model
+from helpers import mujoco_scene
 
 G = 9.81
 LAW = {"stiffness": 1e4, "damping": 0.3, "friction": 0.6, "stiction_velocity": 0.01}
@@ -221,20 +222,9 @@ def test_capsule_cylinder_distances_are_mujocos(tmp_path):
     its solver's tolerance); at least 15 poses of each. Where the capsule's middle is over an end
     face or its rim, our points are not that feature (docs/contact.md) and are not compared."""
     mujoco = pytest.importorskip("mujoco")
-    from oracles.mujoco_mjcf import MujocoOracle
-    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
-      <geom name="cyl" type="cylinder" size="0.1 0.2" euler="0.4 0.3 0"/>
-      <body name="k" pos="0 0 0.5"><freejoint name="k"/><geom name="rod" type="capsule" size="0.04 0.15"/></body>
-      </worldbody></mujoco>"""
-    path = tmp_path / "capcyl.xml"
-    path.write_text(xml)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DynamicaWarning)
-        model = dynamica.load(path)
-    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
-    oracle = MujocoOracle(path, model.coordinates)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    data = mujoco.MjData(m)
+    model, pair, oracle, m, data = mujoco_scene(
+        tmp_path, '<geom name="cyl" type="cylinder" size="0.1 0.2" euler="0.4 0.3 0"/>',
+        '<geom name="rod" type="capsule" size="0.04 0.15"/>', "capcyl.xml")
     rng = np.random.default_rng(3)
     seen = {"side": 0, "end": 0}
     for _ in range(600):
