@@ -272,8 +272,8 @@ def _recursive_loops(kin, x):
 
 @register_variant("numeric", "numeric",
                   "[dr/dq | dr/dqd], row-major n x 2n, analytical recursive derivatives as hand-written loops over "
-                  "the generated per-joint terms of numeric mode, plus the generated partials of generalized "
-                  "forces that depend on q or q' (springs, dampers, friction laws)", backends=("c",))
+                  "the generated per-joint terms of numeric mode, plus the generated partials of active forces "
+                  "that depend on q or q' (springs, dampers, friction laws)", backends=("c",))
 def _numeric(kin, x):
     """The variant "numeric" (large trees, builds in seconds): one generated kernel, numeric
     mode's `numeric_terms` (t, q, qd, p) -> T (generator/forms/numeric.py: per joint G, rho, the
@@ -283,22 +283,30 @@ def _numeric(kin, x):
     templates/native/dynamica_linalg.h. Generalized forces Q^gen that depend on q or q' (joint
     springs and dampers, MJCF stiffness, damping and frictionloss) get a second small kernel,
     `force_jacobian` (t, q, qd, p) -> J = -dQ^gen/d[q, qd] (the forward-mode tangent of Q^gen alone,
-    its structural zeros not stored), which the loops start J from. Models it cannot take:
-    `numeric_unsupported`."""
+    its structural zeros not stored), which the loops start J from; body wrenches F_i that do (a
+    spring-damper between bodies) get `wrench_jacobian` (t, q, qd, p) -> B = dF_i/d[q, qd] in the body
+    frame (6 nb x 2n, row-major), which the loops carry to the ground frame, sum over subtrees and
+    project on the axes: J_c -= S_c . sum_{j in subtree} X_j^* B_j (the rigid carrying of F_i with its
+    body is in the pairs already). Models it cannot take: `numeric_unsupported`."""
     from dynamica.generator.forms.numeric import TB, terms_outputs, topology_tables
     numeric_unsupported(kin)
     terms = terms_outputs(kin)
-    numeric_unsupported(kin, terms)
     tables = topology_tables(kin)
     lam = dict(tables)["dyn_nm_lambda"]
     kernels = (KernelSpec("numeric_terms", ("t", "q", "qd", "p"), (("T", terms),), skip_zero_stores=True,
                           hints=("O1",)),)
     nb, n = kin.topo.n_bodies, len(kin.coordinates)
     gen = terms[TB * nb + 6 * n:TB * nb + 7 * n]
-    if any(map(_state_dependence(kin), gen)):          # r = ... - Q^gen: J starts from -dQ^gen/d[q, qd]
+    moving = _state_dependence(kin)
+    if any(map(moving, gen)):          # r = ... - Q^gen: J starts from -dQ^gen/d[q, qd]
         kernels += (KernelSpec("force_jacobian", ("t", "q", "qd", "p"),
                                (("J", [sp.Integer(0)] * (2 * n * n)), ("A", [-sp.sympify(e) for e in gen])),
                                tangent=("q", "qd"), tangent_add=("A", "J"), skip_zero_stores=True, hints=("O1",)),)
+    wrench = [e for i in range(nb) for e in terms[TB * i + 34:TB * i + 40]]
+    if any(map(moving, wrench)):       # the body wrenches' own partials dF_i/d[q, qd] in the body frame
+        kernels += (KernelSpec("wrench_jacobian", ("t", "q", "qd", "p"),
+                               (("B", [sp.Integer(0)] * (12 * nb * n)), ("A", [sp.sympify(e) for e in wrench])),
+                               tangent=("q", "qd"), tangent_add=("A", "B"), skip_zero_stores=True, hints=("O1",)),)
     return kernels, kin.program, [], tables + (("dyn_rl_pred", lam),)
 
 
@@ -321,33 +329,24 @@ class NumericUnsupported(ModelError):
     after which the default variant falls back to "recursive_loops"."""
 
 
-def numeric_unsupported(kin, terms=None) -> None:
+def numeric_unsupported(kin) -> None:
     """A NumericUnsupported error naming what the variant "numeric" cannot take (closed loops, extra states or
-    inputs, driven motions, body forces that depend on q or q') and the variant that can. Generalized
-    forces on coordinates may depend on q and q' (their partials: the kernel `force_jacobian`)."""
+    inputs, driven motions) and the variant that can. Active forces may depend on q and q' (their
+    partials: the kernels `force_jacobian` and `wrench_jacobian`)."""
     from dynamica.errors import Problem
-    from dynamica.generator.forms.numeric import TB
     spec, topo = kin.spec, kin.topo
     problems = []
     other = "use the derivatives variant 'recursive_loops' (or 'tape') for this model"
-    if terms is None:
-        if spec.loops:
-            problems.append(Problem("loops", f"the derivatives variant 'numeric' takes trees only; {other}"))
-        if spec.states or spec.inputs:
-            what = "states" if spec.states else "inputs"
-            problems.append(Problem(what, f"the derivatives variant 'numeric' takes no extra {what}; {other}"))
-        for i in range(1, topo.n_bodies + 1):
-            jk = kin.joints[i]
-            if jk.driven or any(e != 0 for e in jk.vr_hat):
-                problems.append(Problem(f"bodies.{topo.names[i]}.joint", "the derivatives variant 'numeric' takes no "
-                                        f"driven (prescribed) motions; {other}"))
-    else:
-        moving = _state_dependence(kin)
-        for i in range(1, topo.n_bodies + 1):
-            if any(moving(e) for e in terms[TB * (i - 1) + 34:TB * i]):
-                problems.append(Problem(f"bodies.{topo.names[i]}", "an active force on this body depends on q or "
-                                        f"q' (the derivatives variant 'numeric' has partials of generalized forces "
-                                        f"only, not of body forces); {other}"))
+    if spec.loops:
+        problems.append(Problem("loops", f"the derivatives variant 'numeric' takes trees only; {other}"))
+    if spec.states or spec.inputs:
+        what = "states" if spec.states else "inputs"
+        problems.append(Problem(what, f"the derivatives variant 'numeric' takes no extra {what}; {other}"))
+    for i in range(1, topo.n_bodies + 1):
+        jk = kin.joints[i]
+        if jk.driven or any(e != 0 for e in jk.vr_hat):
+            problems.append(Problem(f"bodies.{topo.names[i]}.joint", "the derivatives variant 'numeric' takes no "
+                                    f"driven (prescribed) motions; {other}"))
     if problems:
         raise NumericUnsupported(spec.file, problems)
 

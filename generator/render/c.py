@@ -227,7 +227,8 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
     if "numeric_terms" in kernel_names(mod):           # variant numeric: templates/native/numeric_deriv.h
         terms = f"&dyn_nm_tp, {PREFIX}numeric_terms"
-        force = f"{PREFIX}force_jacobian" if "force_jacobian" in kernel_names(mod) else "NULL"
+        force = ", ".join(f"{PREFIX}{k}" if k in kernel_names(mod) else "NULL"
+                          for k in ("force_jacobian", "wrench_jacobian"))
         return [{"signature": f"void {ENTRY}residual({state}, double *r)",
                  "lines": [f"dyn_nd_residual({terms}, t, q, qd, qdd, p, r);"]},
                 {"signature": f"void {ENTRY}pair_terms({state}, double *r, double *V, double *D, double *J)",

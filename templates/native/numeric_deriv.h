@@ -15,27 +15,13 @@
    and the per-coordinate vectors V = [S | Sd | Sdd | a = IC S | b = IdC S - S x* HC |
    g = S x* FC + IC Sdd + IdC Sd + Sd x* HC | k = IdC S + S x* HC + 2 IC Sd] that
    dynamica_linalg.h dyn_rl_* turns into J = [dr/dq | dr/dq'], M and its L^T D L factors.
-   The body wrenches must not depend on q or q' (the generator checks it): a wrench fixed in a
-   body is carried rigidly by FC like the inertial forces. Generalized forces Q_c may: their part
-   of J, -dQ/d[q, q'], comes from the generated kernel `force_jacobian` (dyn_nd_force_fn, NULL
-   when Q is free of the state), which fills J before the pairs add theirs. */
+   The pairs carry each body's wrench rigidly with it, as the inertial forces; what the active
+   forces' values add when they depend on q or q' (generalized forces Q_c, body wrenches F_i)
+   comes from generated kernels (`dyn_nd_force_start`), which fill J before the pairs add theirs. */
 #ifndef DYNAMICA_NUMERIC_DERIV_H
 #define DYNAMICA_NUMERIC_DERIV_H
 #include "numeric_core.h"
 #include "dynamica_linalg.h"
-
-/* J = -dQ/d[q, q'] (2 n n, row-major n x 2n) of the generalized forces; its structural zeros are
-   not written (the caller clears J) */
-typedef void (*dyn_nd_force_fn)(double t, const double *q, const double *qd, const double *p, double *J);
-
-/* J (2 n n) cleared, then the generalized forces' part when there is one */
-static inline void dyn_nd_force_start(int n, dyn_nd_force_fn force, double t, const double *q, const double *qd,
-                                      const double *p, double *J)
-{
-    memset(J, 0, 2 * (size_t)n * n * sizeof(double));
-    if (force != NULL)
-        force(t, q, qd, p, J);
-}
 
 /* per body: R (9), p (3), v (6), a (6), IC (10), IdC (10), HC (6), FC (6), then (not summed) the
    body's own inertia (10), da (6), dF (6) of `dyn_nd_update` */
@@ -239,12 +225,73 @@ static void dyn_nd_update(const dyn_nm_topo *tp, const double *T, const double *
     }
 }
 
+/* The generated partials of the active forces (`force_jacobian`, `wrench_jacobian` of
+   generator/kinds/derivatives.py; NULL: the forces are free of the state): J = -dQ/d[q, q']
+   (2 n n, row-major n x 2n) and B = dF_i/d[q, q'] (12 nb n: body i's wrench [force; torque] in
+   its frame, row 6 (i - 1) + e, row-major 6 nb x 2n); their structural zeros are not written. */
+typedef void (*dyn_nd_force_fn)(double t, const double *q, const double *qd, const double *p, double *out);
+
+/* J cleared, then the active forces' part: -dQ/d[q, q'] and -S_c . sum over the subtree of
+   X_j^* dF_j/d[q, q'] (the wrench's partials at a fixed pose, carried to the ground frame as
+   `dyn_nd_passes` carries F; its motion with the body is the pairs' part). S: V's first block, W:
+   the poses of `dyn_nd_passes`. */
+static void dyn_nd_force_start(const dyn_nm_topo *tp, dyn_nd_force_fn force, dyn_nd_force_fn wrench, double t,
+                               const double *q, const double *qd, const double *p, const double *S,
+                               const double *W, double *J)
+{
+    const int nb = tp->nb, n = tp->n;
+    const size_t m = 2 * (size_t)n;
+    memset(J, 0, m * n * sizeof(double));
+    if (force != NULL)
+        force(t, q, qd, p, J);
+    if (wrench == NULL)
+        return;
+    double *B = (double *)calloc(6 * (size_t)nb * m, sizeof(double));
+    if (B == NULL) {
+        dyn_fill_nan(J, (int)(m * n));
+        return;
+    }
+    wrench(t, q, qd, p, B);
+    for (int i = 1; i <= nb; ++i) {                                /* to the ground frame, column by column */
+        const double *R = W + DYN_ND_PB * (size_t)i, *pos = R + 9;
+        double *Bi = B + 6 * (size_t)(i - 1) * m;
+        for (size_t k = 0; k < m; ++k) {
+            double f[3] = {Bi[k], Bi[m + k], Bi[2 * m + k]}, tq[3] = {Bi[3 * m + k], Bi[4 * m + k], Bi[5 * m + k]};
+            double fw[3], tw[3], t3[3];
+            dyn_nm_mtv(R, f, fw);
+            dyn_nm_mtv(R, tq, tw);
+            dyn_nm_cross(pos, fw, t3);
+            for (int e = 0; e < 3; ++e) {
+                Bi[e * m + k] = fw[e];
+                Bi[(3 + e) * m + k] = tw[e] + t3[e];
+            }
+        }
+    }
+    for (int i = nb; i >= 1; --i) {                                /* subtree sums, then -S_c . sum */
+        const double *Bi = B + 6 * (size_t)(i - 1) * m;
+        const int k = tp->kappa[i];
+        if (k > 0) {
+            double *Bk = B + 6 * (size_t)(k - 1) * m;
+            for (size_t e = 0; e < 6 * m; ++e)
+                Bk[e] += Bi[e];
+        }
+        for (int c = tp->first[i]; c < tp->first[i] + tp->ndof[i]; ++c) {
+            const double *s = S + 6 * (size_t)c;
+            double *Jc = J + (size_t)c * m;
+            for (int e = 0; e < 6; ++e)
+                for (size_t col = 0; col < m; ++col)
+                    Jc[col] -= s[e] * Bi[e * m + col];
+        }
+    }
+    free(B);
+}
+
 /* dyn_solve_jacobian_fn of dynamica_linalg.h in one pass of the terms: the passes at x = 0 give
    r(0), S and IC S (M, its L^T D L factors F, q'' = -M^-1 r(0)), `dyn_nd_update` moves them to
-   x = q'', J starts from the generalized forces' part (`force`, NULL: none), the pairs add theirs.
+   x = q'', J starts from the active forces' part (`dyn_nd_force_start`), the pairs add theirs.
    pred: dyn_rl_pred. */
 static void dyn_nd_solve_jacobian(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, dyn_nd_force_fn force,
-                                  const int *pred, double t,
+                                  dyn_nd_force_fn wrench, const int *pred, double t,
                                   const double *q, const double *qd, const double *p, double *qdd, double *F,
                                   double *J)
 {
@@ -266,14 +313,15 @@ static void dyn_nd_solve_jacobian(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, 
     dyn_ldl_solve(n, F, 1, qdd, -1.0);
     memset(r, 0, (size_t)n * sizeof(double));
     dyn_nd_update(tp, T, qdd, r, V, W);
-    dyn_nd_force_start(n, force, t, q, qd, p, J);
+    dyn_nd_force_start(tp, force, wrench, t, q, qd, p, V, W, J);
     dyn_rl_pairs(n, pred, V, J);
     free(T);
 }
 
-/* dyn_pair_terms_fn of dynamica_linalg.h over the terms kernel: r, V (42 n), D (n), J the generalized
+/* dyn_pair_terms_fn of dynamica_linalg.h over the terms kernel: r, V (42 n), D (n), J the active
    forces' part (2 n n; NULL: not written) */
-static void dyn_nd_pair_terms(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, dyn_nd_force_fn force, double t, const double *q,
+static void dyn_nd_pair_terms(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, dyn_nd_force_fn force,
+                              dyn_nd_force_fn wrench, double t, const double *q,
                               const double *qd, const double *x, const double *p, double *r, double *V, double *D,
                               double *J)
 {
@@ -287,8 +335,8 @@ static void dyn_nd_pair_terms(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, dyn_
     }
     dyn_nm_terms(tp, terms, t, q, qd, p, T);
     dyn_nd_passes(tp, T, qd, x, r, V, D, T + DYN_NM_NTERMS(nb, n));
-    if (J != NULL)
-        dyn_nd_force_start(n, force, t, q, qd, p, J);
+    if (J != NULL && V != NULL)
+        dyn_nd_force_start(tp, force, wrench, t, q, qd, p, V, T + DYN_NM_NTERMS(nb, n), J);
     free(T);
 }
 
@@ -305,7 +353,7 @@ static void dyn_nd_pair_mass(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, doubl
     }
     double *z = V + 42 * (size_t)n;
     memset(z, 0, (size_t)n * sizeof(double));
-    dyn_nd_pair_terms(tp, terms, NULL, t, q, qd, z, p, r, V, D, NULL);
+    dyn_nd_pair_terms(tp, terms, NULL, NULL, t, q, qd, z, p, r, V, D, NULL);
     memcpy(SA, V, 6 * (size_t)n * sizeof(double));
     memcpy(SA + 6 * (size_t)n, V + 18 * (size_t)n, 6 * (size_t)n * sizeof(double));
     free(V);
@@ -322,7 +370,7 @@ static void dyn_nd_residual(const dyn_nm_topo *tp, dyn_nm_terms_fn terms, double
             r[k] = NAN;
         return;
     }
-    dyn_nd_pair_terms(tp, terms, NULL, t, q, qd, x, p, r, NULL, D, NULL);
+    dyn_nd_pair_terms(tp, terms, NULL, NULL, t, q, qd, x, p, r, NULL, D, NULL);
     free(D);
 }
 #endif
