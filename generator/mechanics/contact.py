@@ -257,11 +257,7 @@ def _box_box_edges(ctx, ca, ea, ha, cb, eb, hb, rb=sp.Integer(0), b_faces=True):
         pb = add(pb, scale(-(1 - wb[k]) * sp.sign(dot(n, eb[k])) * hb[k], eb[k]))
     pa, pb = ctx.let_vector("eepa", pa), ctx.let_vector("eepb", pb)
     wv = ctx.let_vector("eew", sub(pa, pb))
-    beta = ctx.let("eebeta", dot(u, v))
-    c_, f_ = ctx.let("eecr", dot(u, wv)), ctx.let("eefr", dot(v, wv))
-    s0 = ctx.let("ees0", _clamp((beta * f_ - c_) / smax(1 - beta ** 2, _TINY), -hu, hu))
-    t = ctx.let("eet", _clamp(beta * s0 + f_, -hv, hv))
-    s1 = ctx.let("ees", _clamp(beta * t - c_, -hu, hu))
+    s1, t = _closest_parameters(ctx, u, v, wv, hu, hv, "ee")
     x = scale(sp.Rational(1, 2), add(add(pa, scale(s1, u)), add(pb, scale(t, v))))
     x = add(x, scale(-rb / 2, n))                      # b's surface: its segment point less rb n
     on = ctx.let("eeon", sp.Heaviside(edge - _EDGE_BIAS * face))
@@ -356,15 +352,22 @@ def _sphere_capsule(ctx, a, ca, ea, b, cb, eb):
     _sphere_sphere(ctx, ca, _f(a.radius), q, _f(b.radius))
 
 
+def _closest_parameters(ctx, u, v, w, hu, hv, tag=""):
+    """(s, t): the closest points c_a + s u, c_b + t v of two segments (unit directions u, v,
+    half-lengths hu, hv, w = c_a - c_b), each parameter clamped to its segment, the other
+    recomputed from it (parallel segments: 1 - beta^2 kept from 0 by _TINY)."""
+    beta = ctx.let(f"{tag}beta", dot(u, v))
+    c_, f_ = ctx.let(f"{tag}cr", dot(u, w)), ctx.let(f"{tag}fr", dot(v, w))
+    s0 = ctx.let(f"{tag}s0", _clamp((beta * f_ - c_) / smax(1 - beta ** 2, _TINY), -hu, hu))
+    t = ctx.let(f"{tag}t", _clamp(beta * s0 + f_, -hv, hv))
+    return ctx.let(f"{tag}s", _clamp(beta * t - c_, -hu, hu)), t
+
+
 def _capsule_capsule(ctx, a, ca, ea, b, cb, eb):
     ua, ub = ctx.let_vector("ua", ea[2]), ctx.let_vector("ub", eb[2])
     ha, hb = _f(a.length / 2), _f(b.length / 2)
     r = ctx.let_vector("r", sub(ca, cb))
-    beta = ctx.let("beta", dot(ua, ub))
-    c_, f_ = ctx.let("cr", dot(ua, r)), ctx.let("fr", dot(ub, r))
-    s0 = ctx.let("s0", _clamp((beta * f_ - c_) / smax(1 - beta ** 2, _TINY), -ha, ha))
-    t = ctx.let("t", _clamp(beta * s0 + f_, -hb, hb))
-    s = ctx.let("s", _clamp(beta * t - c_, -ha, ha))
+    s, t = _closest_parameters(ctx, ua, ub, r, ha, hb)
     pa = ctx.let_vector("pa", add(ca, scale(s, ua)))
     pb = ctx.let_vector("pb", add(cb, scale(t, ub)))
     _sphere_sphere(ctx, pa, _f(a.radius), pb, _f(b.radius))
