@@ -205,29 +205,73 @@ def test_me_only_fmu_and_bad_requests(tmp_path, bundled):
             export_fmu(fortran, tmp_path / "f.fmu")
 
 
-@pytest.mark.parametrize("name", ["dc_motor_joint", "double_pendulum", "fourbar"])
-def test_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name):
-    """A second route into the FMU: FMPy's low-level FMI 2.0 bindings (no FMPy solver), states,
-    time, a parameter and the inputs set by value reference from modelDescription.xml, the
-    derivatives (fmi2GetDerivatives) and outputs (fmi2GetReal) at random states equal the Python
-    module's rhs and outputs to 1e-12 relative."""
-    from fmpy.fmi2 import FMU2Model
-    model = bundled(name)
-    path = fmus(name)
+class _Fmi2:
+    """FMPy's low-level FMI 2.0 bindings, opened in continuous-time mode."""
+
+    def __init__(self, md, unzipped, params, vr):
+        from fmpy.fmi2 import FMU2Model, fmi2Real
+        self.real = fmi2Real
+        self.fmu = fmu = FMU2Model(guid=md.guid, unzipDirectory=unzipped,
+                                   modelIdentifier=md.modelExchange.modelIdentifier, instanceName="check")
+        fmu.instantiate()
+        self.set([vr[k] for k in params], list(params.values()))
+        fmu.setupExperiment(startTime=0.0)
+        fmu.enterInitializationMode()
+        fmu.exitInitializationMode()
+        fmu.newDiscreteStates()
+        fmu.enterContinuousTimeMode()
+
+    def set(self, refs, values):
+        self.fmu.setReal(refs, values)
+
+    def get(self, refs):
+        return self.fmu.getReal(refs)
+
+    def _derivatives(self, dx, ny):
+        self.fmu.getDerivatives(dx, ny)
+
+    def derivatives(self, y):
+        ny = len(y)
+        self.fmu.setContinuousStates((self.real * ny)(*y), ny)
+        dx = (self.real * ny)()
+        self._derivatives(dx, ny)
+        return np.array(dx[:])
+
+
+class _Fmi3(_Fmi2):
+    """FMPy's low-level FMI 3.0 bindings, opened in continuous-time mode."""
+
+    def __init__(self, md, unzipped, params, vr):
+        from fmpy.fmi3 import FMU3Model, fmi3Float64
+        self.real = fmi3Float64
+        self.fmu = fmu = FMU3Model(guid=md.instantiationToken, unzipDirectory=unzipped,
+                                   modelIdentifier=md.modelExchange.modelIdentifier, instanceName="check")
+        fmu.instantiate()
+        self.set([vr[k] for k in params], list(params.values()))
+        fmu.enterInitializationMode(startTime=0.0)
+        fmu.exitInitializationMode()
+        fmu.updateDiscreteStates()
+        fmu.enterContinuousTimeMode()
+
+    def set(self, refs, values):
+        self.fmu.setFloat64(refs, values)
+
+    def get(self, refs):
+        return self.fmu.getFloat64(refs)
+
+    def _derivatives(self, dx, ny):
+        self.fmu.getContinuousStateDerivatives(dx, ny)
+
+
+def _model_exchange_at_random_states(tmp_path, path, model, version, seed):
+    """Parameter, time, states and inputs set by value reference; derivatives and outputs at
+    random states against the Python module's rhs and outputs (1e-12 relative)."""
     md = fmpy.read_model_description(str(path))
     vr = {v.name: v.valueReference for v in md.modelVariables}
     unzipped = fmpy.extract(str(path), unzipdir=str(tmp_path / "unzipped"))
-    fmu = FMU2Model(guid=md.guid, unzipDirectory=unzipped, modelIdentifier=md.modelExchange.modelIdentifier,
-                    instanceName="check")
-    fmu.instantiate()
     params = {model.spec.parameters[0].name: model.spec.parameters[0].value * 1.25}
-    fmu.setReal([vr[k] for k in params], list(params.values()))
-    fmu.setupExperiment(startTime=0.0)
-    fmu.enterInitializationMode()
-    fmu.exitInitializationMode()
-    fmu.newDiscreteStates()
-    fmu.enterContinuousTimeMode()
-    rng = np.random.default_rng(3)
+    fmu = version(md, unzipped, params, vr)
+    rng = np.random.default_rng(seed)
     ny = model.state_size
     outputs = [v.name for v in md.modelVariables if v.causality == "output"]
     for _ in range(5):
@@ -235,21 +279,28 @@ def test_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name
         y = rng.uniform(-1.5, 1.5, ny)
         inputs = {u: float(rng.uniform(-5, 5)) for u in model.inputs}
         if inputs:
-            fmu.setReal([vr[u] for u in inputs], list(inputs.values()))
-        fmu.setTime(t)
-        x = (fmpy.fmi2.fmi2Real * ny)(*y)
-        fmu.setContinuousStates(x, ny)
-        dx = (fmpy.fmi2.fmi2Real * ny)()
-        fmu.getDerivatives(dx, ny)
+            fmu.set([vr[u] for u in inputs], list(inputs.values()))
+        fmu.fmu.setTime(t)
         ref = model.rhs(t, y, params, inputs)
-        np.testing.assert_allclose(np.array(dx[:]), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
-        got = np.array(fmu.getReal([vr[o] for o in outputs]))
+        np.testing.assert_allclose(fmu.derivatives(y), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        got = np.array(fmu.get([vr[o] for o in outputs]))
         p = model.param_vector(params, inputs, y[2 * model.n:] if model.states else None)
         flat = np.empty(len(outputs))
         model.module.outputs(t, y[:model.n].copy(), y[model.n:2 * model.n].copy(), p, flat)
         np.testing.assert_allclose(got, flat, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(flat).max()))
-    fmu.terminate()
-    fmu.freeInstance()
+        if version is _Fmi3:
+            assert fmu.get([vr["time"]]) == [t]
+    fmu.fmu.terminate()
+    fmu.fmu.freeInstance()
+
+
+@pytest.mark.parametrize("name", ["dc_motor_joint", "double_pendulum", "fourbar"])
+def test_model_exchange_interface_at_random_states(tmp_path, fmus, bundled, name):
+    """A second route into the FMU: FMPy's low-level FMI 2.0 bindings (no FMPy solver), states,
+    time, a parameter and the inputs set by value reference from modelDescription.xml, the
+    derivatives (fmi2GetDerivatives) and outputs (fmi2GetReal) at random states equal the Python
+    module's rhs and outputs to 1e-12 relative."""
+    _model_exchange_at_random_states(tmp_path, fmus(name), bundled(name), _Fmi2, 3)
 
 
 @pytest.mark.parametrize("name", ["dc_motor_joint", "fourbar"])
@@ -258,44 +309,7 @@ def test_fmi3_model_exchange_interface_at_random_states(tmp_path, fmus, bundled,
     and the inputs set by value reference (fmi3SetFloat64), fmi3GetContinuousStateDerivatives and
     the outputs (fmi3GetFloat64) at random states equal the Python module's to 1e-12 relative; the
     independent variable `time` reads back the time set."""
-    from fmpy.fmi3 import FMU3Model, fmi3Float64
-    model = bundled(name)
-    path = fmus(name, "3")
-    md = fmpy.read_model_description(str(path))
-    vr = {v.name: v.valueReference for v in md.modelVariables}
-    unzipped = fmpy.extract(str(path), unzipdir=str(tmp_path / "unzipped"))
-    fmu = FMU3Model(guid=md.instantiationToken, unzipDirectory=unzipped,
-                    modelIdentifier=md.modelExchange.modelIdentifier, instanceName="check")
-    fmu.instantiate()
-    params = {model.spec.parameters[0].name: model.spec.parameters[0].value * 1.25}
-    fmu.setFloat64([vr[k] for k in params], list(params.values()))
-    fmu.enterInitializationMode(startTime=0.0)
-    fmu.exitInitializationMode()
-    fmu.updateDiscreteStates()
-    fmu.enterContinuousTimeMode()
-    rng = np.random.default_rng(5)
-    ny = model.state_size
-    outputs = [v.name for v in md.modelVariables if v.causality == "output"]
-    for _ in range(5):
-        t = float(rng.uniform(0, 2))
-        y = rng.uniform(-1.5, 1.5, ny)
-        inputs = {u: float(rng.uniform(-5, 5)) for u in model.inputs}
-        if inputs:
-            fmu.setFloat64([vr[u] for u in inputs], list(inputs.values()))
-        fmu.setTime(t)
-        fmu.setContinuousStates((fmi3Float64 * ny)(*y), ny)
-        dx = (fmi3Float64 * ny)()
-        fmu.getContinuousStateDerivatives(dx, ny)
-        ref = model.rhs(t, y, params, inputs)
-        np.testing.assert_allclose(np.array(dx[:]), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
-        got = np.array(fmu.getFloat64([vr[o] for o in outputs]))
-        p = model.param_vector(params, inputs, y[2 * model.n:] if model.states else None)
-        flat = np.empty(len(outputs))
-        model.module.outputs(t, y[:model.n].copy(), y[model.n:2 * model.n].copy(), p, flat)
-        np.testing.assert_allclose(got, flat, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(flat).max()))
-        assert fmu.getFloat64([vr["time"]]) == [t]
-    fmu.terminate()
-    fmu.freeInstance()
+    _model_exchange_at_random_states(tmp_path, fmus(name, "3"), bundled(name), _Fmi3, 5)
 
 
 @pytest.mark.slow
