@@ -209,6 +209,15 @@ MUTATIONS = [
              "generator/importers/mjcf.py", "float(m.dof_damping[dof + k]), float(m.dof_armature[dof + k])",
              "float(m.dof_damping[dof + k]), 0.0 * float(m.dof_armature[dof + k])",
              ("tests/generator/importers/test_mjcf.py",)),
+    Mutation("rotation_armature_bias", "a ball joint's armature on a moving parent without its velocity term "
+             "(-a W^T W' q' turned around)", "generator/mechanics/forces.py",
+             "        ctx.gen[c] -= a * dot(col[3:], jk.wr_hat[3:])",
+             "        ctx.gen[c] += a * dot(col[3:], jk.wr_hat[3:])",
+             ("tests/generator/importers/test_mjcf_armature.py",)),
+    Mutation("rotation_armature_block", "a ball joint's armature block a W^T W on M's diagonal only",
+             "generator/mechanics/forces.py", "        for r in range(len(W)):\n            for k in range(len(W)):",
+             "        for r in range(len(W)):\n            for k in (r,):",
+             ("tests/generator/importers/test_mjcf_armature.py",)),
     Mutation("numeric_armature_sweep", "numeric mode's sweeps (ABM, DEC) leave the armature out of the joint "
              "blocks D_i", "templates/native/numeric_core.h", "Y + 6 * c) + (c == r ? arm[r] : 0.0);",
              "Y + 6 * c);", ("tests/generator/importers/test_mjcf.py",)),

@@ -459,8 +459,8 @@ def cheapest_form(spec, K=DEFAULT_K, available=None) -> str:
     for f in sorted(available):
         if f in _counted() and FORM_INFO[f].inverts_body_inertias and not inverts_body_inertias(spec, f):
             available.discard(f)
-    if any(f.type == "armature" for f in spec.forces):          # only these forms take M's extra diagonal
-        from dynamica.generator.mechanics.forces import ARMATURE_FORMS
+    from dynamica.generator.mechanics.forces import ARMATURE_FORMS, ARMATURE_TYPES
+    if any(f.type in ARMATURE_TYPES for f in spec.forces):      # only these forms take M's armature terms
         available &= set(ARMATURE_FORMS)
     selection, forms = __getattr__("SELECTION"), __getattr__("FORMS")
     cands = [f for f in selection if f in available] or [f for f in forms if f in available]

@@ -193,16 +193,31 @@ def form_equations(kin, form: str = "composite", mode: str = "symbolic") -> Equa
 def _check_armature(kin, name, mode):
     """`armature` elements (MuJoCo's armature, a term on M's diagonal) are taken by the forms of
     forces.ARMATURE_FORMS (in numeric mode, every form it has: numeric_core.h adds them to M's
-    diagonal); any other is refused naming the elements."""
-    from dynamica.generator.mechanics.forces import ARMATURE_FORMS
+    diagonal); `rotation_armature` (a block a W^T W of M) by the same forms in symbolic mode, on a
+    joint with rotations and no driven motion; anything else is refused naming the elements."""
+    from dynamica.generator.mechanics.forces import ARMATURE_FORMS, ARMATURE_TYPES
     spec = getattr(kin, "spec", None)
-    found = [f for f in getattr(spec, "forces", ()) if f.type == "armature"]
-    if not found or name in ARMATURE_FORMS:
+    found = [f for f in getattr(spec, "forces", ()) if f.type in ARMATURE_TYPES]
+    if not found:
         return
     from dynamica.errors import ModelError, Problem
-    raise ModelError(spec.file, [Problem(f.path, f"the form `{name}` ({mode} mode) does not take `armature` "
-                                                 f"elements; use one of {', '.join(ARMATURE_FORMS)}")
-                                 for f in found])
+    problems = [Problem(f.path, f"the form `{name}` ({mode} mode) does not take `{f.type}` elements; use one of "
+                                f"{', '.join(ARMATURE_FORMS)}") for f in found if name not in ARMATURE_FORMS]
+    for f in found:
+        if f.type != "rotation_armature" or name not in ARMATURE_FORMS:
+            continue
+        jk = kin.joints[kin.topo.index(f["body"])]
+        if mode != "symbolic":
+            problems.append(Problem(f.path, f"`rotation_armature` is taken in symbolic mode only (the form `{name}` "
+                                            f"in {mode} mode has armature on single coordinates only)"))
+        elif not any(e != 0 for col in jk.A for e in col[3:]):
+            problems.append(Problem(f.path, f"the joint of body `{f['body']}` has no rotation: use `armature` on "
+                                            "its coordinates"))
+        elif jk.driven or any(e != 0 for e in jk.vr_hat):
+            problems.append(Problem(f.path, f"the joint of body `{f['body']}` has a driven motion: its relative "
+                                            "angular velocity is not W q', which `rotation_armature` needs"))
+    if problems:
+        raise ModelError(spec.file, problems)
 
 
 def _discover():

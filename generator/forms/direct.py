@@ -20,7 +20,7 @@ from dynamica.generator.forms.parts.cholesky import StructurallySingular, singul
 from dynamica.generator.forms.parts.common import bias_forces, forward_pass, lagrangian_equations
 from dynamica.generator.forms.parts.spatial import apply_C, coordinate_layout, full_matrix, inertia_times
 from dynamica.generator.ir.program import dot, total
-from dynamica.generator.mechanics.forces import active_forces, armature_terms
+from dynamica.generator.mechanics.forces import active_forces, armature_blocks
 
 
 def tangent_basis(kin, fp, tag="dr_B"):
@@ -52,8 +52,12 @@ def direct(kin) -> EquationsOfMotion:
     F_hat = bias_forces(kin, fp, F_active)                      # (2.14)
     B = tangent_basis(kin, fp)                                  # (1.31), (2.13)
     m_terms = [{} for _ in range(n)]                        # lower triangle, r >= c
-    for c, a in armature_terms(kin).items():                # M[c, c] += armature
-        m_terms[kin.coordinates.index(c)][kin.coordinates.index(c)] = [a]
+    _, _, first = coordinate_layout(kin)
+    for i, block in armature_blocks(kin).items():           # M's joint block += armature
+        for r, row in enumerate(block):
+            for c, a in enumerate(row[:r + 1]):
+                if a != 0:
+                    m_terms[first[i] + r][first[i] + c] = [a]
     q_terms = [[gen[c]] for c in kin.coordinates]
     for i in range(1, kin.topo.n_bodies + 1):
         bi = kin.inertia[i]

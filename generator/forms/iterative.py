@@ -146,13 +146,14 @@ def recursive_mx(kin, fp, cache: Cache, x):
         k = topo.kappa[i]
         if k > 0:
             acc[k].append(apply_CT(G[i], rho[i], f[i]))
-    from dynamica.generator.mechanics.forces import armature_terms
-    arm = armature_terms(kin)                                   # + diag(armature) x
+    from dynamica.generator.mechanics.forces import armature_blocks
+    arm = armature_blocks(kin)                                  # + the joints' armature blocks x
     out = []
     for i in range(1, N + 1):
         for c, col in enumerate(kin.joints[i].A):
-            a = arm.get(kin.coordinates[first[i] + c], 0)
-            out.append(dot([cache(e) for e in col], f[i]) + (mul(cache(a), x[first[i] + c]) if a != 0 else 0))
+            row = arm[i][c] if i in arm else ()
+            extra = [mul(cache(a), x[first[i] + k]) for k, a in enumerate(row) if a != 0]
+            out.append(dot([cache(e) for e in col], f[i]) + sum(extra))
     return out
 
 

@@ -25,7 +25,8 @@ its parent's, then its joints move it in order, each in the frame the previous o
                           joint's rotation a bushing's rotational damping
   armature             -> an `armature` element: added to the coordinate's diagonal of M; on a
                           free joint's (or a world ball joint's) rotation, the same on the three,
-                          added to the body's rotational inertia (exact: _rotation_armature)
+                          added to the body's rotational inertia (exact: _rotation_armature); on
+                          a ball joint whose parent moves, a `rotation_armature` element
   hinge, slide joints  -> an input tau_<joint> each (torques="inputs", the default): a generalized
                           force on the coordinate, added to the actuators' (MuJoCo's qfrc_applied)
   motor actuators      -> inputs u_<actuator>, generalized_force gear*gain*u (clamped to
@@ -555,23 +556,30 @@ class _Converter:
         """Armature a on the three rotational DOFs of a free joint, or of a ball joint on the world
         body: MuJoCo adds (1/2) a |w|^2 to the kinetic energy (a on M's diagonal in the body's angular
         velocity w) and no velocity term, which is the body's rotational inertia a I added (the same a
-        on the three: the gyroscopic w x (a I w) vanishes), exact in the Cardan coordinates. Different
-        armatures on the three, or a ball joint on a moving body (w relative), are refused."""
+        on the three: the gyroscopic w x (a I w) vanishes), exact in the Cardan coordinates. On a ball
+        joint whose parent moves, w is the relative angular velocity: a `rotation_armature` element
+        (a W^T W on the joint's block of M, generator/mechanics/forces.py). Different armatures on the
+        three, or a ball joint beside other joints of its body, are refused."""
         if len(set(arm)) > 1:
             self.err(f"{where}.armature", "different armature on the three rotational DOFs of a ball or free "
                                           "joint is not modelled (the same value on the three is)")
             return
-        if parent != 0 or int(self.m.body_jntnum[body]) != 1:
-            self.err(f"{where}.armature", "armature on the rotation of a ball joint whose parent body moves (or "
-                                          "beside other joints of its body) is not modelled (on a free joint, or "
-                                          "a ball joint alone on a body of the world body, it is)")
+        if int(self.m.body_jntnum[body]) != 1:
+            self.err(f"{where}.armature", "armature on the rotation of a ball joint beside other joints of its "
+                                          "body is not modelled (on a free joint, or a ball joint alone on its "
+                                          "body, it is)")
             return
         base = self.coords[j][-3].rsplit("_", 1)[0]
         p = self.names(f"{base}_armature", "symbol")
+        moving = parent != 0
         self.params[p] = {"value": yaml_num(arm[0]), "unit": "kg*m^2",
-                          "description": f"armature of the rotation of joint `{self.jname(j)}` (MJCF armature), "
-                                         "added to the body's rotational inertia"}
-        self.rotation_armature[body] = p
+                          "description": f"armature of the rotation of joint `{self.jname(j)}` (MJCF armature)"
+                                         + ("" if moving else ", added to the body's rotational inertia")}
+        if moving:
+            self.forces.append({"type": "rotation_armature", "name": self.names(p, "force"),
+                                "body": self.body_name[body], "inertia": p})
+        else:
+            self.rotation_armature[body] = p
 
     def _inertial(self, b, name, where) -> dict:
         m = self.m

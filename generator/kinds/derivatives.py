@@ -88,13 +88,13 @@ def residual(kin, x):
         k = topo.kappa[i]
         if k > 0:
             terms[k].append(apply_CT(kin.joints[i].G, kin.joints[i].rho, f[i]))
-    from dynamica.generator.mechanics.forces import armature_terms
-    arm = armature_terms(kin)                                   # + diag(armature) x
+    from dynamica.generator.mechanics.forces import armature_blocks
+    arm = armature_blocks(kin)                                  # + the joints' armature blocks x
     out = []
     for i in range(1, N + 1):
         for c, col in enumerate(kin.joints[i].A):
             name = kin.coordinates[first[i] + c]
-            extra = [mul(arm[name], x[first[i] + c])] if name in arm else []
+            extra = [mul(a, x[first[i] + k]) for k, a in enumerate(arm[i][c]) if a != 0] if i in arm else []
             out.append(prog.let(f"IDr{first[i] + c}", total([dot(col, f[i]), -gen[name]] + extra)))
     return out, fp
 
@@ -219,6 +219,7 @@ def _recursive(kin, x):
     generator/kinds/derivatives_recursive.py (same outputs r, J), and `solve_jacobian` (t, q, qd, p) ->
     q'', the L^T D L factors F of M and J at q'' (the module file's qdd_jacobian solves with F)."""
     from dynamica.generator.kinds.derivatives_recursive import recursive_jacobian, recursive_solve_jacobian
+    check_armature(kin, "recursive")
     base = kin.program
     kin.program = base.fork()
     r, _ = residual(kin, x)
@@ -253,6 +254,7 @@ def _recursive_loops(kin, x):
     pairs of coordinates into J, forms M from the same vectors and factors it as L^T D L along the
     table `dyn_rl_pred` (each coordinate's predecessor on its path). Generated code O(n)."""
     from dynamica.generator.kinds.derivatives_recursive import pair_mass_terms, pair_terms
+    check_armature(kin, "recursive_loops")
     base = kin.program
     kin.program = base.fork()
     r, _ = residual(kin, x)
@@ -324,7 +326,27 @@ def _state_dependence(kin) -> Callable:
     return moving
 
 
-class NumericUnsupported(ModelError):
+class VariantUnsupported(ModelError):
+    """A model a derivatives variant cannot take, naming what and the variants that can; the
+    default variant then falls back (runtime/kinds/derivatives.py FALLBACKS)."""
+
+
+def armature_unsupported(kin, variant) -> list:
+    """The problems of `rotation_armature` elements for an analytical variant (its inertial part
+    has the armature on M's diagonal, constant; a W^T W block depends on q)."""
+    from dynamica.errors import Problem
+    return [Problem(f.path, f"the derivatives variant '{variant}' takes armature on single coordinates only; use "
+                            "the variant 'tape' (or 'unrolled') for a `rotation_armature`")
+            for f in kin.spec.forces if f.type == "rotation_armature"]
+
+
+def check_armature(kin, variant) -> None:
+    problems = armature_unsupported(kin, variant)
+    if problems:
+        raise VariantUnsupported(kin.spec.file, problems)
+
+
+class NumericUnsupported(VariantUnsupported):
     """A model the variant "numeric" cannot take (`numeric_unsupported`): a ModelError of its file,
     after which the default variant falls back to "recursive_loops"."""
 
@@ -347,6 +369,7 @@ def numeric_unsupported(kin) -> None:
         if jk.driven or any(e != 0 for e in jk.vr_hat):
             problems.append(Problem(f"bodies.{topo.names[i]}.joint", "the derivatives variant 'numeric' takes no "
                                     f"driven (prescribed) motions; {other}"))
+    problems += armature_unsupported(kin, "numeric")
     if problems:
         raise NumericUnsupported(spec.file, problems)
 

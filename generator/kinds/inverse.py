@@ -45,6 +45,18 @@ def _backward(kin, prog, own, name):
     return [dot(kin.joints[i].A[c], R[i]) for i, c in zip(owner, local)]
 
 
+def _armature(kin, qdd) -> list:
+    """MuJoCo's armature, per coordinate: the joint's armature block times q'' (a q'' on a single
+    coordinate; forces.armature_blocks)."""
+    from dynamica.generator.mechanics.forces import armature_blocks
+    _, _, first = coordinate_layout(kin)
+    out = [sp.Integer(0)] * len(kin.coordinates)
+    for i, block in armature_blocks(kin).items():
+        for r, row in enumerate(block):
+            out[first[i] + r] = sum((a * qdd[first[i] + k] for k, a in enumerate(row) if a != 0), sp.Integer(0))
+    return out
+
+
 def inverse_equations(spec, topo) -> EquationsOfMotion:
     """The kernels `inverse_dynamics` (t, q, qd, qdd, p) -> tau and `gravity` (t, q, p) -> tau."""
     kin = derive_kinematics(spec, topo)
@@ -64,10 +76,7 @@ def inverse_equations(spec, topo) -> EquationsOfMotion:
         z[i] = prog.let_vector(f"idz{i}", zi)
         bi = kin.inertia[i]
         own[i] = [a - b for a, b in zip(inertia_times((bi.mass, bi.h, bi.theta), z[i]), F_hat[i])]
-    from dynamica.generator.mechanics.forces import armature_terms
-    arm = armature_terms(kin)                                   # MuJoCo's armature: + a q''
-    tau = [x - gen[c] + arm.get(c, 0) * qdd[k]
-           for k, (x, c) in enumerate(zip(_backward(kin, prog, own, "id"), kin.coordinates))]
+    tau = [x - gen[c] + a for x, c, a in zip(_backward(kin, prog, own, "id"), kin.coordinates, _armature(kin, qdd))]
     grav = [None] * (N + 1)
     for i in range(1, N + 1):
         bi = kin.inertia[i]

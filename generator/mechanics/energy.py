@@ -38,8 +38,13 @@ def energy_outputs(kin, fp, F_active, gen) -> dict:
         Vg -= dot(kin.gravity, add([bi.mass * x for x in fp.r0[i]], matTvec(fp.R0[i], bi.h)))
         P += dot(F_active[i], v)
     P += sum(Q * ex.rate_symbol(c) for c, Q in gen.items())
-    from dynamica.generator.mechanics.forces import armature_terms
+    from dynamica.generator.mechanics.forces import armature_terms, rotation_armatures
     T += sum(a * ex.rate_symbol(c) ** 2 / 2 for c, a in armature_terms(kin).items())   # 1/2 a q'^2
+    for i, a, W in rotation_armatures(kin):         # 1/2 a |w|^2, w = W q'; the generalized force
+        jk = kin.joints[i]                          # -a W^T W' q' it adds to gen is inertial: not power
+        w = [sum((ex.rate_symbol(c) * col[k] for c, col in zip(jk.coordinates, W)), sp.Integer(0)) for k in range(3)]
+        T += a * dot(w, w) / 2
+        P += a * dot(w, jk.wr_hat[3:])
     ctx = ForceContext(kin, fp, [], {})
     Ve = sp.Integer(0)
     for n, f in enumerate(kin.spec.forces):

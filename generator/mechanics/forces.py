@@ -304,6 +304,55 @@ def _armature(ctx, f):
 #: the equation forms whose mass matrix takes the `armature` elements (armature_terms); the
 #: others refuse a model with armature (forms.form_equations)
 ARMATURE_FORMS = ("composite", "direct", "articulated", "ltdl", "iterative-m", "iterative-g")
+#: the force types that are armature (terms of M: armature_blocks)
+ARMATURE_TYPES = ("armature", "rotation_armature")
+
+
+@register("rotation_armature", {"body": ("body", REQUIRED), "inertia": ("constant", REQUIRED)},
+          potential=NO_POTENTIAL,
+          doc="an inertia on the relative angular velocity of a body's joint (MuJoCo's armature on a ball joint)")
+def _rotation_armature(ctx, f):
+    """MuJoCo's armature a on a ball joint's three DOFs, whose velocity is the joint's relative
+    angular velocity w = W q' (W: the angular rows of A_i, (1.4)): M_mj += a I in those DOFs and
+    no velocity term, so with w' = W q'' + W' q' (W' q' the angular part of wr_hat_i, (1.5)) the
+    equations gain a W^T W on the joint's block of M (armature_blocks) and the generalized force
+    -a W^T W' q' here (the same equations as the kinetic energy 1/2 a |w|^2: an isotropic inertia has
+    no gyroscopic term). Its power is inertial: energy.py takes it back out of the balance."""
+    jk = ctx.kin.joints[ctx.kin.topo.index(f["body"])]
+    a = ctx.P(f["inertia"])
+    for c, col in zip(jk.coordinates, jk.A):
+        ctx.gen[c] -= a * dot(col[3:], jk.wr_hat[3:])
+    return {}
+
+
+def rotation_armatures(kin) -> list:
+    """[(body index, inertia, W)] of the `rotation_armature` elements, W the angular rows of the
+    joint's columns (n_i 3-vectors)."""
+    out = []
+    for f in kin.spec.forces:
+        if f.type == "rotation_armature":
+            jk = kin.joints[kin.topo.index(f["body"])]
+            out.append((jk.body, ex.parse(f["inertia"], kin.spec.scope()), [col[3:] for col in jk.A]))
+    return out
+
+
+def armature_blocks(kin) -> dict:
+    """body i -> the armature's n_i x n_i block on M's diagonal block of joint i (sympy; zeros where
+    none): the `armature` elements on its diagonal, a W^T W of each `rotation_armature`. Bodies
+    without armature are absent."""
+    scalar = armature_terms(kin)
+    out = {}
+    for i in range(1, kin.topo.n_bodies + 1):
+        names = kin.joints[i].coordinates
+        if any(c in scalar for c in names):
+            out[i] = [[scalar.get(c, sp.Integer(0)) if r == k else sp.Integer(0) for k in range(len(names))]
+                      for r, c in enumerate(names)]
+    for i, a, W in rotation_armatures(kin):
+        block = out.setdefault(i, [[sp.Integer(0)] * len(W) for _ in W])
+        for r in range(len(W)):
+            for k in range(len(W)):
+                block[r][k] = block[r][k] + a * dot(W[r], W[k])
+    return out
 
 
 def armature_terms(kin) -> dict:

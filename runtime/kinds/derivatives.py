@@ -255,8 +255,12 @@ class Derivatives:
 RECURSIVE_MAX_COORDINATES = 30
 
 
-#: the companions' key of the default's fallback ("recursive_loops" for a model "numeric" does not take)
-FALLBACK = "default:recursive_loops"
+#: the default variant -> the one it falls back to for a model it does not take (VariantUnsupported:
+#: "numeric" takes no loops, driven motions, extra states or inputs; the analytical variants no
+#: `rotation_armature`); "tape" takes every model
+FALLBACKS = {"numeric": "recursive_loops", "recursive_loops": "tape", "recursive": "tape"}
+#: the companions' key of the default's fallback
+FALLBACK = "default:fallback"
 
 
 def default_variant(model) -> str:
@@ -291,14 +295,23 @@ def derivatives(model, variant=None, progress=None) -> Derivatives:
         try:
             cached[variant] = Derivatives(_load_module(model, variant, progress), model)
         except Exception as e:
-            from dynamica.generator.kinds.derivatives import NumericUnsupported
-            if not (isinstance(e, NumericUnsupported) and chosen):
+            from dynamica.generator.kinds.derivatives import VariantUnsupported
+            if not (isinstance(e, VariantUnsupported) and chosen):
                 raise
-            # the default "numeric" does not take this model (active forces depending on the
-            # state, driven motions, loops, extra states or inputs): the same formulas generated
-            cached[FALLBACK] = derivatives(model, "recursive_loops", progress)
+            cached[FALLBACK] = _fallback(model, FALLBACKS[variant], progress)
             return cached[FALLBACK]
     return cached[variant]
+
+
+def _fallback(model, variant, progress) -> Derivatives:
+    """The derivatives of the first variant along FALLBACKS from `variant` that takes the model."""
+    from dynamica.generator.kinds.derivatives import VariantUnsupported
+    try:
+        return derivatives(model, variant, progress)
+    except VariantUnsupported:
+        if variant not in FALLBACKS:
+            raise
+        return _fallback(model, FALLBACKS[variant], progress)
 
 
 def _load_module(model, variant, progress):

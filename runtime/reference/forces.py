@@ -61,6 +61,7 @@ class ActiveSums:
     gen: object
     bodies: tuple                 # names, ground first
     coordinates: list
+    slices: tuple = ()            # per body (ground first: None) its coordinates' slice
 
     def body(self, name) -> int:
         return self.bodies.index(name)
@@ -209,6 +210,18 @@ def _armature_energy(a, fn):
 def _armature(a, fn):
     """No force: the inertia joins the mass matrix's diagonal (NumericReference.mass_matrix, as
     MuJoCo's dof_armature) and the kinetic energy; nothing enters the active sums."""
+
+
+def _rotation_armature_energy(a, fn):
+    i = a.body(fn["body"])
+    w = a.st["A"][i][3:] @ a.qd[a.slices[i]]
+    return 0.5 * a.value(fn, "inertia") * float(w @ w)
+
+
+@law("rotation_armature", scalars=("inertia",), energy=_rotation_armature_energy)
+def _rotation_armature(a, fn):
+    """No force in the active sums: NumericReference.equations adds a W^T W to the joint's block of
+    M and -a W^T W' q' to its generalized forces (W the angular rows of the joint's columns)."""
 
 
 def _placed(a, shape):

@@ -207,7 +207,7 @@ class NumericReference:
     def _active(self, st, q, qd, t, p):
         N = self.N
         sums = ActiveSums(q, qd, t, p, st, [np.zeros(6) for _ in range(N + 1)], np.zeros(len(self.coordinates)),
-                          self.topo.names, self.coordinates)
+                          self.topo.names, self.coordinates, tuple(self.slices))
         for ftype, fn in self.forces:
             LAWS[ftype].contribute(sums, fn)          # every type has a law (checked in _forces)
         return sums.F, sums.gen
@@ -254,7 +254,23 @@ class NumericReference:
             if ftype == "armature":
                 k = self.coordinates.index(fn["coordinate"])
                 M[k, k] += fn["inertia"](q, qd, t, p)
+            elif ftype == "rotation_armature":
+                s, B, b = self._rotation_armature(fn, q, qd, t, p)
+                M[s, s] += B
+                Q[s] -= b
         return M, Q + gen
+
+    def _rotation_armature(self, fn, q, qd, t, p):
+        """(slice, a W^T W, a W^T W' q') of a `rotation_armature` (MuJoCo's armature on the joint's
+        relative angular velocity w = W q', W the angular rows of its columns): W' q' by a complex step
+        of W along q', Im W(q + i h q') q' / h (exact to rounding)."""
+        i = self.topo.names.index(fn["body"])
+        s = self.slices[i]
+        n, h = s.stop - s.start, 1e-30
+        W = np.asarray(self.joint_fns[i](q[s], qd[s], t, p)[2], float).reshape(6, n)[3:]
+        Wc = np.asarray(self.joint_fns[i](q[s] + 1j * h * qd[s], qd[s], t, p)[2], complex).reshape(6, n)[3:]
+        a = fn["inertia"](q, qd, t, p)
+        return s, a * W.T @ W, a * W.T @ ((Wc.imag / h) @ qd[s])
 
     def qdd(self, q, qd, t=0.0, params=None):
         M, Q = self.equations(q, qd, t, params)
@@ -321,7 +337,7 @@ class NumericReference:
             E += 0.5 * st["v"][i] @ st["M"][i] @ st["v"][i]
             m, rc, _ = st["rcs"][i]
             E -= m * st["g"] @ (st["r0"][i] + st["R0"][i].T @ rc)
-        a = ActiveSums(q, qd, t, p, st, None, None, self.topo.names, self.coordinates)
+        a = ActiveSums(q, qd, t, p, st, None, None, self.topo.names, self.coordinates, tuple(self.slices))
         for ftype, fn in self.forces:                     # each law's energy (runtime/reference/forces.py)
             if LAWS[ftype].energy is None:
                 raise ValueError(f"energy() is defined only for conservative models: force `{fn['name']}` "

@@ -31,6 +31,7 @@ FORCE_DEFAULTS = {
     "bushing": {"point_a": (0, 0, 0), "point_b": (0, 0, 0), "stiffness": (0, 0, 0), "damping": (0, 0, 0),
                 "rotational_stiffness": (0, 0, 0), "rotational_damping": (0, 0, 0)},
     "armature": {},
+    "rotation_armature": {},
     "stop": {"damping": 0},
 }
 #: the keys of each force type that are vectors (a list of three expressions or a vector parameter)

@@ -32,7 +32,7 @@ from dynamica.generator.forms.parts.spatial import (
     unit_columns,
 )
 from dynamica.generator.ir.program import dot, fold_matrices, fold_vectors, mul, neg, total
-from dynamica.generator.mechanics.forces import active_forces, armature_terms
+from dynamica.generator.mechanics.forces import active_forces, armature_blocks
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def _backward(kin, v: Variant, F_hat, gen):
     prog, topo = kin.program, kin.topo
     N = topo.n_bodies
     _, _, first = coordinate_layout(kin)
-    arm = armature_terms(kin)                       # D_i += diag(armature): MuJoCo's dof_armature
+    arm = armature_blocks(kin)                      # D_i += the joint's armature block: MuJoCo's dof_armature
     accM = [None] + [[rigid6(b.mass, b.h, b.theta)] for b in kin.inertia[1:]]
     accF = [None] + [[list(F_hat[i])] for i in range(1, N + 1)]
     b = SimpleNamespace(Ms=[None] * (N + 1), Fs=[None] * (N + 1), rows=[None] * (N + 1), rhs=[None] * (N + 1),
@@ -80,8 +80,8 @@ def _backward(kin, v: Variant, F_hat, gen):
         Fs = b.Fs[i] = prog.let_vector(f"{v.prefix}_F{i}", fold_vectors(accF[i]))
         A, n = jk.A, len(jk.A)
         Y = [prog.let_vector(f"{t}_Y{c}", symv(Ms, a)) for c, a in enumerate(A)]     # M*_i A_i
-        own = [arm.get(kin.coordinates[first[i] + c], 0) for c in range(n)]
-        D = [[dot(A[r], Y[c]) + (own[r] if r == c else 0) for c in range(n)] for r in range(n)]
+        own = arm.get(i, [[0] * n] * n)
+        D = [[dot(A[r], Y[c]) + own[r][c] for c in range(n)] for r in range(n)]
         try:
             f = reverse_ldl(prog, lower_rows(D), f"{t}_L")
         except StructurallySingular as exc:
@@ -98,7 +98,7 @@ def _backward(kin, v: Variant, F_hat, gen):
             Rh = f.scaled(prog, R_, f"{t}_{v.rows_scaled}")
         # H = M* - Y D^-1 Y^T and h = F* - Y D^-1 (A^T F* + Q) carried to the parent by C^T
         # A_c = s e_k: row/column k vanish (not with armature in D: then H A != 0)
-        unit = unit_columns(A) if not any(x != 0 for x in own) else {}
+        unit = unit_columns(A) if i not in arm else {}
         H = sp.zeros(6, 6)
         for p in range(6):
             for s in range(p, 6):

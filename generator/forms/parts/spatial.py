@@ -226,12 +226,12 @@ def mass_matrix_rows(kin, Mstar, tag="M"):
 
     M*_i A_i is carried towards the root by C^T and projected on each A_j, j in P_i.
     """
-    from dynamica.generator.mechanics.forces import armature_terms
+    from dynamica.generator.mechanics.forces import armature_blocks
     prog, topo = kin.program, kin.topo
     owner, local, first = coordinate_layout(kin)
     n = len(owner)
     Mrows = [dict() for _ in range(n)]
-    arm = armature_terms(kin)                       # M[c, c] += armature (MuJoCo's dof_armature)
+    arm = armature_blocks(kin)                      # M's joint block += armature (MuJoCo's dof_armature)
     for i in range(1, topo.n_bodies + 1):
         jk = kin.joints[i]
         if not jk.A:
@@ -239,7 +239,7 @@ def mass_matrix_rows(kin, Mstar, tag="M"):
         cols = [prog.let_vector(f"F{tag}{i}_{c}", inertia_times(Mstar[i], a)) for c, a in enumerate(jk.A)]
         for c in range(len(jk.A)):
             for c2 in range(c + 1):
-                extra = arm.get(kin.coordinates[first[i] + c], 0) if c == c2 else 0
+                extra = arm[i][c][c2] if i in arm else 0
                 Mrows[first[i] + c][first[i] + c2] = prog.let(f"{tag}{first[i] + c}_{first[i] + c2}",
                                                               dot(jk.A[c2], cols[c]) + extra)
         j = i

@@ -346,9 +346,9 @@ MALFORMED = {
     "inertia not positive": ('<mujoco><worldbody><body name="b"><joint name="j"/><inertial pos="0 0 0" mass="1" '
                              'diaginertia="1 -1 1"/></body></worldbody></mujoco>', r"`element\[b\]`.*inertia", ".xml"),
     "ball spring": (_world('type="ball" stiffness="2"'), r"joint\[j\]\.stiffness", ".xml"),
-    "ball armature on a moving body": (
-        '<mujoco><worldbody><body name="a"><joint name="h"/><geom type="sphere" size="0.1" mass="1"/>'
-        + BODY.format(joint='type="ball" armature="2"') + '</body></worldbody></mujoco>',
+    "ball armature beside another joint of its body": (
+        '<mujoco><worldbody><body name="b"><joint name="h"/><joint name="j" type="ball" armature="2"/>'
+        '<geom type="sphere" size="0.1" mass="1"/></body></worldbody></mujoco>',
         r"joint\[j\]\.armature", ".xml"),
     "weld off its reference pose": (
         '<mujoco><worldbody><body name="a" euler="0 0 30"><joint name="j"/><geom type="sphere" size="0.1" mass="1"/>'
