@@ -148,9 +148,9 @@ def oscillator(tmp_path, inputs=False):
     return write_model(tmp_path, data, f"{name}.yaml")
 
 
-def mujoco_scene(tmp_path, fixed_geom: str, moving_geom: str, file: str):
-    """One free body `k` with `moving_geom` above `fixed_geom` in the world, written as MJCF and
-    loaded both ways: (our model, its one contact pair's name, the MuJoCo oracle of its
+def mujoco_scene(tmp_path, fixed_geom: str, moving_geom: str, file: str, body="k", at="0 0 0.5"):
+    """One free body (`body`, placed `at`) with `moving_geom` above `fixed_geom` in the world, written
+    as MJCF and loaded both ways: (our model, its one contact pair's name, the MuJoCo oracle of its
     coordinates, MuJoCo's MjModel and MjData)."""
     import warnings
 
@@ -163,7 +163,7 @@ def mujoco_scene(tmp_path, fixed_geom: str, moving_geom: str, file: str):
     path = tmp_path / file
     path.write_text(f"""<mujoco><option gravity="0 0 -9.81"/><worldbody>
       {fixed_geom}
-      <body name="k" pos="0 0 0.5"><freejoint name="k"/>{moving_geom}</body>
+      <body name="{body}" pos="{at}"><freejoint name="{body}"/>{moving_geom}</body>
       </worldbody></mujoco>""")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DynamicaWarning)

@@ -7,13 +7,12 @@ contact); the closed form v0^2 / (2 mu g) of a box sliding to rest on another bo
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 import dynamica
-from dynamica.generator.spec.model import DynamicaWarning, load_model
+from dynamica.generator.spec.model import load_model
 from dynamica.runtime.reference.numeric import NumericReference
 
 from conftest import write_model
@@ -192,20 +191,9 @@ def test_two_crossing_edges_have_mujocos_contact(tmp_path):
     mujoco = pytest.importorskip("mujoco")
     from dynamica.runtime.reference.forces import box_box_edges
 
-    from oracles.mujoco_mjcf import MujocoOracle
-    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
-      <geom name="base" type="box" size="0.5 0.4 0.1" friction="0 0 0"/>
-      <body name="k" pos="0 0 0.5"><freejoint name="k"/><geom name="top" type="box" size="0.1 0.07 0.05"
-      friction="0 0 0"/></body></worldbody></mujoco>"""
-    path = tmp_path / "edges.xml"
-    path.write_text(xml)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DynamicaWarning)
-        model = dynamica.load(path)
-    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
-    oracle = MujocoOracle(path, model.coordinates)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    data = mujoco.MjData(m)
+    model, pair, oracle, m, data = mujoco_scene(
+        tmp_path, '<geom name="base" type="box" size="0.5 0.4 0.1" friction="0 0 0"/>',
+        '<geom name="top" type="box" size="0.1 0.07 0.05" friction="0 0 0"/>', "edges.xml")
     rng = np.random.default_rng(7)
     seen = 0
     for _ in range(400):

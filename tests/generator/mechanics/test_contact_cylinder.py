@@ -9,14 +9,13 @@ an incline, 1 %."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 import dynamica
 from dynamica.errors import ModelError
-from dynamica.generator.spec.model import DynamicaWarning, load_model
+from dynamica.generator.spec.model import load_model
 from dynamica.runtime.reference.numeric import NumericReference
 
 from conftest import write_model
@@ -95,26 +94,17 @@ def _check(model, ref, q, touching):
     assert np.max(np.abs(a - b)) < 1e-12 * np.max(np.abs(b))
 
 
+#: the free cylinder of the MuJoCo comparisons (off its body's origin, tilted)
+CYLINDER = '<geom name="cyl" type="cylinder" size="0.1 0.2" pos="0.01 0.02 -0.03" euler="0.3 0.2 0.1" margin="10"/>'
+
+
 def test_plane_cylinder_distances_are_mujocos(tmp_path):
     """At 20 random poses, MuJoCo's four contacts of the cylinder with the floor (its deepest rim point,
     the other face's point below it and the deepest face's two other triangle points) have the
     distances of four of our six points, 1e-9 m."""
     mujoco = pytest.importorskip("mujoco")
-    from oracles.mujoco_mjcf import MujocoOracle
-    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
-      <geom name="floor" type="plane" size="5 5 0.1" margin="10"/>
-      <body name="c" pos="0 0 0.3"><freejoint name="c"/>
-        <geom name="cyl" type="cylinder" size="0.1 0.2" pos="0.01 0.02 -0.03" euler="0.3 0.2 0.1" margin="10"/>
-      </body></worldbody></mujoco>"""
-    path = tmp_path / "cyl.xml"
-    path.write_text(xml)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DynamicaWarning)
-        model = dynamica.load(path)
-    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
-    oracle = MujocoOracle(path, model.coordinates)
-    m = mujoco.MjModel.from_xml_path(str(path))               # contacts on (the oracle's are off)
-    data = mujoco.MjData(m)
+    model, pair, oracle, m, data = mujoco_scene(     # m: contacts on (the oracle's are off)
+        tmp_path, '<geom name="floor" type="plane" size="5 5 0.1" margin="10"/>', CYLINDER, "cyl.xml", "c", "0 0 0.3")
     rng = np.random.default_rng(11)
     for _ in range(20):
         q = np.concatenate([rng.uniform(-0.5, 0.5, 2), rng.uniform(-0.1, 0.4, 1), rng.uniform(-1.4, 1.4, 3)])
@@ -156,21 +146,8 @@ def test_sphere_cylinder_distances_are_mujocos(tmp_path):
     reports separated poses too) has our distance, 1e-9 m (both closed forms: the point of the
     solid cylinder closest to the centre), where it finds one; at least 40 poses are compared."""
     mujoco = pytest.importorskip("mujoco")
-    from oracles.mujoco_mjcf import MujocoOracle
-    xml = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
-      <geom name="ball" type="sphere" size="0.05" margin="10"/>
-      <body name="c" pos="0 0 0.3"><freejoint name="c"/>
-        <geom name="cyl" type="cylinder" size="0.1 0.2" pos="0.01 0.02 -0.03" euler="0.3 0.2 0.1" margin="10"/>
-      </body></worldbody></mujoco>"""
-    path = tmp_path / "ball_cyl.xml"
-    path.write_text(xml)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DynamicaWarning)
-        model = dynamica.load(path)
-    (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
-    oracle = MujocoOracle(path, model.coordinates)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    data = mujoco.MjData(m)
+    model, pair, oracle, m, data = mujoco_scene(
+        tmp_path, '<geom name="ball" type="sphere" size="0.05" margin="10"/>', CYLINDER, "ball_cyl.xml", "c", "0 0 0.3")
     rng = np.random.default_rng(5)
     compared, kinds = 0, set()
     for _ in range(60):
