@@ -171,3 +171,17 @@ def mujoco_scene(tmp_path, fixed_geom: str, moving_geom: str, file: str, body="k
     (pair,) = [f["name"] for f in model.spec.forces if f.type == "contact"]
     m = mujoco.MjModel.from_xml_path(str(path))
     return model, pair, MujocoOracle(path, model.coordinates), m, mujoco.MjData(m)
+
+
+#: a contact scene of every narrow phase of planes, spheres, capsules and boxes on free bodies k, p, r
+#: (plane-sphere, plane-capsule, plane-box, sphere-capsule, capsule-capsule, a body-fixed plane):
+#: tests/generator/mechanics/test_contact_pairs.py and test_contact_broad.py
+CONTACT_SHAPES = {"floor": {"type": "plane", "body": "ground", "normal": [0.1, -0.2, 1], "at": [0, 0, 0.01]},
+                  "tilt": {"type": "plane", "body": "k", "at": [0, 0, 0.1], "rpy": [3.1, 0.1, 0]},
+                  "ball": {"type": "sphere", "body": "p", "radius": 0.1, "at": [0.01, 0.02, 0]},
+                  "rod": {"type": "capsule", "body": "r", "radius": 0.05, "length": 0.4, "rpy": [0.2, 1.3, 0]},
+                  "blk": {"type": "box", "body": "k", "size": [0.2, 0.3, 0.1], "rpy": [0.1, 0, 0.2]},
+                  "pin": {"type": "capsule", "body": "k", "radius": 0.04, "length": 0.3, "at": [0, 0, 0.2],
+                          "rpy": [1.5, 0, 0.3]}}
+CONTACT_PAIRS = [{"a": "floor", "b": x} for x in ("ball", "rod", "blk")] + [
+    {"a": "ball", "b": "pin"}, {"a": "rod", "b": "pin"}, {"a": "ball", "b": "rod"}, {"a": "tilt", "b": "ball"}]

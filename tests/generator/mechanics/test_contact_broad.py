@@ -23,6 +23,7 @@ from dynamica.generator.spec.model import load_model
 from dynamica.runtime.reference.numeric import NumericReference
 
 from conftest import write_model
+from helpers import CONTACT_PAIRS, CONTACT_SHAPES
 
 LAW = {"stiffness": 1e4, "damping": 0.3, "friction": 0.6, "stiction_velocity": 0.01}
 
@@ -39,16 +40,8 @@ def _model(name, shapes, pairs, bodies, broad):
             "outputs": {"forces": True}}
 
 
-#: test_contact_pairs.py's scene: plane-sphere, plane-capsule, plane-box, sphere-capsule, capsule-capsule
-SHAPES = {"floor": {"type": "plane", "body": "ground", "normal": [0.1, -0.2, 1], "at": [0, 0, 0.01]},
-          "tilt": {"type": "plane", "body": "k", "at": [0, 0, 0.1], "rpy": [3.1, 0.1, 0]},
-          "ball": {"type": "sphere", "body": "p", "radius": 0.1, "at": [0.01, 0.02, 0]},
-          "rod": {"type": "capsule", "body": "r", "radius": 0.05, "length": 0.4, "rpy": [0.2, 1.3, 0]},
-          "blk": {"type": "box", "body": "k", "size": [0.2, 0.3, 0.1], "rpy": [0.1, 0, 0.2]},
-          "pin": {"type": "capsule", "body": "k", "radius": 0.04, "length": 0.3, "at": [0, 0, 0.2],
-                  "rpy": [1.5, 0, 0.3]}}
-PAIRS = [{"a": "floor", "b": x} for x in ("ball", "rod", "blk")] + [
-    {"a": "ball", "b": "pin"}, {"a": "rod", "b": "pin"}, {"a": "ball", "b": "rod"}, {"a": "tilt", "b": "ball"}]
+#: test_contact_pairs.py's scene (tests/helpers.py)
+SHAPES, PAIRS = CONTACT_SHAPES, CONTACT_PAIRS
 #: every pair penetrates by 5 cm or more here (test_contact_pairs.py)
 Q = np.array([0.0, 0.0, 0.05, 0.0, 0.0, 0.0, -0.162, -0.043, -0.083, 0.142, -0.427, 0.458,
               -0.038, 0.026, -0.199, -0.415, 0.204, -0.146])

@@ -6,6 +6,8 @@ to 1e-12 relative, in states where every pair penetrates and slides.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from dynamica.generator.spec.model import load_model
 from dynamica.runtime.reference.numeric import NumericReference
 
 from conftest import write_model
+from helpers import CONTACT_PAIRS, CONTACT_SHAPES
 
 
 def _free(name, mass=1.0, inertia=(0.01, 0.02, 0.03)):
@@ -74,17 +77,8 @@ def test_pairs_by_default_every_pair_that_can_touch_but_not_parent_and_child():
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory):
-    shapes = {"floor": {"type": "plane", "body": "ground", "normal": [0.1, -0.2, 1], "at": [0, 0, 0.01]},
-              "tilt": {"type": "plane", "body": "k", "at": [0, 0, 0.1], "rpy": [3.1, 0.1, 0]},
-              "ball": {"type": "sphere", "body": "p", "radius": 0.1, "at": [0.01, 0.02, 0]},
-              "rod": {"type": "capsule", "body": "r", "radius": 0.05, "length": 0.4, "rpy": [0.2, 1.3, 0]},
-              "blk": {"type": "box", "body": "k", "size": [0.2, 0.3, 0.1], "rpy": [0.1, 0, 0.2]},
-              "pin": {"type": "capsule", "body": "k", "radius": 0.04, "length": 0.3, "at": [0, 0, 0.2],
-                      "rpy": [1.5, 0, 0.3]}}
-    pairs = [{"a": "floor", "b": x} for x in ("ball", "rod", "blk")] + [
-        {"a": "ball", "b": "pin"}, {"a": "rod", "b": "pin"}, {"a": "ball", "b": "rod"}, {"a": "tilt", "b": "ball"}]
-    d = _model(shapes, pairs, defaults={"stiffness": 1e4, "damping": 0.3, "friction": 0.6,
-                                        "stiction_velocity": 0.01})
+    d = _model(copy.deepcopy(CONTACT_SHAPES), copy.deepcopy(CONTACT_PAIRS),
+               defaults={"stiffness": 1e4, "damping": 0.3, "friction": 0.6, "stiction_velocity": 0.01})
     d["outputs"] = {"forces": True}
     spec = load_model(d)
     return dynamica.load(write_model(tmp_path_factory.mktemp("scene"), d)), NumericReference(spec)
