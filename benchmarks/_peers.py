@@ -3,6 +3,7 @@
 that `import _peers` finds this file."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 
@@ -14,3 +15,16 @@ def write_table(lines: list[str], out: str | None = None) -> str:
     if out:
         Path(out).write_text(text + "\n")
     return text
+
+
+def per_call(fn, count: int, repeat: int, rounds: int = 5) -> float:
+    """Seconds per call of fn(k), k = 0 .. count - 1 (each state once a sweep), `repeat` sweeps a
+    round, the best of `rounds` rounds."""
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            for k in range(count):
+                fn(k)
+        best = min(best, (time.perf_counter() - t0) / (repeat * count))
+    return best

@@ -24,12 +24,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-from _peers import write_table
+from _peers import per_call, write_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from oracles.mujoco_mjcf import MujocoOracle
@@ -97,14 +96,7 @@ def rhs_times(path):
     c_level = seconds_per_call(model, states=ys, budget=0.5)
 
     def loop(fn, repeat):
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(repeat):
-                for k in range(len(states)):
-                    fn(k)
-            best = min(best, (time.perf_counter() - t0) / (repeat * len(states)))
-        return best
+        return per_call(fn, len(states), repeat)
 
     def mj_call(k):
         d.qpos[:], d.qvel[:] = mj_states[k]

@@ -20,11 +20,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
-from _peers import write_table
+from _peers import per_call, write_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from oracles.pin_urdf import FRICTION_VELOCITY, coordinate_map, pin_model, pin_state, robot_file
@@ -86,14 +85,7 @@ def rhs_times(name):
     taus = [-damping * v - friction * np.tanh(v / FRICTION_VELOCITY) for _, v in pins]
 
     def loop(fn, repeat):
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(repeat):
-                for k in range(len(states)):
-                    fn(k)
-            best = min(best, (time.perf_counter() - t0) / (repeat * len(states)))
-        return best
+        return per_call(fn, len(states), repeat)
     f = model.rhs_function()
     py = loop(lambda k: f(0.0, ys[k]), 50)
     pa = loop(lambda k: pin.aba(pm, data, pins[k][0], pins[k][1], taus[k]), 50)
