@@ -47,27 +47,36 @@ ARMATURE = """
 </mujoco>"""
 
 
-@pytest.fixture(scope="module")
-def armature(tmp_path_factory):
-    path = tmp_path_factory.mktemp("armature") / "armature.xml"
-    path.write_text(ARMATURE)
+def _load(path, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DynamicaWarning)
-        model = dynamica.load(path, contacts=False, limits=False, torques="off")
-    return path, model
+        return dynamica.load(path, contacts=False, limits=False, torques="off", **kw)
 
 
-def test_free_and_ball_armature_match_mujoco(armature):
-    path, model = armature
-    oracle = MujocoOracle(path, model.coordinates)
-    assert np.allclose(oracle.m.dof_armature[3:6], 0.3) and np.allclose(oracle.m.dof_armature[7:10], 0.7)
-    rng = np.random.default_rng(3)
+def _worst_against_mujoco(oracle, model, seed):
+    """The largest relative error of q'' (against qacc) and of M (against mj_fullM) at 6 random states."""
+    rng = np.random.default_rng(seed)
     worst_qdd = worst_m = 0.0
     for _ in range(6):
         q, qd = rng.uniform(-1, 1, model.n), rng.uniform(-2, 2, model.n)
         qacc, ours, M_mj, M_ours = oracle.compare(model, q, qd)
         worst_qdd = max(worst_qdd, max_rel_err(ours, qacc))
         worst_m = max(worst_m, max_rel_err(M_ours, M_mj))
+    return worst_qdd, worst_m
+
+
+@pytest.fixture(scope="module")
+def armature(tmp_path_factory):
+    path = tmp_path_factory.mktemp("armature") / "armature.xml"
+    path.write_text(ARMATURE)
+    return path, _load(path)
+
+
+def test_free_and_ball_armature_match_mujoco(armature):
+    path, model = armature
+    oracle = MujocoOracle(path, model.coordinates)
+    assert np.allclose(oracle.m.dof_armature[3:6], 0.3) and np.allclose(oracle.m.dof_armature[7:10], 0.7)
+    worst_qdd, worst_m = _worst_against_mujoco(oracle, model, 3)
     assert worst_qdd < RTOL and worst_m < RTOL, (worst_qdd, worst_m)
 
 
@@ -140,12 +149,6 @@ def moving(tmp_path_factory):
     return path
 
 
-def _load(path, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DynamicaWarning)
-        return dynamica.load(path, contacts=False, limits=False, torques="off", **kw)
-
-
 @pytest.fixture(scope="module")
 def moving_model(moving):
     return _load(moving)
@@ -155,14 +158,7 @@ def moving_model(moving):
 def test_ball_armature_on_moving_parents_matches_mujoco(moving, moving_model, form):
     model = moving_model if form is None else _load(moving, form=form)
     assert [f["body"] for f in model.spec.forces if f.type == "rotation_armature"] == ["bob", "limb"]
-    oracle = MujocoOracle(moving, model.coordinates)
-    rng = np.random.default_rng(5)
-    worst_qdd = worst_m = 0.0
-    for _ in range(6):
-        q, qd = rng.uniform(-1, 1, model.n), rng.uniform(-2, 2, model.n)
-        qacc, ours, M_mj, M_ours = oracle.compare(model, q, qd)
-        worst_qdd = max(worst_qdd, max_rel_err(ours, qacc))
-        worst_m = max(worst_m, max_rel_err(M_ours, M_mj))
+    worst_qdd, worst_m = _worst_against_mujoco(MujocoOracle(moving, model.coordinates), model, 5)
     assert worst_qdd < RTOL and worst_m < RTOL, (worst_qdd, worst_m)
 
 
