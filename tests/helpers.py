@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -185,3 +186,9 @@ CONTACT_SHAPES = {"floor": {"type": "plane", "body": "ground", "normal": [0.1, -
                           "rpy": [1.5, 0, 0.3]}}
 CONTACT_PAIRS = [{"a": "floor", "b": x} for x in ("ball", "rod", "blk")] + [
     {"a": "ball", "b": "pin"}, {"a": "rod", "b": "pin"}, {"a": "ball", "b": "rod"}, {"a": "tilt", "b": "ball"}]
+
+
+#: the C compilers of this machine the exported library is compiled with, and their flags (no warning
+#: allowed): tests/runtime/export/
+C_COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
+C_FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic"]

@@ -19,10 +19,10 @@ from dynamica.runtime.export import ExportError, export_c
 from dynamica.runtime.export.c_library import build_library
 
 from conftest import MODELS
+from helpers import C_COMPILERS, C_FLAGS
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
-COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
-FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic"]
+COMPILERS, FLAGS = C_COMPILERS, C_FLAGS
 
 #: a C driver: reads samples (t, y, p) from stdin, prints rhs, qdd, M, outputs and state rates
 DRIVER = r"""

@@ -18,11 +18,10 @@ import pytest
 import dynamica
 from dynamica.runtime.export import export_c
 
-from helpers import TREES, rel_err, tree_path
+from helpers import C_COMPILERS, C_FLAGS, TREES, rel_err, tree_path
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
-COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
-FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic"]
+COMPILERS, FLAGS = C_COMPILERS, C_FLAGS
 
 #: reads samples (t, q, qd, qdd, p) from stdin, prints the status and tau of both functions
 DRIVER = r"""
