@@ -32,6 +32,14 @@ from __future__ import annotations
 
 import numpy as np
 
+#: the singular measure below which IDA steps across (runtime/integrators/singular.py; radau's is
+#: 1e-3): IDA's Newton iteration on the GGL equations fails nearer the crossing than radau's (the N
+#: four-bar at rtol 1e-12: IDA gave up at s = 1.6e-3). Measured on the N four-bar (N = 1, 2; 1.5 s, two
+#: passages): 3e-3 passes at rtol 1e-8 and 1e-10 with IDA's own error (1e-8 at 1e-10, as over 1.2 s
+#: without a passage) but not at 1e-12 (IDA fails right after the step across); 1e-2 passes at 1e-12
+#: for N = 1 only and loses 4e-8 ... 2e-7 m at 1e-10
+SINGULAR_GAP = 3e-3
+
 
 def independent_rows(J) -> np.ndarray:
     """Indices of a maximal independent subset of the rows of J (sorted)."""
@@ -52,10 +60,11 @@ class _GGL:
         self.r = len(self.rows)
         self.calls = 0
 
-    def consistent(self, t, q, v):
-        """[q, v, lambda, 0] and its derivative at (t, q, v): lambda from M q'' - Q + J^T lambda = 0."""
+    def consistent(self, t, q, v, qdd=None):
+        """[q, v, lambda, 0] and its derivative at (t, q, v): lambda from M q'' - Q + J^T lambda = 0
+        (q'' the module's unless given)."""
         model, params, r = self.model, self.params, self.r
-        qdd = model.qdd(q, v, t, params)
+        qdd = model.qdd(q, v, t, params) if qdd is None else qdd
         tau = model.inverse_dynamics(q, v, self.zero, t, params)             # M q'' - Q at q'' = 0: -Q
         J, _ = self.loops.jacobian(model, q, t, params)
         lam = np.linalg.lstsq(J[self.rows].T, -(model.mass_matrix(q, t, params) @ qdd + tau), rcond=None)[0] \
@@ -118,6 +127,8 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
             out[:] = gaps(t, y[:2 * n])[0]
         gap_events.terminal, gap_events.direction = [True] * len(gaps), [0] * len(gaps)
         options.update(eventsfn=gap_events, num_events=len(gaps))
+    if gaps is None:                             # stepped, over the singular configurations (singular.py)
+        return _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info)
     consistent, residual = g.consistent, g.residual
     T, Y = [], []
     contacts, restarts, t_cur, (yy, yp) = [], 0, float(t0), consistent(t0, q0, v0)
@@ -150,3 +161,73 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     info["residual_calls"] = g.calls
     t_out, Y_out = np.concatenate(T), np.concatenate(Y)
     return simulation_result(model, t_out, Y_out, "ida", g.calls, info, str(sol.message), params=params)
+
+
+def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
+    """IDA stepped one step at a time, with the loops' singular configurations stepped over
+    (runtime/integrators/singular.py): within APPROACH gaps of a crossing each step is cut (IDA's
+    tstop) so as to end just outside the gap; inside it the run jumps to the other side on the
+    polynomial of the last accelerations and IDA starts anew there (the GGL rows chosen again).
+    Output rows come from IDA's interpolant over its last step (or the polynomial inside a jump)."""
+    from sksundae.ida import IDA
+
+    from dynamica.errors import IntegrationError
+    from dynamica.runtime.integrators.simulate import simulation_result
+    from dynamica.runtime.integrators.singular import Crossings, remember, step_across
+    n = model.n
+    crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP)
+    past, T, Y, calls, j, stalled = [], [], [], 0, 0, 0
+    t_cur, (yy, yp) = float(t0), g.consistent(t0, q0, v0)
+
+    def start(t, y, yp):
+        solver = IDA(g.residual, **options)
+        solver.init_step(t, y, yp)
+        return solver
+
+    solver, past = start(t_cur, yy, yp), [(t_cur, yy[:2 * n].copy())]
+    while j < len(t_eval) and t_eval[j] <= t_cur:
+        T.append(t_eval[j])
+        Y.append(yy[:2 * n].copy())
+        j += 1
+    s, delta = crossings.approaching(t_cur, yy)
+    while t_cur < t_end and j < len(t_eval):
+        stop = min(t_end, t_cur + max(crossings.max_step(s, delta), 1e-9 * (1.0 + abs(t_cur))))
+        sol = solver.step(t_end, method="onestep", tstop=stop)
+        if not sol.success:
+            raise IntegrationError(f"ida failed at t = {t_cur:g}: {sol.message}")
+        t_new = float(np.asarray(sol.t).reshape(-1)[-1])
+        if not t_new > t_cur:                    # (IDA hands back its current point after an interpolation)
+            stalled += 1
+            if stalled > 3:
+                raise IntegrationError(f"ida failed at t = {t_cur:g}: its steps no longer advance t")
+            continue
+        stalled = 0
+        y_new = np.array(np.asarray(sol.y).reshape(-1), dtype=float)
+        while j < len(t_eval) and t_eval[j] < t_new:                # IDA's interpolant over the step
+            T.append(t_eval[j])
+            Y.append(np.array(np.asarray(solver.step(float(t_eval[j])).y).reshape(-1)[:2 * n], dtype=float))
+            j += 1
+        step, t_cur = t_new - t_cur, t_new
+        remember(past, t_cur, y_new[:2 * n])
+        s, delta = crossings.approaching(t_cur, y_new)
+        across = step_across(crossings, past, delta, t_end) if crossings.crossing(s, delta, step) else None
+        if across is None:
+            while j < len(t_eval) and t_eval[j] <= t_cur:
+                T.append(t_eval[j])
+                Y.append(y_new[:2 * n])
+                j += 1
+            continue
+        t_b, state = across
+        while j < len(t_eval) and t_eval[j] <= t_b:
+            T.append(t_eval[j])
+            Y.append(state(t_eval[j]))
+            j += 1
+        y_b = state(t_b)
+        calls += g.calls
+        g = _GGL(model, params, y_b[:n], t_b)
+        t_cur, (yy, yp) = t_b, g.consistent(t_b, y_b[:n], y_b[n:], crossings.qdd(t_b, y_b[:n], y_b[n:]))
+        solver, past = start(t_cur, yy, yp), [(t_cur, y_b)]
+        s, delta = crossings.approaching(t_cur, yy)
+    info.update(residual_calls=calls + g.calls, singular_passages=list(crossings.passages))
+    return simulation_result(model, np.array(T), np.array(Y), "ida", calls + g.calls, info,
+                             "The solver successfully reached the end of the integration interval.", params=params)
