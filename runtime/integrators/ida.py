@@ -13,14 +13,18 @@ for mechanisms that are stiff (stiff springs or dampers), where the explicit Ada
 steps limited by stability. The rows of phi are the independent subset of the loops' equations
 at the start (QR with column pivoting of J^T: a planar linkage written with 3-D joints repeats
 its out-of-plane conditions, and IDA's iteration matrix must stay regular); the rank must not
-change during the run. lambda and mu are algebraic and left out of the error test (their
-absolute tolerance is huge: index-2 variables need not be accurate to the tolerance of q).
+change between singular configurations. lambda and mu are algebraic and left out of the error test
+(their absolute tolerance is huge: index-2 variables need not be accurate to the tolerance of q).
 
 The residual is evaluated in Python from the module's entry points: the tree's mass matrix,
 its inverse dynamics at zero acceleration (-Q, runtime/kinds/inverse.py), and the loops' kernels
 (phi, J, phi_t; runtime/assembly.py); IDA differences it for its Jacobian. Each call costs tens of
 microseconds, so the method pays off where Adams' stability limit costs far more steps
 (benchmarks/bench_loops.py).
+
+Singular configurations of the loops (docs/loops.md, "The implicit route"): without contacts IDA
+is stepped one step at a time and steps across them (`_run_across`, runtime/integrators/singular.py),
+starting anew on the other side with the rows of phi chosen again.
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
@@ -163,6 +167,15 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     return simulation_result(model, t_out, Y_out, "ida", g.calls, info, str(sol.message), params=params)
 
 
+def _rows(T, Y, t_eval, j, until, value, before=False):
+    """Append the output rows t_eval[j:] up to `until` (before it: `before`) with value(t); the next j."""
+    while j < len(t_eval) and (t_eval[j] < until if before else t_eval[j] <= until):
+        T.append(t_eval[j])
+        Y.append(np.array(value(t_eval[j]), dtype=float))
+        j += 1
+    return j
+
+
 def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
     """IDA stepped one step at a time, with the loops' singular configurations stepped over
     (runtime/integrators/singular.py): within APPROACH gaps of a crossing each step is cut (IDA's
@@ -185,10 +198,7 @@ def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
         return solver
 
     solver, past = start(t_cur, yy, yp), [(t_cur, yy[:2 * n].copy())]
-    while j < len(t_eval) and t_eval[j] <= t_cur:
-        T.append(t_eval[j])
-        Y.append(yy[:2 * n].copy())
-        j += 1
+    j = _rows(T, Y, t_eval, j, t_cur, lambda t: yy[:2 * n].copy())
     s, delta = crossings.approaching(t_cur, yy)
     while t_cur < t_end and j < len(t_eval):
         stop = min(t_end, t_cur + max(crossings.max_step(s, delta), 1e-9 * (1.0 + abs(t_cur))))
@@ -203,25 +213,17 @@ def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
             continue
         stalled = 0
         y_new = np.array(np.asarray(sol.y).reshape(-1), dtype=float)
-        while j < len(t_eval) and t_eval[j] < t_new:                # IDA's interpolant over the step
-            T.append(t_eval[j])
-            Y.append(np.array(np.asarray(solver.step(float(t_eval[j])).y).reshape(-1)[:2 * n], dtype=float))
-            j += 1
+        j = _rows(T, Y, t_eval, j, t_new, lambda t: np.asarray(solver.step(float(t)).y).reshape(-1)[:2 * n],
+                  before=True)                                       # IDA's interpolant over the step
         step, t_cur = t_new - t_cur, t_new
         remember(past, t_cur, y_new[:2 * n])
         s, delta = crossings.approaching(t_cur, y_new)
         across = step_across(crossings, past, delta, t_end) if crossings.crossing(s, delta, step) else None
         if across is None:
-            while j < len(t_eval) and t_eval[j] <= t_cur:
-                T.append(t_eval[j])
-                Y.append(y_new[:2 * n])
-                j += 1
+            j = _rows(T, Y, t_eval, j, t_cur, lambda t: y_new[:2 * n])
             continue
         t_b, state = across
-        while j < len(t_eval) and t_eval[j] <= t_b:
-            T.append(t_eval[j])
-            Y.append(state(t_eval[j]))
-            j += 1
+        j = _rows(T, Y, t_eval, j, t_b, state)
         y_b = state(t_b)
         calls += g.calls
         g = _GGL(model, params, y_b[:n], t_b)

@@ -195,7 +195,7 @@ class _Stepped:
         self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
                                                                   **self.extra, **kw)
         self.solver = self.start(t0, y0)
-        self.max_step = self.solver.max_step
+        self.max_step = getattr(self.solver, "max_step", np.inf)
         self.t0, self.y0 = t0, np.array(y0, dtype=float)
         self.every_step = t_eval is None                 # solve_ivp's rows then: t0 and every step
         self.times = np.array([t0]) if self.every_step else np.asarray(t_eval, dtype=float)
