@@ -10,17 +10,17 @@ stopped at the first passage of the N four-bar). Here the integrator is stopped 
 that window and the crossing is stepped over:
 
 1. after each step the measure s = sigma_r(J) / sigma_1(J) is taken on J with its rows scaled by
-   their lengths at the start (r the rank at the start, so that redundant rows do not count); when s
-   falls below SINGULAR_GAP and is decreasing, the time to the crossing is estimated as
-   delta = s / |ds/dt| (ds/dt by a difference along q');
-2. the state at two times, t_1 = t_2 - delta and t_2 (both projected onto the constraints, where
-   the constrained q'' is exact at any distance from the singular configuration), and their
-   accelerations give the quintic Hermite polynomial of each coordinate; it is evaluated at
-   t_b = t_2 + 2 delta, symmetric to t_2 about the crossing, and projected onto the constraints:
-   the branch nearest the extrapolated state, i.e. the one the motion continues on (the crossed
-   branch is at an angle, about delta w away, the extrapolation error ~ (3 delta)^3 (2 delta)^3
-   |q^(6)| / 720);
-3. the integrator starts anew at t_b; output rows inside (t_2, t_b) come from the same polynomial,
+   their lengths at the start (r the rank at the start, so that redundant rows do not count), and
+   near a crossing the time to it, delta = s / |ds/dt| (ds/dt by a difference along q');
+2. within APPROACH gaps the steps are cut so as to end just outside the gap (`max_step`), and
+   leaving a crossing they grow with the distance from it;
+3. once s < gap heading in (or the integrator crawls nearby, CRAWL), q'' at up to PAST past states
+   spaced about delta apart (`_spread`, from a history thinned by `remember`), each projected onto
+   the constraints and solved in full (`Crossings.qdd`), gives a polynomial q''(t), integrated twice
+   from the last state to t_b = t + 2 delta, symmetric about the crossing; that state is projected
+   onto the constraints: the branch nearest it, i.e. the one the motion continues on (the crossed
+   branch is at an angle, about 2 delta w away);
+4. the integrator starts anew at t_b; output rows inside the jump come from the same polynomial,
    projected.
 
 A model whose J keeps its rank along the run is integrated as before (s stays above the gap).
@@ -33,9 +33,10 @@ import math
 import numpy as np
 import numpy.polynomial.polynomial as npp
 
-#: s = sigma_r(J) / sigma_1(J) below which the crossing is stepped over. Measured on the N four-bar
-#: (N = 1, radau): 1e-2 passes at rtol 1e-8 ... 1e-12 with the error of the reduced equation; the
-#: window where scipy's Radau at rtol 1e-12 gives up is s < ~1e-3 (docs/loops.md)
+#: s = sigma_r(J) / sigma_1(J) below which radau steps across (ida: its own, ida.py). Measured on the
+#: N four-bar (N = 1, radau, one passage): after it B0 within 2.5e-9 / 1.7e-11 / 2.0e-13 m at rtol
+#: 1e-8 / 1e-10 / 1e-12 with 1e-3 (the same as before it), 8.7e-13 at rtol 1e-12 with 3e-3, 8.5e-10 with
+#: 1e-2; nearer the crossing the accelerations themselves lose accuracy (docs/loops.md)
 SINGULAR_GAP = 1e-3
 #: within APPROACH gaps of the crossing the steps are limited so as to end just outside the gap
 APPROACH = 10.0
