@@ -209,7 +209,9 @@ def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
         if not t_new > t_cur:                    # (IDA hands back its current point after an interpolation)
             stalled += 1
             if stalled > 3:
-                raise IntegrationError(f"ida failed at t = {t_cur:g}: its steps no longer advance t")
+                raise IntegrationError(f"ida failed at t = {t_cur:g}: its steps no longer advance t (the loops' "
+                                       f"singular measure is {s:.2g} there, the step across starts below "
+                                       f"{crossings.gap:g}; a run started inside that window cannot step across)")
             continue
         stalled = 0
         y_new = np.array(np.asarray(sol.y).reshape(-1), dtype=float)
