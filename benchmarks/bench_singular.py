@@ -8,7 +8,7 @@ tips joined by N horizontal rods, 1 m and 1 kg each, gravity 9.81 m/s^2 along -y
 For each N, integrator and tolerance (rtol = atol): the largest error of B0's x against the
 reduced equation of the parallelogram branch (tests/oracles/nfourbar.py, DOP853 at 1e-14), the
 largest relative drift of the energy, the largest constraint residual at the output rows, the
-wall time of `simulate` and its RHS calls. The first rows of each N are the same integrators on
+wall time of `simulate` and its RHS calls (IDA: residual calls). The first rows of each N are the same integrators on
 the reduced equation itself (one coordinate, no loop): what the tolerance gives on this motion.
 Each case runs in its own process with a time limit (a case that does not finish in it is
 reported as such). The benchmark's own precision limit for B0 is 1e-3 m.
@@ -118,10 +118,10 @@ def main():
             (Path(folder) / f"nfourbar{n}.yaml").write_text(nf.model_text(n))
             import dynamica as d
             d.load(str(Path(folder) / f"nfourbar{n}.yaml"))                 # compiled once, outside the timing
-            methods = ["adams"] if n > 2 else ["adams", "DOP853", "radau"]
+            methods = ["adams"] if n > 2 else ["adams", "DOP853", "radau", "ida"]
             rtols = [1e-8, 1e-10, 1e-12]
             for method in methods:
-                for rtol in rtols:
+                for rtol in rtols if method != "ida" else []:       # (no reduced run for IDA)
                     lines.append(f"{n:>3} {method + ' *':>8} {rtol:7.0e} {reduced(n, method, rtol):11.2e} "
                                  f"{'':>12} {'':>10} {'':>8} {'':>9}")
                 for rtol in rtols:

@@ -9,7 +9,9 @@ runtime/integrators/simulate.py (which runner runs it, with which options).
   "scipy"     scipy's method `options["method"]`, stepped one by one; `jacobian`: it uses a
               Jacobian (the generated one unless simulate(jacobian="numeric")); `one_step`: a
               one-step method, so a model with closed loops is projected onto the loops'
-              constraints after each step (a multistep method's history would no longer match)
+              constraints after each step (a multistep method's history would no longer match);
+              `across`: a model's singular configurations are stepped over
+              (runtime/integrators/singular.py: the implicit route, whose Newton iteration fails there)
   "ida"       SUNDIALS IDA on the constrained equations (runtime/integrators/ida.py)
 
 A new integrator of an existing kind is one record here; a new kind is a runner in
@@ -40,7 +42,7 @@ def register(integrator: Integrator) -> Integrator:
 
 register(Integrator("adams", "adams", doc="compiled Adams-Bashforth-Moulton PECE, variable step and order 1-12"))
 register(Integrator("stoermer6", "stoermer", doc="fixed-step 6th-order Stoermer-Cowell (the timing experiments)"))
-register(Integrator("radau", "scipy", {"method": "Radau", "jacobian": True, "one_step": True},
+register(Integrator("radau", "scipy", {"method": "Radau", "jacobian": True, "one_step": True, "across": True},
                     doc="scipy's Radau IIA (5th order, implicit)"))
 register(Integrator("RK45", "scipy", {"method": "RK45", "jacobian": False, "one_step": True},
                     doc="scipy's Runge-Kutta 5(4)"))
@@ -50,6 +52,6 @@ register(Integrator("LSODA", "scipy", {"method": "LSODA", "jacobian": True, "one
                     doc="scipy's LSODA (Adams/BDF switching)"))
 register(Integrator("BDF", "scipy", {"method": "BDF", "jacobian": True, "one_step": False},
                     doc="scipy's variable-order BDF"))
-register(Integrator("Radau", "scipy", {"method": "Radau", "jacobian": True, "one_step": True},
+register(Integrator("Radau", "scipy", {"method": "Radau", "jacobian": True, "one_step": True, "across": True},
                     doc="scipy's Radau IIA, by scipy's name"))
 register(Integrator("ida", "ida", doc="SUNDIALS IDA on the constrained equations of a model with loops"))

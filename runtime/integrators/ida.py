@@ -13,14 +13,18 @@ for mechanisms that are stiff (stiff springs or dampers), where the explicit Ada
 steps limited by stability. The rows of phi are the independent subset of the loops' equations
 at the start (QR with column pivoting of J^T: a planar linkage written with 3-D joints repeats
 its out-of-plane conditions, and IDA's iteration matrix must stay regular); the rank must not
-change during the run. lambda and mu are algebraic and left out of the error test (their
-absolute tolerance is huge: index-2 variables need not be accurate to the tolerance of q).
+change between singular configurations. lambda and mu are algebraic and left out of the error test
+(their absolute tolerance is huge: index-2 variables need not be accurate to the tolerance of q).
 
 The residual is evaluated in Python from the module's entry points: the tree's mass matrix,
 its inverse dynamics at zero acceleration (-Q, runtime/kinds/inverse.py), and the loops' kernels
 (phi, J, phi_t; runtime/assembly.py); IDA differences it for its Jacobian. Each call costs tens of
 microseconds, so the method pays off where Adams' stability limit costs far more steps
 (benchmarks/bench_loops.py).
+
+Singular configurations of the loops (docs/loops.md, "The implicit route"): without contacts IDA
+is stepped one step at a time and steps across them (`_run_across`, runtime/integrators/singular.py),
+starting anew on the other side with the rows of phi chosen again.
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
@@ -31,6 +35,14 @@ kink at d = 0. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end).
 from __future__ import annotations
 
 import numpy as np
+
+#: the singular measure below which IDA steps across (runtime/integrators/singular.py; radau's is
+#: 1e-3): IDA's Newton iteration on the GGL equations fails nearer the crossing than radau's (the N
+#: four-bar at rtol 1e-12: IDA gave up at s = 1.6e-3). Measured on the N four-bar (N = 1, 2; 1.5 s, two
+#: passages): 3e-3 passes at rtol 1e-8 and 1e-10 with IDA's own error (1e-8 at 1e-10, as over 1.2 s
+#: without a passage) but not at 1e-12 (IDA fails right after the step across); 1e-2 passes at 1e-12
+#: for N = 1 only and loses 4e-8 ... 2e-7 m at 1e-10
+SINGULAR_GAP = 3e-3
 
 
 def independent_rows(J) -> np.ndarray:
@@ -52,10 +64,11 @@ class _GGL:
         self.r = len(self.rows)
         self.calls = 0
 
-    def consistent(self, t, q, v):
-        """[q, v, lambda, 0] and its derivative at (t, q, v): lambda from M q'' - Q + J^T lambda = 0."""
+    def consistent(self, t, q, v, qdd=None):
+        """[q, v, lambda, 0] and its derivative at (t, q, v): lambda from M q'' - Q + J^T lambda = 0
+        (q'' the module's unless given)."""
         model, params, r = self.model, self.params, self.r
-        qdd = model.qdd(q, v, t, params)
+        qdd = model.qdd(q, v, t, params) if qdd is None else qdd
         tau = model.inverse_dynamics(q, v, self.zero, t, params)             # M q'' - Q at q'' = 0: -Q
         J, _ = self.loops.jacobian(model, q, t, params)
         lam = np.linalg.lstsq(J[self.rows].T, -(model.mass_matrix(q, t, params) @ qdd + tau), rcond=None)[0] \
@@ -118,6 +131,8 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
             out[:] = gaps(t, y[:2 * n])[0]
         gap_events.terminal, gap_events.direction = [True] * len(gaps), [0] * len(gaps)
         options.update(eventsfn=gap_events, num_events=len(gaps))
+    if gaps is None:                             # stepped, over the singular configurations (singular.py)
+        return _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info)
     consistent, residual = g.consistent, g.residual
     T, Y = [], []
     contacts, restarts, t_cur, (yy, yp) = [], 0, float(t0), consistent(t0, q0, v0)
@@ -150,3 +165,73 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     info["residual_calls"] = g.calls
     t_out, Y_out = np.concatenate(T), np.concatenate(Y)
     return simulation_result(model, t_out, Y_out, "ida", g.calls, info, str(sol.message), params=params)
+
+
+def _rows(T, Y, t_eval, j, until, value, before=False):
+    """Append the output rows t_eval[j:] up to `until` (before it: `before`) with value(t); the next j."""
+    while j < len(t_eval) and (t_eval[j] < until if before else t_eval[j] <= until):
+        T.append(t_eval[j])
+        Y.append(np.array(value(t_eval[j]), dtype=float))
+        j += 1
+    return j
+
+
+def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
+    """IDA stepped one step at a time, with the loops' singular configurations stepped over
+    (runtime/integrators/singular.py): within APPROACH gaps of a crossing each step is cut (IDA's
+    tstop) so as to end just outside the gap; inside it the run jumps to the other side on the
+    polynomial of the last accelerations and IDA starts anew there (the GGL rows chosen again).
+    Output rows come from IDA's interpolant over its last step (or the polynomial inside a jump)."""
+    from sksundae.ida import IDA
+
+    from dynamica.errors import IntegrationError
+    from dynamica.runtime.integrators.simulate import simulation_result
+    from dynamica.runtime.integrators.singular import Crossings, remember, step_across
+    n = model.n
+    crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP)
+    past, T, Y, calls, j, stalled = [], [], [], 0, 0, 0
+    t_cur, (yy, yp) = float(t0), g.consistent(t0, q0, v0)
+
+    def start(t, y, yp):
+        solver = IDA(g.residual, **options)
+        solver.init_step(t, y, yp)
+        return solver
+
+    solver, past = start(t_cur, yy, yp), [(t_cur, yy[:2 * n].copy())]
+    j = _rows(T, Y, t_eval, j, t_cur, lambda t: yy[:2 * n].copy())
+    s, delta = crossings.approaching(t_cur, yy)
+    while t_cur < t_end and j < len(t_eval):
+        stop = min(t_end, t_cur + max(crossings.max_step(s, delta), 1e-9 * (1.0 + abs(t_cur))))
+        sol = solver.step(t_end, method="onestep", tstop=stop)
+        if not sol.success:
+            raise IntegrationError(f"ida failed at t = {t_cur:g}: {sol.message}")
+        t_new = float(np.asarray(sol.t).reshape(-1)[-1])
+        if not t_new > t_cur:                    # (IDA hands back its current point after an interpolation)
+            stalled += 1
+            if stalled > 3:
+                raise IntegrationError(f"ida failed at t = {t_cur:g}: its steps no longer advance t (the loops' "
+                                       f"singular measure is {s:.2g} there, the step across starts below "
+                                       f"{crossings.gap:g}; a run started inside that window cannot step across)")
+            continue
+        stalled = 0
+        y_new = np.array(np.asarray(sol.y).reshape(-1), dtype=float)
+        j = _rows(T, Y, t_eval, j, t_new, lambda t: np.asarray(solver.step(float(t)).y).reshape(-1)[:2 * n],
+                  before=True)                                       # IDA's interpolant over the step
+        step, t_cur = t_new - t_cur, t_new
+        remember(past, t_cur, y_new[:2 * n])
+        s, delta = crossings.approaching(t_cur, y_new)
+        across = step_across(crossings, past, delta, t_end) if crossings.crossing(s, delta, step) else None
+        if across is None:
+            j = _rows(T, Y, t_eval, j, t_cur, lambda t: y_new[:2 * n])
+            continue
+        t_b, state = across
+        j = _rows(T, Y, t_eval, j, t_b, state)
+        y_b = state(t_b)
+        calls += g.calls
+        g = _GGL(model, params, y_b[:n], t_b)
+        t_cur, (yy, yp) = t_b, g.consistent(t_b, y_b[:n], y_b[n:], crossings.qdd(t_b, y_b[:n], y_b[n:]))
+        solver, past = start(t_cur, yy, yp), [(t_cur, y_b)]
+        s, delta = crossings.approaching(t_cur, yy)
+    info.update(residual_calls=calls + g.calls, singular_passages=list(crossings.passages))
+    return simulation_result(model, np.array(T), np.array(Y), "ida", calls + g.calls, info,
+                             "The solver successfully reached the end of the integration interval.", params=params)

@@ -161,6 +161,10 @@ def _jacobian(model, scipy_method, params, jacobian):
 #: (a multistep method's history would no longer match the projected state): option `one_step`
 ONE_STEP = tuple(dict.fromkeys(r.options["method"] for r in INTEGRATOR_RECORDS.values()
                                if r.kind == "scipy" and r.options["one_step"]))
+#: scipy's methods that step over the loops' singular configurations (runtime/integrators/singular.py):
+#: option `across`
+ACROSS = tuple(dict.fromkeys(r.options["method"] for r in INTEGRATOR_RECORDS.values()
+                             if r.kind == "scipy" and r.options.get("across")))
 
 
 #: consecutive steps of a scipy solver that leave t where it was before the run is stopped: scipy's
@@ -182,8 +186,16 @@ class _Stepped:
         import scipy.integrate as si
         jac = _jacobian(model, scipy_method, params, jacobian)
         self.extra = {"jac": jac} if jac is not None else {}
-        self.solver = getattr(si, scipy_method)(model.rhs_function(params), t0, y0, t_end, rtol=rtol, atol=atol,
-                                                **self.extra)
+        self.crossings, self.nfev_before = None, 0
+        self.past = [(t0, np.array(y0, dtype=float))]           # for the step across (singular.remember)
+        if model.loops and scipy_method in ACROSS:
+            from dynamica.runtime.integrators.singular import Crossings
+            self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
+        fun = model.rhs_function(params)
+        self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
+                                                                  **self.extra, **kw)
+        self.solver = self.start(t0, y0)
+        self.max_step = getattr(self.solver, "max_step", np.inf)
         self.t0, self.y0 = t0, np.array(y0, dtype=float)
         self.every_step = t_eval is None                 # solve_ivp's rows then: t0 and every step
         self.times = np.array([t0]) if self.every_step else np.asarray(t_eval, dtype=float)
@@ -229,12 +241,48 @@ class _Stepped:
                     solver.f = solver.fun(solver.t, solver.y)
             if self.every_step:
                 yield solver.t, np.array(solver.y, dtype=float)
+            across = None
+            if self.crossings and solver.status == "running":
+                from dynamica.runtime.integrators.singular import remember
+                remember(self.past, solver.t, solver.y)
+                across = self._across()
+            if across is not None:
+                t_b, state = across
+                while j < len(times) and times[j] <= t_b:
+                    yield times[j], state(times[j])
+                    j += 1
+                y_b = state(t_b)
+                self.nfev_before += solver.nfev + len(self.crossings.passages[-1][3])  # (its q'' calls)
+                self.past = [(t_b, y_b)]
+                self.solver = solver = self.start(t_b, y_b, first_step=min(solver.step_size, t_b - solver.t)) \
+                    if t_b < solver.t_bound else solver
+                if t_b >= solver.t_bound:
+                    solver.t, solver.y, solver.status = t_b, y_b, "finished"
+                if self.every_step:
+                    yield t_b, y_b
+
+    def _across(self):
+        """(t_b, state) of a step over a singular configuration ahead (runtime/integrators/singular.py), or None."""
+        from dynamica.runtime.integrators.singular import step_across
+        solver = self.solver
+        s, delta = self.crossings.approaching(solver.t, solver.y)
+        if not self.crossings.crossing(s, delta, solver.t - solver.t_old):
+            solver.max_step = min(self.crossings.max_step(s, delta), self.max_step)
+            return None
+        return step_across(self.crossings, self.past, delta, solver.t_bound)
+
+    @property
+    def nfev(self) -> int:
+        """RHS calls of every solver of the run (a new one after each step across)."""
+        return self.nfev_before + self.solver.nfev
 
     def info(self, name):
         out = {"integrator": f"scipy {name}" + (", projected onto the loops' constraints after each step"
                                                  if self.projected else "")}
         if name in IMPLICIT:
             out.update(jacobian="analytic" if self.extra else "numeric", njev=int(getattr(self.solver, "njev", 0)))
+        if self.crossings is not None:
+            out["singular_passages"] = list(self.crossings.passages)
         return out
 
 
@@ -250,7 +298,7 @@ def _scipy_runner(scipy_method):
             stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
             rows = list(stepped.rows())
             t, Y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
-            return simulation_result(model, t, Y, run.name, stepped.solver.nfev, stepped.info(scipy_method),
+            return simulation_result(model, t, Y, run.name, stepped.nfev, stepped.info(scipy_method),
                                      stepped.message, params=params)
         from scipy.integrate import solve_ivp
         jac = _jacobian(model, scipy_method, params, jacobian)
@@ -665,9 +713,9 @@ def _stream_scipy(scipy_method, name):
             if last is not None:                          # the piece starts at the previous one's last row
                 piece.insert(0, last)
             last = piece[-1]
-            yield (np.array([r[0] for r in piece]), np.array([r[1] for r in piece]), stepped.solver.nfev - nfev,
+            yield (np.array([r[0] for r in piece]), np.array([r[1] for r in piece]), stepped.nfev - nfev,
                    stepped.info(scipy_method), stepped.message)
-            nfev = stepped.solver.nfev
+            nfev = stepped.nfev
     return stream
 
 

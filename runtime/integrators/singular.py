@@ -1,0 +1,212 @@
+"""Passing the singular configurations of closed loops with the implicit integrators (`radau`,
+`ida`): the step across (docs/loops.md, "The implicit route: stepping across").
+
+Where the loops' Jacobian J loses rank for an instant (the N four-bar with all rods horizontal, a
+change-point four-bar folding flat) the branches of motion cross, and the equations off the
+constraint manifold are ill-conditioned within a window around the crossing whose size grows as
+the integrator's defects shrink: an implicit method's Newton iteration on its stages then either
+turns onto the crossed branch or gives up (scipy's Radau at rtol 1e-12 and IDA at every rtol
+stopped at the first passage of the N four-bar). Here the integrator is stopped before it enters
+that window and the crossing is stepped over:
+
+1. after each step the measure s = sigma_r(J) / sigma_1(J) is taken on J with its rows scaled by
+   their lengths at the start (r the rank at the start, so that redundant rows do not count), and
+   near a crossing the time to it, delta = s / |ds/dt| (ds/dt by a difference along q');
+2. within APPROACH gaps the steps are cut so as to end just outside the gap (`max_step`), and
+   leaving a crossing they grow with the distance from it;
+3. once s < gap heading in (or the integrator crawls nearby, CRAWL), q'' at up to PAST past states
+   spaced about delta apart (`_spread`, from a history thinned by `remember`), each projected onto
+   the constraints and solved in full (`Crossings.qdd`), gives a polynomial q''(t), integrated twice
+   from the last state to t_b = t + 2 delta, symmetric about the crossing; that state is projected
+   onto the constraints: the branch nearest it, i.e. the one the motion continues on (the crossed
+   branch is at an angle, about 2 delta w away);
+4. the integrator starts anew at t_b; output rows inside the jump come from the same polynomial,
+   projected.
+
+A model whose J keeps its rank along the run is integrated as before (s stays above the gap).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.polynomial.polynomial as npp
+
+#: s = sigma_r(J) / sigma_1(J) below which radau steps across (ida: its own, ida.py). Measured on the
+#: N four-bar (N = 1, radau, one passage): after it B0 within 2.5e-9 / 1.7e-11 / 2.0e-13 m at rtol
+#: 1e-8 / 1e-10 / 1e-12 with 1e-3 (the same as before it), 8.7e-13 at rtol 1e-12 with 3e-3, 8.5e-10 with
+#: 1e-2; nearer the crossing the accelerations themselves lose accuracy (docs/loops.md)
+SINGULAR_GAP = 1e-3
+#: within APPROACH gaps of the crossing the steps are limited so as to end just outside the gap
+APPROACH = 10.0
+#: leaving a crossing (s < APPROACH gap) a step is at most DEPART times the time in which s doubles
+DEPART = 0.5
+#: heading into a crossing with s < CRAWL_S, a step shorter than CRAWL delta (the integrator
+#: struggles with the equations there: scipy's Radau on a change-point four-bar took steps of 1.2e-6 s
+#: at s = 8.7e-3, delta = 2e-3, 50 000 of them) starts the step across from where it is
+CRAWL, CRAWL_S = 1e-2, 1e-2
+#: the accelerations at the last PAST accepted states give the polynomial of the step across
+PAST = 5
+#: ... spaced at least SPACING times the step across apart (`_spread`)
+SPACING = 0.5
+#: a row of J shorter than this at the start (relative to the longest) is left out (structurally zero)
+_ZERO_ROW = 1e-14
+
+
+class Crossings:
+    """The singular measure of a model's loops and the step across (module docstring)."""
+
+    def __init__(self, model, params, t0, q0, gap=SINGULAR_GAP):
+        from dynamica.runtime import assembly
+        from dynamica.runtime.assembly import PROJECT_ITERATIONS, PROJECT_TOL
+        self.model, self.params, self.assembly, self.gap = model, params, assembly, float(gap)
+        self.n = model.n
+        self.p = model.param_vector(params)
+        self.opts = np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
+        J, _ = assembly.jacobian(model, q0, t0, params)
+        norms = np.linalg.norm(J, axis=1)
+        self.keep = norms > _ZERO_ROW * max(float(norms.max(initial=0.0)), 1e-300)
+        self.scale = 1.0 / norms[self.keep]
+        sv = self._singular_values(q0, t0)
+        self.rank = int(np.sum(sv > 1e-8 * sv[0])) if len(sv) else 0
+        self.passages = []                      # (t_2, t_b, s at t_2) of each step across
+
+    def _singular_values(self, q, t):
+        if not self.keep.any():
+            return np.zeros(0)
+        J, _ = self.assembly.jacobian(self.model, q, t, self.params)
+        return np.linalg.svd(J[self.keep] * self.scale[:, None], compute_uv=False)
+
+    def measure(self, t, q) -> float:
+        """s = sigma_r / sigma_1 of the unit-row J at q (1 without loops' rank)."""
+        if self.rank == 0:
+            return 1.0
+        sv = self._singular_values(q, t)
+        return float(sv[self.rank - 1] / sv[0]) if len(sv) >= self.rank else 0.0
+
+    def approaching(self, t, y):
+        """(s, delta): the measure at the state and the time to the estimated crossing (inf if the
+        state is not heading into one)."""
+        if self.rank == 0:
+            return 1.0, math.inf
+        q, v = y[:self.n], y[self.n:2 * self.n]
+        s = self.measure(t, q)
+        speed = float(np.abs(v).max())
+        if s >= APPROACH * self.gap or speed == 0.0:
+            return s, math.inf
+        eps = 1e-7 / speed
+        rate = (self.measure(t + eps, q + eps * v) - s) / eps
+        return s, (s / -rate if rate != 0.0 else math.inf)
+
+    def crossing(self, s, delta, step):
+        """Whether to step across now: within the gap and heading in, or crawling (CRAWL) nearby."""
+        if not 0.0 < delta < math.inf:
+            return False
+        return s < self.gap or (s < CRAWL_S and step < CRAWL * delta)
+
+    def max_step(self, s, delta):
+        """The longest next step near a crossing (s < APPROACH gap; delta < 0: leaving it). Heading
+        in, one that ends at about s = 0.75 gap, so that the step across starts from a state outside
+        the window where the equations are ill-conditioned (a step that ends deep inside it carries
+        their error); leaving, DEPART times the time in which s doubles."""
+        if not math.isfinite(delta) or s >= APPROACH * self.gap:
+            return math.inf
+        if delta < 0.0:
+            return -DEPART * delta
+        return max(delta * (1.0 - 0.75 * self.gap / s), 1e-3 * delta)
+
+    def onto(self, t, y):
+        """A copy of the state [q, q'] projected onto the constraints: positions by the module's
+        projection, then the velocities onto J q' + phi_t = 0 with every row, the M-weighted
+        minimum-norm correction (near a crossing the module's velocity projection leaves the weak
+        rows alone, and q'' read at such a state is off by the defect times 1/d^2: measured 0.3 m/s^2
+        at a defect of 1e-10 and d = 7e-4 rad on the N four-bar)."""
+        import scipy.linalg as sl
+        n, model, params = self.n, self.model, self.params
+        y = np.ascontiguousarray(np.array(y[:2 * n], dtype=float))
+        model.module.project(float(t), y, self.p, self.opts)
+        q, v = y[:n], y[n:]
+        J, phit = self.assembly.jacobian(model, q, t, params)
+        L = sl.cholesky(model.mass_matrix(q, t, params), lower=True)
+        A = sl.solve_triangular(L, J.T, lower=True).T                       # J L^-T
+        x = np.linalg.lstsq(A, J @ v + phit, rcond=1e-12)[0]
+        y[n:] = v - sl.solve_triangular(L.T, x, lower=False)
+        return y
+
+    def qdd(self, t, q, v):
+        """q'' of the constrained equations solved in full (every row of J kept to its rank), in
+        numpy: M q'' - Q + J^T lambda = 0, J q'' = gamma, the M-weighted minimum-norm solution. Near a
+        crossing the module's solve scales the weak rows' gamma by the state's defects (docs/loops.md),
+        which even at rounding-level defects moves q'' (measured on the N four-bar, a state projected
+        after a defect of 1e-13: 3.7e-7 at 2.6e-3 rad from the crossing, 1.4e-5 at 1e-3)."""
+        import scipy.linalg as sl
+        model, params = self.model, self.params
+        J, _ = self.assembly.jacobian(model, q, t, params)
+        gamma = np.empty(J.shape[0])
+        model.module.con_bias(float(t), np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
+                              self.p, gamma)
+        Q = -model.inverse_dynamics(q, v, np.zeros(self.n), t, params)
+        L = sl.cholesky(model.mass_matrix(q, t, params), lower=True)
+        A = sl.solve_triangular(L, J.T, lower=True).T                       # J L^-T
+        z = sl.solve_triangular(L, Q, lower=True)
+        z = z + np.linalg.lstsq(A, gamma - A @ z, rcond=1e-12)[0]
+        return sl.solve_triangular(L.T, z, lower=False)
+
+    def across(self, past, t_b):
+        """The step across from the last of `past` (the integrator's last accepted states (t, y), in
+        order; module docstring) to t_b: a function of t giving the projected [q, q'] there."""
+        n = self.n
+        pts = [(float(t), self.onto(t, y)) for t, y in _spread(past, t_b)]
+        t2, y2 = pts[-1]
+        acc = np.array([self.qdd(t, y[:n], y[n:]) for t, y in pts])
+        scale = max(t_b - t2, 1e-300)
+        x = np.array([t for t, _ in pts]) - t2
+        P = npp.polyfit(x / scale, acc, len(pts) - 1)               # q'' through the past points
+        V = npp.polyint(P) * scale                                   # its integrals from t2, in x
+        Q = npp.polyint(V) * scale
+        self.passages.append((t2, float(t_b), self.measure(t2, y2[:n]), x))
+
+        def state(t):
+            xi = (t - t2) / scale
+            return self.onto(t, np.concatenate([y2[:n] + (t - t2) * y2[n:] + npp.polyval(xi, Q),
+                                                y2[n:] + npp.polyval(xi, V)]))
+        return state
+
+
+def remember(past, t, y):
+    """Append the accepted state (t, y) to the list `past`, thinned so that its points lie about
+    geometrically back in time (a point goes when its neighbours are closer together than a quarter
+    of their distance from t): the polynomial of the step across then finds points SPACING apart even
+    after thousands of short steps."""
+    past.append((float(t), np.array(y, dtype=float)))
+    i = len(past) - 3
+    while i >= 1:
+        if past[i + 1][0] - past[i - 1][0] < 0.25 * (t - past[i + 1][0]):
+            del past[i]
+        i -= 1
+
+
+def _spread(past, t_b):
+    """The points of `past` for the polynomial: the last one, then going back each at least
+    SPACING (t_b - t2) before the one kept after it, at most PAST (points a few microseconds apart,
+    where the integrator struggled, made the fit extrapolate their noise: measured 3.5e-7 m lost
+    in one passage of the N four-bar, N = 2, rtol 1e-12)."""
+    past = list(past)
+    kept = [past[-1]]
+    gap = SPACING * (t_b - float(past[-1][0]))
+    for t, y in reversed(past[:-1]):
+        if len(kept) == PAST:
+            break
+        if float(kept[-1][0]) - float(t) >= gap:
+            kept.append((t, y))
+    return kept[::-1]
+
+
+def step_across(crossings, past, delta, t_end):
+    """(t_b, state) of the step across from the last of `past` (module docstring): t_b = t2 + 2 delta
+    (at most t_end)."""
+    if not (math.isfinite(delta) and delta > 0.0) or len(past) < 2:
+        return None
+    t_b = min(float(past[-1][0]) + 2.0 * delta, t_end)
+    return t_b, crossings.across(past, t_b)
