@@ -225,27 +225,29 @@ def derivative_entries(mod: ir.ModuleIR) -> list:
     """A derivatives module (generator/kinds/derivatives.py): its kernels as they are; the solves are
     composed in the module file (ModuleKind.composed)."""
     state = "double t, const double *q, const double *qd, const double *qdd, const double *p"
+    residual = f"void {ENTRY}residual({state}, double *r)"
+    pair_terms = f"void {ENTRY}pair_terms({state}, double *r, double *V, double *D, double *J)"
+    pair_mass = f"void {ENTRY}pair_mass(double t, const double *q, const double *qd, const double *p, " \
+                "double *r, double *SA, double *D)"
     if "numeric_terms" in kernel_names(mod):           # variant numeric: templates/native/numeric_deriv.h
         terms = f"&dyn_nm_tp, {PREFIX}numeric_terms"
         force = ", ".join(f"{PREFIX}{k}" if k in kernel_names(mod) else "NULL"
                           for k in ("force_jacobian", "wrench_jacobian"))
-        return [{"signature": f"void {ENTRY}residual({state}, double *r)",
+        return [{"signature": residual,
                  "lines": [f"dyn_nd_residual({terms}, t, q, qd, qdd, p, r);"]},
-                {"signature": f"void {ENTRY}pair_terms({state}, double *r, double *V, double *D, double *J)",
+                {"signature": pair_terms,
                  "lines": [f"dyn_nd_pair_terms({terms}, {force}, t, q, qd, qdd, p, r, V, D, J);"]},
-                {"signature": f"void {ENTRY}pair_mass(double t, const double *q, const double *qd, const double *p, "
-                              "double *r, double *SA, double *D)",
+                {"signature": pair_mass,
                  "lines": [f"dyn_nd_pair_mass({terms}, t, q, qd, p, r, SA, D);"]},
                 {"signature": f"void {ENTRY}solve_jacobian(double t, const double *q, const double *qd, "
                               "const double *p, double *qdd, double *F, double *J)",
                  "lines": [f"dyn_nd_solve_jacobian({terms}, {force}, dyn_rl_pred, t, q, qd, p, qdd, F, J);"]}]
     if "pair_terms" in kernel_names(mod):              # variant recursive_loops: the module file composes the rest
-        return [{"signature": f"void {ENTRY}residual({state}, double *r)",
+        return [{"signature": residual,
                  "lines": [f"{PREFIX}residual(t, q, qd, qdd, p, r);"]},
-                {"signature": f"void {ENTRY}pair_terms({state}, double *r, double *V, double *D, double *J)",
+                {"signature": pair_terms,
                  "lines": [f"{PREFIX}pair_terms(t, q, qd, qdd, p, r, V, D, J);"]},
-                {"signature": f"void {ENTRY}pair_mass(double t, const double *q, const double *qd, const double *p, "
-                              "double *r, double *SA, double *D)",
+                {"signature": pair_mass,
                  "lines": [f"{PREFIX}pair_mass(t, q, qd, p, r, SA, D);"]}]
     jac = "residual_jacobian" if "residual_jacobian" in kernel_names(mod) else "residual_partials"
     if "mass" in kernel_names(mod):
