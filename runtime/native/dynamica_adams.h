@@ -168,6 +168,18 @@ static inline void dyn_ad_tables(double *gstr, double *two)
     gstr[0] = 0.0;
 }
 
+/* Order 1, phase 1 (the order may rise), rounding control on, no previous step; `start` says
+   whether the next step still has to choose its first step size. */
+static inline void dyn_ad_order_one(dyn_ad_state *s, int start)
+{
+    s->hold = 0.0;
+    s->k = 1;
+    s->kold = 0;
+    s->start = start;
+    s->phase1 = 1;
+    s->nornd = 1;
+}
+
 /* A fresh state of n equations over `work` (DYN_AD_WORK(n) doubles, zeroed here): order 1,
    at the start; the caller sets the right-hand side, x, tb, h, max_step, max_steps and y. */
 static inline void dyn_ad_init(dyn_ad_state *s, int n, double *work, const double *rtol, const double *atol)
@@ -187,10 +199,7 @@ static inline void dyn_ad_init(dyn_ad_state *s, int n, double *work, const doubl
     s->atol = atol;
     s->max_step = HUGE_VAL;
     s->max_steps = 500000;
-    s->k = 1;
-    s->start = 1;
-    s->nornd = 1;
-    s->phase1 = 1;
+    dyn_ad_order_one(s, 1);
     s->eps_factor = 1.0;
     dyn_ad_tables(s->gstr, s->two);
 }
@@ -399,12 +408,7 @@ static inline int dyn_ad_step_core(dyn_ad_state *s)
                 return code;
         }
         h = copysign(DYN_AD_MAX(absh, DYN_AD_FOURU * fabs(x)), h);
-        s->hold = 0.0;
-        s->k = 1;
-        s->kold = 0;
-        s->start = 0;
-        s->phase1 = 1;
-        s->nornd = 1;
+        dyn_ad_order_one(s, 0);
         if (p5eps <= 100.0 * round_) {
             s->nornd = 0;
             for (l = 0; l < n; ++l)
