@@ -43,6 +43,7 @@ FMI_HEADERS = ("fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h")
 #: every interface shares (the instance, the value references, Co-Simulation's integration)
 FMI_CORE = "dynamica_fmi2.h"
 FMU_SHARED = "dynamica_fmu.h"
+FMU_ME = "dynamica_fmu_me.h"                    # Model Exchange functions FMI 2.0 and 3.0 share
 #: the Co-Simulation integrator (runtime/native): the Adams method of dynamica.simulate
 ADAMS = "dynamica_adams.h"
 #: the Co-Simulation integrator's default tolerances (a tolerance from fmi2SetupExperiment sets rtol)
@@ -321,7 +322,7 @@ def export_fmu(model, path, kind="both", form=None, rtol=CS_RTOL, atol=CS_ATOL, 
                  f"{lib.name}_inverse_kernels.h"):
         sources.pop(drop)
     sources["fmu.c"] = env().get_template("export/fmu.c.j2").render(**ctx)
-    for fixed in (version.header, FMU_SHARED):
+    for fixed in (version.header, FMU_SHARED, FMU_ME):
         sources[fixed] = resources.files("dynamica.templates").joinpath("export", fixed).read_text()
     sources[ADAMS] = resources.files("dynamica.runtime.native").joinpath(ADAMS).read_text()
     api = resources.files("dynamica.runtime.export").joinpath("third_party", version.api)

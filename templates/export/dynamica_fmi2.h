@@ -232,57 +232,16 @@ fmi2Status fmi2NewDiscreteStates(fmi2Component comp, fmi2EventInfo *info)
     return fmi2OK;
 }
 
-fmi2Status fmi2EnterContinuousTimeMode(fmi2Component comp)
-{
-    ((instance *)comp)->mode = M_CONT;
-    return fmi2OK;
-}
-
-fmi2Status fmi2CompletedIntegratorStep(fmi2Component comp, fmi2Boolean no_set_prior, fmi2Boolean *enter_event,
-                                       fmi2Boolean *terminate)
-{
-    (void)no_set_prior;
-    *terminate = fmi2False;
-    /* the loops' constraints drifted: a step event, in which fmi2NewDiscreteStates projects */
-    *enter_event = dyn_fmu_drifted((instance *)comp) ? fmi2True : fmi2False;
-    return fmi2OK;
-}
-
-fmi2Status fmi2SetTime(fmi2Component comp, fmi2Real time)
-{
-    instance *c = (instance *)comp;
-    c->t = time;
-    changed(c);
-    return fmi2OK;
-}
-
-fmi2Status fmi2SetContinuousStates(fmi2Component comp, const fmi2Real x[], size_t nx)
-{
-    instance *c = (instance *)comp;
-    const char *why = dyn_fmu_set_states(c, x, nx);
-    return why ? fail(c, why) : fmi2OK;
-}
-
-fmi2Status fmi2GetDerivatives(fmi2Component comp, fmi2Real dx[], size_t nx)
-{
-    instance *c = (instance *)comp;
-    const char *why = dyn_fmu_get_derivatives(c, dx, nx);
-    return why ? fail(c, why) : fmi2OK;
-}
+#define DYN_FMI(name) fmi2##name
+#define DYN_FMI_INSTANCE fmi2Component
+#define DYN_FMI_REAL fmi2Real
+#define DYN_FMI_DERIVATIVES fmi2GetDerivatives
+#include "dynamica_fmu_me.h"
 
 fmi2Status fmi2GetEventIndicators(fmi2Component comp, fmi2Real indicators[], size_t ni)
 {
     (void)comp; (void)indicators;
     return ni == 0 ? fmi2OK : fmi2Error;
-}
-
-fmi2Status fmi2GetContinuousStates(fmi2Component comp, fmi2Real x[], size_t nx)
-{
-    instance *c = (instance *)comp;
-    if (nx != NY)
-        return fail(c, "wrong number of continuous states");
-    memcpy(x, c->y, NY * sizeof(double));
-    return fmi2OK;
 }
 
 fmi2Status fmi2GetNominalsOfContinuousStates(fmi2Component comp, fmi2Real x_nominal[], size_t nx)

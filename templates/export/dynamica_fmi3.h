@@ -397,57 +397,16 @@ fmi3Status fmi3UpdateDiscreteStates(fmi3Instance inst, fmi3Boolean *update_neede
 }
 
 /* ------------------------------------------------------------------ Model Exchange */
-fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance inst)
-{
-    ((instance *)inst)->mode = M_CONT;
-    return fmi3OK;
-}
-
-fmi3Status fmi3CompletedIntegratorStep(fmi3Instance inst, fmi3Boolean no_set_prior, fmi3Boolean *enter_event,
-                                       fmi3Boolean *terminate)
-{
-    (void)no_set_prior;
-    *terminate = fmi3False;
-    /* the loops' constraints drifted: a step event, in which fmi3UpdateDiscreteStates projects */
-    *enter_event = dyn_fmu_drifted((instance *)inst) ? fmi3True : fmi3False;
-    return fmi3OK;
-}
-
-fmi3Status fmi3SetTime(fmi3Instance inst, fmi3Float64 time)
-{
-    instance *c = (instance *)inst;
-    c->t = time;
-    changed(c);
-    return fmi3OK;
-}
-
-fmi3Status fmi3SetContinuousStates(fmi3Instance inst, const fmi3Float64 x[], size_t nx)
-{
-    instance *c = (instance *)inst;
-    const char *why = dyn_fmu_set_states(c, x, nx);
-    return why ? fail(c, why) : fmi3OK;
-}
-
-fmi3Status fmi3GetContinuousStateDerivatives(fmi3Instance inst, fmi3Float64 dx[], size_t nx)
-{
-    instance *c = (instance *)inst;
-    const char *why = dyn_fmu_get_derivatives(c, dx, nx);
-    return why ? fail(c, why) : fmi3OK;
-}
+#define DYN_FMI(name) fmi3##name
+#define DYN_FMI_INSTANCE fmi3Instance
+#define DYN_FMI_REAL fmi3Float64
+#define DYN_FMI_DERIVATIVES fmi3GetContinuousStateDerivatives
+#include "dynamica_fmu_me.h"
 
 fmi3Status fmi3GetEventIndicators(fmi3Instance inst, fmi3Float64 indicators[], size_t ni)
 {
     (void)indicators;
     return ni == 0 ? fmi3OK : fail((instance *)inst, "the FMU has no event indicators");
-}
-
-fmi3Status fmi3GetContinuousStates(fmi3Instance inst, fmi3Float64 x[], size_t nx)
-{
-    instance *c = (instance *)inst;
-    if (nx != NY)
-        return fail(c, "wrong number of continuous states");
-    memcpy(x, c->y, NY * sizeof(double));
-    return fmi3OK;
 }
 
 fmi3Status fmi3GetNominalsOfContinuousStates(fmi3Instance inst, fmi3Float64 nominals[], size_t nx)
