@@ -68,7 +68,8 @@ def main():
     epss = [float(a) for a in sys.argv[1].split(",")] if len(sys.argv) > 1 else [1e-2]
     degs = [int(a) for a in sys.argv[2].split(",")] if len(sys.argv) > 2 else [8]
     print(f"{'rtol':>6} {'plain adams':>12} {'eps':>6} {'deg':>4} {'gap s':>9} {'stepped':>10}")
-    for rtol in (1e-8, 1e-10, 1e-12):
+    rtols = [float(a) for a in sys.argv[3].split(",")] if len(sys.argv) > 3 else [1e-8, 1e-10, 1e-12]
+    for rtol in rtols:
         res = dynamica.simulate(model, t_end=T_END, rtol=rtol, atol=rtol, output_step=0.01)
         sel = res.t >= 2.05
         ref = changepoint.reference(branch, q0, sd0, np.r_[0.0, res.t[sel]], rtol=1e-11)[0][1:]
