@@ -40,7 +40,7 @@ DATA = ROOT / "tests" / "data" / "changepoint.yaml"
 
 
 def _bodies(l0, l1, l2, l3):
-    return [(1.0, l1 ** 2 / 12, l1 / 2, 0.0), (2.0, l2 ** 2 / 6, l2 / 3, 0.1), (1.0, l3 ** 2 / 12, l3 / 2, 0.0)]
+    return cq.bodies(l0, l1, l2, l3)
 
 
 def _ratio(model, q, p, rank=2):
@@ -114,12 +114,7 @@ def draw(rng):
 
 def crossing_error(model, lengths, sign, s0, extra, rtol):
     l0, l1, l2, l3 = lengths
-    fb = cq.Fourbar(lengths, _bodies(*lengths), 9.81, sign)
-    grid = np.linspace(s0, 0.5, 400)
-    climb = max(fb.potential(x) for x in grid) - fb.potential(s0)
-    sdot0 = math.sqrt(2.0 * (max(climb, 0.0) + extra) / fb.mass(s0))
-    q0, qd0 = fb.state(s0, sdot0)
-    t_end = float(cq.times(fb, s0, sdot0, [0.5])[0][0])
+    fb, sdot0, q0, qd0, t_end = cq.crossing_start(lengths, sign, s0, extra)
     params = {"l0": l0, "l1": l1, "l2": l2, "l3": l3}
     try:
         res = dynamica.simulate(model, t_end=t_end, rtol=rtol, atol=rtol, output_step=t_end / 50,

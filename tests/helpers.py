@@ -192,3 +192,16 @@ CONTACT_PAIRS = [{"a": "floor", "b": x} for x in ("ball", "rod", "blk")] + [
 #: allowed): tests/runtime/export/
 C_COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)]
 C_FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic"]
+
+
+def nfourbar_models(folder, sizes=(1, 2)) -> dict:
+    """The IFToMM A02 N four-bar (tests/oracles/nfourbar.py's model file) loaded for each N."""
+    import dynamica
+
+    from oracles import nfourbar as nf
+    out = {}
+    for n in sizes:
+        path = folder / f"nfourbar{n}.yaml"
+        path.write_text(nf.model_text(n))
+        out[n] = dynamica.load(str(path))
+    return out

@@ -109,3 +109,21 @@ def times(fb, s0, sdot0, s, t0=0.0):
         rates.append(rate(b))
         a = max(a, b)
     return np.array(out), np.array(rates)
+
+
+def bodies(l0, l1, l2, l3):
+    """The links of tests/data/changepoint.yaml, (m, I about the centre, cx, cy) of the crank, the
+    coupler and the rocker, for lengths l0 ... l3."""
+    return [(1.0, l1 ** 2 / 12, l1 / 2, 0.0), (2.0, l2 ** 2 / 6, l2 / 3, 0.1), (1.0, l3 ** 2 / 12, l3 / 2, 0.0)]
+
+
+def crossing_start(lengths, sign, s0, extra, g=9.81):
+    """A motion through the flat configuration at th1 = 0 on the branch `sign`: from th1 = s0 with the
+    kinetic energy `extra` above what gravity takes up to th1 = 0.5 (the crank never stops).
+    Returns (Fourbar, s'(s0), q0, qd0, t_end) with t_end the time to reach th1 = 0.5."""
+    fb = Fourbar(lengths, bodies(*lengths), g, sign)
+    grid = np.linspace(s0, 0.5, 400)
+    climb = max(fb.potential(x) for x in grid) - fb.potential(s0)
+    sdot0 = math.sqrt(2.0 * (max(climb, 0.0) + extra) / fb.mass(s0))
+    q0, qd0 = fb.state(s0, sdot0)
+    return fb, sdot0, q0, qd0, float(times(fb, s0, sdot0, [0.5])[0][0])

@@ -16,6 +16,7 @@ import pytest
 import dynamica
 from dynamica.runtime.integrators.compiled_adams import solve
 
+from helpers import nfourbar_models
 from oracles import nfourbar as nf
 
 T_END = 20.0
@@ -23,13 +24,7 @@ T_END = 20.0
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("nfourbar")
-    out = {}
-    for n in (1, 2):
-        path = folder / f"nfourbar{n}.yaml"
-        path.write_text(nf.model_text(n))
-        out[n] = dynamica.load(str(path))
-    return out
+    return nfourbar_models(tmp_path_factory.mktemp("nfourbar"))
 
 
 @pytest.mark.parametrize("n", [1, 2])

@@ -16,6 +16,7 @@ import pytest
 import dynamica
 from dynamica.runtime.integrators.singular import Crossings
 
+from helpers import nfourbar_models
 from oracles import nfourbar as nf
 
 T_END = 1.5
@@ -23,13 +24,7 @@ T_END = 1.5
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("nfourbar_implicit")
-    out = {}
-    for n in (1, 2):
-        path = folder / f"nfourbar{n}.yaml"
-        path.write_text(nf.model_text(n))
-        out[n] = dynamica.load(str(path))
-    return out
+    return nfourbar_models(tmp_path_factory.mktemp("nfourbar_implicit"))
 
 
 def _run(model, n, method, rtol):
