@@ -285,3 +285,22 @@ def test_energy_outputs_with_the_rotation_armature(tmp_path):
     without = ref.energy(r.q[3], r.qd[3], params=[0.0 if n == ("a", None) else v
                                                  for n, v in zip(ref.slots, ref.defaults)])
     assert abs(E[3] - without) > 1e-3 * scale             # the armature's kinetic energy is there
+
+
+def test_ball_armature_over_its_range_of_values(moving, moving_model):
+    """Values not chosen by hand: the two ball armatures drawn log-uniform over 1e-8 ... 1e3 kg m^2
+    (the links' own inertias are ~1e-2: from negligible to 1e5 times them, M's condition number up
+    to ~1e6), set as parameters of the one compiled model and in MuJoCo, at random states: q'' and
+    M within 1e-8 relative of MuJoCo (the issue's tolerance; cond(M) eps stays below 1e-9)."""
+    model = moving_model
+    oracle = MujocoOracle(moving, model.coordinates)
+    rng = np.random.default_rng(21)
+    for _ in range(5):
+        a_pivot, a_shoulder = 10.0 ** rng.uniform(-8, 3, 2)
+        params = {"pivot_armature": a_pivot, "shoulder_armature": a_shoulder}
+        oracle.m.dof_armature[1:4], oracle.m.dof_armature[11:14] = a_pivot, a_shoulder
+        q, qd = rng.uniform(-1, 1, model.n), rng.uniform(-2, 2, model.n)
+        qacc, M_mj, T = oracle.qacc_and_M(q, qd)
+        ours = T @ model.qdd(q, qd, params=params) + oracle.bias_rate(q, qd)
+        assert max_rel_err(ours, qacc) < RTOL, (a_pivot, a_shoulder)
+        assert max_rel_err(model.mass_matrix(q, params=params), T.T @ M_mj @ T) < RTOL, (a_pivot, a_shoulder)
