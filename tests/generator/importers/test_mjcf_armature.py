@@ -304,3 +304,15 @@ def test_ball_armature_over_its_range_of_values(moving, moving_model):
         ours = T @ model.qdd(q, qd, params=params) + oracle.bias_rate(q, qd)
         assert max_rel_err(ours, qacc) < RTOL, (a_pivot, a_shoulder)
         assert max_rel_err(model.mass_matrix(q, params=params), T.T @ M_mj @ T) < RTOL, (a_pivot, a_shoulder)
+
+
+def test_rotation_armature_on_a_joint_that_does_not_turn_is_an_error(tmp_path):
+    from dynamica.errors import ModelError
+    text = ROTOR_YAML.replace("joint: {type: spherical, q: [bx, by, bz], offset: [l, 0, 0]}",
+                              "joint: [{translate: [l, 0, 0]}, {translate: x, q: bx}, {translate: y, q: by}, "
+                              "{translate: z, q: bz}]")
+    assert text != ROTOR_YAML
+    path = tmp_path / "sliding_rotor.yaml"
+    path.write_text(text)
+    with pytest.raises(ModelError, match=r"forces\[0\].*body `bob` has no rotation"):
+        dynamica.load(path)
