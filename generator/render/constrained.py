@@ -9,8 +9,13 @@ templates/native/dynamica_constraints.h and makes it what Python and compiled in
   qdd_free             the tree's q'' without the loops
   con_qdd              q'', lambda and a report (status, equation, rank, residual); returns the status
   project              (q, q') onto the constraint manifolds; returns the status
+  con_watch            how near J is to losing rank (dyn_con_measure), for the step across
   rhs_capsule          the constrained rhs;  project_capsule ("dynamica.project"):
-                       int project(double t, double *y, const double *p, double tol)
+                       int project(double t, double *y, const double *p, double tol);
+                       watch_capsule ("dynamica.watch"): the same measure after each step of adams,
+                       double watch(double t, const double *y, const double *p, const double *w);
+                       rhs_strict_capsule, project_strict_capsule: the same without the weak rows'
+                       treatment (dyn_con_weak), for adams, which steps across singular configurations
 """
 
 from __future__ import annotations
@@ -33,7 +38,10 @@ def constrained_layer(mod: ir.ModuleIR, symbol):
         c, ents = c + _outputs_function(n, m, symbol), ents + [_outputs_entry(mod, n, np_)]
     return Layer(functions=tuple(c), entries=tuple(ents),
                  capsules=(("rhs_capsule", "dynamica.rhs", "dyn_loop_rhs"),
-                           ("project_capsule", "dynamica.project", "dyn_loop_project_c")))
+                           ("project_capsule", "dynamica.project", "dyn_loop_project_c"),
+                           ("watch_capsule", "dynamica.watch", "dyn_loop_watch"),
+                           ("rhs_strict_capsule", "dynamica.rhs", "dyn_loop_rhs_strict"),
+                           ("project_strict_capsule", "dynamica.project", "dyn_loop_project_strict_c")))
 
 
 def _functions(n, m, info, symbol) -> list:
@@ -52,33 +60,60 @@ def _functions(n, m, info, symbol) -> list:
         "                              double *lam, double *report)",
         "{",
         "    dyn_con_report r;",
-        "    int status = dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r);",
+        "    int status = dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r, 1);",
         "    report[0] = r.status; report[1] = r.row; report[2] = r.rank; report[3] = r.residual;",
         "    return status;",
         "}",
         "",
-        "static void dyn_loop_qdd(double t, const double *q, const double *qd, const double *p, double *qdd)",
+        "static void dyn_loop_qdd_rows(double t, const double *q, const double *qd, const double *p, double *qdd,",
+        "                              int weak_rows)",
         "{",
         f"    double lam[{m}];",
         "    dyn_con_report r;",
-        "    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK)",
+        "    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r, weak_rows) != DYN_CON_OK)",
         f"        for (int k = 0; k < {n}; ++k) qdd[k] = NAN;      /* never a violated equation's numbers */",
+        "}",
+        "",
+        "static void dyn_loop_qdd(double t, const double *q, const double *qd, const double *p, double *qdd)",
+        "{",
+        "    dyn_loop_qdd_rows(t, q, qd, p, qdd, 1);",
         "}",
         "",
         "static void dyn_loop_rhs(double t, const double *y, const double *p, double *ydot)",
         "{",
         f"    memcpy(ydot, y + {n}, {n} * sizeof(double));",
-        f"    dyn_loop_qdd(t, y, y + {n}, p, ydot + {n});",
+        f"    dyn_loop_qdd_rows(t, y, y + {n}, p, ydot + {n}, 1);",
+        "}",
+        "",
+        "static void dyn_loop_rhs_strict(double t, const double *y, const double *p, double *ydot)",
+        "{",
+        f"    memcpy(ydot, y + {n}, {n} * sizeof(double));",
+        f"    dyn_loop_qdd_rows(t, y, y + {n}, p, ydot + {n}, 0);",
         "}",
         "",
         "static int dyn_loop_project_c(double t, double *y, const double *p, double tol)",
         "{",
-        f"    return dyn_con_project(&dyn_loop_spec, t, y, p, tol, {PROJECT_ITERATIONS});",
+        f"    return dyn_con_project(&dyn_loop_spec, t, y, p, tol, {PROJECT_ITERATIONS}, 1);",
+        "}",
+        "",
+        "static int dyn_loop_project_strict_c(double t, double *y, const double *p, double tol)",
+        "{",
+        f"    return dyn_con_project(&dyn_loop_spec, t, y, p, tol, {PROJECT_ITERATIONS}, 0);",
         "}",
         "",
         "static int dyn_loop_project_py(double t, double *y, const double *p, const double *opts)",
         "{",
-        "    return dyn_con_project(&dyn_loop_spec, t, y, p, opts[0], (int)opts[1]);",
+        "    return dyn_con_project(&dyn_loop_spec, t, y, p, opts[0], (int)opts[1], 1);",
+        "}",
+        "",
+        "static double dyn_loop_watch(double t, const double *y, const double *p, const double *w)",
+        "{",
+        "    return dyn_con_measure(&dyn_loop_spec, t, y, p, w);",
+        "}",
+        "",
+        "static void dyn_loop_watch_py(double t, const double *q, const double *p, const double *w, double *out)",
+        "{",
+        "    out[0] = dyn_con_measure(&dyn_loop_spec, t, q, p, w);",
         "}",
     ]
 
@@ -99,6 +134,10 @@ def _entries(n, m, np_) -> list:
         Entry("project", (("y", 2 * n, 1), ("p", np_, 0), ("opts", 2, 0)),
               "y = [q, qd] onto the constraints in place (opts: tolerance, Newton steps); returns the "
               "status (0 ok, 4 not converged).", returns_int=True, symbol="dyn_loop_project_py"),
+        Entry("con_watch", (("q", n, 0), ("p", np_, 0), ("w", m + 1, 0), ("out", 1, 1)),
+              "How near the loops' Jacobian is to losing rank, into out[0]: |R_rr| / |R_11| of its rows "
+              "scaled by w[1:], factored by QR with column pivoting, r = w[0] (docs/loops.md).",
+              symbol="dyn_loop_watch_py"),
     ]
 
 
@@ -108,7 +147,7 @@ def _outputs_function(n, m, symbol) -> list:
             "{",
             f"    double qdd[{n}], lam[{m}];",
             "    dyn_con_report r;",
-            "    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK) {",
+            "    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r, 1) != DYN_CON_OK) {",
             f"        for (int k = 0; k < {n}; ++k) qdd[k] = NAN;      /* as qdd and rhs: */",
             f"        for (int a = 0; a < {m}; ++a) lam[a] = NAN;      /* no violated equation's numbers */",
             "    }",

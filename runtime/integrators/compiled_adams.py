@@ -261,9 +261,36 @@ def _run_with_events(st, events, tv, Y, j, t0, y0, d, check):
     return j, status, t_end, t_events, y_events
 
 
+def stepper(model, f, p, t0, y0, tb, rtol, atol, *, first_step=None, max_step=np.inf, max_steps=500_000,
+            stiff_raise=False, dense=False, project=None, project_tol=1e-12, params=None, step_across=True,
+            own_project=True):
+    """(st, driver): the core's Stepper for the right-hand side f (from `resolve_rhs`) and what runs
+    it, ``driver.run(tv, Y, j, nmax)`` as ``Stepper.run``: the Stepper itself, or for a closed-loop
+    model (its own projection; `step_across`) the step across its singular configurations
+    (runtime/integrators/adams_across.py) on the module's right-hand side and projection without
+    the weak rows' treatment (``rhs_strict_capsule``, ``project_strict_capsule``). `own_project`
+    False: no projection but `project` (f is not the module's capsule)."""
+    module = getattr(model, "module", None) if own_project else None
+    across = step_across and project is None and hasattr(module, "watch_capsule")
+    if across:
+        from dynamica.runtime.integrators import adams_across
+        if adams_across.STRICT:
+            f, project = module.rhs_strict_capsule, module.project_strict_capsule
+        else:
+            project = module.project_capsule
+    elif project is None and hasattr(module, "project_capsule"):
+        project = module.project_capsule
+    st = core().Stepper(f, t0, y0, tb, p, rtol, atol, first_step, float(max_step), int(max_steps),
+                        bool(stiff_raise), bool(dense), project, float(project_tol))
+    if not across:
+        return st, st
+    from dynamica.runtime.integrators.adams_across import Across
+    return st, Across(model, params, st, t0, y0, max_step)
+
+
 def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rtol=1e-6, atol=1e-6,
           max_steps=500_000, first_step=None, max_step=np.inf, on_stiff="warn", use_capsule=True,
-          events=None, dense_output=False, project=None, project_tol=1e-12):
+          events=None, dense_output=False, project=None, project_tol=1e-12, params=None, step_across=True):
     """Integrate with the compiled Adams loop; return a :class:`CompiledAdamsResult`.
 
     model_or_capsule : a compiled model (``dynamica.load``; its ``rhs_capsule`` and default
@@ -291,6 +318,10 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
         every accepted step the state is moved back onto the constraint manifolds, positions to
         ``project_tol`` (max norm of the residual), then velocities (docs/loops.md). A model with
         closed loops gets its own by default.
+    step_across : for a closed-loop model with its own projection and no events, step across the
+        singular configurations of its loops (runtime/integrators/adams_across.py; ``params``: the
+        model's parameter overrides, as in ``simulate``); ``info["singular_passages"]`` lists them
+        (`stepper`).
     Raises :class:`~dynamica.errors.IntegrationError` on failure (non-finite RHS, tolerance
     below round-off, step size too small, too many steps).
     """
@@ -301,11 +332,10 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     default_out = t_eval is None
     tv, d = _output_times(t_eval, t0, tb)
     m = tv.shape[0]
-    mod = core()
-    if project is None and use_capsule and hasattr(getattr(model_or_capsule, "module", None), "project_capsule"):
-        project = model_or_capsule.module.project_capsule
-    st = mod.Stepper(f, t0, y0, tb, p, rtol, atol, first_step, float(max_step), int(max_steps),
-                     on_stiff == "raise", bool(dense_output), project, float(project_tol))
+    st, driver = stepper(model_or_capsule, f, p, t0, y0, tb, rtol, atol, first_step=first_step,
+                         max_step=max_step, max_steps=max_steps, stiff_raise=on_stiff == "raise",
+                         dense=dense_output, project=project, project_tol=project_tol, params=params,
+                         step_across=step_across and events is None, own_project=use_capsule)
     n = y0.shape[0]
     Y = np.full((m, n), np.nan)
     j = 0
@@ -316,7 +346,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
 
     status, t_end, t_events, y_events = 0, None, None, None
     if events is None:
-        code, j = st.run(tv, Y, j, int(max_steps) + 1)
+        code, j = driver.run(tv, Y, j, int(max_steps) + 1)
         check_status(st, code, rtol, atol, max_steps, on_stiff)
     else:
         j, status, t_end, t_events, y_events = _run_with_events(
@@ -330,6 +360,8 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     info = st.info()
     warn_stiff(info, on_stiff)
     info.update(status=status, n_out=j)
+    if driver is not st:
+        info.update(driver.info(), nfev=info["nfev"] + driver.extra_calls)
     sol = st.solution(t_end) if dense_output else None
     return CompiledAdamsResult(t=tv, y=Y.T, nfev=info["nfev"], nsteps=info["nsteps"],
                                nrejected=info["nrejected"], order_histogram=info["order_histogram"],

@@ -46,9 +46,11 @@ def _run_adams(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=No
         t, Y, nfev, info = _contact_run(model, t0, t_end, y0, t_eval, rtol, atol, params, events=events)
         return simulation_result(model, t, Y, "adams", nfev, info, params=params)
     res = solve(model, (t0, t_end), y0, t_eval=t_eval, params_array=model.param_vector(params),
-                rtol=rtol, atol=atol, events=events)
+                rtol=rtol, atol=atol, events=events, params=params)
     info = {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12", "steps": res.nsteps,
             "rejected": res.nrejected, "order_histogram": res.order_histogram}
+    if "singular_passages" in res.info:
+        info["singular_passages"] = res.info["singular_passages"]
     if events:
         info.update(t_events=res.t_events, y_events=res.y_events, status=res.status)
     Y = np.asarray(res.y).T
@@ -665,11 +667,10 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
     Python so that the output rows between `cuts` are handed on as they are reached: (t, Y, nfev
     of the piece, info, message) per piece, the rows those of one uninterrupted run (each filled
     by the interpolant of the step that reaches it, as `Stepper.run` does)."""
-    from dynamica.runtime.integrators.compiled_adams import check_status, core, resolve_rhs, warn_stiff
+    from dynamica.runtime.integrators.compiled_adams import check_status, resolve_rhs, stepper, warn_stiff
     max_steps = 500_000
     f, y0, p = resolve_rhs(model, y0, model.param_vector(params), True)
-    st = core().Stepper(f, t0, y0, t_end, p, rtol, atol, None, float(np.inf), max_steps, False, False,
-                        getattr(model.module, "project_capsule", None), 1e-12)
+    st, driver = stepper(model, f, p, t0, y0, t_end, rtol, atol, max_steps=max_steps, params=params)
     check_status(st, st.begin(), rtol, atol, max_steps, "warn")
     nfev, last = 0, None                                  # last: the previous piece's last row
     for a, b in zip(cuts[:-1], cuts[1:]):
@@ -680,10 +681,10 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
             Y[j] = y0
             j += 1
         while j < len(tv) and tv[j] <= st.t and st.nsteps:    # reached by the step that ended the last piece
-            Y[j] = st.intrp(tv[j])
+            Y[j] = driver.intrp(tv[j])
             j += 1
         while j < len(tv):
-            code, j = st.run(tv, Y, j, 1)
+            code, j = driver.run(tv, Y, j, 1)
             check_status(st, code, rtol, atol, max_steps, "warn")
             if st.done and j < len(tv):
                 break
@@ -696,10 +697,12 @@ def _stream_adams(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobi
         if model.loops:                                   # as _run_adams: the rows onto the constraints
             _project_rows(model, rows, Y, params)
         last = Y[-1:].copy()
-        yield (rows, Y, info["nfev"] - nfev, {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12",
-                                            "steps": info["nsteps"], "rejected": info["nrejected"],
-                                            "order_histogram": info["order_histogram"]}, "")
-        nfev = info["nfev"]
+        calls = info["nfev"] + getattr(driver, "extra_calls", 0)
+        yield (rows, Y, calls - nfev, {"integrator": "compiled Adams PECE (Shampine-Gordon), orders 1-12",
+                                       "steps": info["nsteps"], "rejected": info["nrejected"],
+                                       "order_histogram": info["order_histogram"],
+                                       **(driver.info() if driver is not st else {})}, "")
+        nfev = calls
 
 
 def _stream_scipy(scipy_method, name):

@@ -40,6 +40,7 @@ cdef extern from "dynamica_adams.h" nogil:
     ctypedef void (*dyn_ad_rhs_fn)(double, const double*, const double*, double*) noexcept nogil
     ctypedef int (*dyn_ad_call_fn)(void *, double, const double*, double*) noexcept nogil
     ctypedef int (*dyn_ad_project_fn)(double, double*, const double*, double) noexcept nogil
+    ctypedef double (*dyn_ad_watch_fn)(double, const double*, const double*, const double*) noexcept nogil
     ctypedef struct dyn_ad_state:
         int n
         double *y
@@ -73,6 +74,9 @@ cdef extern from "dynamica_adams.h" nogil:
         void *ctx
         dyn_ad_project_fn proj
         double proj_tol
+        dyn_ad_watch_fn watch
+        const double *watch_w
+        double watch_level
         const double *par
         int record
         double *rec
@@ -97,9 +101,10 @@ cdef extern from "dynamica_adams.h" nogil:
                           double xout, double *out)
 
 # status codes (dynamica_adams.h DYN_AD_*; CALLBACK: the Python callable raised)
-OK, CRASH_TOL, CRASH_STEP, NONFINITE, PYERR, MAXSTEPS, WTZERO, STIFF, NOMEM = range(9)
+# (WATCH: a step accepted, the watch of closed loops below its level: Stepper.set_watch)
+OK, CRASH_TOL, CRASH_STEP, NONFINITE, PYERR, MAXSTEPS, WTZERO, STIFF, NOMEM, WATCH = range(10)
 STATUS_NAMES = ("ok", "crash_tol", "crash_step", "nonfinite", "pyerr", "maxsteps", "wtzero", "stiff",
-                "nomem")
+                "nomem", "watch")
 MAX_ORDER = DYN_AD_MAXORD
 cdef double STEP_CAP = dyn_ad_step_cap()
 cdef double FOURU = DYN_AD_FOURU
@@ -383,6 +388,39 @@ cdef class Stepper:
             if code != DYN_AD_OK:
                 return code, jout, k
         return code, jout, nb - 1
+
+    def set_watch(self, watch, w, double level):
+        """After every accepted step, `watch` (a PyCapsule b"dynamica.watch", a closed-loop model's
+        ``watch_capsule``: how near the loops' Jacobian is to losing rank) at the new state with the
+        data `w`; below `level` the step is kept and ``run`` returns WATCH (runtime/integrators/
+        adams_across.py steps across the singular configuration ahead). ``watch_level`` changes the
+        level later (0: never)."""
+        cdef const double[::1] wv = np.ascontiguousarray(w, dtype=np.float64).reshape(-1)
+        if not (self.capsule and PyCapsule_IsValid(watch, b"dynamica.watch")):
+            raise TypeError("watch must be a PyCapsule named 'dynamica.watch', with a capsule rhs")
+        if wv.shape[0] == 0:
+            raise ValueError("the watch's data w is empty")
+        self.keep.extend([watch, wv])
+        self.s.watch = <dyn_ad_watch_fn>PyCapsule_GetPointer(watch, b"dynamica.watch")
+        self.s.watch_w = &wv[0]
+        self.s.watch_level = level
+
+    property watch_level:
+        def __get__(self):
+            return self.s.watch_level
+
+        def __set__(self, double level):
+            self.s.watch_level = level
+
+    property max_step:
+        """The longest step (the cap applied is STEP_CAP times it, as at the start)."""
+        def __get__(self):
+            return self.s.max_step / STEP_CAP if self.s.max_step < INFINITY else INFINITY
+
+        def __set__(self, double max_step):
+            if not (max_step > 0):
+                raise ValueError("max_step must be positive")
+            self.s.max_step = max_step * STEP_CAP if max_step < INFINITY else INFINITY
 
     def force(self, int order):
         """Test hook: raise the order by one per step up to ``order`` and keep it there; every

@@ -37,7 +37,7 @@
 /* status codes (runtime/native/adams_core.pyx exports them to Python) */
 enum {
     DYN_AD_OK = 0, DYN_AD_CRASH_TOL = 1, DYN_AD_CRASH_STEP = 2, DYN_AD_NONFINITE = 3, DYN_AD_CALLBACK = 4,
-    DYN_AD_MAXSTEPS = 5, DYN_AD_WTZERO = 6, DYN_AD_STIFF = 7, DYN_AD_NOMEM = 8
+    DYN_AD_MAXSTEPS = 5, DYN_AD_WTZERO = 6, DYN_AD_STIFF = 7, DYN_AD_NOMEM = 8, DYN_AD_WATCH = 9
 };
 
 #define DYN_AD_U DBL_EPSILON
@@ -55,6 +55,8 @@ typedef void (*dyn_ad_rhs_fn)(double t, const double *y, const double *p, double
 typedef int (*dyn_ad_call_fn)(void *ctx, double t, const double *y, double *ydot);
 /* closed loops (templates/native/dynamica_constraints.h): y onto the constraint manifolds after a step */
 typedef int (*dyn_ad_project_fn)(double t, double *y, const double *p, double tol);
+/* closed loops: how near their Jacobian is to losing rank at (t, y) (dyn_con_measure), with w its data */
+typedef double (*dyn_ad_watch_fn)(double t, const double *y, const double *p, const double *w);
 
 typedef struct {
     int n;
@@ -111,6 +113,9 @@ typedef struct {
     void *ctx;
     dyn_ad_project_fn proj;   /* NULL, or called on y after every accepted step (drift of closed loops) */
     double proj_tol;
+    dyn_ad_watch_fn watch;    /* NULL, or after every accepted step: below watch_level the run stops (WATCH) */
+    const double *watch_w;
+    double watch_level;
     const double *par;
     /* dense record: per accepted step [t_old, x, kold, y(n), psi(0..kold), phi rows 1..kold+1] */
     int record;
@@ -678,10 +683,11 @@ static inline int dyn_ad_record_step(dyn_ad_state *s)
 }
 
 /* Weights, one STEP, the projection (closed loops), counters, DDES stiffness test, dense record.
-   Returns DYN_AD_OK, DYN_AD_STIFF (step accepted; the stiffness test fired on it) or an error code. */
+   Returns DYN_AD_OK, DYN_AD_STIFF (step accepted; the stiffness test fired on it), DYN_AD_WATCH
+   (step accepted; the watch fell below its level) or an error code. */
 static inline int dyn_ad_step_one(dyn_ad_state *s)
 {
-    int n = s->n, l, code;
+    int n = s->n, l, code, watched;
     double wt;
     for (l = 0; l < n; ++l) {
         wt = s->rtol[l] * fabs(s->y[l]) + s->atol[l];
@@ -697,6 +703,7 @@ static inline int dyn_ad_step_one(dyn_ad_state *s)
         return code;
     if (s->proj != NULL)
         s->proj(s->x, s->y, s->par, s->proj_tol);
+    watched = s->watch != NULL && s->watch(s->x, s->y, s->par, s->watch_w) < s->watch_level;
     s->nsteps += 1;
     s->hist[s->kold] += 1;
     if (s->record) {
@@ -731,12 +738,13 @@ static inline int dyn_ad_step_one(dyn_ad_state *s)
             return DYN_AD_STIFF;
         }
     }
-    return DYN_AD_OK;
+    return watched ? DYN_AD_WATCH : DYN_AD_OK;
 }
 
 /* DE-like driver: at most nmax steps towards s->tb, filling Y[j * n + l] = y_l(tout[j]) for the
    m output times tout from *jout on (*jout: the number filled on return). DYN_AD_STIFF is
-   returned (after the step) only when stiff_raise. */
+   returned (after the step) only when stiff_raise; DYN_AD_WATCH (after the step, its outputs filled)
+   when the watch of closed loops fell below its level. */
 static inline int dyn_ad_run(dyn_ad_state *s, const double *tout, int m, double *Y, int *jout, long nmax,
                              int stiff_raise)
 {
@@ -759,7 +767,7 @@ static inline int dyn_ad_run(dyn_ad_state *s, const double *tout, int m, double 
         }
         code = dyn_ad_step_one(s);
         taken += 1;
-        if (code == DYN_AD_OK || code == DYN_AD_STIFF) {
+        if (code == DYN_AD_OK || code == DYN_AD_STIFF || code == DYN_AD_WATCH) {
             while (j < m && d * (tout[j] - s->x) <= 0) {
                 dyn_ad_intrp(s, tout[j], Y + (ptrdiff_t)j * n);
                 j += 1;

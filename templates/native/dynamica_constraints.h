@@ -438,7 +438,7 @@ static double dyn_con_jmax(int n, int m, const double *J)
    step at rtol 1e-12, tol 1e-12) made q'' jump with the defect from step to step, and adams
    rejected every other step at h ~ 1e-9 until max_steps. */
 static int dyn_con_project_in(const dyn_con_spec *s, double t, double *y, const double *p, double tol, int iters,
-                              dyn_con_work *W, double *scratch)
+                              dyn_con_work *W, double *scratch, int weak_rows)
 {
     const int n = s->n, m = s->m;
     double *phi = scratch, *weak = phi + m, *e = weak + m, *kappa = e + m;
@@ -492,18 +492,22 @@ static int dyn_con_project_in(const dyn_con_spec *s, double t, double *y, const 
         if (!(fabs(e[a]) <= err)) err = fabs(e[a]);
     const double vlevel = DYN_CON_ROUNDING * dyn_con_jmax(n, m, W->J) * w;
     if (err > (vlevel < tol ? vlevel : tol)) {
-        dyn_con_jdot(s, t, y, y + n, p, W, W->A, W->z, W->tau);
-        dyn_con_weak(n, m, W->J, W->A, NULL, e, w, weak, kappa);
-        for (int a = 0; a < m; ++a)                        /* weak: dv_a kappa_a > DYN_CON_PROJECT_WEAK w */
-            weak[a] = weak[a] > DYN_CON_PROJECT_WEAK * w * w ? 1.0 : 0.0;
-        const int rank = dyn_con_prepare(s, W, DYN_CON_PROJECT_RANK_TOL, weak);
+        if (weak_rows) {
+            dyn_con_jdot(s, t, y, y + n, p, W, W->A, W->z, W->tau);
+            dyn_con_weak(n, m, W->J, W->A, NULL, e, w, weak, kappa);
+            for (int a = 0; a < m; ++a)                    /* weak: dv_a kappa_a > DYN_CON_PROJECT_WEAK w */
+                weak[a] = weak[a] > DYN_CON_PROJECT_WEAK * w * w ? 1.0 : 0.0;
+        }
+        const int rank = dyn_con_prepare(s, W, DYN_CON_PROJECT_RANK_TOL, weak_rows ? weak : NULL);
         dyn_con_correct(s, rank, W, e, y + n, NULL);
     }
     return status;
 }
 
-/* The entry point of the integrators after a step (docs/loops.md): dyn_con_project_in. */
-static int dyn_con_project(const dyn_con_spec *s, double t, double *y, const double *p, double tol, int iters)
+/* The entry point of the integrators after a step (docs/loops.md): dyn_con_project_in; weak_rows = 0
+   corrects the velocity along every row (adams, which steps across singular configurations). */
+static int dyn_con_project(const dyn_con_spec *s, double t, double *y, const double *p, double tol, int iters,
+                           int weak_rows)
 {
     const int n = s->n, m = s->m;
     double stack[DYN_CON_STACK];
@@ -513,10 +517,44 @@ static int dyn_con_project(const dyn_con_spec *s, double t, double *y, const dou
         return DYN_CON_NOMEM;
     dyn_con_work W;
     dyn_con_layout(n, m, w, &W);
-    const int status = dyn_con_project_in(s, t, y, p, tol, iters, &W, w + DYN_CON_WORK(n, m));
+    const int status = dyn_con_project_in(s, t, y, p, tol, iters, &W, w + DYN_CON_WORK(n, m), weak_rows);
     if (w != stack)
         free(w);
     return status;
+}
+
+/* ------------------------------------------------------------------ nearness to a singular configuration */
+/* How near J is to losing rank, cheaply, for a test after every accepted step (the step across of
+   runtime/integrators/singular.py decides on J's singular values): the rows of J at (t, q), row a scaled
+   by w[1 + a] (its length at the start of the run inverted; 0 leaves it out), factored by QR with column
+   pivoting; returns |R_rr| / |R_11| with r = w[0], the rank at the start. With sigma_k the singular values
+   of the scaled rows, |R_11| <= sigma_1 and |R_rr| >= sigma_r / sqrt(m - r + 1) (the trailing block's
+   largest column bounds its norm), so the ratio is at least sigma_r / sigma_1 / sqrt(m). 1 without a rank
+   to lose; 0 when the factorization ends before r; -1 without memory. */
+static double dyn_con_measure(const dyn_con_spec *s, double t, const double *q, const double *p, const double *w)
+{
+    const int n = s->n, m = s->m, rank = (int)w[0];
+    if (rank <= 0)
+        return 1.0;
+    double stack[DYN_CON_STACK];
+    double *work = dyn_con_alloc(DYN_CON_WORK(n, m), stack);
+    if (work == NULL)
+        return -1.0;
+    dyn_con_work W;
+    dyn_con_layout(n, m, work, &W);
+    s->jac(t, q, p, W.J, W.phit);
+    for (int a = 0; a < m; ++a) {
+        W.c[a] = w[1 + a];
+        for (int k = 0; k < n; ++k)
+            W.A[(size_t)a * n + k] = W.J[(size_t)a * n + k] * w[1 + a];
+    }
+    const int r = dyn_con_qr(n, m, &W, 0.0);
+    double ratio = 0.0;
+    if (r >= rank)
+        ratio = fabs(W.R[(size_t)(rank - 1) * m + W.perm[rank - 1]]) / fabs(W.R[W.perm[0]]);
+    if (work != stack)
+        free(work);
+    return ratio;
 }
 
 /* ------------------------------------------------------------------ the constrained solve */
@@ -524,9 +562,10 @@ static int dyn_con_project(const dyn_con_spec *s, double t, double *y, const dou
 #define DYN_CON_QDD_EXTRA(m) (5 * (size_t)(m))
 
 /* q'' and lambda of M q'' + J^T lambda = Q, J q'' = gamma at (t, q, q'); near a singular
-   configuration gamma_a of the weak rows is scaled (dyn_con_weak). */
+   configuration gamma_a of the weak rows is scaled (dyn_con_weak) unless weak_rows = 0 (adams,
+   which steps across singular configurations: runtime/integrators/adams_across.py). */
 static int dyn_con_qdd(const dyn_con_spec *s, double t, const double *q, const double *qd, const double *p,
-                       double *qdd, double *lam, dyn_con_report *rep)
+                       double *qdd, double *lam, dyn_con_report *rep, int weak_rows)
 {
     const int n = s->n, m = s->m;
     double stack[DYN_CON_STACK];
@@ -567,7 +606,7 @@ static int dyn_con_qdd(const dyn_con_spec *s, double t, const double *q, const d
                                 ? DYN_CON_DEFECT_RANK * dq : DYN_CON_RANK_TOL;
         const double consistent_tol = dmax <= DYN_CON_DEFECT_CAP && 100.0 * DYN_CON_DEFECT_RANK * dmax > DYN_CON_CONSISTENT_TOL
                                       ? 100.0 * DYN_CON_DEFECT_RANK * dmax : DYN_CON_CONSISTENT_TOL;
-        if (vmax > 0.0) {                                  /* the weak rows */
+        if (weak_rows && vmax > 0.0) {                     /* the weak rows */
             dyn_con_jdot(s, t, q, qd, p, &W, W.A, W.z, b);
             dyn_con_weak(n, m, W.J, W.A, phi, e, vmax, E, kappa);
             const double accel = DYN_CON_WEAK_TOL * (vmax * vmax + dyn_con_amax(n, qdd));

@@ -1,0 +1,147 @@
+"""The compiled adams through the singular configurations of closed loops: the step across of
+runtime/integrators/singular.py, with the compiled loop running in C away from them.
+
+Away from a crossing the C loop runs alone; after every accepted step it evaluates the module's
+watch (`dyn_con_measure` of templates/native/dynamica_constraints.h: |R_rr| / |R_11| of the pivoted
+QR of J with its rows scaled by their lengths at the start, a lower bound of sigma_r / sigma_1 up
+to sqrt(m)), and below ARM the run hands over to Python (status WATCH). From there the steps are
+taken one at a time as radau's are (`singular.Crossings`: J's singular values, the time to the
+crossing, steps cut to end just outside the gap), and once inside the gap heading in, the state
+at t + 2 delta comes from the polynomial of the exact constrained accelerations at past states,
+projected onto the branch nearest it; adams restarts there at order 1 (a fresh history: the
+steps near the crossing, whose q'' the weak rows' treatment changes, are not carried on). Leaving
+the crossing (the watch above EXIT, the measure rising), the C loop takes over again.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: the watch below which the run is stepped from Python (about 100 gaps of singular.SINGULAR_GAP:
+#: the polynomial of the step across then finds its past points, spaced about delta apart)
+ARM = 0.1
+#: ... and above which, leaving a crossing, the C loop takes over again (above ARM: no flutter)
+EXIT = 0.2
+#: s = sigma_r(J) / sigma_1(J) below which adams steps across (singular.Crossings's gap)
+GAP = 1e-3
+#: heading into a crossing, the last LAST gap-times are stepped one at a time (singular.PAST + 1)
+LAST = 6
+#: singular.APPROACH: within APPROACH gaps the steps end just outside the gap (Crossings.max_step)
+APPROACH = 10.0
+#: the module's right-hand side and projection without the weak rows' treatment
+STRICT = True
+
+
+def watch_data(crossings) -> np.ndarray:
+    """w of the module's watch: [r, the inverse lengths of J's rows at the start (0: left out)]."""
+    scale = np.zeros(crossings.keep.shape[0])
+    scale[crossings.keep] = crossings.scale
+    return np.concatenate([[float(crossings.rank)], scale])
+
+
+class Across:
+    """A compiled adams Stepper `st` run over output times, stepping across singular
+    configurations (module docstring): ``run(tv, Y, j, nmax)`` as ``Stepper.run``."""
+
+    def __init__(self, model, params, st, t0, y0, max_step=math.inf):
+        from dynamica.runtime.integrators.singular import Crossings
+        self.model, self.st, self.user_max = model, st, float(max_step)
+        self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n], gap=GAP)
+        self.w = watch_data(self.crossings)
+        self.p = model.param_vector(params)
+        self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
+        if self.crossings.rank:
+            st.set_watch(model.module.watch_capsule, self.w, ARM)
+
+    def measure(self, t, y) -> float:
+        out = np.empty(1)
+        self.model.module.con_watch(float(t), np.ascontiguousarray(y[:self.model.n]), self.p, self.w, out)
+        return float(out[0])
+
+    def run(self, tv, Y, j, nmax):
+        """At most about nmax steps towards t_bound, filling Y[j:] at tv[j:]; (code, j)."""
+        from dynamica.runtime.integrators.compiled_adams import core
+        st, watch = self.st, core().WATCH
+        before = st.nsteps
+        while not st.done and st.nsteps - before < nmax:
+            if not self.near:
+                code, j = st.run(tv, Y, j, nmax - (st.nsteps - before))
+                if code != watch:
+                    return code, j
+                self.near, self.past = True, []
+                st.watch_level = 0.0
+                j = self._after_step(tv, Y, j)
+                continue
+            code, j = st.run(tv, Y, j, 1)
+            if code:
+                return code, j
+            j = self._after_step(tv, Y, j)
+        return 0, j
+
+    def _after_step(self, tv, Y, j):
+        """Near a crossing, after an accepted step: step across, cut the next step, or hand back."""
+        from dynamica.runtime.integrators.singular import remember, step_across
+        st, cr = self.st, self.crossings
+        t, y = st.t, st.y
+        if st.done:
+            return j
+        remember(self.past, t, y)
+        s, delta = self._approaching(t, y)
+        if cr.crossing(s, delta, t - st.t_old):
+            across = step_across(cr, self.past, delta, st.t_bound)
+            if across is not None:
+                return self._jump(tv, Y, j, *across)
+        if s > EXIT and self.measure(t, y) > EXIT:          # away from it: the C loop again
+            self.near, st.max_step, st.watch_level = False, self.user_max, ARM
+            return j
+        cap = cr.max_step(s, delta) if s < APPROACH * cr.gap else math.inf
+        if 0.0 < delta < math.inf:
+            # heading in: steps that halve the way to the last LAST gap-times, then one gap-time each,
+            # so that the polynomial of the step across finds its past points spaced about a
+            # gap-time apart (one adams step from s = 3.5e-2 to the gap left them 0.024 s apart on
+            # the N four-bar, N = 1, rtol 1e-10: q' after the step across was 9.8e-9 rad/s off)
+            inside = delta * cr.gap / s
+            cap = min(cap, max(inside, 0.5 * (delta - LAST * inside)))
+        st.max_step = min(cap, self.user_max)
+        return j
+
+    def _approaching(self, t, y):
+        """(s, delta) as Crossings.approaching, at every s (delta < 0: leaving)."""
+        cr, n = self.crossings, self.model.n
+        q, v = y[:n], y[n:2 * n]
+        s = cr.measure(t, q)
+        speed = float(np.abs(v).max())
+        if speed == 0.0:
+            return s, math.inf
+        eps = 1e-7 / speed
+        rate = (cr.measure(t + eps, q + eps * v) - s) / eps
+        return s, (s / -rate if rate != 0.0 else math.inf)
+
+    def _jump(self, tv, Y, j, t_b, state):
+        """The rows up to t_b from the step across, then adams anew from its state at t_b."""
+        st = self.st
+        while j < len(tv) and tv[j] <= t_b:
+            Y[j] = state(tv[j])
+            j += 1
+        y_b = np.ascontiguousarray(state(t_b))
+        self.jump = (st.t, t_b, state)
+        self.extra_calls += len(self.crossings.passages[-1][3])          # (its q'' evaluations)
+        st.max_step = self.user_max
+        code = st.resume(t_b, y_b, st.t_bound)
+        if code:
+            from dynamica.errors import IntegrationError
+            raise IntegrationError(f"the right-hand side failed at t = {t_b!r} after a step across a "
+                                   f"singular configuration of the loops")
+        self.past = [(t_b, y_b)]
+        return j
+
+    def intrp(self, t):
+        """y(t) within the last step, or within the last step across when it ended there."""
+        if self.jump is not None and self.jump[1] == self.st.t and self.jump[0] < t <= self.jump[1]:
+            return self.jump[2](t)
+        return self.st.intrp(t)
+
+    def info(self) -> dict:
+        return {"singular_passages": list(self.crossings.passages)}
