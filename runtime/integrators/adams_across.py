@@ -19,17 +19,23 @@ import math
 
 import numpy as np
 
-#: the watch below which the run is stepped from Python (about 100 gaps of singular.SINGULAR_GAP:
-#: the polynomial of the step across then finds its past points, spaced about delta apart)
+#: the watch, relative to its value at the start, below which the run is stepped from Python (on
+#: the N four-bar from the horizontal rods' 0.15 rad, whatever N: sigma_r / sigma_1 itself is 0.54
+#: at the start with N = 1, 0.023 with N = 40)
 ARM = 0.1
 #: ... and above which, leaving a crossing, the C loop takes over again (above ARM: no flutter)
 EXIT = 0.2
-#: s = sigma_r(J) / sigma_1(J) below which adams steps across (singular.Crossings's gap)
-GAP = 1e-3
+#: the distance (rad, along the fastest coordinate: the time to the crossing times max |q'|) below
+#: which adams steps across; radau's gap in s = sigma_r / sigma_1 (singular.SINGULAR_GAP, 1e-3) is
+#: about 3e-3 rad on the N four-bar with N = 1, but 2e-2 rad with N = 40, whose J has 200 rows: a
+#: step across 0.02 s long lost 1e-6 rad/s there
+GAP = 2e-3
 #: heading into a crossing, the last LAST gap-times are stepped one at a time (singular.PAST + 1)
 LAST = 6
-#: singular.APPROACH: within APPROACH gaps the steps end just outside the gap (Crossings.max_step)
-APPROACH = 10.0
+#: leaving a crossing, a step is at most DEPART times the time in which s doubles (singular.DEPART)
+DEPART = 0.5
+#: within CRAWL gaps, a step below 1e-2 of the time to the crossing starts the step across
+CRAWL = 10.0
 #: the module's right-hand side and projection without the weak rows' treatment
 STRICT = True
 
@@ -48,12 +54,13 @@ class Across:
     def __init__(self, model, params, st, t0, y0, max_step=math.inf):
         from dynamica.runtime.integrators.singular import Crossings
         self.model, self.st, self.user_max = model, st, float(max_step)
-        self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n], gap=GAP)
+        self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
         self.w = watch_data(self.crossings)
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
-        if self.crossings.rank:
-            st.set_watch(model.module.watch_capsule, self.w, ARM)
+        self.level = self.measure(t0, y0)            # the watch relative to its value at the start
+        if self.crossings.rank and self.level > 0.0:
+            st.set_watch(model.module.watch_capsule, self.w, ARM * self.level)
 
     def measure(self, t, y) -> float:
         out = np.empty(1)
@@ -89,21 +96,20 @@ class Across:
             return j
         remember(self.past, t, y)
         s, delta = self._approaching(t, y)
-        if cr.crossing(s, delta, t - st.t_old):
+        inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n]).max()), 1e-300)  # the gap's time
+        if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and t - st.t_old < 1e-2 * delta):
             across = step_across(cr, self.past, delta, st.t_bound)
             if across is not None:
                 return self._jump(tv, Y, j, *across)
-        if s > EXIT and self.measure(t, y) > EXIT:          # away from it: the C loop again
-            self.near, st.max_step, st.watch_level = False, self.user_max, ARM
+        if self.measure(t, y) > EXIT * self.level:          # away from it: the C loop again
+            self.near, st.max_step, st.watch_level = False, self.user_max, ARM * self.level
             return j
-        cap = cr.max_step(s, delta) if s < APPROACH * cr.gap else math.inf
-        if 0.0 < delta < math.inf:
-            # heading in: steps that halve the way to the last LAST gap-times, then one gap-time each,
-            # so that the polynomial of the step across finds its past points spaced about a
-            # gap-time apart (one adams step from s = 3.5e-2 to the gap left them 0.024 s apart on
-            # the N four-bar, N = 1, rtol 1e-10: q' after the step across was 9.8e-9 rad/s off)
-            inside = delta * cr.gap / s
-            cap = min(cap, max(inside, 0.5 * (delta - LAST * inside)))
+        if delta < 0.0:                     # leaving: at most DEPART times the time in which s doubles
+            cap = -DEPART * delta
+        elif delta > (LAST + 1) * inside:   # heading in, far: halve the way to the last LAST gap-times
+            cap = 0.5 * (delta - LAST * inside)
+        else:                               # then a gap-time each, the last one ending at 0.75 of it
+            cap = inside if delta - inside >= 0.75 * inside else max(delta - 0.75 * inside, 1e-3 * delta)
         st.max_step = min(cap, self.user_max)
         return j
 
