@@ -186,8 +186,8 @@ MUTATIONS = [
              "self.projected = False", LOOP_TESTS),
     Mutation("loop_outputs_inconsistent", "the module's outputs keep the numbers of an inconsistent solve",
              "generator/render/constrained.py",
-             '"    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK) {",',
-             '"    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r) != DYN_CON_OK && 0) {",',
+             '"    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r, 1) != DYN_CON_OK) {",',
+             '"    if (dyn_con_qdd(&dyn_loop_spec, t, q, qd, p, qdd, lam, &r, 1) != DYN_CON_OK && 0) {",',
              ("tests/runtime/test_inconsistent_loops.py",)),
     Mutation("stage_lock_values", "a release after a lock evaluates the released body at the locked coordinates' "
              "defaults (their held values dropped)", "runtime/stages/cyclogram.py",

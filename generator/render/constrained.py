@@ -85,6 +85,29 @@ def _functions(n, m, info, symbol) -> list:
         f"    dyn_loop_qdd_rows(t, y, y + {n}, p, ydot + {n}, 1);",
         "}",
         "",
+        "static int dyn_loop_project_py(double t, double *y, const double *p, const double *opts)",
+        "{",
+        "    return dyn_con_project(&dyn_loop_spec, t, y, p, opts[0], (int)opts[1], 1);",
+        "}",
+        "",
+        "static double dyn_loop_watch(double t, const double *y, const double *p, const double *w)",
+        "{",
+        "    return dyn_con_measure(&dyn_loop_spec, t, y, p, w);",
+        "}",
+        "",
+        "static void dyn_loop_watch_py(double t, const double *q, const double *p, const double *w, double *out)",
+        "{",
+        "    out[0] = dyn_con_measure(&dyn_loop_spec, t, q, p, w);",
+        "}",
+    ] + _step_functions(n)
+
+
+def _step_functions(n) -> list:
+    """What compiled integrators call after a step and what adams runs (its capsules): the
+    projection, and the rhs and the projection without the weak rows' treatment (adams steps
+    across the singular configurations: runtime/integrators/adams_across.py)."""
+    return [
+        "",
         "static void dyn_loop_rhs_strict(double t, const double *y, const double *p, double *ydot)",
         "{",
         f"    memcpy(ydot, y + {n}, {n} * sizeof(double));",
@@ -101,20 +124,6 @@ def _functions(n, m, info, symbol) -> list:
         f"    return dyn_con_project(&dyn_loop_spec, t, y, p, tol, {PROJECT_ITERATIONS}, 0);",
         "}",
         "",
-        "static int dyn_loop_project_py(double t, double *y, const double *p, const double *opts)",
-        "{",
-        "    return dyn_con_project(&dyn_loop_spec, t, y, p, opts[0], (int)opts[1], 1);",
-        "}",
-        "",
-        "static double dyn_loop_watch(double t, const double *y, const double *p, const double *w)",
-        "{",
-        "    return dyn_con_measure(&dyn_loop_spec, t, y, p, w);",
-        "}",
-        "",
-        "static void dyn_loop_watch_py(double t, const double *q, const double *p, const double *w, double *out)",
-        "{",
-        "    out[0] = dyn_con_measure(&dyn_loop_spec, t, q, p, w);",
-        "}",
     ]
 
 
