@@ -387,17 +387,6 @@ def run_case_values(model, case: dict, roles: dict, settings: RunSettings, seen=
     return values, extra, traj, status, time.perf_counter() - start
 
 
-def run_case(model, case: dict, roles: dict, settings: RunSettings):
-    """One case: (row without its inputs, trajectory table or None). An error of the case
-    (integration failure, a bad value) is its status; the other columns are then NaN."""
-    values, extra, traj, status, wall = run_case_values(model, case, roles, settings)
-    row = {} if values is None else dict(zip(result_columns(model, settings), values.tolist()))
-    row.update(extra)
-    row["wall_time"] = wall
-    row["status"] = status
-    return row, traj
-
-
 def contact_columns(result) -> dict:
     """A model with contacts (docs/contact.md): `contacts`, the number of contact starts the
     integrator located, and `max_penetration`, the deepest penetration of any pair at any output
@@ -460,8 +449,8 @@ class Block:
 
 def run_block(model, numbers, values, names: list, roles: dict, settings: RunSettings, worker="local") -> Block:
     """Cases given as arrays (case numbers; one row of input values a case, columns `names`)
-    -> their `Block`. Every case runs as `run_case` runs it, the same rows bit for bit, what the
-    cases share prepared once (plan.py)."""
+    -> their `Block`. Every case runs as `run_case_values` runs it, the same rows bit for bit,
+    what the cases share prepared once (plan.py)."""
     from dynamica.runtime.studies.plan import case_plan
     plan = case_plan(model, names, roles, settings)
     if not settings.trajectories:
@@ -495,20 +484,16 @@ def _worker_name() -> str:
         return "local"
 
 
-def run_batch(pkg, cases: list, roles: dict, settings: RunSettings, model=None) -> list:
-    """A batch of cases [(case number, {column: value})] -> [(case number, row, trajectory)].
-    `model`: an already loaded model (the serial path), else the package's."""
+def run_batch(pkg, cases: list, roles: dict, settings: RunSettings, model=None) -> Block:
+    """A batch of cases [(case number, {column: value})] (a Dask task) -> their `Block`, as
+    `run_block` runs them. `model`: an already loaded model, else the package's."""
     lock = None
     if model is None:
         model, lock = prepared(pkg)
-    where = _worker_name()
-    out = []
-    for number, case in cases:
-        if lock is not None:
-            with lock:
-                row, traj = run_case(model, case, roles, settings)
-        else:
-            row, traj = run_case(model, case, roles, settings)
-        row["worker"] = where
-        out.append((number, row, traj))
-    return out
+    names = list(cases[0][1]) if cases else []
+    numbers = np.array([number for number, _ in cases], dtype=np.int64)
+    values = np.array([[case[c] for c in names] for _, case in cases], dtype=float).reshape(len(cases), len(names))
+    if lock is None:
+        return run_block(model, numbers, values, names, roles, settings, worker=_worker_name())
+    with lock:
+        return run_block(model, numbers, values, names, roles, settings, worker=_worker_name())
