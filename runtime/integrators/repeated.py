@@ -72,7 +72,8 @@ class AdamsRuns:
         st = self.stepper(self.rhs, self.t0, y0, self.t_end, p, self.rtol, self.atol, o["first_step"],
                           float(o["max_step"]), max_steps, o["on_stiff"] == "raise", False, None,
                           float(o["project_tol"]))
-        Y = np.full((len(self.t), self.n2), np.nan)
+        Y = np.empty((len(self.t), self.n2))
+        Y.fill(np.nan)
         Y[:self.first] = y0
         self.check(st, st.begin(), self.rtol, self.atol, max_steps, o["on_stiff"])
         code, _ = st.run(self.t, Y, self.first, max_steps + 1)

@@ -52,6 +52,7 @@ class CasePlan:
         self.runs = None                 # the repeated runs, once a case has run through simulate
         self.index = np.empty(0, dtype=np.intp)
         self.ranges = bool(getattr(model.spec, "ranges", ()))
+        self.stateful = hasattr(model.module, "itr_reset")      # (what reset_solver resets)
 
     def same(self, model, names, roles, settings) -> bool:
         """Whether this plan is the one of these arguments (the blocks of one study)."""
@@ -84,13 +85,14 @@ class CasePlan:
         iq0, iqd0 = model.initial_state(params)
         q0 = iq0 if q0 is None else model.as_vector(q0, "q0")
         qd0 = iqd0 if qd0 is None else model.as_vector(qd0, "qd0")
-        return model.to_state(q0, qd0, 0.0, params), p
+        return np.concatenate([q0, qd0]), p        # (to_state of a model plain_adams takes)
 
     def _run(self, case: dict, series: np.ndarray) -> np.ndarray:
         """The repeated run of a case (it raises what `simulate` would): its final state, and its
         series to reduce written into `series` (len(index), len(t)), one a row."""
         y0, p = self._state(case)
-        self.model.reset_solver()
+        if self.stateful:
+            self.model.reset_solver()
         runs = self.runs
         Y = runs.run(y0, p)
         if self.ranges:
