@@ -1,4 +1,4 @@
-"""The cases of one study with what they share prepared once (docs/sweep.md, "How fast").
+"""The cases of one study with what they share prepared once (docs/sweep.md, "How a case runs").
 
 A case of a study changes parameters and initial values; the options of its run, the output
 times, the integrator, the columns of its row and where each reduced series sits are the same
