@@ -32,10 +32,9 @@ from dynamica.runtime.studies.worker import (
     series_columns,
 )
 
-#: bytes of the runs' series reduced at once: numpy's calls shared by several runs, its
-#: temporaries (twice this) small enough to come from the heap, not from fresh pages of the OS
-#: (a block's 100 runs of 35 series over 101 rows at once took 47 us a run in the reductions,
-#: 2 MB temporaries faulted in page by page; 64 KB: 9 us)
+#: bytes of the runs' series reduced at once (the workspace, allocated once a plan): numpy's
+#: calls shared by many runs, their temporaries small (a block's 100 runs of 35 series over 101
+#: rows at once, 2.8 MB temporaries faulted in page by page, took 47 us a run in the reductions)
 REDUCE_BYTES = 1 << 20
 
 
@@ -53,6 +52,7 @@ class CasePlan:
         self.index = np.empty(0, dtype=np.intp)
         self.ranges = bool(getattr(model.spec, "ranges", ()))
         self.stateful = hasattr(model.module, "itr_reset")      # (what reset_solver resets)
+        self.X = self.S = None           # the workspace: series and final states of runs to reduce
 
     def same(self, model, names, roles, settings) -> bool:
         """Whether this plan is the one of these arguments (the blocks of one study)."""
@@ -122,39 +122,43 @@ class CasePlan:
         n = len(values)
         out, wall = np.full((n, len(self.columns)), np.nan), np.zeros(n)
         status, extra = [OK] * n, [{} for _ in range(n)]
-        fast = np.zeros(n, dtype=bool)
-        X = S = None
+        waiting: list = []                       # cases whose series wait in the workspace
         for k in range(n):
             case = dict(zip(names, values[k].tolist()))
             start = time.perf_counter()
-            if self.runs is not None:
-                if X is None:
-                    X = np.empty((n, len(self.index), len(self.runs.t)))
-                    S = np.empty((n, 2 * self.model.n))
-                try:
-                    S[k] = self._run(case, X[k])
-                    fast[k] = True
-                except Exception:                # the case's failure: simulate says it, with its hints
-                    pass
-            if not fast[k]:
+            if self.runs is not None and self._fast(case, len(waiting)):
+                waiting.append(k)
+            else:
                 vals, extra[k], _, status[k], _ = self._general(case, quiet=self.runs is not None)
                 if vals is not None:
                     out[k] = vals
             wall[k] = time.perf_counter() - start
-        if fast.any():                           # the reductions of the block's fast cases at once
-            start = time.perf_counter()
-            out[fast] = self._reduced(S[fast], X[fast])
-            wall[fast] += (time.perf_counter() - start) / np.count_nonzero(fast)
+            if waiting and (len(waiting) == len(self.S) or k == n - 1):
+                self._reduce(waiting, out, wall)
         return out, wall, status, extra
 
-    def _reduced(self, S: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """The values of the `columns` of runs from their final states S and series X (reduced
-        REDUCE_BYTES of X at a time)."""
-        reduced = np.empty((len(S), len(self.index) * len(self.settings.reductions)))
-        step = max(1, REDUCE_BYTES // max(1, X[0].nbytes))
-        for k in range(0, len(S) if len(self.index) else 0, step):
-            reduced[k:k + step] = reduce_stack(self.runs.t, X[k:k + step], self.settings.reductions)
-        return np.concatenate([S, reduced], axis=1)[:, self.picks]
+    def _fast(self, case: dict, j: int) -> bool:
+        """Run a case on the fast path into slot j of the workspace; False if it failed there."""
+        if self.S is None:                       # REDUCE_BYTES of series, allocated once
+            size = len(self.index) * len(self.runs.t) * 8
+            slots = max(1, REDUCE_BYTES // size) if size else 64
+            self.X = np.empty((slots, len(self.index), len(self.runs.t)))
+            self.S = np.empty((slots, 2 * self.model.n))
+        try:
+            self.S[j] = self._run(case, self.X[j])
+        except Exception:                        # the case's failure: simulate says it, with its hints
+            return False
+        return True
+
+    def _reduce(self, waiting: list, out: np.ndarray, wall: np.ndarray):
+        """The rows of the cases waiting in the workspace, reduced at once (each case's wall time
+        gets its share)."""
+        start, j = time.perf_counter(), len(waiting)
+        reduced = reduce_stack(self.runs.t, self.X[:j], self.settings.reductions) if len(self.index) \
+            else np.empty((j, 0))
+        out[waiting] = np.concatenate([self.S[:j], reduced], axis=1)[:, self.picks]
+        wall[waiting] += (time.perf_counter() - start) / j
+        waiting.clear()
 
 
 #: the plan of the latest study's blocks in this process (one study runs at a time in a process)
