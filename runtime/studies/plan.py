@@ -16,6 +16,7 @@ again through `simulate`, whose error (with its hints) is the case's status.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 
@@ -161,15 +162,15 @@ class CasePlan:
         waiting.clear()
 
 
-#: the plan of the latest study's blocks in this process (one study runs at a time in a process)
-_LATEST: list = []
+#: the plan of the latest study's blocks, one per thread (a plan's workspace is its thread's; a Dask
+#: worker may run several batches at once, in threads)
+_LATEST = threading.local()
 
 
 def case_plan(model, names, roles, settings) -> CasePlan:
-    """The plan of these cases: the latest one when it is theirs (the next block of the same
-    study), else a new one."""
-    if _LATEST and _LATEST[0].same(model, names, roles, settings):
-        return _LATEST[0]
-    plan = CasePlan(model, names, roles, settings)
-    _LATEST[:] = [plan]
+    """The plan of these cases in this thread: the latest one when it is theirs (the next block
+    of the same study), else a new one."""
+    plan = getattr(_LATEST, "plan", None)
+    if plan is None or not plan.same(model, names, roles, settings):
+        plan = _LATEST.plan = CasePlan(model, names, roles, settings)
     return plan

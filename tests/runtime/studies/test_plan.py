@@ -151,3 +151,21 @@ def test_free_fall_without_outputs_against_its_closed_form_and_its_range_warned_
         assert table.loc[k, "x"] == pytest.approx(x, rel=1e-12)
         assert table.loc[k, "der(x)"] == pytest.approx(v, rel=1e-12)
         assert table.loc[k, "min(x)"] == pytest.approx(min(0.0, x), rel=1e-12, abs=1e-15)
+
+
+def test_blocks_in_threads_have_their_own_workspace(pendulum):
+    """A Dask worker may run two batches of a study at once in threads (the compiled Adams loop
+    releases the GIL): each thread has its own plan and workspace, and the rows are those of the
+    blocks run one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dynamica.runtime.studies.worker import run_block
+    names, roles = ["l2"], sweep_cases.roles(pendulum, ["l2"])
+    settings = settings_of(pendulum, ["tip.position", "potential_energy"], t_end=0.3)
+    blocks = [np.linspace(0.5, 0.7, 40)[:, None], np.linspace(0.8, 1.0, 40)[:, None]]
+    alone = [run_block(pendulum, np.arange(40), b, names, roles, settings).values for b in blocks]
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(3):
+            both = list(pool.map(lambda b: run_block(pendulum, np.arange(40), b, names, roles, settings).values,
+                                 blocks))
+            assert all(np.array_equal(a, b) for a, b in zip(alone, both))
