@@ -380,11 +380,12 @@ def run_case_values(model, case: dict, roles: dict, settings: RunSettings, seen=
             extra.update(settings.extra_columns(result, dict(case)))
         traj = _trajectory(result, series(result)) if settings.trajectories else None
         status = OK
-        if seen is not None:
-            seen(result)
     except Exception as exc:                    # the case's own failure: the study goes on
         values, extra, traj, status = None, {}, None, f"{type(exc).__name__}: {exc}"
-    return values, extra, traj, status, time.perf_counter() - start
+    wall = time.perf_counter() - start
+    if seen is not None and status == OK:       # (outside the case's own errors)
+        seen(result)
+    return values, extra, traj, status, wall
 
 
 def contact_columns(result) -> dict:
