@@ -88,7 +88,7 @@ class ProcessExecutor:
         before = set(multiprocessing.active_children())
         self.pool = ProcessPoolExecutor(self.slots, mp_context=multiprocessing.get_context(method),
                                         initializer=start_process, initargs=(pkg,))
-        self.before, self.finished = before, False
+        self.before = before
 
     def _workers(self):
         import multiprocessing
@@ -127,7 +127,7 @@ class ProcessExecutor:
                         raise DynamicaError(f"a block of the study failed in a worker process: "
                                             f"{type(exc).__name__}: {exc}") from exc
                     on_batch(block)
-            finished = self.finished = True
+            finished = True
         finally:
             if not finished:                     # Ctrl-C, a lost worker, an error: stop now, run nothing more
                 for f in pending:
@@ -136,10 +136,7 @@ class ProcessExecutor:
                     proc.terminate()
 
     def close(self):
-        """After a study that finished, the workers exit while this process builds the table (a
-        forked process's exit, the unmapping of its memory, took about 10 ms; it is reaped in the
-        background); after a failure or Ctrl-C they are waited for."""
-        self.pool.shutdown(wait=not self.finished, cancel_futures=True)
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _ranges(numbers) -> str:
