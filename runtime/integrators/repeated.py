@@ -49,8 +49,10 @@ class AdamsRuns:
     `run(y0, p)`: the states at the output times, shape (len(t), 2n), for the initial state y0 and
     the module's parameter array p (`CompiledModel.param_vector`); an IntegrationError (or
     StiffnessError) as `simulate` raises it, a StiffnessWarning as it warns. `outputs(Y, p)`: the
-    flat outputs of those rows, shape (len(t), size) in the order of `output_slices` (no columns
-    for a model without outputs)."""
+    states and the flat outputs of those rows side by side, shape (len(t), 2n + size), the outputs
+    in the order of `output_slices` (none for a model without outputs). Both return arrays of this
+    object that the next run overwrites (no memory is asked for a run: fresh pages cost a fault
+    each, thousands a study in a forked worker)."""
 
     def __init__(self, model, t, t_end, rtol, atol):
         from dynamica.runtime.integrators.compiled_adams import check_status, core, warn_stiff
@@ -62,6 +64,9 @@ class AdamsRuns:
         self.options = _solve_defaults()
         self.rhs, self.n2 = model.module.rhs_capsule, 2 * model.n
         self.output_size = model.output_slices()[1] if hasattr(model.module, "outputs") else 0
+        rows, n = len(self.t), model.n
+        self.Y, self.Q, self.QD = np.empty((rows, self.n2)), np.empty((rows, n)), np.empty((rows, n))
+        self.flat, self.every = np.empty((rows, self.output_size)), np.empty((rows, self.n2 + self.output_size))
         if self.output_size:
             from dynamica.runtime.series import row_loop
             self.rows, self.capsule = row_loop().output_rows, model.module.outputs_capsule
@@ -72,7 +77,7 @@ class AdamsRuns:
         st = self.stepper(self.rhs, self.t0, y0, self.t_end, p, self.rtol, self.atol, o["first_step"],
                           float(o["max_step"]), max_steps, o["on_stiff"] == "raise", False, None,
                           float(o["project_tol"]))
-        Y = np.empty((len(self.t), self.n2))
+        Y = self.Y
         Y.fill(np.nan)
         Y[:self.first] = y0
         self.check(st, st.begin(), self.rtol, self.atol, max_steps, o["on_stiff"])
@@ -82,9 +87,9 @@ class AdamsRuns:
         return Y
 
     def outputs(self, Y, p) -> np.ndarray:
-        rows, n = len(self.t), self.n2 // 2
-        flat = np.empty((rows, self.output_size))
+        n = self.n2 // 2
         if self.output_size:
-            self.rows(self.capsule, self.t, np.ascontiguousarray(Y[:, :n]), np.ascontiguousarray(Y[:, n:]),
-                      p.reshape(1, -1), flat)
-        return flat
+            np.copyto(self.Q, Y[:, :n])
+            np.copyto(self.QD, Y[:, n:])
+            self.rows(self.capsule, self.t, self.Q, self.QD, p.reshape(1, -1), self.flat)
+        return np.concatenate([Y, self.flat], axis=1, out=self.every)

@@ -99,7 +99,7 @@ class CasePlan:
         if self.ranges:
             self._warn_ranges(Y)
         if len(self.index):
-            np.take(np.concatenate([Y, runs.outputs(Y, p)], axis=1).T, self.index, axis=0, out=series)
+            np.take(runs.outputs(Y, p).T, self.index, axis=0, out=series)
         return Y[-1]
 
     def _warn_ranges(self, Y):
