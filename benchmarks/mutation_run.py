@@ -241,6 +241,11 @@ MUTATIONS = [
              "runtime/studies/sensitivity.py", "        if np.ptp(y) <= CONSTANT * np.abs(y).max():",
              "        if False:",
              ("tests/runtime/studies/test_sweep.py",)),
+    Mutation("sweep_series_layout", "a study's fast path reduces its series from column-major matrices (BLAS "
+             "sums the rms in another order than for simulate's run)", "runtime/studies/plan.py",
+             "self.X = np.empty((slots, len(self.index), len(self.runs.t)))",
+             "self.X = np.empty((slots, len(self.runs.t), len(self.index))).transpose(0, 2, 1)",
+             ("tests/runtime/studies/test_plan.py",)),
     Mutation("contact_friction_sign", "the contact's friction pushes along the sliding velocity (sign flipped)",
              "generator/mechanics/contact.py", 'ft = ctx.let(f"ft{j}", -mu * Fn', 'ft = ctx.let(f"ft{j}", mu * Fn',
              ("tests/generator/mechanics/test_contact_pairs.py", "tests/runtime/integrators/test_contact_scenes.py",

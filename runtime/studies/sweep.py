@@ -393,9 +393,9 @@ def _check_reductions(reductions):
 
 
 class _Collector:
-    """Takes the rows of each finished batch: Blocks (the local paths) kept until the end when
-    there is no output file (one frame at the end), else written to the store as they come;
-    the Dask path's [(case number, row, trajectory)]; trajectories to their writer."""
+    """Takes the rows of each finished batch: Blocks kept until the end when there is no output
+    file (one frame at the end), else written to the store as they come; the rows of cases the
+    Dask path lost [(case number, row, None)]; trajectories to their writer."""
 
     def __init__(self, store, writer, tick, done):
         self.store, self.writer, self.tick, self.count = store, writer, tick, done
@@ -405,7 +405,7 @@ class _Collector:
         import pandas as pd
         if isinstance(rows, Block):
             trajs = zip(rows.numbers.tolist(), rows.trajectories or ())
-        else:                                # the Dask path: [(case number, row, trajectory)]
+        else:                                # cases the Dask path lost: [(case number, row, None)]
             trajs = ((n, traj) for n, _, traj in rows)
         if self.writer is not None:
             for n, traj in trajs:

@@ -230,17 +230,23 @@ class RunSettings:
 
 def _rms(t, x):
     """Root mean square over time (trapezoidal rule): sqrt(int x^2 dt / (t_end - t0)), over the
-    last axis (one series, or one series a row of a matrix)."""
+    last axis (one series, one series a row of a matrix, or a stack of such matrices: the cases
+    of a block, each summed as a matrix alone, so that its values are those of its case alone)."""
     span = t[-1] - t[0]
     x = np.asarray(x, dtype=float)
     if not span > 0:
         return np.abs(x[..., -1])
     y = x * x
-    return np.sqrt(((y[..., 1:] + y[..., :-1]) @ np.diff(t)) * (0.5 / span))
+    pairs, dt = y[..., 1:] + y[..., :-1], np.diff(t)
+    if pairs.ndim <= 2:
+        integral = pairs @ dt
+    else:                               # matmul of a stack sums in another order than of one matrix
+        integral = np.array([m @ dt for m in pairs.reshape(-1, *pairs.shape[-2:])]).reshape(pairs.shape[:-1])
+    return np.sqrt(integral * (0.5 / span))
 
 
-#: reduction name -> (t, x) -> value(s) over the last axis of x (a series, or a matrix of series one
-#: a row); its column is `name(series)`, the final value's the bare name
+#: reduction name -> (t, x) -> value(s) over the last axis of x (a series, a matrix of series one
+#: a row, or a stack of such matrices); its column is `name(series)`, the final value's the bare name
 REDUCTIONS = {
     "final": lambda t, x: np.asarray(x, dtype=float)[..., -1],
     "min": lambda t, x: np.min(x, axis=-1),
@@ -253,7 +259,7 @@ def reduced_column(reduction: str, name: str) -> str:
     return name if reduction == "final" else f"{reduction}({name})"
 
 
-def _inputs(model, case: dict, roles: dict):
+def case_inputs(model, case: dict, roles: dict):
     """(params, q0, qd0) of a case: the model's initial values at the case's parameters,
     overridden by the case's initial values (None, None: the case sets none)."""
     params = {}
@@ -277,17 +283,32 @@ def _inputs(model, case: dict, roles: dict):
     return params, q0, qd0
 
 
+def _value_names(model, settings: RunSettings) -> list:
+    """The name of each value a run gives, in order: the final state, then every (series,
+    reduction) of the reduced outputs (a coordinate's final value twice when it is also reduced)."""
+    state = [*model.coordinates, *(f"der({c})" for c in model.coordinates)]
+    return [*state, *(reduced_column(r, s) for s in settings.series for r in settings.reductions)]
+
+
 def result_columns(model, settings: RunSettings) -> list:
     """The columns of a case's results that every study of this model and settings has, in
     order: the final state, then every (series, reduction) of the reduced outputs."""
-    state = [*model.coordinates, *(f"der({c})" for c in model.coordinates)]
-    reduced = [reduced_column(r, s) for s in settings.series for r in settings.reductions]
-    return list(dict.fromkeys([*state, *reduced]))
+    return list(dict.fromkeys(_value_names(model, settings)))
+
+
+def column_picks(model, settings: RunSettings) -> np.ndarray:
+    """Which of a run's values (the final state, then the reductions) are the `result_columns`:
+    the first of each name (a coordinate among the outputs reduced by "final" is the final state
+    again)."""
+    first: dict = {}
+    for k, name in enumerate(_value_names(model, settings)):
+        first.setdefault(name, k)
+    return np.fromiter(first.values(), dtype=np.intp, count=len(first))
 
 
 def _simulate_case(model, case: dict, roles: dict, settings: RunSettings):
     from dynamica.runtime.integrators.simulate import simulate
-    params, q0, qd0 = _inputs(model, case, roles)
+    params, q0, qd0 = case_inputs(model, case, roles)
     return simulate(model, t_end=settings.t_end, method=settings.method, rtol=settings.rtol,
                     atol=settings.atol, output_step=settings.output_step, q0=q0, qd0=qd0, params=params)
 
@@ -296,36 +317,48 @@ def _simulate_case(model, case: dict, roles: dict, settings: RunSettings):
 _SERIES_COLUMNS: dict = {}
 
 
-def _series_matrix(result, names: tuple) -> np.ndarray:
-    """The series `names` of a run, one a row (as `series(result)` names and holds them): the
-    columns of q, q' and the outputs side by side, the named ones taken at once."""
-    n = len(result.t)
+def series_columns(result, names: tuple) -> np.ndarray:
+    """Where the series `names` are among the columns of q, q' and the outputs of `result` side
+    by side (as `series(result)` names and orders them)."""
     outputs = getattr(result, "outputs", None) or {}
-    flat = [np.asarray(a).reshape(n, -1) for a in outputs.values()]
-    key = (tuple(result.coordinates), tuple((k, a.shape[1:]) for k, a in outputs.items()), names)
+    key = (tuple(result.coordinates), tuple((k, np.shape(a)[1:]) for k, a in outputs.items()), names)
     index = _SERIES_COLUMNS.get(key)
     if index is None:
         from dynamica.runtime.results.result import series
         position = {name: k for k, name in enumerate(series(result))}
         index = _SERIES_COLUMNS[key] = np.array([position[name] for name in names], dtype=np.intp)
-    every = np.concatenate([result.q, result.qd, *flat], axis=1)
-    return every[:, index].T            # a view: the reductions run down the columns of the copy
+    return index
+
+
+def reduce_series(t, every: np.ndarray, index: np.ndarray, reductions: tuple) -> np.ndarray:
+    """Every reduction of the series in the columns `index` of `every` (rows over t), series by
+    series (the order of `result_columns`): the series taken at once, each reduction once over
+    them."""
+    return reduce_stack(t, every[:, index].T[None], reductions)[0]    # (every[:, index] is column-major)
+
+
+def reduce_stack(t, X: np.ndarray, reductions: tuple) -> np.ndarray:
+    """`reduce_series` of many runs over the same t at once: X of shape (runs, series, len(t)),
+    each run's matrix row-major (BLAS sums a matrix of another layout in another order), one row
+    of values a run (numpy's calls once for them all)."""
+    return np.stack([np.asarray(REDUCTIONS[r](t, X), dtype=float) for r in reductions], axis=2).reshape(len(X), -1)
 
 
 def _reduce(result, settings: RunSettings) -> np.ndarray:
-    """Every reduction of every series, series by series (the order of `result_columns`): one
-    matrix of the series, each reduction once over it."""
+    """`reduce_series` of a run's q, q' and outputs."""
     if not settings.series:
         return np.empty(0)
-    x = _series_matrix(result, settings.series)
-    return np.stack([np.asarray(REDUCTIONS[r](result.t, x), dtype=float) for r in settings.reductions],
-                    axis=1).ravel()
+    n = len(result.t)
+    flat = [np.asarray(a).reshape(n, -1) for a in (getattr(result, "outputs", None) or {}).values()]
+    every = np.concatenate([result.q, result.qd, *flat], axis=1)
+    return reduce_series(result.t, every, series_columns(result, settings.series), settings.reductions)
 
 
-def run_case_values(model, case: dict, roles: dict, settings: RunSettings):
+def run_case_values(model, case: dict, roles: dict, settings: RunSettings, seen=None):
     """One case as numbers: (values in the order of `result_columns` or None, extra columns
     {name: value}, trajectory table or None, status, wall time). An error of the case
-    (integration failure, a bad value) is its status; values are then None."""
+    (integration failure, a bad value) is its status; values are then None. `seen(result)`, if
+    given, is called with the run's result when it succeeded (plan.py learns from it)."""
     if model.spec.stages:               # (as in warm_up)
         import dynamica.runtime.stages.cyclogram  # noqa: F401
     from dynamica.runtime.results.result import series
@@ -342,25 +375,17 @@ def run_case_values(model, case: dict, roles: dict, settings: RunSettings):
         for record in result.stages or ():          # a cyclogram: when each stage ended
             extra[f"t_end({record['name']})"] = float(record["t_end"])
         extra.update(contact_columns(result))
-        values = np.concatenate([state, _reduce(result, settings)])
+        values = np.concatenate([state, _reduce(result, settings)])[column_picks(model, settings)]
         if settings.extra_columns is not None:
             extra.update(settings.extra_columns(result, dict(case)))
         traj = _trajectory(result, series(result)) if settings.trajectories else None
         status = OK
     except Exception as exc:                    # the case's own failure: the study goes on
         values, extra, traj, status = None, {}, None, f"{type(exc).__name__}: {exc}"
-    return values, extra, traj, status, time.perf_counter() - start
-
-
-def run_case(model, case: dict, roles: dict, settings: RunSettings):
-    """One case: (row without its inputs, trajectory table or None). An error of the case
-    (integration failure, a bad value) is its status; the other columns are then NaN."""
-    values, extra, traj, status, wall = run_case_values(model, case, roles, settings)
-    row = {} if values is None else dict(zip(result_columns(model, settings), values.tolist()))
-    row.update(extra)
-    row["wall_time"] = wall
-    row["status"] = status
-    return row, traj
+    wall = time.perf_counter() - start
+    if seen is not None and status == OK:       # (outside the case's own errors)
+        seen(result)
+    return values, extra, traj, status, wall
 
 
 def contact_columns(result) -> dict:
@@ -425,22 +450,26 @@ class Block:
 
 def run_block(model, numbers, values, names: list, roles: dict, settings: RunSettings, worker="local") -> Block:
     """Cases given as arrays (case numbers; one row of input values a case, columns `names`)
-    -> their `Block`. Every case runs as `run_case` runs it: the same rows, bit for bit."""
-    columns = result_columns(model, settings)
-    n = len(numbers)
-    out = np.full((n, len(columns)), np.nan)
-    wall = np.empty(n)
-    status, extra, trajs = [], [], []
-    for k in range(n):
-        case = dict(zip(names, values[k].tolist()))
-        vals, more, traj, st, wall[k] = run_case_values(model, case, roles, settings)
-        if vals is not None:
-            out[k] = vals
-        status.append(st)
-        extra.append(more)
-        trajs.append(traj)
-    return Block(np.asarray(numbers), columns, out, wall, status, worker,
-                 extra if any(extra) else None, trajs if settings.trajectories else None)
+    -> their `Block`. Every case runs as `run_case_values` runs it, the same rows bit for bit,
+    what the cases share prepared once (plan.py)."""
+    from dynamica.runtime.studies.plan import case_plan
+    plan = case_plan(model, names, roles, settings)
+    if not settings.trajectories:
+        out, wall, status, extra = plan.block(names, values)
+        trajs = None
+    else:
+        n = len(numbers)
+        out, wall = np.full((n, len(plan.columns)), np.nan), np.empty(n)
+        status, extra, trajs = [], [], []
+        for k in range(n):
+            vals, more, traj, st, wall[k] = run_case_values(model, dict(zip(names, values[k].tolist())), roles,
+                                                            settings)
+            if vals is not None:
+                out[k] = vals
+            status.append(st)
+            extra.append(more)
+            trajs.append(traj)
+    return Block(np.asarray(numbers), plan.columns, out, wall, status, worker, extra if any(extra) else None, trajs)
 
 
 def _trajectory(result, data):
@@ -456,20 +485,16 @@ def _worker_name() -> str:
         return "local"
 
 
-def run_batch(pkg, cases: list, roles: dict, settings: RunSettings, model=None) -> list:
-    """A batch of cases [(case number, {column: value})] -> [(case number, row, trajectory)].
-    `model`: an already loaded model (the serial path), else the package's."""
+def run_batch(pkg, cases: list, roles: dict, settings: RunSettings, model=None) -> Block:
+    """A batch of cases [(case number, {column: value})] (a Dask task) -> their `Block`, as
+    `run_block` runs them. `model`: an already loaded model, else the package's."""
     lock = None
     if model is None:
         model, lock = prepared(pkg)
-    where = _worker_name()
-    out = []
-    for number, case in cases:
-        if lock is not None:
-            with lock:
-                row, traj = run_case(model, case, roles, settings)
-        else:
-            row, traj = run_case(model, case, roles, settings)
-        row["worker"] = where
-        out.append((number, row, traj))
-    return out
+    names = list(cases[0][1]) if cases else []
+    numbers = np.array([number for number, _ in cases], dtype=np.int64)
+    values = np.array([[case[c] for c in names] for _, case in cases], dtype=float).reshape(len(cases), len(names))
+    if lock is None:
+        return run_block(model, numbers, values, names, roles, settings, worker=_worker_name())
+    with lock:
+        return run_block(model, numbers, values, names, roles, settings, worker=_worker_name())
