@@ -23,8 +23,11 @@ microseconds, so the method pays off where Adams' stability limit costs far more
 (benchmarks/bench_loops.py).
 
 Singular configurations of the loops (docs/loops.md, "The implicit route"): without contacts IDA
-is stepped one step at a time and steps across them (`_run_across`, runtime/integrators/singular.py),
-starting anew on the other side with the rows of phi chosen again.
+is stepped one step at a time (`_run_across`); where the loops' singular measure falls below
+SINGULAR_GAP heading into a crossing it hands over to a bridge, scipy's Radau on the index-1
+equations with its step across (runtime/integrators/singular.py), as far past the crossing, and
+starts anew there with the rows of phi chosen again (near a crossing the GGL equations amplify
+rounding-level defects beyond IDA's error test at tight tolerances: SINGULAR_GAP).
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
@@ -36,13 +39,19 @@ from __future__ import annotations
 
 import numpy as np
 
-#: the singular measure below which IDA steps across (runtime/integrators/singular.py; radau's is
-#: 1e-3): IDA's Newton iteration on the GGL equations fails nearer the crossing than radau's (the N
-#: four-bar at rtol 1e-12: IDA gave up at s = 1.6e-3). Measured on the N four-bar (N = 1, 2; 1.5 s, two
-#: passages): 3e-3 passes at rtol 1e-8 and 1e-10 with IDA's own error (1e-8 at 1e-10, as over 1.2 s
-#: without a passage) but not at 1e-12 (IDA fails right after the step across); 1e-2 passes at 1e-12
-#: for N = 1 only and loses 4e-8 ... 2e-7 m at 1e-10
-SINGULAR_GAP = 3e-3
+#: the singular measure below which IDA hands over to the bridge (`_bridge`: scipy's Radau with its step
+#: across, gap 1e-3). Why not nearer, nor a step across of IDA's own: at s ~ 3e-3 a position defect at the
+#: rounding level (phi ~ 7e-16 on the N four-bar) moves q by phi / sigma along the weak direction and v by
+#: |v| phi / sigma^2 (measured 4.6e-11 m/s, N = 1, sigma_min(J) = 7.3e-3), the same for every step size:
+#: at rtol 1e-12 IDA's error test then fails for every h on the first step of a restart there (it failed
+#: at t = 0.7105, N = 1, right after a step across from s = 3e-3); from exact states of the branch it
+#: restarts at s >= 4e-3 (377 steps over 50 ms at s = 4.3e-3, 81 steps and failure at 1.4e-3). A longer step
+#: across of its own (landing at s ~ 6e-3 .. 3e-2) passes but costs 1.3e-9 ... 3e-6 m (the polynomial
+#: extrapolated over the longer jump). 1e-2 keeps IDA's steps and restarts out of that window.
+SINGULAR_GAP = 1e-2
+#: the bridge ends BRIDGE delta after the hand-over (delta the time to the crossing then): s is about
+#: 1.5 gap there, leaving, where IDA starts anew
+BRIDGE = 2.5
 
 
 def independent_rows(J) -> np.ndarray:
@@ -177,19 +186,19 @@ def _rows(T, Y, t_eval, j, until, value, before=False):
 
 
 def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
-    """IDA stepped one step at a time, with the loops' singular configurations stepped over
-    (runtime/integrators/singular.py): within APPROACH gaps of a crossing each step is cut (IDA's
-    tstop) so as to end just outside the gap; inside it the run jumps to the other side on the
-    polynomial of the last accelerations and IDA starts anew there (the GGL rows chosen again).
-    Output rows come from IDA's interpolant over its last step (or the polynomial inside a jump)."""
+    """IDA stepped one step at a time, with the loops' singular configurations bridged (module
+    docstring): within APPROACH gaps of a crossing each step is cut (IDA's tstop) so as to end just
+    outside the gap; there the run hands over to scipy's Radau with its own step across
+    (`_bridge`) as far past the crossing, and IDA starts anew on the other side (the GGL rows
+    chosen again). Output rows come from IDA's interpolant over its last step, or the bridge's."""
     from sksundae.ida import IDA
 
     from dynamica.errors import IntegrationError
     from dynamica.runtime.integrators.simulate import simulation_result
-    from dynamica.runtime.integrators.singular import Crossings, remember, step_across
+    from dynamica.runtime.integrators.singular import Crossings, remember
     n = model.n
     crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP)
-    past, T, Y, calls, j, stalled = [], [], [], 0, 0, 0
+    past, T, Y, calls, j, stalled, passages = [], [], [], 0, 0, 0, []
     t_cur, (yy, yp) = float(t0), g.consistent(t0, q0, v0)
 
     def start(t, y, yp):
@@ -220,18 +229,38 @@ def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
         step, t_cur = t_new - t_cur, t_new
         remember(past, t_cur, y_new[:2 * n])
         s, delta = crossings.approaching(t_cur, y_new)
-        across = step_across(crossings, past, delta, t_end) if crossings.crossing(s, delta, step) else None
-        if across is None:
+        if not crossings.crossing(s, delta, step):
             j = _rows(T, Y, t_eval, j, t_cur, lambda t: y_new[:2 * n])
             continue
-        t_b, state = across
-        j = _rows(T, Y, t_eval, j, t_b, state)
-        y_b = state(t_b)
-        calls += g.calls
-        g = _GGL(model, params, y_b[:n], t_b)
-        t_cur, (yy, yp) = t_b, g.consistent(t_b, y_b[:n], y_b[n:], crossings.qdd(t_b, y_b[:n], y_b[n:]))
-        solver, past = start(t_cur, yy, yp), [(t_cur, y_b)]
+        t_x = min(t_cur + BRIDGE * delta, t_end)
+        rows, y_x, nfev = _bridge(model, params, crossings, t_cur, t_x, crossings.onto(t_cur, y_new), t_eval[j:],
+                                  options["rtol"], float(np.min(options["atol"])))
+        T += [r[0] for r in rows]
+        Y += [r[1] for r in rows]
+        j += len(rows)
+        calls += g.calls + nfev
+        g = _GGL(model, params, y_x[:n], t_x)
+        t_cur, (yy, yp) = t_x, g.consistent(t_x, y_x[:n], y_x[n:], crossings.qdd(t_x, y_x[:n], y_x[n:]))
+        solver, past = start(t_cur, yy, yp), [(t_cur, y_x)]
         s, delta = crossings.approaching(t_cur, yy)
     info.update(residual_calls=calls + g.calls, singular_passages=list(crossings.passages))
     return simulation_result(model, np.array(T), np.array(Y), "ida", calls + g.calls, info,
                              "The solver successfully reached the end of the integration interval.", params=params)
+
+
+def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol):
+    """scipy's Radau from the state y_a at t_a (projected) to t_x across the singular configuration
+    between them, with its own step across (runtime/integrators/simulate.py, `_Stepped`): (the output
+    rows in (t_a, t_x], the state at t_x, its RHS calls); its passages join `crossings`', whose
+    measure it uses (the rows of J scaled as at the run's start)."""
+    import copy
+
+    from dynamica.runtime.integrators import singular
+    from dynamica.runtime.integrators.simulate import _Stepped
+    crossings = copy.copy(crossings)              # (sharing its list of passages) with radau's gap
+    crossings.gap = singular.SINGULAR_GAP
+    times = np.concatenate([[t_a], t_eval[(t_eval > t_a) & (t_eval <= t_x)]])
+    stepped = _Stepped(model, "Radau", t_a, t_x, y_a, times, rtol, atol, params, "numeric", crossings=crossings)
+    stepped.solver.max_step = crossings.max_step(*crossings.approaching(t_a, y_a))   # (its first step too)
+    rows = [(float(t), np.array(y, dtype=float)) for t, y in stepped.rows() if t > t_a]
+    return rows, np.array(stepped.solver.y, dtype=float), stepped.nfev

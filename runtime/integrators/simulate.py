@@ -182,15 +182,15 @@ class _Stepped:
     compiled adams does) and so are the rows; without it the drift grows, and near a singular
     configuration the solution leaves its branch (docs/loops.md)."""
 
-    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian):
+    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian, crossings=None):
         import scipy.integrate as si
         jac = _jacobian(model, scipy_method, params, jacobian)
         self.extra = {"jac": jac} if jac is not None else {}
         self.crossings, self.nfev_before = None, 0
         self.past = [(t0, np.array(y0, dtype=float))]           # for the step across (singular.remember)
-        if model.loops and scipy_method in ACROSS:
+        if model.loops and scipy_method in ACROSS:      # (`crossings`: a run's measure, its rows' scale, handed on)
             from dynamica.runtime.integrators.singular import Crossings
-            self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
+            self.crossings = crossings or Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
         fun = model.rhs_function(params)
         self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
                                                                   **self.extra, **kw)
