@@ -52,6 +52,7 @@ SINGULAR_GAP = 1e-2
 #: the bridge ends BRIDGE delta after the hand-over (delta the time to the crossing then): s is about
 #: 1.5 gap there, leaving, where IDA starts anew
 BRIDGE = 2.5
+INTEGRATOR = "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)"
 
 
 def independent_rows(J) -> np.ndarray:
@@ -132,8 +133,7 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
     g = _GGL(model, params, q0, t0)
     options, t_eval = _options(n, g.r, rtol, atol, step, t0, t_end, t_eval)
-    info = {"integrator": "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)",
-            "constraint_rows": tuple(int(k) for k in g.rows)}
+    info = {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)}
     gaps = contact_events.Gaps(model, model.param_vector(params)) if contact_events.gap_forces(model) else None
     if gaps is not None:                         # contacts: IDA's root finding on its BDF interpolant
         def gap_events(t, y, yp, out):
@@ -176,76 +176,128 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     return simulation_result(model, t_out, Y_out, "ida", g.calls, info, str(sol.message), params=params)
 
 
-def _rows(T, Y, t_eval, j, until, value, before=False):
-    """Append the output rows t_eval[j:] up to `until` (before it: `before`) with value(t); the next j."""
-    while j < len(t_eval) and (t_eval[j] < until if before else t_eval[j] <= until):
-        T.append(t_eval[j])
-        Y.append(np.array(value(t_eval[j]), dtype=float))
-        j += 1
-    return j
-
-
 def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
+    """The rows of `_Across` (IDA through the singular configurations) as one result."""
+    from dynamica.runtime.integrators.simulate import simulation_result
+    run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params, info)
+    rows = list(run.rows())
+    return simulation_result(model, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), "ida", run.nfev,
+                             run.info, run.message, params=params)
+
+
+class _Across:
     """IDA stepped one step at a time, with the loops' singular configurations bridged (module
     docstring): within APPROACH gaps of a crossing each step is cut (IDA's tstop) so as to end just
     outside the gap; there the run hands over to scipy's Radau with its own step across
     (`_bridge`) as far past the crossing, and IDA starts anew on the other side (the GGL rows
-    chosen again). Output rows come from IDA's interpolant over its last step, or the bridge's."""
-    from sksundae.ida import IDA
+    chosen again). `rows()` hands on the output rows as they are reached (from IDA's interpolant
+    over its last step, or the bridge's), so that a streamed run (progress, out) is this one run."""
 
-    from dynamica.errors import IntegrationError
-    from dynamica.runtime.integrators.simulate import simulation_result
-    from dynamica.runtime.integrators.singular import Crossings, remember
-    n = model.n
-    crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP)
-    past, T, Y, calls, j, stalled, passages = [], [], [], 0, 0, 0, []
-    t_cur, (yy, yp) = float(t0), g.consistent(t0, q0, v0)
+    message = "The solver successfully reached the end of the integration interval."
 
-    def start(t, y, yp):
-        solver = IDA(g.residual, **options)
-        solver.init_step(t, y, yp)
-        return solver
+    def __init__(self, model, g, options, t0, t_end, t_eval, q0, v0, params, info):
+        from dynamica.runtime.integrators.singular import Crossings
+        self.model, self.g, self.options, self.params, self.n = model, g, options, params, model.n
+        self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
+        self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP)
+        self.calls, self._info, self.stalled = 0, info, 0
 
-    solver, past = start(t_cur, yy, yp), [(t_cur, yy[:2 * n].copy())]
-    j = _rows(T, Y, t_eval, j, t_cur, lambda t: yy[:2 * n].copy())
-    s, delta = crossings.approaching(t_cur, yy)
-    while t_cur < t_end and j < len(t_eval):
-        stop = min(t_end, t_cur + max(crossings.max_step(s, delta), 1e-9 * (1.0 + abs(t_cur))))
-        sol = solver.step(t_end, method="onestep", tstop=stop)
+    @property
+    def nfev(self) -> int:
+        """Residual calls of every IDA of the run and the bridges' RHS calls."""
+        return self.calls + self.g.calls
+
+    @property
+    def info(self) -> dict:
+        return {**self._info, "residual_calls": self.nfev, "singular_passages": list(self.crossings.passages)}
+
+    def _start(self, t, q, v, qdd=None):
+        from sksundae.ida import IDA
+        if t > self.t0:                             # after a bridge: the rows of phi chosen again
+            self.calls += self.g.calls
+            self.g = _GGL(self.model, self.params, q, t)
+        yy, yp = self.g.consistent(t, q, v, qdd)
+        self.solver = IDA(self.g.residual, **self.options)
+        self.solver.init_step(t, yy, yp)
+        return yy
+
+    def rows(self):
+        """(t, y) of each output row in order; IntegrationError if IDA fails."""
+        from dynamica.runtime.integrators.singular import remember
+        n, crossings, t_eval, t_end = self.n, self.crossings, self.t_eval, self.t_end
+        t_cur = self.t0
+        yy = self._start(t_cur, self.q0, self.v0)
+        past, j = [(t_cur, yy[:2 * n].copy())], 0
+        while j < len(t_eval) and t_eval[j] <= t_cur:
+            yield t_eval[j], yy[:2 * n].copy()
+            j += 1
+        s, delta = crossings.approaching(t_cur, yy)
+        while t_cur < t_end and j < len(t_eval):
+            t_new, y_new = self._step(t_cur, s, delta)
+            if t_new is None:
+                continue
+            while j < len(t_eval) and t_eval[j] < t_new:          # IDA's interpolant over the step
+                yield t_eval[j], np.asarray(self.solver.step(float(t_eval[j])).y).reshape(-1)[:2 * n].copy()
+                j += 1
+            step, t_cur = t_new - t_cur, t_new
+            remember(past, t_cur, y_new[:2 * n])
+            s, delta = crossings.approaching(t_cur, y_new)
+            if crossings.crossing(s, delta, step):
+                t_x = min(t_cur + BRIDGE * delta, t_end)
+                rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x,
+                                          crossings.onto(t_cur, y_new), t_eval[j:], self.options["rtol"],
+                                          float(np.min(self.options["atol"])))
+                yield from rows
+                j += len(rows)
+                self.calls += nfev
+                t_cur, y_new = t_x, y_x
+                yy = self._start(t_x, y_x[:n], y_x[n:], crossings.qdd(t_x, y_x[:n], y_x[n:]))
+                past = [(t_cur, y_x)]
+                s, delta = crossings.approaching(t_cur, yy)
+            while j < len(t_eval) and t_eval[j] <= t_cur:
+                yield t_eval[j], y_new[:2 * n].copy()
+                j += 1
+
+    def _step(self, t_cur, s, delta):
+        """One step of IDA, cut near a crossing: (t, y) reached, or (None, None) when IDA handed back its
+        current point (a few times at most)."""
+        from dynamica.errors import IntegrationError
+        crossings = self.crossings
+        stop = min(self.t_end, t_cur + max(crossings.max_step(s, delta), 1e-9 * (1.0 + abs(t_cur))))
+        sol = self.solver.step(self.t_end, method="onestep", tstop=stop)
         if not sol.success:
             raise IntegrationError(f"ida failed at t = {t_cur:g}: {sol.message}")
         t_new = float(np.asarray(sol.t).reshape(-1)[-1])
-        if not t_new > t_cur:                    # (IDA hands back its current point after an interpolation)
-            stalled += 1
-            if stalled > 3:
-                raise IntegrationError(f"ida failed at t = {t_cur:g}: its steps no longer advance t (the loops' "
-                                       f"singular measure is {s:.2g} there, the step across starts below "
-                                       f"{crossings.gap:g}; a run started inside that window cannot step across)")
-            continue
-        stalled = 0
-        y_new = np.array(np.asarray(sol.y).reshape(-1), dtype=float)
-        j = _rows(T, Y, t_eval, j, t_new, lambda t: np.asarray(solver.step(float(t)).y).reshape(-1)[:2 * n],
-                  before=True)                                       # IDA's interpolant over the step
-        step, t_cur = t_new - t_cur, t_new
-        remember(past, t_cur, y_new[:2 * n])
-        s, delta = crossings.approaching(t_cur, y_new)
-        if not crossings.crossing(s, delta, step):
-            j = _rows(T, Y, t_eval, j, t_cur, lambda t: y_new[:2 * n])
-            continue
-        t_x = min(t_cur + BRIDGE * delta, t_end)
-        rows, y_x, nfev = _bridge(model, params, crossings, t_cur, t_x, crossings.onto(t_cur, y_new), t_eval[j:],
-                                  options["rtol"], float(np.min(options["atol"])))
-        T += [r[0] for r in rows]
-        Y += [r[1] for r in rows]
-        j += len(rows)
-        calls += g.calls + nfev
-        g = _GGL(model, params, y_x[:n], t_x)
-        t_cur, (yy, yp) = t_x, g.consistent(t_x, y_x[:n], y_x[n:], crossings.qdd(t_x, y_x[:n], y_x[n:]))
-        solver, past = start(t_cur, yy, yp), [(t_cur, y_x)]
-        s, delta = crossings.approaching(t_cur, yy)
-    info.update(residual_calls=calls + g.calls, singular_passages=list(crossings.passages))
-    return simulation_result(model, np.array(T), np.array(Y), "ida", calls + g.calls, info,
-                             "The solver successfully reached the end of the integration interval.", params=params)
+        if t_new > t_cur:
+            self.stalled = 0
+            return t_new, np.array(np.asarray(sol.y).reshape(-1), dtype=float)
+        self.stalled += 1
+        if self.stalled > 3:
+            raise IntegrationError(f"ida failed at t = {t_cur:g}: its steps no longer advance t (the loops' "
+                                   f"singular measure is {s:.2g} there, the hand-over to the bridge is below "
+                                   f"{crossings.gap:g})")
+        return None, None
+
+
+def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+    """The rows of one `ida` run handed on piece by piece between `cuts` (simulate's STREAMS: progress,
+    out, keep=False), as `_stream_scipy` does: the rows and residual calls of one uninterrupted run,
+    the singular configurations bridged as without pieces."""
+    n = model.n
+    q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
+    g = _GGL(model, params, q0, t0)
+    options, t_eval = _options(n, g.r, rtol, atol, None, t0, t_end, t_eval)
+    run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params,
+                  {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)})
+    rows, nfev, last = run.rows(), 0, None
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        piece = [next(rows) for _ in range(b - a + 1 if last is None else b - a)]
+        if last is not None:                          # the piece starts at the previous one's last row
+            piece.insert(0, last)
+        last = piece[-1]
+        yield (np.array([r[0] for r in piece]), np.array([r[1] for r in piece]), run.nfev - nfev, run.info,
+               run.message)
+        nfev = run.nfev
 
 
 def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol):

@@ -75,6 +75,24 @@ def test_ida_at_rtol_1e_12_passes_the_singular_positions(models, n):
     assert residual <= 1e-9
 
 
+def test_ida_with_progress_and_out_is_the_run_without(models, tmp_path):
+    """With `progress` and `out` an ida run is one run handed on piece by piece (simulate's STREAMS):
+    the same rows, bit for bit, the same residual calls and passages as the plain run (before, each
+    piece was a new run, and one that started inside a crossing's window stopped with an error)."""
+    model, kw = models[1], {"t_end": T_END, "rtol": 1e-10, "atol": 1e-10, "output_step": 0.01, "method": "ida"}
+    plain = dynamica.simulate(model, **kw)
+    pieces = []
+    streamed = dynamica.simulate(model, progress=lambda res, new: pieces.append(new), segments=20, **kw)
+    written = dynamica.simulate(model, out=tmp_path / "rows.csv", **kw)
+    assert len(pieces) == 20 and len(plain.info["singular_passages"]) == 2
+    assert np.array_equal(streamed.t, plain.t) and np.array_equal(streamed.q, plain.q)
+    assert np.array_equal(streamed.qd, plain.qd)
+    assert streamed.nfev == plain.nfev == written.nfev
+    assert [p[:2] for p in streamed.info["singular_passages"]] == [p[:2] for p in plain.info["singular_passages"]]
+    rows = np.loadtxt(tmp_path / "rows.csv", delimiter=",", skiprows=1)
+    assert rows.shape[0] == len(plain.t) and np.array_equal(rows[:, 1:1 + model.n], plain.q)
+
+
 def test_the_step_across_from_exact_states_lands_on_the_branch(models):
     """The polynomial of the step across, fed exact states of the branch (the reduced equation)
     0.9 ms apart before the crossing (s = 7.9e-4, delta = 0.55 ms), lands 2 delta later within
