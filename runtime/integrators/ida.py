@@ -37,6 +37,8 @@ kink at d = 0. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 #: the singular measure below which IDA hands over to the bridge (`_bridge`: scipy's Radau with its step
@@ -52,6 +54,9 @@ SINGULAR_GAP = 1e-2
 #: the bridge ends BRIDGE delta after the hand-over (delta the time to the crossing then): s is about
 #: 1.5 gap there, leaving, where IDA starts anew
 BRIDGE = 2.5
+#: IDA failing soon after a bridge (within as long again; N four-bar, N = 2, rtol 1e-12, t = 12.888:
+#: corrector convergence at s = 1.4e-2, on its first steps) bridges on from there, at most RETRIES times
+RETRIES = 3
 INTEGRATOR = "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)"
 
 
@@ -200,7 +205,7 @@ class _Across:
         self.model, self.g, self.options, self.params, self.n = model, g, options, params, model.n
         self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
         self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP)
-        self.calls, self._info, self.stalled = 0, info, 0
+        self.calls, self._info, self.stalled, self.last = 0, info, 0, 0.0
 
     @property
     def nfev(self) -> int:
@@ -223,34 +228,43 @@ class _Across:
 
     def rows(self):
         """(t, y) of each output row in order; IntegrationError if IDA fails."""
+        from dynamica.errors import IntegrationError
         from dynamica.runtime.integrators.singular import remember
         n, crossings, t_eval, t_end = self.n, self.crossings, self.t_eval, self.t_end
         t_cur = self.t0
-        yy = self._start(t_cur, self.q0, self.v0)
-        past, j = [(t_cur, yy[:2 * n].copy())], 0
+        y_new = self._start(t_cur, self.q0, self.v0)
+        past, j, fresh, t_x = [(t_cur, y_new[:2 * n].copy())], 0, 0, -math.inf
         while j < len(t_eval) and t_eval[j] <= t_cur:
-            yield t_eval[j], yy[:2 * n].copy()
+            yield t_eval[j], y_new[:2 * n].copy()
             j += 1
-        s, delta = crossings.approaching(t_cur, yy)
+        s, delta = crossings.approaching(t_cur, y_new)
         while t_cur < t_end and j < len(t_eval):
-            t_new, y_new = self._step(t_cur, s, delta)
-            if t_new is None:
-                continue
-            while j < len(t_eval) and t_eval[j] < t_new:          # IDA's interpolant over the step
-                yield t_eval[j], np.asarray(self.solver.step(float(t_eval[j])).y).reshape(-1)[:2 * n].copy()
-                j += 1
-            step, t_cur = t_new - t_cur, t_new
-            remember(past, t_cur, y_new[:2 * n])
-            s, delta = crossings.approaching(t_cur, y_new)
-            if crossings.crossing(s, delta, step):
-                t_x = min(t_cur + BRIDGE * delta, t_end)
+            try:
+                t_new, y_step, failed = *self._step(t_cur, s, delta), False
+            except IntegrationError:
+                if not (0 < fresh <= RETRIES and t_cur < t_x + self.last):  # (IDA failed soon after a bridge)
+                    raise
+                t_new, y_step, failed = None, None, True
+            if t_new is not None:
+                while j < len(t_eval) and t_eval[j] < t_new:          # IDA's interpolant over the step
+                    yield t_eval[j], np.asarray(self.solver.step(float(t_eval[j])).y).reshape(-1)[:2 * n].copy()
+                    j += 1
+                step, t_cur, y_new = t_new - t_cur, t_new, y_step
+                remember(past, t_cur, y_new[:2 * n])
+                s, delta = crossings.approaching(t_cur, y_new)
+            elif not failed:
+                continue                                 # (IDA handed back its current point)
+            crossing = t_new is not None and crossings.crossing(s, delta, step)
+            if crossing or failed:
+                fresh = 0 if crossing else fresh
+                t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
                 rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x,
                                           crossings.onto(t_cur, y_new), t_eval[j:], self.options["rtol"],
                                           float(np.min(self.options["atol"])))
                 yield from rows
                 j += len(rows)
                 self.calls += nfev
-                t_cur, y_new = t_x, y_x
+                self.last, t_cur, y_new, fresh = t_x - t_cur, t_x, y_x, fresh + 1
                 yy = self._start(t_x, y_x[:n], y_x[n:], crossings.qdd(t_x, y_x[:n], y_x[n:]))
                 past = [(t_cur, y_x)]
                 s, delta = crossings.approaching(t_cur, yy)
