@@ -23,11 +23,11 @@ microseconds, so the method pays off where Adams' stability limit costs far more
 (benchmarks/bench_loops.py).
 
 Singular configurations of the loops (docs/loops.md, "The implicit route"): without contacts IDA
-is stepped one step at a time (`_run_across`); where the loops' singular measure falls below
-SINGULAR_GAP heading into a crossing it hands over to a bridge, scipy's Radau on the index-1
-equations with its step across (runtime/integrators/singular.py), as far past the crossing, and
-starts anew there with the rows of phi chosen again (near a crossing the GGL equations amplify
-rounding-level defects beyond IDA's error test at tight tolerances: SINGULAR_GAP).
+is stepped one step at a time (`_Across`) and steps across them (runtime/integrators/singular.py),
+starting anew on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands
+over instead, where the loops' singular measure falls below SINGULAR_GAP, to a bridge: scipy's Radau
+on the index-1 equations with its own step across, as far past the crossing (near a crossing the GGL
+equations amplify rounding-level defects beyond IDA's error test at tight tolerances: SINGULAR_GAP).
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
@@ -41,6 +41,18 @@ import math
 
 import numpy as np
 
+#: below this rtol IDA hands over to the bridge near a crossing (`_bridge`); at and above it IDA steps
+#: across itself (runtime/integrators/singular.py) from s < STEP_GAP. Why both: the bridge is what passes
+#: at rtol 1e-12 (below), but on a change-point four-bar (tests/data/changepoint.yaml) radau's steps fall
+#: to microseconds near the crossing: with the bridge at rtol 1e-8 the crank ended 1.5e-4 rad off the
+#: branch's oracle after 2.5 s (7.9e-7 with IDA's own step across, 2938 residual calls) and rtol 1e-10
+#: did not finish in 400 s; on the N four-bar both give IDA's own error at rtol 1e-8 and 1e-10
+BRIDGE_RTOL = 1e-11
+#: the singular measure below which IDA steps across itself at rtol >= BRIDGE_RTOL (radau's is 1e-3): its
+#: Newton iteration on the GGL equations fails nearer the crossing (the N four-bar: it gave up at s =
+#: 1.6e-3). Measured on the N four-bar (N = 1, 2; 1.5 s, two passages): 3e-3 passes at rtol 1e-8 and
+#: 1e-10 with IDA's own error (1e-8 at 1e-10); 1e-2 loses 4e-8 ... 2e-7 m at 1e-10
+STEP_GAP = 3e-3
 #: the singular measure below which IDA hands over to the bridge (`_bridge`: scipy's Radau with its step
 #: across, gap 1e-3). Why not nearer, nor a step across of IDA's own: at s ~ 3e-3 a position defect at the
 #: rounding level (phi ~ 7e-16 on the N four-bar) moves q by phi / sigma along the weak direction and v by
@@ -191,11 +203,11 @@ def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
 
 
 class _Across:
-    """IDA stepped one step at a time, with the loops' singular configurations bridged (module
-    docstring): within APPROACH gaps of a crossing each step is cut (IDA's tstop) so as to end just
-    outside the gap; there the run hands over to scipy's Radau with its own step across
-    (`_bridge`) as far past the crossing, and IDA starts anew on the other side (the GGL rows
-    chosen again). `rows()` hands on the output rows as they are reached (from IDA's interpolant
+    """IDA stepped one step at a time, over the loops' singular configurations (module docstring):
+    within APPROACH gaps of a crossing each step is cut (IDA's tstop) so as to end just outside the
+    gap; there the run steps across (`_across`: IDA's own step, or below BRIDGE_RTOL scipy's Radau
+    with its step across, `_bridge`), and IDA starts anew on the other side (the GGL rows chosen
+    again). `rows()` hands on the output rows as they are reached (from IDA's interpolant
     over its last step, or the bridge's), so that a streamed run (progress, out) is this one run."""
 
     message = "The solver successfully reached the end of the integration interval."
@@ -204,7 +216,8 @@ class _Across:
         from dynamica.runtime.integrators.singular import Crossings
         self.model, self.g, self.options, self.params, self.n = model, g, options, params, model.n
         self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
-        self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP)
+        self.bridged = options["rtol"] < BRIDGE_RTOL
+        self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP if self.bridged else STEP_GAP)
         self.calls, self._info, self.stalled, self.last = 0, info, 0, 0.0
 
     @property
@@ -242,7 +255,7 @@ class _Across:
             try:
                 t_new, y_step, failed = *self._step(t_cur, s, delta), False
             except IntegrationError:
-                if not (0 < fresh <= RETRIES and t_cur < t_x + self.last):  # (IDA failed soon after a bridge)
+                if not (self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):  # (IDA failed soon after a bridge)
                     raise
                 t_new, y_step, failed = None, None, True
             if t_new is not None:
@@ -257,10 +270,7 @@ class _Across:
             crossing = t_new is not None and crossings.crossing(s, delta, step)
             if crossing or failed:
                 fresh = 0 if crossing else fresh
-                t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
-                rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x,
-                                          crossings.onto(t_cur, y_new), t_eval[j:], self.options["rtol"],
-                                          float(np.min(self.options["atol"])))
+                rows, t_x, y_x, nfev = self._across(t_cur, y_new, delta, past, t_eval[j:])
                 yield from rows
                 j += len(rows)
                 self.calls += nfev
@@ -271,6 +281,21 @@ class _Across:
             while j < len(t_eval) and t_eval[j] <= t_cur:
                 yield t_eval[j], y_new[:2 * n].copy()
                 j += 1
+
+    def _across(self, t_cur, y, delta, past, t_eval):
+        """Over the crossing ahead (or on from a failed restart, delta < 0): (the output rows on the way,
+        the time and state where IDA starts anew, the RHS calls made): the bridge below BRIDGE_RTOL,
+        else IDA's own step across (runtime/integrators/singular.py)."""
+        from dynamica.runtime.integrators.singular import step_across
+        crossings, t_end = self.crossings, self.t_end
+        if not self.bridged:
+            t_x, state = step_across(crossings, past, delta, t_end)
+            times = t_eval[(t_eval > t_cur) & (t_eval <= t_x)]
+            return [(t, state(t)) for t in times], t_x, state(t_x), 0
+        t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
+        rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x, crossings.onto(t_cur, y), t_eval,
+                                  self.options["rtol"], float(np.min(self.options["atol"])))
+        return rows, t_x, y_x, nfev
 
     def _step(self, t_cur, s, delta):
         """One step of IDA, cut near a crossing: (t, y) reached, or (None, None) when IDA handed back its

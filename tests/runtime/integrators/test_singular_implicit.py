@@ -51,10 +51,10 @@ def test_radau_passes_the_singular_positions_within_100_rtol(models, n):
 
 @pytest.mark.parametrize("n", [1, 2])
 def test_ida_passes_the_singular_positions(models, n):
-    """ida at rtol 1e-8 and 1e-10: both passages bridged (runtime/integrators/ida.py), on the branch.
-    IDA's own error on this motion without a passage (1.2 s from an exact state, t = 1.3 ... 2.5) is
-    1.2e-6 rad at rtol 1e-8 and 8.2e-9 at 1e-10; measured through the two passages, B0: N = 1 4.2e-7
-    and 7.7e-9 m, N = 2 1.2e-7 and 6.6e-9 m. Bounds about 10 times that."""
+    """ida at rtol 1e-8 and 1e-10: both passages stepped across, on the branch. IDA's own error on
+    this motion without a passage (1.2 s from an exact state, t = 1.3 ... 2.5) is 1.2e-6 rad at rtol
+    1e-8 and 8.2e-9 at 1e-10; measured through the two passages, B0: N = 1 1.3e-7 and 1.0e-8 m,
+    N = 2 4.8e-7 and 8.9e-9 m. Bounds about 10 times that."""
     for rtol, bound in ((1e-8, 5e-6), (1e-10, 1e-7)):
         res, error, residual = _run(models[n], n, "ida", rtol)
         assert len(res.info["singular_passages"]) == 2, res.info["singular_passages"]
@@ -65,8 +65,8 @@ def test_ida_passes_the_singular_positions(models, n):
 @pytest.mark.parametrize("n", [1, 2])
 def test_ida_at_rtol_1e_12_passes_the_singular_positions(models, n):
     """ida at rtol 1e-12 (before the bridge it failed right after the first step across, t = 0.7105
-    for N = 1, 0.7174 for N = 2): both passages bridged, B0 within 2e-9 m of the reduced equation
-    (measured 1.6e-10 m for N = 1, 1.4e-10 m for N = 2, against 7.7e-9 and 6.6e-9 at rtol 1e-10: the
+    for N = 1, 0.7174 for N = 2): both passages bridged (radau across them, runtime/integrators/ida.py),
+    B0 within 2e-9 m of the reduced equation (measured 1.6e-10 m for N = 1, 1.4e-10 m for N = 2, against 1.0e-8 and 8.9e-9 at rtol 1e-10: the
     error falls with the tolerance; the bound is below what rtol 1e-10 gives), the constraints within
     1000 rtol (measured 1.3e-12)."""
     res, error, residual = _run(models[n], n, "ida", 1e-12)
