@@ -255,8 +255,8 @@ class _Across:
             try:
                 t_new, y_step, failed = *self._step(t_cur, s, delta), False
             except IntegrationError:
-                if not (self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):  # (IDA failed soon after a bridge)
-                    raise
+                if not (self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):
+                    raise                                # (unless IDA failed soon after a bridge: RETRIES)
                 t_new, y_step, failed = None, None, True
             if t_new is not None:
                 while j < len(t_eval) and t_eval[j] < t_new:          # IDA's interpolant over the step

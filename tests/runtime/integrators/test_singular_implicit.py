@@ -66,9 +66,9 @@ def test_ida_passes_the_singular_positions(models, n):
 def test_ida_at_rtol_1e_12_passes_the_singular_positions(models, n):
     """ida at rtol 1e-12 (before the bridge it failed right after the first step across, t = 0.7105
     for N = 1, 0.7174 for N = 2): both passages bridged (radau across them, runtime/integrators/ida.py),
-    B0 within 2e-9 m of the reduced equation (measured 1.6e-10 m for N = 1, 1.4e-10 m for N = 2, against 1.0e-8 and 8.9e-9 at rtol 1e-10: the
-    error falls with the tolerance; the bound is below what rtol 1e-10 gives), the constraints within
-    1000 rtol (measured 1.3e-12)."""
+    B0 within 2e-9 m of the reduced equation (measured 1.6e-10 m for N = 1, 1.4e-10 m for N = 2,
+    against 1.0e-8 and 8.9e-9 at rtol 1e-10: the error falls with the tolerance; the bound is below
+    what rtol 1e-10 gives), the constraints within 1000 rtol (measured 1.3e-12)."""
     res, error, residual = _run(models[n], n, "ida", 1e-12)
     assert len(res.info["singular_passages"]) == 2, res.info["singular_passages"]
     assert error <= 2e-9, error
