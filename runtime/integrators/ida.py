@@ -341,17 +341,17 @@ def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None
 
 def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol):
     """scipy's Radau from the state y_a at t_a (projected) to t_x across the singular configuration
-    between them, with its own step across (runtime/integrators/simulate.py, `_Stepped`): (the output
+    between them, with its own step across (runtime/integrators/simulate.py, `stepped`): (the output
     rows in (t_a, t_x], the state at t_x, its RHS calls); its passages join `crossings`', whose
     measure it uses (the rows of J scaled as at the run's start)."""
     import copy
 
     from dynamica.runtime.integrators import singular
-    from dynamica.runtime.integrators.simulate import _Stepped
+    from dynamica.runtime.integrators.simulate import stepped as scipy_stepped
     crossings = copy.copy(crossings)              # (sharing its list of passages) with radau's gap
     crossings.gap = singular.SINGULAR_GAP
     times = np.concatenate([[t_a], t_eval[(t_eval > t_a) & (t_eval <= t_x)]])
-    stepped = _Stepped(model, "Radau", t_a, t_x, y_a, times, rtol, atol, params, "numeric", crossings=crossings)
+    stepped = scipy_stepped(model, "Radau", t_a, t_x, y_a, times, rtol, atol, params, "numeric", crossings)
     stepped.solver.max_step = crossings.max_step(*crossings.approaching(t_a, y_a))   # (its first step too)
     rows = [(float(t), np.array(y, dtype=float)) for t, y in stepped.rows() if t > t_a]
     return rows, np.array(stepped.solver.y, dtype=float), stepped.nfev

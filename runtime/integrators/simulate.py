@@ -286,6 +286,12 @@ class _Stepped:
         return out
 
 
+def stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian=None, crossings=None):
+    """scipy's method stepped directly (`_Stepped`: its `rows()`, `solver`, `nfev`), for another
+    integrator's use: ida's bridge over a singular configuration (runtime/integrators/ida.py)."""
+    return _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian, crossings=crossings)
+
+
 def _scipy_runner(scipy_method):
     def run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
         if _locates_contacts(model):   # stepped, restarted at each contact
