@@ -203,10 +203,10 @@ def _spread(past, t_b):
     return kept[::-1]
 
 
-def step_across(crossings, past, delta, t_end, ahead=2.0):
-    """(t_b, state) of the step across from the last of `past` (module docstring): t_b = t2 + ahead
-    delta (at most t_end); 2, the default, lands as far past the crossing as t2 is before it."""
+def step_across(crossings, past, delta, t_end):
+    """(t_b, state) of the step across from the last of `past` (module docstring): t_b = t2 + 2 delta
+    (at most t_end)."""
     if not (math.isfinite(delta) and delta > 0.0) or len(past) < 2:
         return None
-    t_b = min(float(past[-1][0]) + float(ahead) * delta, t_end)
+    t_b = min(float(past[-1][0]) + 2.0 * delta, t_end)
     return t_b, crossings.across(past, t_b)
