@@ -23,8 +23,11 @@ microseconds, so the method pays off where Adams' stability limit costs far more
 (benchmarks/bench_loops.py).
 
 Singular configurations of the loops (docs/loops.md, "The implicit route"): without contacts IDA
-is stepped one step at a time and steps across them (`_run_across`, runtime/integrators/singular.py),
-starting anew on the other side with the rows of phi chosen again.
+is stepped one step at a time (`_Across`) and steps across them (runtime/integrators/singular.py),
+starting anew on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands
+over instead, where the loops' singular measure falls below SINGULAR_GAP, to a bridge: scipy's Radau
+on the index-1 equations with its own step across, as far past the crossing (near a crossing the GGL
+equations amplify rounding-level defects beyond IDA's error test at tight tolerances: SINGULAR_GAP).
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
@@ -34,15 +37,39 @@ kink at d = 0. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-#: the singular measure below which IDA steps across (runtime/integrators/singular.py; radau's is
-#: 1e-3): IDA's Newton iteration on the GGL equations fails nearer the crossing than radau's (the N
-#: four-bar at rtol 1e-12: IDA gave up at s = 1.6e-3). Measured on the N four-bar (N = 1, 2; 1.5 s, two
-#: passages): 3e-3 passes at rtol 1e-8 and 1e-10 with IDA's own error (1e-8 at 1e-10, as over 1.2 s
-#: without a passage) but not at 1e-12 (IDA fails right after the step across); 1e-2 passes at 1e-12
-#: for N = 1 only and loses 4e-8 ... 2e-7 m at 1e-10
-SINGULAR_GAP = 3e-3
+#: below this rtol IDA hands over to the bridge near a crossing (`_bridge`); at and above it IDA steps
+#: across itself (runtime/integrators/singular.py) from s < STEP_GAP. Why both: the bridge is what passes
+#: at rtol 1e-12 (below), but on a change-point four-bar (tests/data/changepoint.yaml) radau's steps fall
+#: to microseconds near the crossing: with the bridge at rtol 1e-8 the crank ended 1.5e-4 rad off the
+#: branch's oracle after 2.5 s (7.9e-7 with IDA's own step across, 2938 residual calls) and rtol 1e-10
+#: did not finish in 400 s; on the N four-bar both give IDA's own error at rtol 1e-8 and 1e-10
+BRIDGE_RTOL = 1e-11
+#: the singular measure below which IDA steps across itself at rtol >= BRIDGE_RTOL (radau's is 1e-3): its
+#: Newton iteration on the GGL equations fails nearer the crossing (the N four-bar: it gave up at s =
+#: 1.6e-3). Measured on the N four-bar (N = 1, 2; 1.5 s, two passages): 3e-3 passes at rtol 1e-8 and
+#: 1e-10 with IDA's own error (1e-8 at 1e-10); 1e-2 loses 4e-8 ... 2e-7 m at 1e-10
+STEP_GAP = 3e-3
+#: the singular measure below which IDA hands over to the bridge (`_bridge`: scipy's Radau with its step
+#: across, gap 1e-3). Why not nearer, nor a step across of IDA's own: at s ~ 3e-3 a position defect at the
+#: rounding level (phi ~ 7e-16 on the N four-bar) moves q by phi / sigma along the weak direction and v by
+#: |v| phi / sigma^2 (measured 4.6e-11 m/s, N = 1, sigma_min(J) = 7.3e-3), the same for every step size:
+#: at rtol 1e-12 IDA's error test then fails for every h on the first step of a restart there (it failed
+#: at t = 0.7105, N = 1, right after a step across from s = 3e-3); from exact states of the branch it
+#: restarts at s >= 4e-3 (377 steps over 50 ms at s = 4.3e-3, 81 steps and failure at 1.4e-3). A longer step
+#: across of its own (landing at s ~ 6e-3 .. 3e-2) passes but costs 1.3e-9 ... 3e-6 m (the polynomial
+#: extrapolated over the longer jump). 1e-2 keeps IDA's steps and restarts out of that window.
+SINGULAR_GAP = 1e-2
+#: the bridge ends BRIDGE delta after the hand-over (delta the time to the crossing then): s is about
+#: 1.5 gap there, leaving, where IDA starts anew
+BRIDGE = 2.5
+#: IDA failing soon after a bridge (within as long again; N four-bar, N = 2, rtol 1e-12, t = 12.888:
+#: corrector convergence at s = 1.4e-2, on its first steps) bridges on from there, at most RETRIES times
+RETRIES = 3
+INTEGRATOR = "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)"
 
 
 def independent_rows(J) -> np.ndarray:
@@ -123,8 +150,7 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
     g = _GGL(model, params, q0, t0)
     options, t_eval = _options(n, g.r, rtol, atol, step, t0, t_end, t_eval)
-    info = {"integrator": "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)",
-            "constraint_rows": tuple(int(k) for k in g.rows)}
+    info = {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)}
     gaps = contact_events.Gaps(model, model.param_vector(params)) if contact_events.gap_forces(model) else None
     if gaps is not None:                         # contacts: IDA's root finding on its BDF interpolant
         def gap_events(t, y, yp, out):
@@ -167,71 +193,165 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     return simulation_result(model, t_out, Y_out, "ida", g.calls, info, str(sol.message), params=params)
 
 
-def _rows(T, Y, t_eval, j, until, value, before=False):
-    """Append the output rows t_eval[j:] up to `until` (before it: `before`) with value(t); the next j."""
-    while j < len(t_eval) and (t_eval[j] < until if before else t_eval[j] <= until):
-        T.append(t_eval[j])
-        Y.append(np.array(value(t_eval[j]), dtype=float))
-        j += 1
-    return j
-
-
 def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
-    """IDA stepped one step at a time, with the loops' singular configurations stepped over
-    (runtime/integrators/singular.py): within APPROACH gaps of a crossing each step is cut (IDA's
-    tstop) so as to end just outside the gap; inside it the run jumps to the other side on the
-    polynomial of the last accelerations and IDA starts anew there (the GGL rows chosen again).
-    Output rows come from IDA's interpolant over its last step (or the polynomial inside a jump)."""
-    from sksundae.ida import IDA
-
-    from dynamica.errors import IntegrationError
+    """The rows of `_Across` (IDA through the singular configurations) as one result."""
     from dynamica.runtime.integrators.simulate import simulation_result
-    from dynamica.runtime.integrators.singular import Crossings, remember, step_across
-    n = model.n
-    crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP)
-    past, T, Y, calls, j, stalled = [], [], [], 0, 0, 0
-    t_cur, (yy, yp) = float(t0), g.consistent(t0, q0, v0)
+    run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params, info)
+    rows = list(run.rows())
+    return simulation_result(model, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), "ida", run.nfev,
+                             run.info, run.message, params=params)
 
-    def start(t, y, yp):
-        solver = IDA(g.residual, **options)
-        solver.init_step(t, y, yp)
-        return solver
 
-    solver, past = start(t_cur, yy, yp), [(t_cur, yy[:2 * n].copy())]
-    j = _rows(T, Y, t_eval, j, t_cur, lambda t: yy[:2 * n].copy())
-    s, delta = crossings.approaching(t_cur, yy)
-    while t_cur < t_end and j < len(t_eval):
-        stop = min(t_end, t_cur + max(crossings.max_step(s, delta), 1e-9 * (1.0 + abs(t_cur))))
-        sol = solver.step(t_end, method="onestep", tstop=stop)
+class _Across:
+    """IDA stepped one step at a time, over the loops' singular configurations (module docstring):
+    within APPROACH gaps of a crossing each step is cut (IDA's tstop) so as to end just outside the
+    gap; there the run steps across (`_across`: IDA's own step, or below BRIDGE_RTOL scipy's Radau
+    with its step across, `_bridge`), and IDA starts anew on the other side (the GGL rows chosen
+    again). `rows()` hands on the output rows as they are reached (from IDA's interpolant
+    over its last step, or the bridge's), so that a streamed run (progress, out) is this one run."""
+
+    message = "The solver successfully reached the end of the integration interval."
+
+    def __init__(self, model, g, options, t0, t_end, t_eval, q0, v0, params, info):
+        from dynamica.runtime.integrators.singular import Crossings
+        self.model, self.g, self.options, self.params, self.n = model, g, options, params, model.n
+        self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
+        self.bridged = options["rtol"] < BRIDGE_RTOL
+        self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP if self.bridged else STEP_GAP)
+        self.calls, self._info, self.stalled, self.last = 0, info, 0, 0.0
+
+    @property
+    def nfev(self) -> int:
+        """Residual calls of every IDA of the run and the bridges' RHS calls."""
+        return self.calls + self.g.calls
+
+    @property
+    def info(self) -> dict:
+        return {**self._info, "residual_calls": self.nfev, "singular_passages": list(self.crossings.passages)}
+
+    def _start(self, t, q, v, qdd=None):
+        from sksundae.ida import IDA
+        if t > self.t0:                             # after a bridge: the rows of phi chosen again
+            self.calls += self.g.calls
+            self.g = _GGL(self.model, self.params, q, t)
+        yy, yp = self.g.consistent(t, q, v, qdd)
+        self.solver = IDA(self.g.residual, **self.options)
+        self.solver.init_step(t, yy, yp)
+        return yy
+
+    def rows(self):
+        """(t, y) of each output row in order; IntegrationError if IDA fails."""
+        from dynamica.errors import IntegrationError
+        from dynamica.runtime.integrators.singular import remember
+        n, crossings, t_eval, t_end = self.n, self.crossings, self.t_eval, self.t_end
+        t_cur = self.t0
+        y_new = self._start(t_cur, self.q0, self.v0)
+        past, j, fresh, t_x = [(t_cur, y_new[:2 * n].copy())], 0, 0, -math.inf
+        while j < len(t_eval) and t_eval[j] <= t_cur:
+            yield t_eval[j], y_new[:2 * n].copy()
+            j += 1
+        s, delta = crossings.approaching(t_cur, y_new)
+        while t_cur < t_end and j < len(t_eval):
+            try:
+                t_new, y_step, failed = *self._step(t_cur, s, delta), False
+            except IntegrationError:
+                if not (self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):
+                    raise                                # (unless IDA failed soon after a bridge: RETRIES)
+                t_new, y_step, failed = None, None, True
+            if t_new is not None:
+                while j < len(t_eval) and t_eval[j] < t_new:          # IDA's interpolant over the step
+                    yield t_eval[j], np.asarray(self.solver.step(float(t_eval[j])).y).reshape(-1)[:2 * n].copy()
+                    j += 1
+                step, t_cur, y_new = t_new - t_cur, t_new, y_step
+                remember(past, t_cur, y_new[:2 * n])
+                s, delta = crossings.approaching(t_cur, y_new)
+            elif not failed:
+                continue                                 # (IDA handed back its current point)
+            crossing = t_new is not None and crossings.crossing(s, delta, step)
+            if crossing or failed:
+                fresh = 0 if crossing else fresh
+                rows, t_x, y_x, nfev = self._across(t_cur, y_new, delta, past, t_eval[j:])
+                yield from rows
+                j += len(rows)
+                self.calls += nfev
+                self.last, t_cur, y_new, fresh = t_x - t_cur, t_x, y_x, fresh + 1
+                yy = self._start(t_x, y_x[:n], y_x[n:], crossings.qdd(t_x, y_x[:n], y_x[n:]))
+                past = [(t_cur, y_x)]
+                s, delta = crossings.approaching(t_cur, yy)
+            while j < len(t_eval) and t_eval[j] <= t_cur:
+                yield t_eval[j], y_new[:2 * n].copy()
+                j += 1
+
+    def _across(self, t_cur, y, delta, past, t_eval):
+        """Over the crossing ahead (or on from a failed restart, delta < 0): (the output rows on the way,
+        the time and state where IDA starts anew, the RHS calls made): the bridge below BRIDGE_RTOL,
+        else IDA's own step across (runtime/integrators/singular.py)."""
+        from dynamica.runtime.integrators.singular import step_across
+        crossings, t_end = self.crossings, self.t_end
+        if not self.bridged:
+            t_x, state = step_across(crossings, past, delta, t_end)
+            times = t_eval[(t_eval > t_cur) & (t_eval <= t_x)]
+            return [(t, state(t)) for t in times], t_x, state(t_x), 0
+        t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
+        rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x, crossings.onto(t_cur, y), t_eval,
+                                  self.options["rtol"], float(np.min(self.options["atol"])))
+        return rows, t_x, y_x, nfev
+
+    def _step(self, t_cur, s, delta):
+        """One step of IDA, cut near a crossing: (t, y) reached, or (None, None) when IDA handed back its
+        current point (a few times at most)."""
+        from dynamica.errors import IntegrationError
+        crossings = self.crossings
+        stop = min(self.t_end, t_cur + max(crossings.max_step(s, delta), 1e-9 * (1.0 + abs(t_cur))))
+        sol = self.solver.step(self.t_end, method="onestep", tstop=stop)
         if not sol.success:
             raise IntegrationError(f"ida failed at t = {t_cur:g}: {sol.message}")
         t_new = float(np.asarray(sol.t).reshape(-1)[-1])
-        if not t_new > t_cur:                    # (IDA hands back its current point after an interpolation)
-            stalled += 1
-            if stalled > 3:
-                raise IntegrationError(f"ida failed at t = {t_cur:g}: its steps no longer advance t (the loops' "
-                                       f"singular measure is {s:.2g} there, the step across starts below "
-                                       f"{crossings.gap:g}; a run started inside that window cannot step across)")
-            continue
-        stalled = 0
-        y_new = np.array(np.asarray(sol.y).reshape(-1), dtype=float)
-        j = _rows(T, Y, t_eval, j, t_new, lambda t: np.asarray(solver.step(float(t)).y).reshape(-1)[:2 * n],
-                  before=True)                                       # IDA's interpolant over the step
-        step, t_cur = t_new - t_cur, t_new
-        remember(past, t_cur, y_new[:2 * n])
-        s, delta = crossings.approaching(t_cur, y_new)
-        across = step_across(crossings, past, delta, t_end) if crossings.crossing(s, delta, step) else None
-        if across is None:
-            j = _rows(T, Y, t_eval, j, t_cur, lambda t: y_new[:2 * n])
-            continue
-        t_b, state = across
-        j = _rows(T, Y, t_eval, j, t_b, state)
-        y_b = state(t_b)
-        calls += g.calls
-        g = _GGL(model, params, y_b[:n], t_b)
-        t_cur, (yy, yp) = t_b, g.consistent(t_b, y_b[:n], y_b[n:], crossings.qdd(t_b, y_b[:n], y_b[n:]))
-        solver, past = start(t_cur, yy, yp), [(t_cur, y_b)]
-        s, delta = crossings.approaching(t_cur, yy)
-    info.update(residual_calls=calls + g.calls, singular_passages=list(crossings.passages))
-    return simulation_result(model, np.array(T), np.array(Y), "ida", calls + g.calls, info,
-                             "The solver successfully reached the end of the integration interval.", params=params)
+        if t_new > t_cur:
+            self.stalled = 0
+            return t_new, np.array(np.asarray(sol.y).reshape(-1), dtype=float)
+        self.stalled += 1
+        if self.stalled > 3:
+            raise IntegrationError(f"ida failed at t = {t_cur:g}: its steps no longer advance t (the loops' "
+                                   f"singular measure is {s:.2g} there, the hand-over to the bridge is below "
+                                   f"{crossings.gap:g})")
+        return None, None
+
+
+def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+    """The rows of one `ida` run handed on piece by piece between `cuts` (simulate's STREAMS: progress,
+    out, keep=False), as `_stream_scipy` does: the rows and residual calls of one uninterrupted run,
+    the singular configurations bridged as without pieces."""
+    n = model.n
+    q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
+    g = _GGL(model, params, q0, t0)
+    options, t_eval = _options(n, g.r, rtol, atol, None, t0, t_end, t_eval)
+    run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params,
+                  {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)})
+    rows, nfev, last = run.rows(), 0, None
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        piece = [next(rows) for _ in range(b - a + 1 if last is None else b - a)]
+        if last is not None:                          # the piece starts at the previous one's last row
+            piece.insert(0, last)
+        last = piece[-1]
+        yield (np.array([r[0] for r in piece]), np.array([r[1] for r in piece]), run.nfev - nfev, run.info,
+               run.message)
+        nfev = run.nfev
+
+
+def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol):
+    """scipy's Radau from the state y_a at t_a (projected) to t_x across the singular configuration
+    between them, with its own step across (runtime/integrators/simulate.py, `stepped`): (the output
+    rows in (t_a, t_x], the state at t_x, its RHS calls); its passages join `crossings`', whose
+    measure it uses (the rows of J scaled as at the run's start)."""
+    import copy
+
+    from dynamica.runtime.integrators import singular
+    from dynamica.runtime.integrators.simulate import stepped as scipy_stepped
+    crossings = copy.copy(crossings)              # (sharing its list of passages) with radau's gap
+    crossings.gap = singular.SINGULAR_GAP
+    times = np.concatenate([[t_a], t_eval[(t_eval > t_a) & (t_eval <= t_x)]])
+    stepped = scipy_stepped(model, "Radau", t_a, t_x, y_a, times, rtol, atol, params, "numeric", crossings)
+    stepped.solver.max_step = crossings.max_step(*crossings.approaching(t_a, y_a))   # (its first step too)
+    rows = [(float(t), np.array(y, dtype=float)) for t, y in stepped.rows() if t > t_a]
+    return rows, np.array(stepped.solver.y, dtype=float), stepped.nfev

@@ -184,15 +184,15 @@ class _Stepped:
     compiled adams does) and so are the rows; without it the drift grows, and near a singular
     configuration the solution leaves its branch (docs/loops.md)."""
 
-    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian):
+    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian, crossings=None):
         import scipy.integrate as si
         jac = _jacobian(model, scipy_method, params, jacobian)
         self.extra = {"jac": jac} if jac is not None else {}
         self.crossings, self.nfev_before = None, 0
         self.past = [(t0, np.array(y0, dtype=float))]           # for the step across (singular.remember)
-        if model.loops and scipy_method in ACROSS:
+        if model.loops and scipy_method in ACROSS:      # (`crossings`: a run's measure, its rows' scale, handed on)
             from dynamica.runtime.integrators.singular import Crossings
-            self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
+            self.crossings = crossings or Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
         fun = model.rhs_function(params)
         self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
                                                                   **self.extra, **kw)
@@ -286,6 +286,12 @@ class _Stepped:
         if self.crossings is not None:
             out["singular_passages"] = list(self.crossings.passages)
         return out
+
+
+def stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian=None, crossings=None):
+    """scipy's method stepped directly (`_Stepped`: its `rows()`, `solver`, `nfev`), for another
+    integrator's use: ida's bridge over a singular configuration (runtime/integrators/ida.py)."""
+    return _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian, crossings=crossings)
 
 
 def _scipy_runner(scipy_method):
@@ -470,11 +476,12 @@ def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_ste
     interpolant and returned in `result.info["t_events"]`, `["y_events"]` (adams and the scipy
     methods). `progress(result_so_far, new)` (optional) makes the run go in `segments` pieces ending at
     output points and is called after each with the partial result and the slice of new rows
-    (for progress bars and for writing results as they come). With adams and the scipy methods
-    the pieces are those of one run (`STREAMS`): the rows and the RHS calls are the same as
-    without progress or out. stoermer6 and ida restart at each piece from the state reached, like
-    a stage boundary: results agree with one piece to the integration tolerance, and cost a few
-    start-up steps per piece (with contacts they run once and hand on the rows after: `_stream_whole`).
+    (for progress bars and for writing results as they come). With adams, the scipy methods and
+    ida the pieces are those of one run (`STREAMS`): the rows and the RHS calls are the same as
+    without progress or out. stoermer6 (and ida with `step`) restart at each piece from the state
+    reached, like a stage boundary: results agree with one piece to the integration tolerance, and
+    cost a few start-up steps per piece (with contacts stoermer6 and ida run once and hand on the rows
+    after: `_stream_whole`).
 
     `jacobian`: for radau, BDF and LSODA, "analytic" (the default: d[q', q'']/d[q, q'] of the
     model's derivatives module, runtime/kinds/derivatives.py, built on first use) or "numeric"
@@ -608,9 +615,10 @@ def _stream_of(model, method, run, step):
     stream = STREAMS.get(method)
     if stream is not None and _locates_contacts(model):
         return functools.partial(_stream_contacts, scipy_method=SCIPY_METHODS.get(method))
-    if stream is None and INTEGRATOR_RECORDS[method].kind in ("stoermer", "ida") and _gaps(model) \
-            and model.state_size == 2 * model.n:
+    if INTEGRATOR_RECORDS[method].kind in ("stoermer", "ida") and _gaps(model) and model.state_size == 2 * model.n:
         return functools.partial(_stream_whole, run, step)     # restarted pieces would split its contacts
+    if INTEGRATOR_RECORDS[method].kind == "ida" and (step or not model.loops):
+        return None                                            # (run_ida names what it does not take)
     return stream
 
 
@@ -724,8 +732,15 @@ def _stream_scipy(scipy_method, name):
 
 #: integrators that hand on the rows of one run piece by piece (progress, out, keep=False); the
 #: others are restarted at each piece
-STREAMS = {r.name: _stream_adams if r.kind == "adams" else _stream_scipy(r.options["method"], r.name)
-           for r in INTEGRATOR_RECORDS.values() if r.kind in ("adams", "scipy")}
+def _stream_ida(*args, **kw):
+    """One `ida` run handed on piece by piece (runtime/integrators/ida.py, `stream`)."""
+    from dynamica.runtime.integrators.ida import stream
+    return stream(*args, **kw)
+
+
+STREAMS = {r.name: {"adams": lambda: _stream_adams, "ida": lambda: _stream_ida,
+                    "scipy": lambda: _stream_scipy(r.options["method"], r.name)}[r.kind]()
+           for r in INTEGRATOR_RECORDS.values() if r.kind in ("adams", "scipy", "ida")}
 
 
 #: how a model with stages runs: the cyclogram (runtime/stages/cyclogram.py), which sits above the
