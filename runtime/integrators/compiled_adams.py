@@ -271,7 +271,7 @@ def stepper(model, f, p, t0, y0, tb, rtol, atol, *, first_step=None, max_step=np
     the weak rows' treatment (``rhs_strict_capsule``, ``project_strict_capsule``). `own_project`
     False: no projection but `project` (f is not the module's capsule)."""
     module = getattr(model, "module", None) if own_project else None
-    across = step_across and project is None and hasattr(module, "watch_capsule")
+    across = step_across and project is None and hasattr(module, "watch_capsule") and tb >= t0   # (forward runs)
     if across:
         from dynamica.runtime.integrators import adams_across
         if adams_across.STRICT:
