@@ -12,7 +12,9 @@ the crossing, the state at t + JUMP delta comes from the polynomial of the exact
 accelerations at past states, projected onto the branch nearest it, and adams restarts there at
 order 1. Leaving the crossing (the watch above EXIT times its start value) the C loop takes over
 again. The module's right-hand side and projection are those without the weak rows' treatment
-(STRICT; compiled_adams.stepper chooses them)."""
+(compiled_adams.stepper chooses them): with it, on the change-point four-bar at rtol 1e-10, adams
+took steps down to 7e-8 s near the crossing (2446 RHS calls against 521) and ended 2.7e-8 rad off
+against 9.0e-11."""
 
 from __future__ import annotations
 
@@ -41,10 +43,6 @@ JUMP = 2.0
 DEPART = 0.5
 #: within CRAWL gaps, a step below 1e-2 of the time to the crossing starts the step across
 CRAWL = 10.0
-#: the module's right-hand side and projection without the weak rows' treatment (with it, on the
-#: change-point four-bar at rtol 1e-10, adams took steps down to 7e-8 s near the crossing: 2446 RHS
-#: calls against 521, and ended 2.7e-8 rad off against 9.0e-11)
-STRICT = True
 
 
 def watch_data(crossings) -> np.ndarray:
@@ -102,7 +100,7 @@ class Across:
         if st.done:
             return j
         remember(self.past, t, y)
-        s, delta = self._approaching(t, y)
+        s, delta = cr.approaching(t, y, within=math.inf)
         inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n]).max()), 1e-300)  # the gap's time
         if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and t - st.t_old < 1e-2 * delta):
             if len(self.past) >= 2:
@@ -119,18 +117,6 @@ class Across:
             cap = inside if delta - inside >= 0.75 * inside else max(delta - 0.75 * inside, 1e-3 * delta)
         st.max_step = min(cap, self.user_max)
         return j
-
-    def _approaching(self, t, y):
-        """(s, delta) as Crossings.approaching, at every s (delta < 0: leaving)."""
-        cr, n = self.crossings, self.model.n
-        q, v = y[:n], y[n:2 * n]
-        s = cr.measure(t, q)
-        speed = float(np.abs(v).max())
-        if speed == 0.0:
-            return s, math.inf
-        eps = 1e-7 / speed
-        rate = (cr.measure(t + eps, q + eps * v) - s) / eps
-        return s, (s / -rate if rate != 0.0 else math.inf)
 
     def _jump(self, tv, Y, j, t_b, state):
         """The rows up to t_b from the step across, then adams anew from its state at t_b."""

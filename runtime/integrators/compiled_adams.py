@@ -273,11 +273,7 @@ def stepper(model, f, p, t0, y0, tb, rtol, atol, *, first_step=None, max_step=np
     module = getattr(model, "module", None) if own_project else None
     across = step_across and project is None and hasattr(module, "watch_capsule") and tb >= t0   # (forward runs)
     if across:
-        from dynamica.runtime.integrators import adams_across
-        if adams_across.STRICT:
-            f, project = module.rhs_strict_capsule, module.project_strict_capsule
-        else:
-            project = module.project_capsule
+        f, project = module.rhs_strict_capsule, module.project_strict_capsule
     elif project is None and hasattr(module, "project_capsule"):
         project = module.project_capsule
     st = core().Stepper(f, t0, y0, tb, p, rtol, atol, first_step, float(max_step), int(max_steps),

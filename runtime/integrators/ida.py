@@ -328,15 +328,8 @@ def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None
     options, t_eval = _options(n, g.r, rtol, atol, None, t0, t_end, t_eval)
     run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params,
                   {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)})
-    rows, nfev, last = run.rows(), 0, None
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        piece = [next(rows) for _ in range(b - a + 1 if last is None else b - a)]
-        if last is not None:                          # the piece starts at the previous one's last row
-            piece.insert(0, last)
-        last = piece[-1]
-        yield (np.array([r[0] for r in piece]), np.array([r[1] for r in piece]), run.nfev - nfev, run.info,
-               run.message)
-        nfev = run.nfev
+    from dynamica.runtime.integrators.simulate import pieces
+    yield from pieces(run.rows(), cuts, lambda: (run.nfev, run.info, run.message))
 
 
 def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol):

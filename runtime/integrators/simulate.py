@@ -718,16 +718,23 @@ def _stream_scipy(scipy_method, name):
     `_stream_adams` does: the rows and RHS calls of one uninterrupted run."""
     def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
         stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
-        rows, nfev, last = stepped.rows(), 0, None
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            piece = [next(rows) for _ in range(b - a + 1 if last is None else b - a)]
-            if last is not None:                          # the piece starts at the previous one's last row
-                piece.insert(0, last)
-            last = piece[-1]
-            yield (np.array([r[0] for r in piece]), np.array([r[1] for r in piece]), stepped.nfev - nfev,
-                   stepped.info(scipy_method), stepped.message)
-            nfev = stepped.nfev
+        yield from pieces(stepped.rows(), cuts, lambda: (stepped.nfev, stepped.info(scipy_method), stepped.message))
     return stream
+
+
+def pieces(rows, cuts, state):
+    """The rows (t, y) of one run, handed on piece by piece between `cuts` as STREAMS do: (t, Y, calls
+    of the piece, info, message) per piece, each piece starting at the previous one's last row;
+    state() gives (calls so far, info, message) of the run."""
+    nfev, last = 0, None
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        piece = [next(rows) for _ in range(b - a + 1 if last is None else b - a)]
+        if last is not None:                          # the piece starts at the previous one's last row
+            piece.insert(0, last)
+        last = piece[-1]
+        calls, info, message = state()
+        yield np.array([r[0] for r in piece]), np.array([r[1] for r in piece]), calls - nfev, info, message
+        nfev = calls
 
 
 #: integrators that hand on the rows of one run piece by piece (progress, out, keep=False); the

@@ -85,15 +85,16 @@ class Crossings:
         sv = self._singular_values(q, t)
         return float(sv[self.rank - 1] / sv[0]) if len(sv) >= self.rank else 0.0
 
-    def approaching(self, t, y):
+    def approaching(self, t, y, within=None):
         """(s, delta): the measure at the state and the time to the estimated crossing (inf if the
-        state is not heading into one)."""
+        state is not heading into one, or s is at least `within`, default APPROACH gaps; negative
+        when leaving one)."""
         if self.rank == 0:
             return 1.0, math.inf
         q, v = y[:self.n], y[self.n:2 * self.n]
         s = self.measure(t, q)
         speed = float(np.abs(v).max())
-        if s >= APPROACH * self.gap or speed == 0.0:
+        if s >= (APPROACH * self.gap if within is None else within) or speed == 0.0:
             return s, math.inf
         eps = 1e-7 / speed
         rate = (self.measure(t + eps, q + eps * v) - s) / eps
