@@ -219,6 +219,11 @@ MUTATIONS = [
              "            cap = 0.5 * (delta - LAST * inside)",
              "            cap = math.inf",
              ("tests/runtime/integrators/test_adams_across.py",)),
+    Mutation("across_always_projecting", "adams projecting after every step near a crossing, its rounding noise "
+             "above the tolerance", "runtime/integrators/adams_across.py",
+             "        st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.rtol",
+             "        st.projecting = True",
+             ("tests/runtime/integrators/test_adams_across.py",)),
     Mutation("watch_blind", "the watch of closed loops never below its level (no step across)",
              "templates/native/dynamica_constraints.h",
              "        ratio = fabs(W.R[(size_t)(rank - 1) * m + W.perm[rank - 1]]) / fabs(W.R[W.perm[0]]);",

@@ -211,54 +211,69 @@ def _output_times(t_eval, t0: float, tb: float):
     return tv, d
 
 
-def _run_with_events(st, events, tv, Y, j, t0, y0, d, check):
-    """The stepper run one accepted step at a time with the events evaluated at each step's end
-    and their roots located on its interpolant (see `solve`); check(code) raises on a failed
-    step. Returns (j, status, t_end, t_events, y_events)."""
-    status, t_end = 0, None
-    n = y0.shape[0]
-    from scipy.optimize import brentq
-    events, max_events, direction = prepare_events(events)
-    ne = len(events)
-    t_events = [[] for _ in range(ne)]
-    y_events = [[] for _ in range(ne)]
-    count = np.zeros(ne)
-    direction = direction.tolist()
-    g = [float(ev(t0, y0.copy())) for ev in events]
-    intrp, run = st.intrp, st.run
+class _Events:
+    """The user's events of a run, fed each accepted step (or step across) as (t_old, t, intrp):
+    evaluated at its end, a sign change located by brentq on intrp (see `solve`); returns True
+    when a terminal event ends the run (`status` 1 at `t_end`)."""
+
+    def __init__(self, events, t0, y0, d):
+        self.events, self.max_events, direction = prepare_events(events)
+        self.direction, self.d, self.n = direction.tolist(), d, y0.shape[0]
+        self.count = np.zeros(len(self.events))
+        self.t_events = [[] for _ in self.events]
+        self.y_events = [[] for _ in self.events]
+        self.g = [float(ev(t0, y0.copy())) for ev in self.events]
+        self.status, self.t_end, self.calls = 0, None, 0
+
+    def __call__(self, t_old, t, y, intrp) -> bool:
+        from scipy.optimize import brentq
+        self.calls += 1
+        events, max_events = self.events, self.max_events
+        g_new = [float(ev(t, y if i == 0 else y.copy())) for i, ev in enumerate(events)]
+        active = active_events(self.g, g_new, self.direction)
+        self.g = g_new
+        if not active:
+            return False
+        active = np.array(active)
+        self.count[active] += 1
+        roots = np.array([brentq(lambda s, ev=events[e]: ev(s, intrp(s)), t_old, t, xtol=4 * _EPS, rtol=4 * _EPS)
+                          for e in active])
+        terminate = bool(np.any(self.count[active] >= max_events[active]))
+        if terminate:
+            order = np.argsort(self.d * roots)
+            active, roots = active[order], roots[order]
+            last = np.nonzero(self.count[active] >= max_events[active])[0][0]
+            active, roots = active[:last + 1], roots[:last + 1]
+        for e, te in zip(active, roots):
+            self.t_events[e].append(te)
+            self.y_events[e].append(intrp(te))
+        if terminate:
+            self.status, self.t_end = 1, float(roots[-1])
+        return terminate
+
+    def results(self):
+        return ([np.asarray(te) for te in self.t_events],
+                [np.asarray(ye).reshape(-1, self.n) for ye in self.y_events])
+
+
+def _run_with_events(st, driver, events, tv, Y, j, t0, y0, d, check):
+    """The run one accepted step at a time with the events (`_Events`); a driver that steps
+    across singular configurations feeds them its steps and steps across itself (its
+    ``on_step``). check(code) raises on a failed step. Returns (j, status, t_end, t_events,
+    y_events)."""
+    ev = _Events(events, t0, y0, d)
+    if driver is not st:
+        driver.on_step = ev
     while not st.done:
-        before = st.nsteps
-        code, j = run(tv, Y, j, 1)
+        before, calls = st.nsteps, ev.calls
+        code, j = driver.run(tv, Y, j, 1)
         if code:
             check(code)
-        if st.nsteps == before:                      # ended by extrapolation within 4u|t|
+        if ev.status or st.nsteps == before:           # ended by an event, or by extrapolation within 4u|t|
             break
-        t = st.t
-        y = st.y
-        g_new = [float(ev(t, y if i == 0 else y.copy())) for i, ev in enumerate(events)]
-        active = active_events(g, g_new, direction)
-        if active:
-            t_old = st.t_old
-            active = np.array(active)
-            count[active] += 1
-            roots = np.array([brentq(lambda s, ev=events[e]: ev(s, intrp(s)), t_old, t,
-                                     xtol=4 * _EPS, rtol=4 * _EPS) for e in active])
-            terminate = bool(np.any(count[active] >= max_events[active]))
-            if terminate:
-                order = np.argsort(d * roots)
-                active, roots = active[order], roots[order]
-                last = np.nonzero(count[active] >= max_events[active])[0][0]
-                active, roots = active[:last + 1], roots[:last + 1]
-            for e, te in zip(active, roots):
-                t_events[e].append(te)
-                y_events[e].append(intrp(te))
-            if terminate:
-                status, t_end = 1, float(roots[-1])
-                break
-        g = g_new
-    t_events = [np.asarray(te) for te in t_events]
-    y_events = [np.asarray(ye).reshape(-1, n) for ye in y_events]
-    return j, status, t_end, t_events, y_events
+        if ev.calls == calls and ev(st.t_old, st.t, st.y, st.intrp):
+            break
+    return (j, ev.status, ev.t_end, *ev.results())
 
 
 def stepper(model, f, p, t0, y0, tb, rtol, atol, *, first_step=None, max_step=np.inf, max_steps=500_000,
@@ -281,7 +296,7 @@ def stepper(model, f, p, t0, y0, tb, rtol, atol, *, first_step=None, max_step=np
     if not across:
         return st, st
     from dynamica.runtime.integrators.adams_across import Across
-    return st, Across(model, params, st, t0, y0, max_step)
+    return st, Across(model, params, st, t0, y0, max_step, rtol)
 
 
 def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rtol=1e-6, atol=1e-6,
@@ -314,7 +329,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
         every accepted step the state is moved back onto the constraint manifolds, positions to
         ``project_tol`` (max norm of the residual), then velocities (docs/loops.md). A model with
         closed loops gets its own by default.
-    step_across : for a closed-loop model with its own projection and no events, step across the
+    step_across : for a closed-loop model with its own projection, step across the
         singular configurations of its loops (runtime/integrators/adams_across.py; ``params``: the
         model's parameter overrides, as in ``simulate``); ``info["singular_passages"]`` lists them
         (`stepper`).
@@ -331,7 +346,7 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
     st, driver = stepper(model_or_capsule, f, p, t0, y0, tb, rtol, atol, first_step=first_step,
                          max_step=max_step, max_steps=max_steps, stiff_raise=on_stiff == "raise",
                          dense=dense_output, project=project, project_tol=project_tol, params=params,
-                         step_across=step_across and events is None, own_project=use_capsule)
+                         step_across=step_across, own_project=use_capsule)
     n = y0.shape[0]
     Y = np.full((m, n), np.nan)
     j = 0
@@ -346,10 +361,11 @@ def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rto
         check_status(st, code, rtol, atol, max_steps, on_stiff)
     else:
         j, status, t_end, t_events, y_events = _run_with_events(
-            st, events, tv, Y, j, t0, y0, d, lambda code: check_status(st, code, rtol, atol, max_steps, on_stiff))
+            st, driver, events, tv, Y, j, t0, y0, d,
+            lambda code: check_status(st, code, rtol, atol, max_steps, on_stiff))
     if status == 1:
         if default_out:
-            tv, Y, j = np.array([t_end]), st.intrp(t_end)[None, :], 1
+            tv, Y, j = np.array([t_end]), driver.intrp(t_end)[None, :], 1
         else:
             j = min(j, int(np.count_nonzero(d * (tv - t_end) <= 0)))
             tv, Y = tv[:j], Y[:j]

@@ -167,6 +167,7 @@ cdef class Stepper:
     """
 
     cdef dyn_ad_state s
+    cdef dyn_ad_project_fn proj_saved
     cdef double *work
     cdef object f, errbox, keep
     cdef double pdummy
@@ -231,6 +232,7 @@ cdef class Stepper:
             if not (self.capsule and PyCapsule_IsValid(project, b"dynamica.project")):
                 raise TypeError("project must be a PyCapsule named 'dynamica.project', with a capsule rhs")
             s.proj = <dyn_ad_project_fn>PyCapsule_GetPointer(project, b"dynamica.project")
+            self.proj_saved = s.proj
             s.proj_tol = project_tol
             keep.append(project)
         self.f = f
@@ -411,6 +413,14 @@ cdef class Stepper:
 
         def __set__(self, double level):
             self.s.watch_level = level
+
+    property projecting:
+        """Whether the projection given at the start follows every accepted step (settable)."""
+        def __get__(self):
+            return self.s.proj != NULL
+
+        def __set__(self, bint on):
+            self.s.proj = self.proj_saved if on else NULL
 
     property max_step:
         """The longest step (the cap applied is STEP_CAP times it, as at the start)."""

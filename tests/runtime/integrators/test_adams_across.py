@@ -107,3 +107,71 @@ def test_without_the_step_across_the_tight_tolerance_run_is_worse():
         res = solve(model, (0.0, 2.5), np.r_[q0, qd0], t_eval=times, rtol=1e-12, atol=1e-12, step_across=across)
         errors[across] = float(np.abs(res.y[i1] - ref).max())
     assert errors[True] <= 1e-10 < 1e-9 <= errors[False], errors
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_run_with_events_steps_across_and_locates_them(models, n):
+    """`events` with the default integrator: the run steps across the first passage (it did not
+    with events before) and locates a0 = 0 (inside the step across, on its polynomial), a0 = -0.5
+    and, terminal, a0 = -pi/2 (before the second passage) at the reduced equation's times (scipy's DOP853 with
+    events at rtol 1e-13 on the one-coordinate equation) within 100 rtol at rtol 1e-10
+    (measured N = 1: 1.7e-12 s)."""
+    from scipy.integrate import solve_ivp
+    model = models[n]
+    ia = model.coordinates.index("a0")
+    c = nf.reduced_coefficient(n)
+    levels = (0.0, 0.5, math.pi / 2)
+    events = [lambda t, y, a=a: y[ia] + a for a in levels]
+    events[2].terminal, events[2].direction = True, -1
+    res = dynamica.simulate(model, t_end=1.5, rtol=1e-10, atol=1e-10, output_step=0.01, events=events)
+    ref = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, 1.5), [math.pi / 2, -1.0], method="DOP853",
+                    rtol=1e-13, atol=1e-13, events=[lambda t, y, a=a: y[0] + a for a in levels])
+    assert res.info["status"] == 1 and res.t[-1] <= ref.t_events[2][0]
+    assert len(res.info["singular_passages"]) == 1
+    for got, want in zip(res.info["t_events"], ref.t_events):
+        assert len(got) == 1 and abs(got[0] - want[0]) <= 1e-8, (got, want)
+
+
+def test_near_a_crossing_the_projection_is_left_out_while_its_noise_exceeds_the_tolerance(models, monkeypatch):
+    """The rule of adams_across.QUIET, after every step near the crossings of 1.5 s of the N four-bar
+    (N = 5, rtol 1e-8 and 1e-12): the projection follows the step when s^2 >= eps / (QUIET rtol) or
+    the loops' equations drifted beyond rtol, and only then; both happen. (Its effect, N = 40 over
+    20 s, is in benchmarks/bench_singular.py: 7.0e-11 m against 3.7e-8 with the projection after
+    every step.)"""
+    from dynamica.runtime.integrators import adams_across
+    model = models[5]
+    seen = []
+    after = adams_across.Across._after_step
+
+    def spy(self, tv, Y, j):
+        t, y = self.st.t, self.st.y
+        s = self.crossings.measure(t, y[:model.n])
+        j = after(self, tv, Y, j)
+        if self.near and self.st.t == t:                 # (no step across, no hand-back)
+            want = s * s >= np.finfo(float).eps / (adams_across.QUIET * self.rtol) or self.drift(t, y) > self.rtol
+            seen.append((self.st.projecting, want))
+        return j
+
+    monkeypatch.setattr(adams_across.Across, "_after_step", spy)
+    for rtol in (1e-8, 1e-12):
+        dynamica.simulate(model, t_end=1.5, rtol=rtol, atol=rtol, output_step=0.01)
+    assert all(got == want for got, want in seen), seen
+    assert {got for got, _ in seen} == {True, False}
+
+
+def test_the_stepper_projects_only_when_asked():
+    """Stepper.projecting: 20 steps of the change-point four-bar at rtol 1e-6 leave its loop
+    equations at the rounding level with the projection, at the local errors' level without it."""
+    from dynamica.runtime.integrators.compiled_adams import core
+    model = dynamica.load(str(CHANGE_POINT))
+    q0, qd0 = model.assemble()
+    defects = {}
+    for on in (True, False):
+        st = core().Stepper(model.module.rhs_strict_capsule, 0.0, np.r_[q0, qd0], 0.3, model.param_vector(),
+                            1e-6, 1e-6, project=model.module.project_strict_capsule)
+        st.projecting = on
+        assert st.projecting is on
+        st.begin()
+        st.run(np.array([0.3]), np.empty((1, 2 * model.n)), 0, 20)
+        defects[on] = float(np.abs(model.constraints(st.y[:model.n])).max())
+    assert defects[True] <= 1e-14 < 1e-9 <= defects[False], defects
