@@ -224,6 +224,11 @@ MUTATIONS = [
              "        st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.rtol",
              "        st.projecting = True",
              ("tests/runtime/integrators/test_adams_across.py",)),
+    Mutation("crossings_start_lengths", "J's rows scaled by their lengths at the start alone (a row near zero "
+             "there hides a crossing)", "runtime/integrators/singular.py",
+             "        self.scale = 1.0 / np.maximum(norms, ROW_FLOOR * self._nearby_lengths(t0, q0))[self.keep]",
+             "        self.scale = 1.0 / norms[self.keep]",
+             ("tests/runtime/integrators/test_adams_across.py",)),
     Mutation("watch_blind", "the watch of closed loops never below its level (no step across)",
              "templates/native/dynamica_constraints.h",
              "        ratio = fabs(W.R[(size_t)(rank - 1) * m + W.perm[rank - 1]]) / fabs(W.R[W.perm[0]]);",

@@ -52,6 +52,12 @@ PAST = 5
 SPACING = 0.5
 #: a row of J shorter than this at the start (relative to the longest) is left out (structurally zero)
 _ZERO_ROW = 1e-14
+#: a row of J is scaled by its length at the start, but at least ROW_FLOOR times its median length at
+#: NEARBY configurations (every coordinate moved by up to NEARBY_SPAN from the start, a fixed draw):
+#: a run started 1e-4 rad from the N four-bar's horizontal has the closure's x row 1e-4 long there,
+#: and scaled by that the crossing vanished from s (6e-3 at 1.2e-6 rad) and fake ones appeared
+#: beyond it (the x row ten times the y row 1e-3 rad past it): three steps across onto the wrong branch
+ROW_FLOOR, NEARBY, NEARBY_SPAN = 0.1, 8, 0.3
 
 
 class Crossings:
@@ -67,10 +73,17 @@ class Crossings:
         J, _ = assembly.jacobian(model, q0, t0, params)
         norms = np.linalg.norm(J, axis=1)
         self.keep = norms > _ZERO_ROW * max(float(norms.max(initial=0.0)), 1e-300)
-        self.scale = 1.0 / norms[self.keep]
+        self.scale = 1.0 / np.maximum(norms, ROW_FLOOR * self._nearby_lengths(t0, q0))[self.keep]
         sv = self._singular_values(q0, t0)
         self.rank = int(np.sum(sv > 1e-8 * sv[0])) if len(sv) else 0
         self.passages = []                      # (t_2, t_b, s at t_2) of each step across
+
+    def _nearby_lengths(self, t0, q0) -> np.ndarray:
+        """The median length of each row of J at NEARBY configurations around q0 (ROW_FLOOR)."""
+        draw = np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, self.n))
+        lengths = [np.linalg.norm(self.assembly.jacobian(self.model, q0 + dq, t0, self.params)[0], axis=1)
+                   for dq in draw]
+        return np.median(lengths, axis=0)
 
     def _singular_values(self, q, t):
         if not self.keep.any():
