@@ -58,5 +58,10 @@ class CacheError(DynamicaError):
     the message names the directory and the remedy (DYNAMICA_CACHE)."""
 
 
+class SingularStartWarning(RuntimeWarning):
+    """A run starts at, or within the gap of, a singular configuration of its closed loops, where
+    which branch the motion continues on is not resolved (docs/loops.md, "Not yet")."""
+
+
 class CacheWarning(UserWarning):
     """A cached module was damaged or foreign and is rebuilt (the message says why)."""

@@ -226,8 +226,8 @@ MUTATIONS = [
              ("tests/runtime/integrators/test_adams_across.py",)),
     Mutation("crossings_start_lengths", "J's rows scaled by their lengths at the start alone (a row near zero "
              "there hides a crossing)", "runtime/integrators/singular.py",
-             "        self.scale = 1.0 / np.maximum(norms, ROW_FLOOR * self._nearby_lengths(t0, q0))[self.keep]",
-             "        self.scale = 1.0 / norms[self.keep]",
+             "        norms = np.maximum(np.linalg.norm(J, axis=1), ROW_FLOOR * self._nearby_lengths(t0, q0))",
+             "        norms = np.linalg.norm(J, axis=1)",
              ("tests/runtime/integrators/test_adams_across.py",)),
     Mutation("watch_blind", "the watch of closed loops never below its level (no step across)",
              "templates/native/dynamica_constraints.h",

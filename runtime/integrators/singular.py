@@ -50,7 +50,7 @@ CRAWL, CRAWL_S = 1e-2, 1e-2
 PAST = 5
 #: ... spaced at least SPACING times the step across apart (`_spread`)
 SPACING = 0.5
-#: a row of J shorter than this at the start (relative to the longest) is left out (structurally zero)
+#: a row of J shorter than this at the start and nearby (relative to the longest) is left out (structurally zero)
 _ZERO_ROW = 1e-14
 #: a row of J is scaled by its length at the start, but at least ROW_FLOOR times its median length at
 #: NEARBY configurations (every coordinate moved by up to NEARBY_SPAN from the start, a fixed draw):
@@ -58,6 +58,12 @@ _ZERO_ROW = 1e-14
 #: and scaled by that the crossing vanished from s (6e-3 at 1.2e-6 rad) and fake ones appeared
 #: beyond it (the x row ten times the y row 1e-3 rad past it): three steps across onto the wrong branch
 ROW_FLOOR, NEARBY, NEARBY_SPAN = 0.1, 8, 0.3
+#: a start is a singular configuration when J's rank there is below its rank at a state projected onto
+#: the constraints from one START_STEP away (every coordinate moved by up to it); measured on the N
+#: four-bar started within 1e-6 rad of the horizontal: adams at rtol 1e-10 ended 0.95 rad off the
+#: parallelogram branch (N = 1), at 1e-12 "step size too small"; exactly there (rank 1 of 2) 2.97 rad
+#: off at 1e-12, and within 1e-4 rad (s = 2e-3) on the branch (docs/loops.md, "Not yet")
+START_STEP = 1e-3
 
 
 class Crossings:
@@ -71,12 +77,43 @@ class Crossings:
         self.p = model.param_vector(params)
         self.opts = np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
         J, _ = assembly.jacobian(model, q0, t0, params)
-        norms = np.linalg.norm(J, axis=1)
+        norms = np.maximum(np.linalg.norm(J, axis=1), ROW_FLOOR * self._nearby_lengths(t0, q0))
         self.keep = norms > _ZERO_ROW * max(float(norms.max(initial=0.0)), 1e-300)
-        self.scale = 1.0 / np.maximum(norms, ROW_FLOOR * self._nearby_lengths(t0, q0))[self.keep]
+        self.scale = 1.0 / norms[self.keep]
         sv = self._singular_values(q0, t0)
         self.rank = int(np.sum(sv > 1e-8 * sv[0])) if len(sv) else 0
+        self._warn_at_start(t0, q0, sv)
         self.passages = []                      # (t_2, t_b, s at t_2) of each step across
+
+    def _warn_at_start(self, t0, q0, sv):
+        """SingularStartWarning when q0 is a singular configuration (J's rank there below its rank at
+        a state projected onto the constraints from START_STEP away) or within SINGULAR_GAP of one."""
+        if not len(sv):
+            return
+        y = np.concatenate([q0 + np.random.default_rng(1).uniform(-START_STEP, START_STEP, self.n), np.zeros(self.n)])
+        self.model.module.project(float(t0), y, self.p, self.opts)
+        near = self._singular_values(y[:self.n], t0)
+        rank_near = int(np.sum(near > 1e-8 * near[0])) if np.all(np.isfinite(near)) else self.rank
+        s = float(sv[self.rank - 1] / sv[0]) if self.rank else 1.0
+        if rank_near <= self.rank and s >= SINGULAR_GAP:
+            return
+        import warnings
+
+        from dynamica.errors import SingularStartWarning
+        where = "at" if rank_near > self.rank else f"within the gap (sigma_r / sigma_1 = {s:.1e} < {SINGULAR_GAP:g}) of"
+        warnings.warn(f"{self.model.spec.file}: the run starts {where} a singular configuration of the closed "
+                      f"loops {', '.join(self._weak_loops(t0, q0, max(rank_near, self.rank)))}, where which branch "
+                      f"the motion continues on is not resolved: check the result, or start further from it",
+                      SingularStartWarning, stacklevel=2)
+
+    def _weak_loops(self, t0, q0, r):
+        """The loops whose equations carry J's r-th left singular vector at q0 (its weakest direction)."""
+        J, _ = self.assembly.jacobian(self.model, q0, t0, self.params)
+        U = np.linalg.svd(J[self.keep] * self.scale[:, None])[0]
+        u = np.abs(U[:, min(r, U.shape[1]) - 1])
+        rows = np.nonzero(self.keep)[0][u > 0.3 * u.max()]
+        names = [self.assembly.layout(self.model)[a][0] for a in rows]
+        return [repr(name) for name in dict.fromkeys(names)]
 
     def _nearby_lengths(self, t0, q0) -> np.ndarray:
         """The median length of each row of J at NEARBY configurations around q0 (ROW_FLOOR)."""

@@ -9,6 +9,7 @@ form of its own) and the change-point four-bar's branch equation in 40 digits
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -193,3 +194,22 @@ def test_a_run_started_next_to_a_crossing_steps_across_it_once(models):
                     rtol=1e-13, atol=1e-13, t_eval=res.t).y[0]
     assert [round(p[0], 4) for p in res.info["singular_passages"]] == [1e-4]
     assert float(np.abs(res.q[:, ia] - ref).max()) <= 1e-8
+
+
+def test_a_run_started_at_or_next_to_a_crossing_is_warned_about(models):
+    """SingularStartWarning naming the loop for the N four-bar (N = 1) started at the horizontal (J's
+    rank 1 there, 2 at a state projected onto the constraints 1e-3 away) and 1e-6 rad from it
+    (s = 2e-5, inside the gap 1e-3), where which branch the motion takes is not resolved (measured:
+    adams at rtol 1e-10 0.95 rad off the parallelogram branch from 1e-6 rad); none 1e-3 rad from it."""
+    from dynamica.errors import SingularStartWarning
+    model = models[1]
+    for phi, warned in ((0.0, "starts at"), (1e-6, "within the gap"), (1e-3, None)):
+        q0, qd0 = nf.branch_state(model.coordinates, phi, -1.0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dynamica.simulate(model, t_end=0.01, q0=q0, qd0=qd0)
+        got = [str(w.message) for w in caught if issubclass(w.category, SingularStartWarning)]
+        if warned is None:
+            assert got == [], got
+        else:
+            assert len(got) == 1 and warned in got[0] and "'pin0'" in got[0], got
