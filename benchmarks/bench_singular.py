@@ -4,6 +4,7 @@ tips joined by N horizontal rods, 1 m and 1 kg each, gravity 9.81 m/s^2 along -y
 20 s, about seven turns, fourteen singular passages).
 
     python benchmarks/bench_singular.py [--n 1 2 40] [--methods adams ...] [--out results/singular.txt] [--timeout 600]
+                                        [--radau-past K]
 
 For each N, integrator and tolerance (rtol = atol): the largest error of B0's x against the
 reduced equation of the parallelogram branch (tests/oracles/nfourbar.py, DOP853 at 1e-14), the
@@ -11,7 +12,8 @@ largest relative drift of the energy, the largest constraint residual at the out
 wall time of `simulate` and its RHS calls (IDA: residual calls). The first rows of each N are the same integrators on
 the reduced equation itself (one coordinate, no loop): what the tolerance gives on this motion.
 Each case runs in its own process with a time limit (a case that does not finish in it is
-reported as such). The benchmark's own precision limit for B0 is 1e-3 m.
+reported as such). The benchmark's own precision limit for B0 is 1e-3 m. `--radau-past K` runs radau's
+step across with the polynomial through K past states (singular.RADAU_PAST; 5 before it was raised).
 """
 
 from __future__ import annotations
@@ -36,9 +38,12 @@ from oracles import nfourbar as nf  # noqa: E402
 T_END = 20.0
 
 
-def case(n, method, rtol, folder):
+def case(n, method, rtol, folder, radau_past=None):
     """One run: a dict of the measured numbers."""
     import dynamica
+    if radau_past:
+        from dynamica.runtime.integrators import singular
+        singular.RADAU_PAST = int(radau_past)
     path = Path(folder) / f"nfourbar{n}.yaml"
     model = dynamica.load(str(path))
     ia = model.coordinates.index("a0")
@@ -99,19 +104,20 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "singular.txt"))
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--methods", nargs="+", help="integrators (default: adams, and for N <= 2 DOP853, radau, ida)")
+    ap.add_argument("--radau-past", type=int, help="radau's step across through this many past states")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.case:
-        n, method, rtol, folder = json.loads(a.case)
         try:
-            print(json.dumps(case(n, method, rtol, folder)))
+            print(json.dumps(case(*json.loads(a.case))))
         except Exception as exc:                                    # reported in the table
             print(f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300], file=sys.stderr)
             sys.exit(1)
         return
     import dynamica
+    from dynamica.runtime.integrators.singular import RADAU_PAST
     lines = [f"IFToMM A02 N four-bar, {T_END:g} s; dynamica {getattr(dynamica, '__version__', '')}, "
-             f"{mp.cpu_count()} cores", "",
+             f"{mp.cpu_count()} cores; radau's step across through {a.radau_past or RADAU_PAST} past states", "",
              f"{'N':>3} {'method':>8} {'rtol':>7} {'B0 error m':>11} {'energy drift':>12} {'max |phi|':>10} "
              f"{'seconds':>8} {'RHS calls':>9}"]
     with tempfile.TemporaryDirectory() as folder:
@@ -126,7 +132,7 @@ def main():
                     lines.append(f"{n:>3} {method + ' *':>8} {rtol:7.0e} {reduced(n, method, rtol):11.2e} "
                                  f"{'':>12} {'':>10} {'':>8} {'':>9}")
                 for rtol in rtols:
-                    r = run_case([n, method, rtol, folder], a.timeout)
+                    r = run_case([n, method, rtol, folder, a.radau_past], a.timeout)
                     if "failed" in r:
                         lines.append(f"{n:>3} {method:>8} {rtol:7.0e}  failed: {r['failed']}")
                     else:

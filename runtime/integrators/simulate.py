@@ -184,11 +184,12 @@ class _Stepped:
     compiled adams does) and so are the rows; without it the drift grows, and near a singular
     configuration the solution leaves its branch (docs/loops.md)."""
 
-    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian, crossings=None):
+    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian, crossings=None,
+                 points=None):
         import scipy.integrate as si
         jac = _jacobian(model, scipy_method, params, jacobian)
         self.extra = {"jac": jac} if jac is not None else {}
-        self.crossings, self.nfev_before = None, 0
+        self.crossings, self.nfev_before, self.points = None, 0, points   # (points: singular.step_across's)
         self.past = [(t0, np.array(y0, dtype=float))]           # for the step across (singular.remember)
         if model.loops and scipy_method in ACROSS:      # (`crossings`: a run's measure, its rows' scale, handed on)
             from dynamica.runtime.integrators.singular import Crossings
@@ -271,7 +272,9 @@ class _Stepped:
         if not self.crossings.crossing(s, delta, solver.t - solver.t_old):
             solver.max_step = min(self.crossings.max_step(s, delta), self.max_step)
             return None
-        return step_across(self.crossings, self.past, delta, solver.t_bound)
+        if self.points is None:
+            return step_across(self.crossings, self.past, delta, solver.t_bound)
+        return step_across(self.crossings, self.past, delta, solver.t_bound, self.points)
 
     @property
     def nfev(self) -> int:
@@ -303,7 +306,11 @@ def _scipy_runner(scipy_method):
                                             scipy_method=scipy_method, jacobian=jacobian)
             return simulation_result(model, t, Y, run.name, nfev, info, params=params)
         if not events:                 # (solve_ivp's own loop below locates events)
-            stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
+            points = None              # (radau's step across: the polynomial through RADAU_PAST states)
+            if scipy_method in ACROSS and model.loops:
+                from dynamica.runtime.integrators.singular import RADAU_PAST as points
+            stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian,
+                               points=points)
             rows = list(stepped.rows())
             t, Y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
             return simulation_result(model, t, Y, run.name, stepped.nfev, stepped.info(scipy_method),

@@ -48,6 +48,15 @@ DEPART = 0.5
 CRAWL, CRAWL_S = 1e-2, 1e-2
 #: the accelerations at the last PAST accepted states give the polynomial of the step across
 PAST = 5
+#: ... for radau: RADAU_PAST of them. Five (a quartic q'', extrapolated 2 delta past points about delta
+#: apart) leave a truncation error that grows like delta^6: fed exact states of the N four-bar (N = 2),
+#: the landing velocity was off by 7.4e-13 / 8.4e-12 / 4.6e-11 rad/s at delta = 1 / 1.5 / 2 ms, with
+#: seven 1e-14 / 4e-15 / 1e-15 and nine 2.5e-14 / 3.7e-14 / 3.2e-14 (rounding). In radau's runs at
+#: rtol 1e-12 that error was the energy lost at the passages (up to 4e-12 relative at one, none between
+#: them), which then grew as a drift of phase: over 20 s B0 off by 2.2e-10 m (N = 1) and 2.1e-9 m
+#: (N = 2) with five, 1.7e-11 and 5.4e-11 with seven, 9.2e-12 and 1.5e-11 with nine (the reduced
+#: equation's own 3.4e-11 and 1.9e-11; docs/loops.md, "The implicit route")
+RADAU_PAST = 9
 #: ... spaced at least SPACING times the step across apart (`_spread`)
 SPACING = 0.5
 #: a row of J shorter than this at the start (relative to the longest) is left out (structurally zero)
@@ -154,11 +163,12 @@ class Crossings:
         z = z + np.linalg.lstsq(A, gamma - A @ z, rcond=1e-12)[0]
         return sl.solve_triangular(L.T, z, lower=False)
 
-    def across(self, past, t_b):
+    def across(self, past, t_b, points=PAST):
         """The step across from the last of `past` (the integrator's last accepted states (t, y), in
-        order; module docstring) to t_b: a function of t giving the projected [q, q'] there."""
+        order; module docstring) to t_b: a function of t giving the projected [q, q'] there. The
+        polynomial goes through the accelerations at up to `points` of them (PAST; RADAU_PAST for radau)."""
         n = self.n
-        pts = [(float(t), self.onto(t, y)) for t, y in _spread(past, t_b)]
+        pts = [(float(t), self.onto(t, y)) for t, y in _spread(past, t_b, points)]
         t2, y2 = pts[-1]
         acc = np.array([self.qdd(t, y[:n], y[n:]) for t, y in pts])
         scale = max(t_b - t2, 1e-300)
@@ -188,26 +198,26 @@ def remember(past, t, y):
         i -= 1
 
 
-def _spread(past, t_b):
+def _spread(past, t_b, points=PAST):
     """The points of `past` for the polynomial: the last one, then going back each at least
-    SPACING (t_b - t2) before the one kept after it, at most PAST (points a few microseconds apart,
+    SPACING (t_b - t2) before the one kept after it, at most `points` (points a few microseconds apart,
     where the integrator struggled, made the fit extrapolate their noise: measured 3.5e-7 m lost
     in one passage of the N four-bar, N = 2, rtol 1e-12)."""
     past = list(past)
     kept = [past[-1]]
     gap = SPACING * (t_b - float(past[-1][0]))
     for t, y in reversed(past[:-1]):
-        if len(kept) == PAST:
+        if len(kept) == points:
             break
         if float(kept[-1][0]) - float(t) >= gap:
             kept.append((t, y))
     return kept[::-1]
 
 
-def step_across(crossings, past, delta, t_end):
+def step_across(crossings, past, delta, t_end, points=PAST):
     """(t_b, state) of the step across from the last of `past` (module docstring): t_b = t2 + 2 delta
-    (at most t_end)."""
+    (at most t_end), the polynomial through up to `points` past states."""
     if not (math.isfinite(delta) and delta > 0.0) or len(past) < 2:
         return None
     t_b = min(float(past[-1][0]) + 2.0 * delta, t_end)
-    return t_b, crossings.across(past, t_b)
+    return t_b, crossings.across(past, t_b, points)
