@@ -36,6 +36,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from oracles import nfourbar as nf  # noqa: E402
 
 T_END = 20.0
+#: "drift off": the energy drift at the rows whose rods are at least this far (rad) from the horizontal.
+#: Near a crossing the velocity of a state on the constraints is resolved only to about w eps / d^2 (d rad
+#: from the crossing): the rows inside a step across (d ~ 3e-3) carry up to 1e-9 rad/s of it
+OFF_CROSSING = 0.05
 
 
 def case(n, method, rtol, folder, radau_past=None):
@@ -53,8 +57,10 @@ def case(n, method, rtol, folder, radau_past=None):
     seconds = time.perf_counter() - t0
     ref, _ = nf.reference(n, res.t)
     energy = nf.energy(n, res.q[:, ia], res.qd[:, ia])
+    off = np.abs(np.sin(res.q[:, ia])) > OFF_CROSSING
     return {"error": float(np.abs(nf.b0_x(res.q[:, ia]) - nf.b0_x(ref)).max()),
             "drift": float(np.abs(energy - energy[0]).max() / abs(energy[0])),
+            "drift_off": float(np.abs(energy[off] - energy[0]).max() / abs(energy[0])),
             "residual": max(float(np.abs(model.constraints(q)).max()) for q in res.q),
             "seconds": seconds, "nfev": int(res.nfev)}
 
@@ -118,8 +124,8 @@ def main():
     from dynamica.runtime.integrators.singular import RADAU_PAST
     lines = [f"IFToMM A02 N four-bar, {T_END:g} s; dynamica {getattr(dynamica, '__version__', '')}, "
              f"{mp.cpu_count()} cores; radau's step across through {a.radau_past or RADAU_PAST} past states", "",
-             f"{'N':>3} {'method':>8} {'rtol':>7} {'B0 error m':>11} {'energy drift':>12} {'max |phi|':>10} "
-             f"{'seconds':>8} {'RHS calls':>9}"]
+             f"{'N':>3} {'method':>8} {'rtol':>7} {'B0 error m':>11} {'energy drift':>12} {'drift off':>10} "
+             f"{'max |phi|':>10} {'seconds':>8} {'RHS calls':>9}"]
     with tempfile.TemporaryDirectory() as folder:
         for n in a.n:
             (Path(folder) / f"nfourbar{n}.yaml").write_text(nf.model_text(n))
@@ -129,17 +135,17 @@ def main():
             rtols = [1e-8, 1e-10, 1e-12]
             for method in methods:
                 for rtol in rtols if method != "ida" else []:       # (no reduced run for IDA)
-                    lines.append(f"{n:>3} {method + ' *':>8} {rtol:7.0e} {reduced(n, method, rtol):11.2e} "
-                                 f"{'':>12} {'':>10} {'':>8} {'':>9}")
+                    lines.append(f"{n:>3} {method + ' *':>8} {rtol:7.0e} {reduced(n, method, rtol):11.2e}")
                 for rtol in rtols:
                     r = run_case([n, method, rtol, folder, a.radau_past], a.timeout)
                     if "failed" in r:
                         lines.append(f"{n:>3} {method:>8} {rtol:7.0e}  failed: {r['failed']}")
                     else:
                         lines.append(f"{n:>3} {method:>8} {rtol:7.0e} {r['error']:11.2e} {r['drift']:12.2e} "
-                                     f"{r['residual']:10.2e} {r['seconds']:8.2f} {r['nfev']:9d}")
+                                     f"{r['drift_off']:10.2e} {r['residual']:10.2e} {r['seconds']:8.2f} {r['nfev']:9d}")
                     print(lines[-1], flush=True)
-    lines += ["", "* the same integrator on the reduced equation of the branch (one coordinate, no loop)"]
+    lines += ["", "* the same integrator on the reduced equation of the branch (one coordinate, no loop)",
+              f"drift off: at the rows with the rods at least {OFF_CROSSING} rad from the horizontal"]
     text = "\n".join(lines) + "\n"
     print(text)
     Path(a.out).write_text(text)

@@ -185,7 +185,7 @@ class _Stepped:
     configuration the solution leaves its branch (docs/loops.md)."""
 
     def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian, crossings=None,
-                 points=None):
+                 points=None, strict=False):
         import scipy.integrate as si
         jac = _jacobian(model, scipy_method, params, jacobian)
         self.extra = {"jac": jac} if jac is not None else {}
@@ -194,7 +194,14 @@ class _Stepped:
         if model.loops and scipy_method in ACROSS:      # (`crossings`: a run's measure, its rows' scale, handed on)
             from dynamica.runtime.integrators.singular import Crossings
             self.crossings = crossings or Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
-        fun = model.rhs_function(params)
+        fun, strict_project = model.rhs_function(params), None
+        if strict and self.crossings:                   # (radau: without the weak rows' treatment away from a crossing)
+            from dynamica.runtime.integrators import singular
+            both = singular.strict_functions(model, params)
+            if both is not None:
+                weak_f, (strict_f, strict_project), self.away = fun, both, True
+                fun = lambda t, y: strict_f(t, y) if self.away else weak_f(t, y)      # noqa: E731
+        self.strict = strict_project is not None
         self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
                                                                   **self.extra, **kw)
         self.solver = self.start(t0, y0)
@@ -208,6 +215,10 @@ class _Stepped:
             self.p = model.param_vector(params)
             self.opts = np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
             self.project = model.module.project
+            if strict_project is not None:
+                weak_p = self.project
+                self.project = lambda t, y, p, opts: strict_project(t, y, p, opts) if self.away \
+                    else weak_p(t, y, p, opts)
         self.message = "The solver successfully reached the end of the integration interval."
 
     def _onto(self, t, y):
@@ -269,6 +280,9 @@ class _Stepped:
         from dynamica.runtime.integrators.singular import step_across
         solver = self.solver
         s, delta = self.crossings.approaching(solver.t, solver.y)
+        if self.strict:
+            from dynamica.runtime.integrators.singular import STRICT_FROM
+            self.away = s >= STRICT_FROM
         if not self.crossings.crossing(s, delta, solver.t - solver.t_old):
             solver.max_step = min(self.crossings.max_step(s, delta), self.max_step)
             return None
@@ -283,7 +297,8 @@ class _Stepped:
 
     def info(self, name):
         out = {"integrator": f"scipy {name}" + (", projected onto the loops' constraints after each step"
-                                                 if self.projected else "")}
+                                                 if self.projected else "")
+               + (", without the weak rows' treatment" if self.strict else "")}
         if name in IMPLICIT:
             out.update(jacobian="analytic" if self.extra else "numeric", njev=int(getattr(self.solver, "njev", 0)))
         if self.crossings is not None:
@@ -310,7 +325,7 @@ def _scipy_runner(scipy_method):
             if scipy_method in ACROSS and model.loops:
                 from dynamica.runtime.integrators.singular import RADAU_PAST as points
             stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian,
-                               points=points)
+                               points=points, strict=points is not None)
             rows = list(stepped.rows())
             t, Y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
             return simulation_result(model, t, Y, run.name, stepped.nfev, stepped.info(scipy_method),
