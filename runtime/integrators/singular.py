@@ -15,7 +15,7 @@ that window and the crossing is stepped over:
 2. within APPROACH gaps the steps are cut so as to end just outside the gap (`max_step`), and
    leaving a crossing they grow with the distance from it;
 3. once s < gap heading in (or the integrator crawls nearby, CRAWL), q'' at up to PAST past states
-   spaced about delta apart (`_spread`, from a history thinned by `remember`), each projected onto
+   (radau: RADAU_PAST) spaced about delta apart (`_spread`, from a history thinned by `remember`), each projected onto
    the constraints and solved in full (`Crossings.qdd`), gives a polynomial q''(t), integrated twice
    from the last state to t_b = t + 2 delta, symmetric about the crossing; that state is projected
    onto the constraints: the branch nearest it, i.e. the one the motion continues on (the crossed
@@ -24,6 +24,8 @@ that window and the crossing is stepped over:
    projected.
 
 A model whose J keeps its rank along the run is integrated as before (s stays above the gap).
+radau runs on the module's right-hand side and projection without the weak rows' treatment where
+s >= STRICT_FROM (`strict_functions`).
 """
 
 from __future__ import annotations
