@@ -306,6 +306,16 @@ class _Stepped:
         return out
 
 
+def _across_options(model, scipy_method) -> dict:
+    """`_Stepped`'s options of a run of its own (plain or streamed) that steps across singular
+    configurations (radau with loops): the polynomial through RADAU_PAST states, the strict
+    right-hand side away from a crossing (runtime/integrators/singular.py)."""
+    if not (model.loops and scipy_method in ACROSS):
+        return {}
+    from dynamica.runtime.integrators.singular import RADAU_PAST
+    return {"points": RADAU_PAST, "strict": True}
+
+
 def stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian=None, crossings=None):
     """scipy's method stepped directly (`_Stepped`: its `rows()`, `solver`, `nfev`), for another
     integrator's use: ida's bridge over a singular configuration (runtime/integrators/ida.py)."""
@@ -321,11 +331,8 @@ def _scipy_runner(scipy_method):
                                             scipy_method=scipy_method, jacobian=jacobian)
             return simulation_result(model, t, Y, run.name, nfev, info, params=params)
         if not events:                 # (solve_ivp's own loop below locates events)
-            points = None              # (radau's step across: the polynomial through RADAU_PAST states)
-            if scipy_method in ACROSS and model.loops:
-                from dynamica.runtime.integrators.singular import RADAU_PAST as points
             stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian,
-                               points=points, strict=points is not None)
+                               **_across_options(model, scipy_method))
             rows = list(stepped.rows())
             t, Y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
             return simulation_result(model, t, Y, run.name, stepped.nfev, stepped.info(scipy_method),
@@ -739,7 +746,8 @@ def _stream_scipy(scipy_method, name):
     """The `_Stepped` run of scipy's method, its rows handed on piece by piece between `cuts` as
     `_stream_adams` does: the rows and RHS calls of one uninterrupted run."""
     def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
-        stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
+        stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian,
+                           **_across_options(model, scipy_method))
         yield from pieces(stepped.rows(), cuts, lambda: (stepped.nfev, stepped.info(scipy_method), stepped.message))
     return stream
 

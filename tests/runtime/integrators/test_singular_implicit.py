@@ -196,3 +196,16 @@ def test_radau_on_a_change_point_four_bar_without_the_weak_rows_away_from_the_cr
     assert len(res.info["singular_passages"]) == 1, res.info["singular_passages"]
     assert float(np.abs(res.q[:, ith] - ref).max()) <= 1e-6
     assert res.nfev <= 30000, res.nfev
+
+
+def test_radau_with_progress_is_the_run_without(models):
+    """A radau run streamed for `progress` (simulate's STREAMS) steps across as the plain run does
+    (nine past states, the strict right-hand side away from a crossing): the same rows, bit for bit,
+    and the same RHS calls and passages."""
+    model, kw = models[2], {"t_end": T_END, "rtol": 1e-10, "atol": 1e-10, "output_step": 0.01, "method": "radau"}
+    plain = dynamica.simulate(model, **kw)
+    streamed = dynamica.simulate(model, progress=lambda res, new: None, segments=10, **kw)
+    assert len(plain.info["singular_passages"]) == 2
+    assert np.array_equal(streamed.t, plain.t) and np.array_equal(streamed.q, plain.q)
+    assert np.array_equal(streamed.qd, plain.qd) and streamed.nfev == plain.nfev
+    assert "without the weak rows' treatment" in plain.info["integrator"]
