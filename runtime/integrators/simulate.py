@@ -199,7 +199,8 @@ class _Stepped:
             from dynamica.runtime.integrators import singular
             both = singular.strict_functions(model, params)
             if both is not None:
-                weak_f, (strict_f, strict_project), self.away = fun, both, True
+                weak_f, (strict_f, strict_project) = fun, both
+                self.away = self.crossings.measure(t0, np.asarray(y0, dtype=float)[:model.n]) >= singular.STRICT_FROM
                 fun = lambda t, y: strict_f(t, y) if self.away else weak_f(t, y)      # noqa: E731
         self.strict = strict_project is not None
         self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
