@@ -238,6 +238,9 @@ MUTATIONS = [
              "runtime/integrators/ida.py", "        self.bridged = options[\"rtol\"] < BRIDGE_RTOL",
              "        self.bridged = False",
              ("tests/runtime/integrators/test_singular_implicit.py",)),
+    Mutation("radau_past_five", "radau's step across through five past states (a quartic q'', whose truncation "
+             "error lost energy at the passages)", "runtime/integrators/singular.py", "RADAU_PAST = 9\n",
+             "RADAU_PAST = 5\n", ("tests/runtime/integrators/test_singular_implicit.py",)),
     Mutation("rotation_armature_block", "a ball joint's armature block a W^T W on M's diagonal only",
              "generator/mechanics/forces.py", "        for r in range(len(W)):\n            for k in range(len(W)):",
              "        for r in range(len(W)):\n            for k in (r,):",

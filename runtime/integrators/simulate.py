@@ -184,16 +184,25 @@ class _Stepped:
     compiled adams does) and so are the rows; without it the drift grows, and near a singular
     configuration the solution leaves its branch (docs/loops.md)."""
 
-    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian, crossings=None):
+    def __init__(self, model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian, crossings=None,
+                 points=None, strict=False):
         import scipy.integrate as si
         jac = _jacobian(model, scipy_method, params, jacobian)
         self.extra = {"jac": jac} if jac is not None else {}
-        self.crossings, self.nfev_before = None, 0
+        self.crossings, self.nfev_before, self.points = None, 0, points   # (points: singular.step_across's)
         self.past = [(t0, np.array(y0, dtype=float))]           # for the step across (singular.remember)
         if model.loops and scipy_method in ACROSS:      # (`crossings`: a run's measure, its rows' scale, handed on)
             from dynamica.runtime.integrators.singular import Crossings
             self.crossings = crossings or Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
-        fun = model.rhs_function(params)
+        fun, strict_project = model.rhs_function(params), None
+        if strict and self.crossings:                   # (radau: without the weak rows' treatment away from a crossing)
+            from dynamica.runtime.integrators import singular
+            both = singular.strict_functions(model, params)
+            if both is not None:
+                weak_f, (strict_f, strict_project) = fun, both
+                self.away = self.crossings.measure(t0, np.asarray(y0, dtype=float)[:model.n]) >= singular.STRICT_FROM
+                fun = lambda t, y: strict_f(t, y) if self.away else weak_f(t, y)      # noqa: E731
+        self.strict = strict_project is not None
         self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
                                                                   **self.extra, **kw)
         self.solver = self.start(t0, y0)
@@ -207,6 +216,10 @@ class _Stepped:
             self.p = model.param_vector(params)
             self.opts = np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
             self.project = model.module.project
+            if strict_project is not None:
+                weak_p = self.project
+                self.project = lambda t, y, p, opts: strict_project(t, y, p, opts) if self.away \
+                    else weak_p(t, y, p, opts)
         self.message = "The solver successfully reached the end of the integration interval."
 
     def _onto(self, t, y):
@@ -268,10 +281,15 @@ class _Stepped:
         from dynamica.runtime.integrators.singular import step_across
         solver = self.solver
         s, delta = self.crossings.approaching(solver.t, solver.y)
+        if self.strict:
+            from dynamica.runtime.integrators.singular import STRICT_FROM
+            self.away = s >= STRICT_FROM
         if not self.crossings.crossing(s, delta, solver.t - solver.t_old):
             solver.max_step = min(self.crossings.max_step(s, delta), self.max_step)
             return None
-        return step_across(self.crossings, self.past, delta, solver.t_bound)
+        if self.points is None:
+            return step_across(self.crossings, self.past, delta, solver.t_bound)
+        return step_across(self.crossings, self.past, delta, solver.t_bound, self.points)
 
     @property
     def nfev(self) -> int:
@@ -280,12 +298,23 @@ class _Stepped:
 
     def info(self, name):
         out = {"integrator": f"scipy {name}" + (", projected onto the loops' constraints after each step"
-                                                 if self.projected else "")}
+                                                 if self.projected else "")
+               + (", without the weak rows' treatment" if self.strict else "")}
         if name in IMPLICIT:
             out.update(jacobian="analytic" if self.extra else "numeric", njev=int(getattr(self.solver, "njev", 0)))
         if self.crossings is not None:
             out["singular_passages"] = list(self.crossings.passages)
         return out
+
+
+def _across_options(model, scipy_method) -> dict:
+    """`_Stepped`'s options of a run of its own (plain or streamed) that steps across singular
+    configurations (radau with loops): the polynomial through RADAU_PAST states, the strict
+    right-hand side away from a crossing (runtime/integrators/singular.py)."""
+    if not (model.loops and scipy_method in ACROSS):
+        return {}
+    from dynamica.runtime.integrators.singular import RADAU_PAST
+    return {"points": RADAU_PAST, "strict": True}
 
 
 def stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian=None, crossings=None):
@@ -303,7 +332,8 @@ def _scipy_runner(scipy_method):
                                             scipy_method=scipy_method, jacobian=jacobian)
             return simulation_result(model, t, Y, run.name, nfev, info, params=params)
         if not events:                 # (solve_ivp's own loop below locates events)
-            stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
+            stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian,
+                               **_across_options(model, scipy_method))
             rows = list(stepped.rows())
             t, Y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
             return simulation_result(model, t, Y, run.name, stepped.nfev, stepped.info(scipy_method),
@@ -717,7 +747,8 @@ def _stream_scipy(scipy_method, name):
     """The `_Stepped` run of scipy's method, its rows handed on piece by piece between `cuts` as
     `_stream_adams` does: the rows and RHS calls of one uninterrupted run."""
     def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
-        stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian)
+        stepped = _Stepped(model, scipy_method, t0, t_end, y0, t_eval, rtol, atol, params, jacobian,
+                           **_across_options(model, scipy_method))
         yield from pieces(stepped.rows(), cuts, lambda: (stepped.nfev, stepped.info(scipy_method), stepped.message))
     return stream
 

@@ -15,7 +15,7 @@ that window and the crossing is stepped over:
 2. within APPROACH gaps the steps are cut so as to end just outside the gap (`max_step`), and
    leaving a crossing they grow with the distance from it;
 3. once s < gap heading in (or the integrator crawls nearby, CRAWL), q'' at up to PAST past states
-   spaced about delta apart (`_spread`, from a history thinned by `remember`), each projected onto
+   (radau: RADAU_PAST) spaced about delta apart (`_spread`, from a history thinned by `remember`), each projected onto
    the constraints and solved in full (`Crossings.qdd`), gives a polynomial q''(t), integrated twice
    from the last state to t_b = t + 2 delta, symmetric about the crossing; that state is projected
    onto the constraints: the branch nearest it, i.e. the one the motion continues on (the crossed
@@ -24,6 +24,8 @@ that window and the crossing is stepped over:
    projected.
 
 A model whose J keeps its rank along the run is integrated as before (s stays above the gap).
+radau runs on the module's right-hand side and projection without the weak rows' treatment where
+s >= STRICT_FROM (`strict_functions`).
 """
 
 from __future__ import annotations
@@ -48,8 +50,24 @@ DEPART = 0.5
 CRAWL, CRAWL_S = 1e-2, 1e-2
 #: the accelerations at the last PAST accepted states give the polynomial of the step across
 PAST = 5
+#: ... for radau: RADAU_PAST of them. Five (a quartic q'', extrapolated 2 delta past points about delta
+#: apart) leave a truncation error that grows like delta^6: fed exact states of the N four-bar (N = 2),
+#: the landing velocity was off by 7.4e-13 / 8.4e-12 / 4.6e-11 rad/s at delta = 1 / 1.5 / 2 ms, with
+#: seven 1e-14 / 4e-15 / 1e-15 and nine 2.5e-14 / 3.7e-14 / 3.2e-14 (rounding). In radau's runs at
+#: rtol 1e-12 that error was the energy lost at the passages (up to 4e-12 relative at one, none between
+#: them), which then grew as a drift of phase: over 20 s B0 off by 2.2e-10 m (N = 1) and 2.1e-9 m
+#: (N = 2) with five, 1.7e-11 and 5.4e-11 with seven, 9.2e-12 and 1.5e-11 with nine (the reduced
+#: equation's own 3.4e-11 and 1.9e-11; docs/loops.md, "The implicit route")
+RADAU_PAST = 9
 #: ... spaced at least SPACING times the step across apart (`_spread`)
 SPACING = 0.5
+#: radau's right-hand side and projection leave out the weak rows' treatment (`strict_functions`) while
+#: s >= STRICT_FROM. Measured on the change-point four-bar (2.5 s, rtol 1e-8 / 1e-10: RHS calls) and the
+#: N four-bar (N = 1, 8 s, rtol 1e-12: B0's error): with the treatment everywhere 601 858 / not finished
+#: in 250 s, 2.7e-12 m; without it everywhere 3143 / 8932, but 4.4e-11 m (radau's stages off the
+#: constraints near the gap, ill-conditioned there); without it from s = 1e-2 6867 / not finished in
+#: 300 s, 2.0e-12 m; from 3e-3 93 770 at 1e-10, 3.3e-12 m; from 1.5e-3 127 120, 1.8e-11 m
+STRICT_FROM = 3.0 * SINGULAR_GAP
 #: a row of J shorter than this at the start and nearby (relative to the longest) is left out (structurally zero)
 _ZERO_ROW = 1e-14
 #: a row of J is scaled by its length at the start, but at least ROW_FLOOR times its median length at
@@ -204,11 +222,12 @@ class Crossings:
         z = z + np.linalg.lstsq(A, gamma - A @ z, rcond=1e-12)[0]
         return sl.solve_triangular(L.T, z, lower=False)
 
-    def across(self, past, t_b):
+    def across(self, past, t_b, points=PAST):
         """The step across from the last of `past` (the integrator's last accepted states (t, y), in
-        order; module docstring) to t_b: a function of t giving the projected [q, q'] there."""
+        order; module docstring) to t_b: a function of t giving the projected [q, q'] there. The
+        polynomial goes through the accelerations at up to `points` of them (PAST; RADAU_PAST for radau)."""
         n = self.n
-        pts = [(float(t), self.onto(t, y)) for t, y in _spread(past, t_b)]
+        pts = [(float(t), self.onto(t, y)) for t, y in _spread(past, t_b, points)]
         t2, y2 = pts[-1]
         acc = np.array([self.qdd(t, y[:n], y[n:]) for t, y in pts])
         scale = max(t_b - t2, 1e-300)
@@ -225,6 +244,39 @@ class Crossings:
         return state
 
 
+def strict_functions(model, params):
+    """(f, project) for radau without the weak rows' treatment: the module's `rhs_strict_capsule` as
+    scipy's f(t, y), and `project_strict_capsule` with the signature of the module's `project`
+    (t, y, p, opts; opts[0] the tolerance); None for a model they do not cover (extra states, inputs).
+    The treatment (docs/loops.md, "Singular configurations") let an integrator pass through a
+    crossing; with the step across it is not needed, and on the change-point four-bar, whose normals
+    turn, it made radau's steps fall to 1e-6 s before the gap: 601 858 RHS calls in 2.5 s at rtol 1e-8
+    (163 s), against 3143 (2.5 s) without it, the crank within 1.4e-9 rad of its branch either way."""
+    import ctypes
+    mod = model.module
+    if model.state_size != 2 * model.n or model.spec.inputs or not hasattr(mod, "rhs_strict_capsule"):
+        return None
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    dp = ctypes.POINTER(ctypes.c_double)
+    rhs = ctypes.CFUNCTYPE(None, ctypes.c_double, dp, dp, dp)(get(mod.rhs_strict_capsule, b"dynamica.rhs"))
+    proj = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double, dp, dp, ctypes.c_double)(
+        get(mod.project_strict_capsule, b"dynamica.project"))
+    p = np.ascontiguousarray(model.param_vector(params), dtype=float)
+    pp, n2 = p.ctypes.data_as(dp), 2 * model.n
+
+    def f(t, y):
+        y = np.ascontiguousarray(y, dtype=float)
+        out = np.empty(n2)
+        rhs(float(t), y.ctypes.data_as(dp), pp, out.ctypes.data_as(dp))
+        return out
+
+    def project(t, y, p_, opts):                # (y in place, contiguous float64: the module's `project`)
+        return proj(float(t), y.ctypes.data_as(dp), pp, float(opts[0]))
+    f.keep = project.keep = (p, rhs, proj)      # (the buffers and function pointers live with them)
+    return f, project
+
+
 def remember(past, t, y):
     """Append the accepted state (t, y) to the list `past`, thinned so that its points lie about
     geometrically back in time (a point goes when its neighbours are closer together than a quarter
@@ -238,26 +290,26 @@ def remember(past, t, y):
         i -= 1
 
 
-def _spread(past, t_b):
+def _spread(past, t_b, points=PAST):
     """The points of `past` for the polynomial: the last one, then going back each at least
-    SPACING (t_b - t2) before the one kept after it, at most PAST (points a few microseconds apart,
+    SPACING (t_b - t2) before the one kept after it, at most `points` (points a few microseconds apart,
     where the integrator struggled, made the fit extrapolate their noise: measured 3.5e-7 m lost
     in one passage of the N four-bar, N = 2, rtol 1e-12)."""
     past = list(past)
     kept = [past[-1]]
     gap = SPACING * (t_b - float(past[-1][0]))
     for t, y in reversed(past[:-1]):
-        if len(kept) == PAST:
+        if len(kept) == points:
             break
         if float(kept[-1][0]) - float(t) >= gap:
             kept.append((t, y))
     return kept[::-1]
 
 
-def step_across(crossings, past, delta, t_end):
+def step_across(crossings, past, delta, t_end, points=PAST):
     """(t_b, state) of the step across from the last of `past` (module docstring): t_b = t2 + 2 delta
-    (at most t_end)."""
+    (at most t_end), the polynomial through up to `points` past states."""
     if not (math.isfinite(delta) and delta > 0.0) or len(past) < 2:
         return None
     t_b = min(float(past[-1][0]) + 2.0 * delta, t_end)
-    return t_b, crossings.across(past, t_b)
+    return t_b, crossings.across(past, t_b, points)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dynamica
-from dynamica.runtime.integrators.singular import Crossings
+from dynamica.runtime.integrators.singular import RADAU_PAST, Crossings
 
 from helpers import nfourbar_models
 from oracles import nfourbar as nf
@@ -119,3 +119,93 @@ def test_the_step_across_from_exact_states_lands_on_the_branch(models):
     exact = state(t_b)
     assert np.abs(y_b[:3] - exact[:3]).max() <= 1e-13
     assert np.abs(y_b[3:] - exact[3:]).max() <= 1e-11
+
+
+def _exact_states(model, n, t_end):
+    """q, q' on the parallelogram branch from the reduced equation (DOP853 at 1e-14), as a function of t."""
+    from scipy.integrate import solve_ivp
+    c = nf.reduced_coefficient(n)
+    sol = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, t_end), [math.pi / 2, -1.0], method="DOP853",
+                    rtol=1e-14, atol=1e-14, dense_output=True)
+
+    def state(t):
+        q, v = nf.branch_state(model.coordinates, *sol.sol(t))
+        return np.concatenate([q, v])
+    return sol, state
+
+
+def test_radau_steps_across_a_long_jump_at_the_rounding_level(models):
+    """radau's step across (its polynomial of q'' through RADAU_PAST past states) fed exact states of the
+    branch (N = 2) spaced about delta apart, 1.5 ms before the crossing (delta = 1.5 ms, a jump of 3 ms, as
+    radau's runs at rtol 1e-12 make at some passages): the landing within 1e-13 rad and 5e-13 rad/s of
+    the branch (measured 3.2e-15 and 2.1e-14 with nine states; with five, the polynomial's truncation
+    error, growing like delta^6, left 8.6e-12 rad/s, an energy lost at the passage that then grew into a
+    drift of phase: docs/loops.md, "The implicit route")."""
+    from scipy.optimize import brentq
+    model, n = models[2], 2
+    sol, state = _exact_states(model, n, 1.0)
+    t_c = brentq(lambda t: sol.sol(t)[0], 0.6, 0.8)                 # the rods horizontal
+    crossings = Crossings(model, None, 0.0, state(0.0)[:model.n])
+    t2 = t_c - 1.5e-3
+    s, delta = crossings.approaching(t2, state(t2))
+    assert 0.0 < delta < 2e-3 and s < 2 * crossings.gap
+    h = 1.01 * delta                                 # (_spread keeps points at least delta apart)
+    past = [(t2 - h * k, state(t2 - h * k)) for k in range(RADAU_PAST - 1, -1, -1)]
+    t_b = t2 + 2 * delta
+    y_b = crossings.across(past, t_b, RADAU_PAST)(t_b)
+    exact = state(t_b)
+    assert len(crossings.passages[-1][3]) == RADAU_PAST
+    assert np.abs(y_b[:model.n] - exact[:model.n]).max() <= 1e-13
+    assert np.abs(y_b[model.n:] - exact[model.n:]).max() <= 5e-13
+
+
+@pytest.mark.slow
+def test_radau_through_eight_passages_at_its_reduced_accuracy(models):
+    """radau at rtol 1e-12 over 8 s (N = 2, eight passages stepped across): B0 within 2e-11 m of the
+    reduced equation (measured 7.8e-12; radau on the reduced equation itself 1.6e-12 over the same 8 s;
+    with the step across through five past states 7.6e-11, the energy lost at the passages, up to 4e-12
+    relative at one, growing into a drift of phase). About 15 s."""
+    model, n = models[2], 2
+    res = dynamica.simulate(model, t_end=8.0, rtol=1e-12, atol=1e-12, output_step=0.01, method="radau")
+    ia = model.coordinates.index("a0")
+    ref, _ = nf.reference(n, res.t)
+    assert len(res.info["singular_passages"]) == 8, res.info["singular_passages"]
+    assert float(np.abs(nf.b0_x(res.q[:, ia]) - nf.b0_x(ref)).max()) <= 2e-11
+    assert max(float(np.abs(model.constraints(q)).max()) for q in res.q) <= 1e-13
+
+
+@pytest.mark.slow
+def test_radau_on_a_change_point_four_bar_without_the_weak_rows_away_from_the_crossing():
+    """radau on the change-point four-bar (tests/data/changepoint.yaml, its normals turning along the
+    branch) at rtol 1e-8 over 2.5 s, through the crossing near t = 1.9, against the branch's own
+    one-coordinate equation (tests/oracles/changepoint.py, 40 digits, never off the constraints): the
+    crank within 100 rtol (measured 1.4e-9 rad) in at most 30 000 RHS calls (measured 3714; with the
+    weak rows' treatment outside the window too its steps fell to 1e-6 s at s ~ 1e-2 and the run took
+    601 858 calls and 163 s, the same 1.4e-9 rad)."""
+    from pathlib import Path
+
+    from oracles import changepoint
+    model = dynamica.load(str(Path(__file__).resolve().parents[2] / "data" / "changepoint.yaml"))
+    q0, qd0 = model.assemble()
+    bodies = [(1.0, 2.0 ** 2 / 12, 1.0, 0.0), (2.0, 4.0 ** 2 / 6, 4.0 / 3, 0.1), (1.0, 3.0 ** 2 / 12, 1.5, 0.0)]
+    branch = changepoint.Branch(3, 2, 4, 3, bodies, 9.81)     # (the model file's lengths, masses, inertias)
+    times = np.linspace(0.0, 2.5, 251)
+    ith = model.coordinates.index("th1")
+    ref, _ = changepoint.reference(branch, q0, qd0[ith], times, rtol=1e-11)   # (within 6.5e-11 of 1e-13)
+    res = dynamica.simulate(model, t_end=2.5, rtol=1e-8, atol=1e-8, output_step=0.01, method="radau")
+    assert len(res.info["singular_passages"]) == 1, res.info["singular_passages"]
+    assert float(np.abs(res.q[:, ith] - ref).max()) <= 1e-6
+    assert res.nfev <= 30000, res.nfev
+
+
+def test_radau_with_progress_is_the_run_without(models):
+    """A radau run streamed for `progress` (simulate's STREAMS) steps across as the plain run does
+    (nine past states, the strict right-hand side away from a crossing): the same rows, bit for bit,
+    and the same RHS calls and passages."""
+    model, kw = models[2], {"t_end": T_END, "rtol": 1e-10, "atol": 1e-10, "output_step": 0.01, "method": "radau"}
+    plain = dynamica.simulate(model, **kw)
+    streamed = dynamica.simulate(model, progress=lambda res, new: None, segments=10, **kw)
+    assert len(plain.info["singular_passages"]) == 2
+    assert np.array_equal(streamed.t, plain.t) and np.array_equal(streamed.q, plain.q)
+    assert np.array_equal(streamed.qd, plain.qd) and streamed.nfev == plain.nfev
+    assert "without the weak rows' treatment" in plain.info["integrator"]
