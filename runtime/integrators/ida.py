@@ -294,7 +294,8 @@ class _Across:
             return [(t, state(t)) for t in times], t_x, state(t_x), 0
         t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
         rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x, crossings.onto(t_cur, y), t_eval,
-                                  self.options["rtol"], float(np.min(self.options["atol"])))
+                                  self.options["rtol"], float(np.min(self.options["atol"])),
+                                  self.options.get("max_step", math.inf))
         return rows, t_x, y_x, nfev
 
     def _step(self, t_cur, s, delta):
@@ -318,25 +319,26 @@ class _Across:
         return None, None
 
 
-def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None, step=None):
     """The rows of one `ida` run handed on piece by piece between `cuts` (simulate's STREAMS: progress,
     out, keep=False), as `_stream_scipy` does: the rows and residual calls of one uninterrupted run,
-    the singular configurations bridged as without pieces."""
+    the singular configurations bridged as without pieces; `step`: IDA's largest step, as `run_ida`'s."""
     n = model.n
     q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
     g = _GGL(model, params, q0, t0)
-    options, t_eval = _options(n, g.r, rtol, atol, None, t0, t_end, t_eval)
+    options, t_eval = _options(n, g.r, rtol, atol, step, t0, t_end, t_eval)
     run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params,
                   {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)})
     from dynamica.runtime.integrators.simulate import pieces
     yield from pieces(run.rows(), cuts, lambda: (run.nfev, run.info, run.message))
 
 
-def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol):
+def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol, max_step=math.inf):
     """scipy's Radau from the state y_a at t_a (projected) to t_x across the singular configuration
-    between them, with its own step across (runtime/integrators/simulate.py, `stepped`): (the output
-    rows in (t_a, t_x], the state at t_x, its RHS calls); its passages join `crossings`', whose
-    measure it uses (the rows of J scaled as at the run's start)."""
+    between them, with its own step across (runtime/integrators/simulate.py, `stepped`), its steps at
+    most `max_step` (the run's `step`): (the output rows in (t_a, t_x], the state at t_x, its RHS
+    calls); its passages join `crossings`', whose measure it uses (the rows of J scaled as at the
+    run's start)."""
     import copy
 
     from dynamica.runtime.integrators import singular
@@ -345,6 +347,7 @@ def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol):
     crossings.gap = singular.SINGULAR_GAP
     times = np.concatenate([[t_a], t_eval[(t_eval > t_a) & (t_eval <= t_x)]])
     stepped = scipy_stepped(model, "Radau", t_a, t_x, y_a, times, rtol, atol, params, "numeric", crossings)
-    stepped.solver.max_step = crossings.max_step(*crossings.approaching(t_a, y_a))   # (its first step too)
+    stepped.max_step = max_step
+    stepped.solver.max_step = min(crossings.max_step(*crossings.approaching(t_a, y_a)), max_step)   # (its first step)
     rows = [(float(t), np.array(y, dtype=float)) for t, y in stepped.rows() if t > t_a]
     return rows, np.array(stepped.solver.y, dtype=float), stepped.nfev

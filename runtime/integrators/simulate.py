@@ -478,7 +478,7 @@ def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_ste
     output points and is called after each with the partial result and the slice of new rows
     (for progress bars and for writing results as they come). With adams, the scipy methods and
     ida the pieces are those of one run (`STREAMS`): the rows and the RHS calls are the same as
-    without progress or out. stoermer6 (and ida with `step`) restart at each piece from the state
+    without progress or out. stoermer6 restarts at each piece from the state
     reached, like a stage boundary: results agree with one piece to the integration tolerance, and
     cost a few start-up steps per piece (with contacts stoermer6 and ida run once and hand on the rows
     after: `_stream_whole`).
@@ -617,8 +617,10 @@ def _stream_of(model, method, run, step):
         return functools.partial(_stream_contacts, scipy_method=SCIPY_METHODS.get(method))
     if INTEGRATOR_RECORDS[method].kind in ("stoermer", "ida") and _gaps(model) and model.state_size == 2 * model.n:
         return functools.partial(_stream_whole, run, step)     # restarted pieces would split its contacts
-    if INTEGRATOR_RECORDS[method].kind == "ida" and (step or not model.loops):
+    if INTEGRATOR_RECORDS[method].kind == "ida" and not model.loops:
         return None                                            # (run_ida names what it does not take)
+    if INTEGRATOR_RECORDS[method].kind == "ida" and step:
+        return functools.partial(stream, step=step)            # (IDA's largest step)
     return stream
 
 
