@@ -69,6 +69,9 @@ BRIDGE = 2.5
 #: IDA failing soon after a bridge (within as long again; N four-bar, N = 2, rtol 1e-12, t = 12.888:
 #: corrector convergence at s = 1.4e-2, on its first steps) bridges on from there, at most RETRIES times
 RETRIES = 3
+#: heading into a crossing within APPROACH gaps (singular.py), a step of IDA below CRAWL times the time to
+#: the crossing hands over to the bridge from where it is (`_Across._heading_in`)
+CRAWL = 1e-3
 INTEGRATOR = "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)"
 
 
@@ -255,9 +258,10 @@ class _Across:
             try:
                 t_new, y_step, failed = *self._step(t_cur, s, delta), False
             except IntegrationError:
-                if not (self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):
-                    raise                                # (unless IDA failed soon after a bridge: RETRIES)
-                t_new, y_step, failed = None, None, True
+                heading = self._heading_in(s, delta)
+                if not (heading or self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):
+                    raise                                # (unless heading in, or soon after a bridge: RETRIES)
+                t_new, y_step, failed, fresh = None, None, True, 0 if heading else fresh
             if t_new is not None:
                 while j < len(t_eval) and t_eval[j] < t_new:          # IDA's interpolant over the step
                     yield t_eval[j], np.asarray(self.solver.step(float(t_eval[j])).y).reshape(-1)[:2 * n].copy()
@@ -267,7 +271,8 @@ class _Across:
                 s, delta = crossings.approaching(t_cur, y_new)
             elif not failed:
                 continue                                 # (IDA handed back its current point)
-            crossing = t_new is not None and crossings.crossing(s, delta, step)
+            crossing = t_new is not None and (crossings.crossing(s, delta, step)
+                                              or self._heading_in(s, delta) and step < CRAWL * delta)
             if crossing or failed:
                 fresh = 0 if crossing else fresh
                 rows, t_x, y_x, nfev = self._across(t_cur, y_new, delta, past, t_eval[j:])
@@ -282,6 +287,14 @@ class _Across:
                 yield t_eval[j], y_new[:2 * n].copy()
                 j += 1
 
+    def _heading_in(self, s, delta) -> bool:
+        """Whether a bridged run is within APPROACH gaps of a crossing, heading in: there a failure of
+        IDA, or a step below CRAWL delta, hands over to the bridge from the last state (on the
+        change-point four-bar at rtol 1e-12 IDA's steps fell from 2e-4 s to 1e-12 s at s = 1.44e-2,
+        above the gap, and it failed there)."""
+        from dynamica.runtime.integrators.singular import APPROACH
+        return self.bridged and 0.0 < delta < math.inf and s < APPROACH * self.crossings.gap
+
     def _across(self, t_cur, y, delta, past, t_eval):
         """Over the crossing ahead (or on from a failed restart, delta < 0): (the output rows on the way,
         the time and state where IDA starts anew, the RHS calls made): the bridge below BRIDGE_RTOL,
@@ -295,7 +308,7 @@ class _Across:
         t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
         rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x, crossings.onto(t_cur, y), t_eval,
                                   self.options["rtol"], float(np.min(self.options["atol"])),
-                                  self.options.get("max_step", math.inf))
+                                  self.options.get("max_step", math.inf), past)
         return rows, t_x, y_x, nfev
 
     def _step(self, t_cur, s, delta):
@@ -333,12 +346,17 @@ def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None
     yield from pieces(run.rows(), cuts, lambda: (run.nfev, run.info, run.message))
 
 
-def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol, max_step=math.inf):
+def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol, max_step=math.inf, past=()):
     """scipy's Radau from the state y_a at t_a (projected) to t_x across the singular configuration
     between them, with its own step across (runtime/integrators/simulate.py, `stepped`), its steps at
-    most `max_step` (the run's `step`): (the output rows in (t_a, t_x], the state at t_x, its RHS
+    most `max_step` (the run's `step`), on the module's right-hand side and projection without the
+    weak rows' treatment (`_Strict`): (the output rows in (t_a, t_x], the state at t_x, its RHS
     calls); its passages join `crossings`', whose measure it uses (the rows of J scaled as at the
-    run's start)."""
+    run's start). `past`: IDA's last states (singular.remember), radau's first step the last of them,
+    and the polynomial of radau's step across through them too: with neither, on a change-point
+    four-bar at rtol 1e-12 (tests/runtime/integrators/test_singular_implicit.py) radau's first step (its
+    own choice, short) counted as a crawl, and the step across from that one state, a constant q'' over
+    0.064 s, landed 9e-5 rad off the branch."""
     import copy
 
     from dynamica.runtime.integrators import singular
@@ -346,8 +364,73 @@ def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol, max_ste
     crossings = copy.copy(crossings)              # (sharing its list of passages) with radau's gap
     crossings.gap = singular.SINGULAR_GAP
     times = np.concatenate([[t_a], t_eval[(t_eval > t_a) & (t_eval <= t_x)]])
-    stepped = scipy_stepped(model, "Radau", t_a, t_x, y_a, times, rtol, atol, params, "numeric", crossings)
+    stepped = scipy_stepped(_Strict(model, params), "Radau", t_a, t_x, y_a, times, rtol, atol, params, "numeric",
+                            crossings)
     stepped.max_step = max_step
+    if len(past) >= 2:
+        stepped.past = [*past[:-1], (t_a, y_a)]
+        h = float(past[-1][0] - past[-2][0])
+        stepped.solver = stepped.start(t_a, y_a, first_step=min(h, t_x - t_a))
     stepped.solver.max_step = min(crossings.max_step(*crossings.approaching(t_a, y_a)), max_step)   # (its first step)
     rows = [(float(t), np.array(y, dtype=float)) for t, y in stepped.rows() if t > t_a]
     return rows, np.array(stepped.solver.y, dtype=float), stepped.nfev
+
+
+
+class _Strict:
+    """The model as the bridge's radau sees it: its right-hand side and projection those without
+    the weak rows' treatment (the module's `rhs_strict_capsule`, `project_strict_capsule`, which
+    the compiled adams runs: runtime/integrators/adams_across.py), called through ctypes; the rest
+    the model's. Why: with the module's own right-hand side, whose treatment of weak rows reads the
+    state's defects (docs/loops.md, "Singular configurations"), radau's steps on the change-point
+    four-bar (tests/data/changepoint.yaml) fell to microseconds near the crossing: at rtol 1e-12 the
+    bridge did not reach the crossing in 400 s; with these the whole run takes 2.7 s, the crank within
+    7.3e-11 rad of its branch's oracle after the crossing (benchmarks/bench_changepoint.py --method
+    ida). On the N four-bar (N = 1, 2; 1.5 s, two passages, rtol 1e-12) the same error (B0 within
+    1.9e-10 and 5.3e-11 m against 1.6e-10 and 5.7e-11) in fewer RHS calls (6206 and 8767 against
+    6244 and 9016). (The compiled adams as the bridge, measured too: 1.9e-9 and 6.1e-10 m on the N
+    four-bar, 2.0e-6 rad on the change-point four-bar.)"""
+
+    def __init__(self, model, params):
+        import ctypes
+        self._model = model
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        dp = ctypes.POINTER(ctypes.c_double)
+        self._rhs = ctypes.CFUNCTYPE(None, ctypes.c_double, dp, dp, dp)(
+            get(model.module.rhs_strict_capsule, b"dynamica.rhs"))
+        self._project = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double, dp, dp, ctypes.c_double)(
+            get(model.module.project_strict_capsule, b"dynamica.project"))
+        self._p = np.ascontiguousarray(model.param_vector(params), dtype=float)
+        self._dp, self.module = dp, _StrictModule(self)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def rhs_function(self, params):
+        """f(t, y) -> y' of the strict right-hand side (the parameters those given at construction)."""
+        f, dp, p = self._rhs, self._dp, self._p.ctypes.data_as(self._dp)
+
+        def rhs(t, y):
+            y = np.ascontiguousarray(y, dtype=float)
+            out = np.empty_like(y)
+            f(float(t), y.ctypes.data_as(dp), p, out.ctypes.data_as(dp))
+            return out
+        return rhs
+
+    def project(self, t, y, opts):
+        """The module's projection without the weak rows' treatment, y (contiguous) in place."""
+        return self._project(float(t), y.ctypes.data_as(self._dp), self._p.ctypes.data_as(self._dp), float(opts[0]))
+
+
+class _StrictModule:
+    """The module of `_Strict`: its `project` the strict one, the rest the model's module."""
+
+    def __init__(self, strict):
+        self._strict = strict
+
+    def __getattr__(self, name):
+        return getattr(self._strict._model.module, name)
+
+    def project(self, t, y, p, opts):
+        return self._strict.project(t, y, opts)

@@ -10,6 +10,7 @@ bridge of radau (runtime/integrators/ida.py)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -144,3 +145,23 @@ def test_ida_with_step_and_progress_is_the_run_with_step(models, tmp_path, rtol)
     ref, _ = nf.reference(1, plain.t)
     ia = model.coordinates.index("a0")
     assert float(np.abs(nf.b0_x(plain.q[:, ia]) - nf.b0_x(ref)).max()) <= (1e-7 if rtol > 1e-11 else 2e-9)
+
+
+def test_ida_at_rtol_1e_12_passes_a_change_point_crossing():
+    """A change-point four-bar (tests/data/changepoint.yaml, whose normals turn along the branch,
+    unlike the N four-bar's) through its flat configuration at rtol 1e-12, against the branch by
+    quadrature (tests/oracles/changepoint_quadrature.py: energy and the closure in closed form, no
+    state off the branch): the crank within 1e-10 rad (measured 2.2e-11; 2.3e-10 at rtol 1e-10,
+    5.9e-8 at 1e-8). Before, IDA's steps fell to 1e-12 s at s = 1.4e-2, above the hand-over to the
+    bridge, and it failed (the mechanism's own motion, t = 1.897), or the bridge's radau on the
+    module's right-hand side did not finish (this motion: not in 120 s)."""
+    from oracles import changepoint_quadrature as cq
+    model = dynamica.load(str(Path(__file__).resolve().parents[2] / "data" / "changepoint.yaml"))
+    fb, sdot0, q0, qd0, t_end = cq.crossing_start((3.0, 2.0, 4.0, 3.0), 1, -1.0, 20.0)
+    res = dynamica.simulate(model, t_end=t_end, rtol=1e-12, atol=1e-12, output_step=t_end / 50, q0=q0, qd0=qd0,
+                            method="ida")
+    s = res.q[:, model.coordinates.index("th1")]
+    assert s[0] < 0.0 < s[-1] and np.all(np.diff(s) > 0)        # through the flat configuration at th1 = 0
+    assert res.info["singular_passages"]
+    times, rate = cq.times(fb, -1.0, sdot0, s)
+    assert float(np.abs((times - res.t) * rate).max()) <= 1e-10
