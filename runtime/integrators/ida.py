@@ -136,18 +136,27 @@ def _options(n, r, rtol, atol, step, t0, t_end, t_eval):
 
 def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
     """The `ida` entry of simulate's INTEGRATORS (module docstring); y0 = [q, qd] assembled."""
-    from dynamica.errors import DynamicaError, IntegrationError
+    from dynamica.runtime.integrators.simulate import simulation_result
+    if events:
+        raise ValueError("method 'ida' does not locate events; use adams or a scipy method")
+    run = _prepared(model, t0, t_end, y0, t_eval, rtol, atol, params, step)
+    rows = list(run.rows())
+    return simulation_result(model, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), "ida", run.nfev,
+                             run.info, run.message, params=params)
+
+
+def _prepared(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
+    """The `_Across` run of IDA from y0 = [q, qd] (assembled), its contacts' gaps IDA's event
+    functions (located by its root finding on its BDF interpolant)."""
+    from dynamica.errors import DynamicaError
     try:
-        from sksundae.ida import IDA
+        import sksundae.ida  # noqa: F401
     except ImportError:
         raise DynamicaError("method 'ida' needs SUNDIALS through scikit-sundae: pip install 'dynamica[dae]' "
                             "(or scikit-sundae); radau is the other implicit method") from None
-    from dynamica.runtime.integrators.simulate import simulation_result
     if not model.loops:
         raise ValueError("method 'ida' integrates the differential-algebraic equations of a model with closed "
                          "loops; this model has none: use 'radau' or 'BDF' for a stiff tree")
-    if events:
-        raise ValueError("method 'ida' does not locate events; use adams or a scipy method")
     from dynamica.runtime.integrators import contact_events
     n = model.n
     q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
@@ -155,54 +164,12 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     options, t_eval = _options(n, g.r, rtol, atol, step, t0, t_end, t_eval)
     info = {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)}
     gaps = contact_events.Gaps(model, model.param_vector(params)) if contact_events.gap_forces(model) else None
-    if gaps is not None:                         # contacts: IDA's root finding on its BDF interpolant
+    if gaps is not None:
         def gap_events(t, y, yp, out):
             out[:] = gaps(t, y[:2 * n])[0]
         gap_events.terminal, gap_events.direction = [True] * len(gaps), [0] * len(gaps)
         options.update(eventsfn=gap_events, num_events=len(gaps))
-    if gaps is None:                             # stepped, over the singular configurations (singular.py)
-        return _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info)
-    consistent, residual = g.consistent, g.residual
-    T, Y = [], []
-    contacts, restarts, t_cur, (yy, yp) = [], 0, float(t0), consistent(t0, q0, v0)
-    side = np.where(gaps(t0, yy[:2 * n])[0] < 0, -1, 1) if gaps is not None else None
-    while True:
-        tv = np.concatenate([[t_cur], t_eval[t_eval > t_cur]])
-        if len(tv) < 2:
-            break
-        sol = IDA(residual, **options).solve(tv, yy, yp)
-        if not sol.success:
-            raise IntegrationError(f"ida failed at t = {float(np.asarray(sol.t)[-1]):g}: {sol.message}")
-        ts, ys = np.asarray(sol.t), np.asarray(sol.y)
-        keep = np.isin(ts, t_eval)
-        keep[0] &= not T                         # a restart's first row is the last one of the run before
-        T.append(ts[keep])
-        Y.append(ys[keep, :2 * n])
-        if gaps is None or sol.status != 2:      # (2: a gap changed sign; IDA stopped at its root)
-            break
-        te = float(np.asarray(sol.t_events).reshape(-1)[-1])
-        if not te > t_cur:
-            raise IntegrationError(f"ida stalled at the contact at t = {te:g}")
-        ye = np.asarray(sol.y_events)[-1]
-        crossed = np.nonzero(np.asarray(sol.i_events)[-1])[0]
-        for k in crossed:                        # +1 start (the gap went negative) / -1 end
-            contacts.append((te, *gaps.labels[k], int(side[k])))
-            side[k] = -side[k]
-        t_cur, (yy, yp), restarts = te, consistent(te, ye[:n], ye[n:2 * n]), restarts + 1
-    if gaps is not None:
-        info.update(contacts=contacts, restarts=restarts)
-    info["residual_calls"] = g.calls
-    t_out, Y_out = np.concatenate(T), np.concatenate(Y)
-    return simulation_result(model, t_out, Y_out, "ida", g.calls, info, str(sol.message), params=params)
-
-
-def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
-    """The rows of `_Across` (IDA through the singular configurations) as one result."""
-    from dynamica.runtime.integrators.simulate import simulation_result
-    run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params, info)
-    rows = list(run.rows())
-    return simulation_result(model, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), "ida", run.nfev,
-                             run.info, run.message, params=params)
+    return _Across(model, g, options, t0, t_end, t_eval, q0, v0, params, info, gaps)
 
 
 class _Across:
@@ -215,13 +182,16 @@ class _Across:
 
     message = "The solver successfully reached the end of the integration interval."
 
-    def __init__(self, model, g, options, t0, t_end, t_eval, q0, v0, params, info):
+    def __init__(self, model, g, options, t0, t_end, t_eval, q0, v0, params, info, gaps=None):
         from dynamica.runtime.integrators.singular import Crossings
         self.model, self.g, self.options, self.params, self.n = model, g, options, params, model.n
         self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
         self.bridged = options["rtol"] < BRIDGE_RTOL
         self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP if self.bridged else STEP_GAP)
         self.calls, self._info, self.stalled, self.last = 0, info, 0, 0.0
+        self.gaps, self.root, self.contacts, self.restarts = gaps, None, [], 0
+        if gaps is not None:                          # the side of each contact point: -1 in contact, +1 apart
+            self.side = np.where(gaps(t0, np.concatenate([q0, v0]))[0] < 0, -1, 1)
 
     @property
     def nfev(self) -> int:
@@ -230,7 +200,10 @@ class _Across:
 
     @property
     def info(self) -> dict:
-        return {**self._info, "residual_calls": self.nfev, "singular_passages": list(self.crossings.passages)}
+        out = {**self._info, "residual_calls": self.nfev, "singular_passages": list(self.crossings.passages)}
+        if self.gaps is not None:
+            out.update(contacts=list(self.contacts), restarts=self.restarts)
+        return out
 
     def _start(self, t, q, v, qdd=None):
         from sksundae.ida import IDA
@@ -268,6 +241,9 @@ class _Across:
                     j += 1
                 step, t_cur, y_new = t_new - t_cur, t_new, y_step
                 remember(past, t_cur, y_new[:2 * n])
+                if self.root is not None:                # a contact's gap changed sign: IDA starts anew at its root
+                    y_new = self._contact(t_cur, y_new)
+                    past = [(t_cur, y_new[:2 * n].copy())]
                 s, delta = crossings.approaching(t_cur, y_new)
             elif not failed:
                 continue                                 # (IDA handed back its current point)
@@ -276,6 +252,7 @@ class _Across:
             if crossing or failed:
                 fresh = 0 if crossing else fresh
                 rows, t_x, y_x, nfev = self._across(t_cur, y_new, delta, past, t_eval[j:])
+                self._no_contact_within(t_cur, rows, t_x, y_x)
                 yield from rows
                 j += len(rows)
                 self.calls += nfev
@@ -286,6 +263,31 @@ class _Across:
             while j < len(t_eval) and t_eval[j] <= t_cur:
                 yield t_eval[j], y_new[:2 * n].copy()
                 j += 1
+
+    def _contact(self, t, y):
+        """At the root of a contact's gap (IDA stopped there, `root`: which changed sign): the contacts
+        recorded (t, pair, point, +1 start / -1 end), IDA started anew from the state there (lambda
+        recomputed, mu = 0), so that no step straddles the law's kink; the new [q, v, lambda, mu]."""
+        for k in np.nonzero(self.root)[0]:
+            self.contacts.append((float(t), *self.gaps.labels[k], int(self.side[k])))
+            self.side[k] = -self.side[k]
+        self.root, self.restarts = None, self.restarts + 1
+        return self._start(t, y[:self.n], y[self.n:2 * self.n])
+
+    def _no_contact_within(self, t_a, rows, t_x, y_x):
+        """IntegrationError if a contact's gap is on another side at the rows of a step across (or its
+        end) than before it: neither the step across nor the bridge locates contacts."""
+        if self.gaps is None:
+            return
+        from dynamica.errors import IntegrationError
+        for t, y in [*rows, (t_x, y_x)]:
+            moved = np.nonzero(np.where(self.gaps(t, y[:2 * self.n])[0] < 0, -1, 1) != self.side)[0]
+            if len(moved):
+                pair, point = self.gaps.labels[moved[0]][:2]
+                raise IntegrationError(
+                    f"{self.model.spec.file}: ida: the contact {pair} (point {point}) starts or ends within the "
+                    f"step across a singular configuration of the loops (t = {t_a:.6g} ... {t_x:.6g}), where ida does "
+                    "not locate contacts (docs/loops.md, \"Stiff mechanisms: the DAE integrator\")")
 
     def _heading_in(self, s, delta) -> bool:
         """Whether a bridged run is within APPROACH gaps of a crossing, heading in: there a failure of
@@ -321,6 +323,7 @@ class _Across:
         if not sol.success:
             raise IntegrationError(f"ida failed at t = {t_cur:g}: {sol.message}")
         t_new = float(np.asarray(sol.t).reshape(-1)[-1])
+        self.root = np.asarray(sol.i_events).reshape(-1) if sol.status == 2 and t_new > t_cur else None
         if t_new > t_cur:
             self.stalled = 0
             return t_new, np.array(np.asarray(sol.y).reshape(-1), dtype=float)
@@ -335,13 +338,9 @@ class _Across:
 def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None, step=None):
     """The rows of one `ida` run handed on piece by piece between `cuts` (simulate's STREAMS: progress,
     out, keep=False), as `_stream_scipy` does: the rows and residual calls of one uninterrupted run,
-    the singular configurations bridged as without pieces; `step`: IDA's largest step, as `run_ida`'s."""
-    n = model.n
-    q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
-    g = _GGL(model, params, q0, t0)
-    options, t_eval = _options(n, g.r, rtol, atol, step, t0, t_end, t_eval)
-    run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params,
-                  {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)})
+    the singular configurations bridged and the contacts located as without pieces; `step`: IDA's
+    largest step, as `run_ida`'s."""
+    run = _prepared(model, t0, t_end, y0, t_eval, rtol, atol, params, step)
     from dynamica.runtime.integrators.simulate import pieces
     yield from pieces(run.rows(), cuts, lambda: (run.nfev, run.info, run.message))
 
