@@ -22,17 +22,19 @@ its inverse dynamics at zero acceleration (-Q, runtime/kinds/inverse.py), and th
 microseconds, so the method pays off where Adams' stability limit costs far more steps
 (benchmarks/bench_loops.py).
 
-Singular configurations of the loops (docs/loops.md, "The implicit route"): without contacts IDA
-is stepped one step at a time (`_Across`) and steps across them (runtime/integrators/singular.py),
-starting anew on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands
-over instead, where the loops' singular measure falls below SINGULAR_GAP, to a bridge: scipy's Radau
-on the index-1 equations with its own step across, as far past the crossing (near a crossing the GGL
-equations amplify rounding-level defects beyond IDA's error test at tight tolerances: SINGULAR_GAP).
+Singular configurations of the loops (docs/loops.md, "The implicit route"): IDA is stepped one
+step at a time (`_Across`) and steps across them (runtime/integrators/singular.py), starting anew
+on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands over instead,
+where the loops' singular measure falls below SINGULAR_GAP (or where it crawls or fails heading
+in: CRAWL), to a bridge: scipy's Radau on the index-1 equations without the weak rows' treatment
+(`_Strict`) with its own step across, as far past the crossing (near a crossing the GGL equations
+amplify rounding-level defects beyond IDA's error test at tight tolerances: SINGULAR_GAP).
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
 started anew from the state there (lambda recomputed, mu = 0), so no step straddles the law's
-kink at d = 0. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end).
+kink at d = 0. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end). A contact whose gap
+changes side within a step across (or a bridge), where nothing locates it, is an error.
 """
 
 from __future__ import annotations
