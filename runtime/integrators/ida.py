@@ -72,7 +72,9 @@ BRIDGE = 2.5
 #: corrector convergence at s = 1.4e-2, on its first steps) bridges on from there, at most RETRIES times
 RETRIES = 3
 #: heading into a crossing within APPROACH gaps (singular.py), a step of IDA below CRAWL times the time to
-#: the crossing hands over to the bridge from where it is (`_Across._heading_in`)
+#: the crossing hands over to the bridge from where it is (`_Across._heading_in`; a failure there does
+#: too): on the change-point four-bar at rtol 1e-12, 9171 calls and 9.2e-11 rad after the crossing,
+#: against 10825 calls (IDA crawling on until it fails) and 3.4e-11 rad without it
 CRAWL = 1e-3
 INTEGRATOR = "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)"
 
