@@ -356,10 +356,13 @@ def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol, max_ste
     weak rows' treatment (`_Strict`): (the output rows in (t_a, t_x], the state at t_x, its RHS
     calls); its passages join `crossings`', whose measure it uses (the rows of J scaled as at the
     run's start). `past`: IDA's last states (singular.remember), radau's first step the last of them,
-    and the polynomial of radau's step across through them too: with neither, on a change-point
-    four-bar at rtol 1e-12 (tests/runtime/integrators/test_singular_implicit.py) radau's first step (its
-    own choice, short) counted as a crawl, and the step across from that one state, a constant q'' over
-    0.064 s, landed 9e-5 rad off the branch."""
+    and the polynomial of radau's step across through them too; a crawl (singular.CRAWL) is a step short
+    against that first step as well as against the time to the crossing. On a slow change-point crossing
+    at rtol 1e-12 (tests/runtime/integrators/test_singular_implicit.py, "slow": delta = 32 ms at s = 1e-2)
+    radau's first step (its own choice, short) counted as a crawl, and the step across from that one
+    state, a constant q'' over 64 ms, landed 9e-5 rad off the branch; with IDA's history and first step
+    6.1e-6 rad (its ordinary steps, 0.2 ms, still counted as a crawl); with the crawl also relative to
+    IDA's step 3.1e-10 rad."""
     import copy
 
     from dynamica.runtime.integrators import singular
@@ -374,6 +377,10 @@ def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol, max_ste
         stepped.past = [*past[:-1], (t_a, y_a)]
         h = float(past[-1][0] - past[-2][0])
         stepped.solver = stepped.start(t_a, y_a, first_step=min(h, t_x - t_a))
+
+        def crossing(s, delta, step, within=crossings.crossing):    # a crawl: short against IDA's steps too
+            return within(s, delta, step) and (s < crossings.gap or step < singular.CRAWL * min(delta, h))
+        crossings.crossing = crossing
     stepped.solver.max_step = min(crossings.max_step(*crossings.approaching(t_a, y_a)), max_step)   # (its first step)
     rows = [(float(t), np.array(y, dtype=float)) for t, y in stepped.rows() if t > t_a]
     return rows, np.array(stepped.solver.y, dtype=float), stepped.nfev
