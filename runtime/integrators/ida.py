@@ -26,7 +26,7 @@ Singular configurations of the loops (docs/loops.md, "The implicit route"): IDA 
 step at a time (`_Across`) and steps across them (runtime/integrators/singular.py), starting anew
 on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands over instead,
 where the loops' singular measure falls below SINGULAR_GAP (or where it crawls or fails heading
-in: CRAWL), to a bridge: scipy's Radau on the index-1 equations without the weak rows' treatment
+in: CRAWL; at any rtol where IDA fails near one), to a bridge: scipy's Radau on the index-1 equations without the weak rows' treatment
 (`_Strict`) with its own step across, as far past the crossing (near a crossing the GGL equations
 amplify rounding-level defects beyond IDA's error test at tight tolerances: SINGULAR_GAP).
 
@@ -222,7 +222,7 @@ class _Across:
     def rows(self):
         """(t, y) of each output row in order; IntegrationError if IDA fails."""
         from dynamica.errors import IntegrationError
-        from dynamica.runtime.integrators.singular import remember
+        from dynamica.runtime.integrators.singular import APPROACH, remember
         n, crossings, t_eval, t_end = self.n, self.crossings, self.t_eval, self.t_end
         t_cur = self.t0
         y_new = self._start(t_cur, self.q0, self.v0)
@@ -236,8 +236,9 @@ class _Across:
                 t_new, y_step, failed = *self._step(t_cur, s, delta), False
             except IntegrationError:
                 heading = self._heading_in(s, delta)
-                if not (heading or self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):
-                    raise                                # (unless heading in, or soon after a bridge: RETRIES)
+                near = not self.bridged and math.isfinite(delta) and s < APPROACH * crossings.gap and fresh <= RETRIES
+                if not (heading or near or self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):
+                    raise                                # (unless heading in, near a crossing, or soon after a bridge)
                 t_new, y_step, failed, fresh = None, None, True, 0 if heading else fresh
             if t_new is not None:
                 while j < len(t_eval) and t_eval[j] < t_new:          # IDA's interpolant over the step
@@ -255,7 +256,7 @@ class _Across:
                                               or self._heading_in(s, delta) and step < CRAWL * delta)
             if crossing or failed:
                 fresh = 0 if crossing else fresh
-                rows, t_x, y_x, nfev = self._across(t_cur, y_new, delta, past, t_eval[j:])
+                rows, t_x, y_x, nfev = self._across(t_cur, y_new, delta, past, t_eval[j:], failed)
                 self._no_contact_within(t_cur, rows, t_x, y_x)
                 yield from rows
                 j += len(rows)
@@ -301,13 +302,13 @@ class _Across:
         from dynamica.runtime.integrators.singular import APPROACH
         return self.bridged and 0.0 < delta < math.inf and s < APPROACH * self.crossings.gap
 
-    def _across(self, t_cur, y, delta, past, t_eval):
+    def _across(self, t_cur, y, delta, past, t_eval, failed=False):
         """Over the crossing ahead (or on from a failed restart, delta < 0): (the output rows on the way,
-        the time and state where IDA starts anew, the RHS calls made): the bridge below BRIDGE_RTOL,
-        else IDA's own step across (runtime/integrators/singular.py)."""
+        the time and state where IDA starts anew, the RHS calls made): the bridge below BRIDGE_RTOL or
+        where IDA `failed` near a crossing, else IDA's own step across (runtime/integrators/singular.py)."""
         from dynamica.runtime.integrators.singular import step_across
         crossings, t_end = self.crossings, self.t_end
-        if not self.bridged:
+        if not (self.bridged or failed):
             t_x, state = step_across(crossings, past, delta, t_end)
             times = t_eval[(t_eval > t_cur) & (t_eval <= t_x)]
             return [(t, state(t)) for t in times], t_x, state(t_x), 0

@@ -236,3 +236,20 @@ def test_ida_names_a_contact_within_a_step_across(tmp_path):
     with pytest.raises(dynamica.IntegrationError, match=r"contact_floor_tip \(point 0\) starts or ends within the "
                                                          r"step across a singular configuration"):
         dynamica.simulate(model, t_end=1.0, rtol=1e-10, atol=1e-10, output_step=0.01, method="ida")
+
+
+def test_ida_failing_after_its_own_step_across_goes_on_by_the_bridge():
+    """At rtol 1e-10 (IDA's own step across) on a change-point crossing from th1 = -0.6 (sign +1,
+    extra 5 J; the quadrature oracle as above) IDA restarted after the step across at s = 2.7e-3,
+    leaving, and its steps no longer advanced: the run stopped with an error. Now a failure near a
+    crossing goes on by the bridge (strict radau) from the last state: the crank within 100 rtol
+    (measured 8.6e-10 rad)."""
+    from oracles import changepoint_quadrature as cq
+    model = dynamica.load(str(Path(__file__).resolve().parents[2] / "data" / "changepoint.yaml"))
+    fb, sdot0, q0, qd0, t_end = cq.crossing_start((3.0, 2.0, 4.0, 3.0), 1, -0.6, 5.0)
+    res = dynamica.simulate(model, t_end=t_end, rtol=1e-10, atol=1e-10, output_step=t_end / 50, q0=q0, qd0=qd0,
+                            method="ida")
+    s = res.q[:, model.coordinates.index("th1")]
+    assert s[0] < 0.0 < s[-1] and np.all(np.diff(s) > 0)
+    times, rate = cq.times(fb, -0.6, sdot0, s)
+    assert float(np.abs((times - res.t) * rate).max()) <= 1e-8
