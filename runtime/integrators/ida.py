@@ -26,9 +26,10 @@ Singular configurations of the loops (docs/loops.md, "The implicit route"): IDA 
 step at a time (`_Across`) and steps across them (runtime/integrators/singular.py), starting anew
 on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands over instead,
 where the loops' singular measure falls below SINGULAR_GAP (or where it crawls or fails heading
-in: CRAWL; at any rtol where IDA fails near one), to a bridge: scipy's Radau on the index-1 equations without the weak rows' treatment
-(`_Strict`) with its own step across, as far past the crossing (near a crossing the GGL equations
-amplify rounding-level defects beyond IDA's error test at tight tolerances: SINGULAR_GAP).
+in: CRAWL; at any rtol where IDA fails near one), to a bridge: scipy's Radau on the index-1
+equations without the weak rows' treatment (`_Strict`) with its own step across, as far past the
+crossing (near a crossing the GGL equations amplify rounding-level defects beyond IDA's error test
+at tight tolerances: SINGULAR_GAP).
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
