@@ -1,6 +1,7 @@
 """Change-point four-bars through their flat configuration with the default integrator (adams).
 
-    python benchmarks/bench_changepoint.py [--random 20] [--rtol 1e-8 1e-10 1e-12]
+    python benchmarks/bench_changepoint.py [--random 20] [--rtol 1e-8 1e-10 1e-12] [--method adams ida]
+                                           [--timeout 600]
 
 1. tests/data/changepoint.yaml (l0, l1, l2, l3 = 3, 2, 4, 3) over 2.5 s, through the crossing near
    t = 1.9: the largest crank-angle error before t = 1.8 and after it, against
@@ -10,6 +11,9 @@
    (a fixed seed), integrated until the crank is 0.5 rad past the flat configuration; the
    crank-angle error against tests/oracles/changepoint_quadrature.py (energy and quadrature);
    a mechanism passes when the error is within 100 x rtol.
+
+--method: the integrators of part 1 (each rtol, each method, in the same run: its peer), with their
+RHS (ida: residual) calls; a run stopped after --timeout seconds is a row that says so.
 
 --step-across: the prototype of docs/loops.md's "stepping across": integrate until the scaled
 smallest singular value of J (sigma_min / sigma_max) falls below --threshold at an output row
@@ -89,7 +93,28 @@ def across(model, t_end, q0, qd0, rtol, params, threshold, stride=1):
     return t_all, s_all, t_b - ts[-1]
 
 
-def fixed(model, rtols):
+class _Timeout(Exception):
+    pass
+
+
+def _timed(run, timeout):
+    """run() stopped after `timeout` seconds (SIGALRM: the integrators step from Python)."""
+    import signal
+
+    def stop(signum, frame):
+        raise _Timeout
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(int(timeout))
+    try:
+        return run()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def fixed(model, rtols, methods=("adams",), timeout=600):
+    """(method, rtol, error before t = 1.8, after, seconds, calls, passages or the failure) per run."""
     q0, qd0 = model.assemble()
     i = model.coordinates.index("th1")
     branch = changepoint.Branch(3, 2, 4, 3, _bodies(3, 2, 4, 3), 9.81)
@@ -97,11 +122,22 @@ def fixed(model, rtols):
     ref, _ = changepoint.reference(branch, q0, qd0[i], times, rtol=1e-13)
     rows = []
     for rtol in rtols:
-        t0 = time.perf_counter()
-        res = dynamica.simulate(model, t_end=2.5, rtol=rtol, atol=rtol, output_step=0.01)
-        sec = time.perf_counter() - t0
-        err = np.abs(res.q[:, i] - ref)
-        rows.append((rtol, float(err[times < 1.8].max()), float(err[times >= 1.8].max()), sec))
+        for method in methods:
+            t0 = time.perf_counter()
+            try:
+                res = _timed(lambda: dynamica.simulate(model, t_end=2.5, rtol=rtol, atol=rtol, output_step=0.01,
+                                                       method=method), timeout)
+            except _Timeout:
+                rows.append((method, rtol, math.nan, math.nan, time.perf_counter() - t0, 0,
+                             f"stopped after {timeout} s"))
+                continue
+            except Exception as exc:  # noqa: BLE001 - reported as a row
+                rows.append((method, rtol, math.nan, math.nan, time.perf_counter() - t0, 0, str(exc)[:60]))
+                continue
+            sec = time.perf_counter() - t0
+            err = np.abs(res.q[:, i] - ref)
+            rows.append((method, rtol, float(err[times < 1.8].max()), float(err[times >= 1.8].max()), sec, res.nfev,
+                         f"{len(res.info.get('singular_passages', ()))} passage(s)"))
     return rows
 
 
@@ -134,6 +170,8 @@ def main():
     ap.add_argument("--rtol", type=float, nargs="+", default=[1e-8, 1e-10, 1e-12])
     ap.add_argument("--random-rtol", type=float, default=1e-12)
     ap.add_argument("--step-across", action="store_true")
+    ap.add_argument("--method", nargs="+", default=["adams"])
+    ap.add_argument("--timeout", type=float, default=600)
     args = ap.parse_args()
     model = dynamica.load(str(DATA))
     if args.step_across:
@@ -153,9 +191,9 @@ def main():
                       f"{err[~early].max():10.2e}")
         return
     print(f"change-point four-bar 3-2-4-3, 2.5 s; dynamica {dynamica.__version__}")
-    print(f"{'rtol':>8} {'err t<1.8':>10} {'err t>=1.8':>10} {'seconds':>8}")
-    for rtol, before, after, sec in fixed(model, args.rtol):
-        print(f"{rtol:8.0e} {before:10.2e} {after:10.2e} {sec:8.2f}")
+    print(f"{'method':>8} {'rtol':>8} {'err t<1.8':>10} {'err t>=1.8':>10} {'seconds':>8} {'calls':>8}  note")
+    for method, rtol, before, after, sec, calls, note in fixed(model, args.rtol, args.method, args.timeout):
+        print(f"{method:>8} {rtol:8.0e} {before:10.2e} {after:10.2e} {sec:8.2f} {calls:8d}  {note}", flush=True)
     if args.random:
         rng = np.random.default_rng(26)
         rtol = args.random_rtol

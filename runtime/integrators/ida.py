@@ -22,17 +22,20 @@ its inverse dynamics at zero acceleration (-Q, runtime/kinds/inverse.py), and th
 microseconds, so the method pays off where Adams' stability limit costs far more steps
 (benchmarks/bench_loops.py).
 
-Singular configurations of the loops (docs/loops.md, "The implicit route"): without contacts IDA
-is stepped one step at a time (`_Across`) and steps across them (runtime/integrators/singular.py),
-starting anew on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands
-over instead, where the loops' singular measure falls below SINGULAR_GAP, to a bridge: scipy's Radau
-on the index-1 equations with its own step across, as far past the crossing (near a crossing the GGL
-equations amplify rounding-level defects beyond IDA's error test at tight tolerances: SINGULAR_GAP).
+Singular configurations of the loops (docs/loops.md, "The implicit route"): IDA is stepped one
+step at a time (`_Across`) and steps across them (runtime/integrators/singular.py), starting anew
+on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands over instead,
+where the loops' singular measure falls below SINGULAR_GAP (or where it crawls or fails heading
+in: CRAWL; at any rtol where IDA fails near one), to a bridge: scipy's Radau on the index-1
+equations without the weak rows' treatment (`_Strict`) with its own step across, as far past the
+crossing (near a crossing the GGL equations amplify rounding-level defects beyond IDA's error test
+at tight tolerances: SINGULAR_GAP).
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
 started anew from the state there (lambda recomputed, mu = 0), so no step straddles the law's
-kink at d = 0. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end).
+kink at d = 0. `info["contacts"]` lists (t_e, pair, point, +1 start / -1 end). A contact whose gap
+changes side within a step across (or a bridge), where nothing locates it, is an error.
 """
 
 from __future__ import annotations
@@ -69,6 +72,11 @@ BRIDGE = 2.5
 #: IDA failing soon after a bridge (within as long again; N four-bar, N = 2, rtol 1e-12, t = 12.888:
 #: corrector convergence at s = 1.4e-2, on its first steps) bridges on from there, at most RETRIES times
 RETRIES = 3
+#: heading into a crossing within APPROACH gaps (singular.py), a step of IDA below CRAWL times the time to
+#: the crossing hands over to the bridge from where it is (`_Across._heading_in`; a failure there does
+#: too): on the change-point four-bar at rtol 1e-12, 9171 calls and 9.2e-11 rad after the crossing,
+#: against 10825 calls (IDA crawling on until it fails) and 3.4e-11 rad without it
+CRAWL = 1e-3
 INTEGRATOR = "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)"
 
 
@@ -133,18 +141,27 @@ def _options(n, r, rtol, atol, step, t0, t_end, t_eval):
 
 def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
     """The `ida` entry of simulate's INTEGRATORS (module docstring); y0 = [q, qd] assembled."""
-    from dynamica.errors import DynamicaError, IntegrationError
+    from dynamica.runtime.integrators.simulate import simulation_result
+    if events:
+        raise ValueError("method 'ida' does not locate events; use adams or a scipy method")
+    run = _prepared(model, t0, t_end, y0, t_eval, rtol, atol, params, step)
+    rows = list(run.rows())
+    return simulation_result(model, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), "ida", run.nfev,
+                             run.info, run.message, params=params)
+
+
+def _prepared(model, t0, t_end, y0, t_eval, rtol, atol, params, step):
+    """The `_Across` run of IDA from y0 = [q, qd] (assembled), its contacts' gaps IDA's event
+    functions (located by its root finding on its BDF interpolant)."""
+    from dynamica.errors import DynamicaError
     try:
-        from sksundae.ida import IDA
+        import sksundae.ida  # noqa: F401
     except ImportError:
         raise DynamicaError("method 'ida' needs SUNDIALS through scikit-sundae: pip install 'dynamica[dae]' "
                             "(or scikit-sundae); radau is the other implicit method") from None
-    from dynamica.runtime.integrators.simulate import simulation_result
     if not model.loops:
         raise ValueError("method 'ida' integrates the differential-algebraic equations of a model with closed "
                          "loops; this model has none: use 'radau' or 'BDF' for a stiff tree")
-    if events:
-        raise ValueError("method 'ida' does not locate events; use adams or a scipy method")
     from dynamica.runtime.integrators import contact_events
     n = model.n
     q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
@@ -152,54 +169,12 @@ def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None,
     options, t_eval = _options(n, g.r, rtol, atol, step, t0, t_end, t_eval)
     info = {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)}
     gaps = contact_events.Gaps(model, model.param_vector(params)) if contact_events.gap_forces(model) else None
-    if gaps is not None:                         # contacts: IDA's root finding on its BDF interpolant
+    if gaps is not None:
         def gap_events(t, y, yp, out):
             out[:] = gaps(t, y[:2 * n])[0]
         gap_events.terminal, gap_events.direction = [True] * len(gaps), [0] * len(gaps)
         options.update(eventsfn=gap_events, num_events=len(gaps))
-    if gaps is None:                             # stepped, over the singular configurations (singular.py)
-        return _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info)
-    consistent, residual = g.consistent, g.residual
-    T, Y = [], []
-    contacts, restarts, t_cur, (yy, yp) = [], 0, float(t0), consistent(t0, q0, v0)
-    side = np.where(gaps(t0, yy[:2 * n])[0] < 0, -1, 1) if gaps is not None else None
-    while True:
-        tv = np.concatenate([[t_cur], t_eval[t_eval > t_cur]])
-        if len(tv) < 2:
-            break
-        sol = IDA(residual, **options).solve(tv, yy, yp)
-        if not sol.success:
-            raise IntegrationError(f"ida failed at t = {float(np.asarray(sol.t)[-1]):g}: {sol.message}")
-        ts, ys = np.asarray(sol.t), np.asarray(sol.y)
-        keep = np.isin(ts, t_eval)
-        keep[0] &= not T                         # a restart's first row is the last one of the run before
-        T.append(ts[keep])
-        Y.append(ys[keep, :2 * n])
-        if gaps is None or sol.status != 2:      # (2: a gap changed sign; IDA stopped at its root)
-            break
-        te = float(np.asarray(sol.t_events).reshape(-1)[-1])
-        if not te > t_cur:
-            raise IntegrationError(f"ida stalled at the contact at t = {te:g}")
-        ye = np.asarray(sol.y_events)[-1]
-        crossed = np.nonzero(np.asarray(sol.i_events)[-1])[0]
-        for k in crossed:                        # +1 start (the gap went negative) / -1 end
-            contacts.append((te, *gaps.labels[k], int(side[k])))
-            side[k] = -side[k]
-        t_cur, (yy, yp), restarts = te, consistent(te, ye[:n], ye[n:2 * n]), restarts + 1
-    if gaps is not None:
-        info.update(contacts=contacts, restarts=restarts)
-    info["residual_calls"] = g.calls
-    t_out, Y_out = np.concatenate(T), np.concatenate(Y)
-    return simulation_result(model, t_out, Y_out, "ida", g.calls, info, str(sol.message), params=params)
-
-
-def _run_across(model, g, options, t0, t_end, t_eval, q0, v0, params, info):
-    """The rows of `_Across` (IDA through the singular configurations) as one result."""
-    from dynamica.runtime.integrators.simulate import simulation_result
-    run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params, info)
-    rows = list(run.rows())
-    return simulation_result(model, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), "ida", run.nfev,
-                             run.info, run.message, params=params)
+    return _Across(model, g, options, t0, t_end, t_eval, q0, v0, params, info, gaps)
 
 
 class _Across:
@@ -212,13 +187,16 @@ class _Across:
 
     message = "The solver successfully reached the end of the integration interval."
 
-    def __init__(self, model, g, options, t0, t_end, t_eval, q0, v0, params, info):
+    def __init__(self, model, g, options, t0, t_end, t_eval, q0, v0, params, info, gaps=None):
         from dynamica.runtime.integrators.singular import Crossings
         self.model, self.g, self.options, self.params, self.n = model, g, options, params, model.n
         self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
         self.bridged = options["rtol"] < BRIDGE_RTOL
         self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP if self.bridged else STEP_GAP)
         self.calls, self._info, self.stalled, self.last = 0, info, 0, 0.0
+        self.gaps, self.root, self.contacts, self.restarts = gaps, None, [], 0
+        if gaps is not None:                          # the side of each contact point: -1 in contact, +1 apart
+            self.side = np.where(gaps(t0, np.concatenate([q0, v0]))[0] < 0, -1, 1)
 
     @property
     def nfev(self) -> int:
@@ -227,7 +205,10 @@ class _Across:
 
     @property
     def info(self) -> dict:
-        return {**self._info, "residual_calls": self.nfev, "singular_passages": list(self.crossings.passages)}
+        out = {**self._info, "residual_calls": self.nfev, "singular_passages": list(self.crossings.passages)}
+        if self.gaps is not None:
+            out.update(contacts=list(self.contacts), restarts=self.restarts)
+        return out
 
     def _start(self, t, q, v, qdd=None):
         from sksundae.ida import IDA
@@ -242,7 +223,7 @@ class _Across:
     def rows(self):
         """(t, y) of each output row in order; IntegrationError if IDA fails."""
         from dynamica.errors import IntegrationError
-        from dynamica.runtime.integrators.singular import remember
+        from dynamica.runtime.integrators.singular import APPROACH, remember
         n, crossings, t_eval, t_end = self.n, self.crossings, self.t_eval, self.t_end
         t_cur = self.t0
         y_new = self._start(t_cur, self.q0, self.v0)
@@ -255,22 +236,29 @@ class _Across:
             try:
                 t_new, y_step, failed = *self._step(t_cur, s, delta), False
             except IntegrationError:
-                if not (self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):
-                    raise                                # (unless IDA failed soon after a bridge: RETRIES)
-                t_new, y_step, failed = None, None, True
+                heading = self._heading_in(s, delta)
+                near = not self.bridged and math.isfinite(delta) and s < APPROACH * crossings.gap and fresh <= RETRIES
+                if not (heading or near or self.bridged and 0 < fresh <= RETRIES and t_cur < t_x + self.last):
+                    raise                                # (unless heading in, near a crossing, or soon after a bridge)
+                t_new, y_step, failed, fresh = None, None, True, 0 if heading else fresh
             if t_new is not None:
                 while j < len(t_eval) and t_eval[j] < t_new:          # IDA's interpolant over the step
                     yield t_eval[j], np.asarray(self.solver.step(float(t_eval[j])).y).reshape(-1)[:2 * n].copy()
                     j += 1
                 step, t_cur, y_new = t_new - t_cur, t_new, y_step
                 remember(past, t_cur, y_new[:2 * n])
+                if self.root is not None:                # a contact's gap changed sign: IDA starts anew at its root
+                    y_new = self._contact(t_cur, y_new)
+                    past = [(t_cur, y_new[:2 * n].copy())]
                 s, delta = crossings.approaching(t_cur, y_new)
             elif not failed:
                 continue                                 # (IDA handed back its current point)
-            crossing = t_new is not None and crossings.crossing(s, delta, step)
+            crossing = t_new is not None and (crossings.crossing(s, delta, step)
+                                              or self._heading_in(s, delta) and step < CRAWL * delta)
             if crossing or failed:
                 fresh = 0 if crossing else fresh
-                rows, t_x, y_x, nfev = self._across(t_cur, y_new, delta, past, t_eval[j:])
+                rows, t_x, y_x, nfev = self._across(t_cur, y_new, delta, past, t_eval[j:], failed)
+                self._no_contact_within(t_cur, rows, t_x, y_x)
                 yield from rows
                 j += len(rows)
                 self.calls += nfev
@@ -282,19 +270,53 @@ class _Across:
                 yield t_eval[j], y_new[:2 * n].copy()
                 j += 1
 
-    def _across(self, t_cur, y, delta, past, t_eval):
+    def _contact(self, t, y):
+        """At the root of a contact's gap (IDA stopped there, `root`: which changed sign): the contacts
+        recorded (t, pair, point, +1 start / -1 end), IDA started anew from the state there (lambda
+        recomputed, mu = 0), so that no step straddles the law's kink; the new [q, v, lambda, mu]."""
+        for k in np.nonzero(self.root)[0]:
+            self.contacts.append((float(t), *self.gaps.labels[k], int(self.side[k])))
+            self.side[k] = -self.side[k]
+        self.root, self.restarts = None, self.restarts + 1
+        return self._start(t, y[:self.n], y[self.n:2 * self.n])
+
+    def _no_contact_within(self, t_a, rows, t_x, y_x):
+        """IntegrationError if a contact's gap is on another side at the rows of a step across (or its
+        end) than before it: neither the step across nor the bridge locates contacts."""
+        if self.gaps is None:
+            return
+        from dynamica.errors import IntegrationError
+        for t, y in [*rows, (t_x, y_x)]:
+            moved = np.nonzero(np.where(self.gaps(t, y[:2 * self.n])[0] < 0, -1, 1) != self.side)[0]
+            if len(moved):
+                pair, point = self.gaps.labels[moved[0]][:2]
+                raise IntegrationError(
+                    f"{self.model.spec.file}: ida: the contact {pair} (point {point}) starts or ends within the "
+                    f"step across a singular configuration of the loops (t = {t_a:.6g} ... {t_x:.6g}), where ida does "
+                    "not locate contacts (docs/loops.md, \"Stiff mechanisms: the DAE integrator\")")
+
+    def _heading_in(self, s, delta) -> bool:
+        """Whether a bridged run is within APPROACH gaps of a crossing, heading in: there a failure of
+        IDA, or a step below CRAWL delta, hands over to the bridge from the last state (on the
+        change-point four-bar at rtol 1e-12 IDA's steps fell from 2e-4 s to 1e-12 s at s = 1.44e-2,
+        above the gap, and it failed there)."""
+        from dynamica.runtime.integrators.singular import APPROACH
+        return self.bridged and 0.0 < delta < math.inf and s < APPROACH * self.crossings.gap
+
+    def _across(self, t_cur, y, delta, past, t_eval, failed=False):
         """Over the crossing ahead (or on from a failed restart, delta < 0): (the output rows on the way,
-        the time and state where IDA starts anew, the RHS calls made): the bridge below BRIDGE_RTOL,
-        else IDA's own step across (runtime/integrators/singular.py)."""
+        the time and state where IDA starts anew, the RHS calls made): the bridge below BRIDGE_RTOL or
+        where IDA `failed` near a crossing, else IDA's own step across (runtime/integrators/singular.py)."""
         from dynamica.runtime.integrators.singular import step_across
         crossings, t_end = self.crossings, self.t_end
-        if not self.bridged:
+        if not (self.bridged or failed):
             t_x, state = step_across(crossings, past, delta, t_end)
             times = t_eval[(t_eval > t_cur) & (t_eval <= t_x)]
             return [(t, state(t)) for t in times], t_x, state(t_x), 0
         t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
         rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x, crossings.onto(t_cur, y), t_eval,
-                                  self.options["rtol"], float(np.min(self.options["atol"])))
+                                  self.options["rtol"], float(np.min(self.options["atol"])),
+                                  self.options.get("max_step", math.inf), past)
         return rows, t_x, y_x, nfev
 
     def _step(self, t_cur, s, delta):
@@ -307,6 +329,7 @@ class _Across:
         if not sol.success:
             raise IntegrationError(f"ida failed at t = {t_cur:g}: {sol.message}")
         t_new = float(np.asarray(sol.t).reshape(-1)[-1])
+        self.root = np.asarray(sol.i_events).reshape(-1) if sol.status == 2 and t_new > t_cur else None
         if t_new > t_cur:
             self.stalled = 0
             return t_new, np.array(np.asarray(sol.y).reshape(-1), dtype=float)
@@ -318,25 +341,30 @@ class _Across:
         return None, None
 
 
-def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
+def stream(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None, step=None):
     """The rows of one `ida` run handed on piece by piece between `cuts` (simulate's STREAMS: progress,
     out, keep=False), as `_stream_scipy` does: the rows and residual calls of one uninterrupted run,
-    the singular configurations bridged as without pieces."""
-    n = model.n
-    q0, v0 = np.array(y0[:n], dtype=float), np.array(y0[n:2 * n], dtype=float)
-    g = _GGL(model, params, q0, t0)
-    options, t_eval = _options(n, g.r, rtol, atol, None, t0, t_end, t_eval)
-    run = _Across(model, g, options, t0, t_end, t_eval, q0, v0, params,
-                  {"integrator": INTEGRATOR, "constraint_rows": tuple(int(k) for k in g.rows)})
+    the singular configurations bridged and the contacts located as without pieces; `step`: IDA's
+    largest step, as `run_ida`'s."""
+    run = _prepared(model, t0, t_end, y0, t_eval, rtol, atol, params, step)
     from dynamica.runtime.integrators.simulate import pieces
     yield from pieces(run.rows(), cuts, lambda: (run.nfev, run.info, run.message))
 
 
-def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol):
+def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol, max_step=math.inf, past=()):
     """scipy's Radau from the state y_a at t_a (projected) to t_x across the singular configuration
-    between them, with its own step across (runtime/integrators/simulate.py, `stepped`): (the output
-    rows in (t_a, t_x], the state at t_x, its RHS calls); its passages join `crossings`', whose
-    measure it uses (the rows of J scaled as at the run's start)."""
+    between them, with its own step across (runtime/integrators/simulate.py, `stepped`), its steps at
+    most `max_step` (the run's `step`), on the module's right-hand side and projection without the
+    weak rows' treatment (`_Strict`): (the output rows in (t_a, t_x], the state at t_x, its RHS
+    calls); its passages join `crossings`', whose measure it uses (the rows of J scaled as at the
+    run's start). `past`: IDA's last states (singular.remember), radau's first step the last of them,
+    and the polynomial of radau's step across through them too; a crawl (singular.CRAWL) is a step short
+    against that first step as well as against the time to the crossing. On a slow change-point crossing
+    at rtol 1e-12 (tests/runtime/integrators/test_singular_implicit.py, "slow": delta = 32 ms at s = 1e-2)
+    radau's first step (its own choice, short) counted as a crawl, and the step across from that one
+    state, a constant q'' over 64 ms, landed 9e-5 rad off the branch; with IDA's history and first step
+    6.1e-6 rad (its ordinary steps, 0.2 ms, still counted as a crawl); with the crawl also relative to
+    IDA's step 3.1e-10 rad."""
     import copy
 
     from dynamica.runtime.integrators import singular
@@ -344,7 +372,77 @@ def _bridge(model, params, crossings, t_a, t_x, y_a, t_eval, rtol, atol):
     crossings = copy.copy(crossings)              # (sharing its list of passages) with radau's gap
     crossings.gap = singular.SINGULAR_GAP
     times = np.concatenate([[t_a], t_eval[(t_eval > t_a) & (t_eval <= t_x)]])
-    stepped = scipy_stepped(model, "Radau", t_a, t_x, y_a, times, rtol, atol, params, "numeric", crossings)
-    stepped.solver.max_step = crossings.max_step(*crossings.approaching(t_a, y_a))   # (its first step too)
+    stepped = scipy_stepped(_Strict(model, params), "Radau", t_a, t_x, y_a, times, rtol, atol, params, "numeric",
+                            crossings)
+    stepped.max_step = max_step
+    if len(past) >= 2:
+        stepped.past = [*past[:-1], (t_a, y_a)]
+        h = float(past[-1][0] - past[-2][0])
+        stepped.solver = stepped.start(t_a, y_a, first_step=min(h, t_x - t_a))
+
+        def crossing(s, delta, step, within=crossings.crossing):    # a crawl: short against IDA's steps too
+            return within(s, delta, step) and (s < crossings.gap or step < singular.CRAWL * min(delta, h))
+        crossings.crossing = crossing
+    stepped.solver.max_step = min(crossings.max_step(*crossings.approaching(t_a, y_a)), max_step)   # (its first step)
     rows = [(float(t), np.array(y, dtype=float)) for t, y in stepped.rows() if t > t_a]
     return rows, np.array(stepped.solver.y, dtype=float), stepped.nfev
+
+
+
+class _Strict:
+    """The model as the bridge's radau sees it: its right-hand side and projection those without
+    the weak rows' treatment (the module's `rhs_strict_capsule`, `project_strict_capsule`, which
+    the compiled adams runs: runtime/integrators/adams_across.py), called through ctypes; the rest
+    the model's. Why: with the module's own right-hand side, whose treatment of weak rows reads the
+    state's defects (docs/loops.md, "Singular configurations"), radau's steps on the change-point
+    four-bar (tests/data/changepoint.yaml) fell to microseconds near the crossing: at rtol 1e-12 the
+    bridge did not reach the crossing in 400 s; with these the whole run takes 2.7 s, the crank within
+    7.3e-11 rad of its branch's oracle after the crossing (benchmarks/bench_changepoint.py --method
+    ida). On the N four-bar (N = 1, 2; 1.5 s, two passages, rtol 1e-12) the same error (B0 within
+    1.9e-10 and 5.3e-11 m against 1.6e-10 and 5.7e-11) in fewer RHS calls (6206 and 8767 against
+    6244 and 9016). (The compiled adams as the bridge, measured too: 1.9e-9 and 6.1e-10 m on the N
+    four-bar, 2.0e-6 rad on the change-point four-bar.)"""
+
+    def __init__(self, model, params):
+        import ctypes
+        self._model = model
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        dp = ctypes.POINTER(ctypes.c_double)
+        self._rhs = ctypes.CFUNCTYPE(None, ctypes.c_double, dp, dp, dp)(
+            get(model.module.rhs_strict_capsule, b"dynamica.rhs"))
+        self._project = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double, dp, dp, ctypes.c_double)(
+            get(model.module.project_strict_capsule, b"dynamica.project"))
+        self._p = np.ascontiguousarray(model.param_vector(params), dtype=float)
+        self._dp, self.module = dp, _StrictModule(self)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def rhs_function(self, params):
+        """f(t, y) -> y' of the strict right-hand side (the parameters those given at construction)."""
+        f, dp, p = self._rhs, self._dp, self._p.ctypes.data_as(self._dp)
+
+        def rhs(t, y):
+            y = np.ascontiguousarray(y, dtype=float)
+            out = np.empty_like(y)
+            f(float(t), y.ctypes.data_as(dp), p, out.ctypes.data_as(dp))
+            return out
+        return rhs
+
+    def project(self, t, y, opts):
+        """The module's projection without the weak rows' treatment, y (contiguous) in place."""
+        return self._project(float(t), y.ctypes.data_as(self._dp), self._p.ctypes.data_as(self._dp), float(opts[0]))
+
+
+class _StrictModule:
+    """The module of `_Strict`: its `project` the strict one, the rest the model's module."""
+
+    def __init__(self, strict):
+        self._strict = strict
+
+    def __getattr__(self, name):
+        return getattr(self._strict._model.module, name)
+
+    def project(self, t, y, p, opts):
+        return self._strict.project(t, y, opts)

@@ -90,13 +90,13 @@ def _stream_contacts(model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jac
 
 
 def _gaps(model) -> bool:
-    """Whether the model has contact gaps (contact_events.gap_forces): stoermer6 and ida locate them."""
+    """Whether the model has contact gaps (contact_events.gap_forces): stoermer6 locates them (ida too)."""
     from dynamica.runtime.integrators import contact_events
     return bool(contact_events.gap_forces(model))
 
 
 def _stream_whole(run, step, model, t0, t_end, y0, t_eval, cuts, rtol, atol, params, jacobian=None):
-    """A run of `run` (stoermer6, ida) with its contacts located, whole, then its rows handed on
+    """A run of `run` (stoermer6) with its contacts located, whole, then its rows handed on
     piece by piece between `cuts` (after the run), every piece with the run's info (its contacts)."""
     res = run(model, t0, t_end, y0, t_eval, rtol, atol, params, step, jacobian=jacobian)
     Y = np.hstack([res.q, res.qd])
@@ -508,9 +508,9 @@ def simulate(model, t_end=None, *, method=None, rtol=None, atol=None, output_ste
     output points and is called after each with the partial result and the slice of new rows
     (for progress bars and for writing results as they come). With adams, the scipy methods and
     ida the pieces are those of one run (`STREAMS`): the rows and the RHS calls are the same as
-    without progress or out. stoermer6 (and ida with `step`) restart at each piece from the state
+    without progress or out. stoermer6 restarts at each piece from the state
     reached, like a stage boundary: results agree with one piece to the integration tolerance, and
-    cost a few start-up steps per piece (with contacts stoermer6 and ida run once and hand on the rows
+    cost a few start-up steps per piece (with contacts stoermer6 runs once and hands on the rows
     after: `_stream_whole`).
 
     `jacobian`: for radau, BDF and LSODA, "analytic" (the default: d[q', q'']/d[q, q'] of the
@@ -645,10 +645,12 @@ def _stream_of(model, method, run, step):
     stream = STREAMS.get(method)
     if stream is not None and _locates_contacts(model):
         return functools.partial(_stream_contacts, scipy_method=SCIPY_METHODS.get(method))
-    if INTEGRATOR_RECORDS[method].kind in ("stoermer", "ida") and _gaps(model) and model.state_size == 2 * model.n:
+    if INTEGRATOR_RECORDS[method].kind == "stoermer" and _gaps(model) and model.state_size == 2 * model.n:
         return functools.partial(_stream_whole, run, step)     # restarted pieces would split its contacts
-    if INTEGRATOR_RECORDS[method].kind == "ida" and (step or not model.loops):
+    if INTEGRATOR_RECORDS[method].kind == "ida" and not model.loops:
         return None                                            # (run_ida names what it does not take)
+    if INTEGRATOR_RECORDS[method].kind == "ida" and step:
+        return functools.partial(stream, step=step)            # (IDA's largest step)
     return stream
 
 

@@ -10,6 +10,7 @@ bridge of radau (runtime/integrators/ida.py)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -209,3 +210,136 @@ def test_radau_with_progress_is_the_run_without(models):
     assert np.array_equal(streamed.t, plain.t) and np.array_equal(streamed.q, plain.q)
     assert np.array_equal(streamed.qd, plain.qd) and streamed.nfev == plain.nfev
     assert "without the weak rows' treatment" in plain.info["integrator"]
+
+
+@pytest.mark.parametrize("rtol", [1e-10, 1e-12])
+def test_ida_with_step_and_progress_is_the_run_with_step(models, tmp_path, rtol):
+    """`step` (IDA's largest step) with `progress` and `out`: one run handed on piece by piece, the
+    same rows bit for bit and the same residual calls as the plain run with `step`, at rtol 1e-10
+    (IDA's own step across) and 1e-12 (the bridge, whose radau takes the same largest step). Before,
+    each piece was a new run (the rows differed; one that started inside a crossing's window could
+    stop with an error). The plain run's B0 stays within the bound of the runs without `step` (the
+    step only limits IDA's steps; measured 1.0e-8 / 1.6e-10 m without it)."""
+    model = models[1]
+    kw = {"t_end": T_END, "rtol": rtol, "atol": rtol, "output_step": 0.01, "method": "ida", "step": 0.02}
+    plain = dynamica.simulate(model, **kw)
+    pieces = []
+    streamed = dynamica.simulate(model, progress=lambda res, new: pieces.append(new), segments=20, **kw)
+    written = dynamica.simulate(model, out=tmp_path / "rows.csv", **kw)
+    assert len(pieces) == 20 and len(plain.info["singular_passages"]) == 2
+    assert np.array_equal(streamed.t, plain.t) and np.array_equal(streamed.q, plain.q)
+    assert np.array_equal(streamed.qd, plain.qd)
+    assert streamed.nfev == plain.nfev == written.nfev
+    rows = np.loadtxt(tmp_path / "rows.csv", delimiter=",", skiprows=1)
+    assert rows.shape[0] == len(plain.t) and np.array_equal(rows[:, 1:1 + model.n], plain.q)
+    ref, _ = nf.reference(1, plain.t)
+    ia = model.coordinates.index("a0")
+    assert float(np.abs(nf.b0_x(plain.q[:, ia]) - nf.b0_x(ref)).max()) <= (1e-7 if rtol > 1e-11 else 2e-9)
+
+
+@pytest.mark.parametrize("motion", ["file", "from -1", "slow"])
+def test_ida_at_rtol_1e_12_passes_a_change_point_crossing(motion):
+    """A change-point four-bar (tests/data/changepoint.yaml, whose normals turn along the branch,
+    unlike the N four-bar's) through its flat configuration at rtol 1e-12, against the branch by
+    quadrature (tests/oracles/changepoint_quadrature.py: energy and the closure in closed form, no
+    state off the branch; on the file's motion it agrees with tests/oracles/changepoint.py's 40
+    digits). "file": the model's own motion over 2.5 s, the crossing near t = 1.9, the crank within
+    1e-9 rad, 30 times below what rtol 1e-10 gives (3.0e-8); measured 9.2e-11, and 3.0e-10 from the
+    same initial state assembled once more (a change at the rounding level). Before, IDA's steps
+    fell to 1e-12 s at s = 1.44e-2, above the hand-over to the bridge, and it failed at t = 1.897.
+    "from -1": from th1 = -1 through th1 = 0, within 1e-10 rad (measured 2.2e-11; at rtol 1e-10
+    2.3e-10). Before, the bridge's radau on the module's own right-hand side did not finish in 120 s.
+    "slow": from th1 = -1 on the other branch, a slow crossing (delta = 32 ms at s = 1e-2), within
+    2e-9 rad (measured 3.1e-10; at rtol 1e-10 2.5e-8). Before, the bridge's radau counted its first
+    steps as a crawl and stepped across from there over 64 ms: 6.1e-6 rad."""
+    from oracles import changepoint_quadrature as cq
+    model = dynamica.load(str(Path(__file__).resolve().parents[2] / "data" / "changepoint.yaml"))
+    if motion == "file":
+        q0, qd0 = model.assemble()
+        fb, s0, sdot0, t_end, step = cq.Fourbar((3.0, 2.0, 4.0, 3.0), cq.bodies(3.0, 2.0, 4.0, 3.0), 9.81, 1), \
+            q0[0], qd0[0], 2.5, 0.05
+        assert np.allclose(np.concatenate(fb.state(s0, sdot0)), np.concatenate([q0, qd0]), atol=1e-12)
+    else:
+        fb, sdot0, q0, qd0, t_end = cq.crossing_start((3.0, 2.0, 4.0, 3.0), 1 if motion == "from -1" else -1,
+                                                      -1.0, 20.0)
+        s0, step = -1.0, t_end / 50
+    start = {} if motion == "file" else {"q0": q0, "qd0": qd0}
+    res = dynamica.simulate(model, t_end=t_end, rtol=1e-12, atol=1e-12, output_step=step, method="ida", **start)
+    s = res.q[:, model.coordinates.index("th1")]
+    assert np.all(np.diff(s) > 0) and math.floor(s[0] / (2 * math.pi)) < math.floor(s[-1] / (2 * math.pi))
+    assert res.info["singular_passages"]                     # (through a flat configuration, th1 = 0 mod 2 pi)
+    times, rate = cq.times(fb, s0, sdot0, s)
+    assert float(np.abs((times - res.t) * rate).max()) <= {"file": 1e-9, "from -1": 1e-10, "slow": 2e-9}[motion]
+
+
+def _floor_model(folder, floor, radius=0.05):
+    """The N four-bar (N = 1) with a sphere on the tip of its first rod above a floor (a plane at y =
+    floor, normal +y): the tip touches it when sin(phi) = floor + radius on the branch."""
+    text = nf.model_text(1, "nfourbar_floor") + (
+        "contact:\n  shapes:\n"
+        f"    floor: {{type: plane, body: ground, at: [0, {floor}, 0], normal: [0, 1, 0]}}\n"
+        f"    tip: {{type: sphere, body: rod0, at: [1.0, 0, 0], radius: {radius}}}\n"
+        "  defaults: {stiffness: 1.0e+5, damping: 0.15, exponent: 1.5, friction: 0.0}\n")
+    path = folder / "nfourbar_floor.yaml"
+    path.write_text(text)
+    return dynamica.load(str(path))
+
+
+@pytest.mark.parametrize("rtol, bound", [(1e-10, 1e-7), (1e-12, 2e-9)])
+def test_ida_passes_a_singular_position_in_a_model_with_contacts(tmp_path, rtol, bound):
+    """ida on a model with contacts through a singular configuration: the N four-bar (N = 1) whose
+    first rod's tip hits a floor 0.17 s after the first passage (t = 0.708). Oracle: the reduced
+    equation of the parallelogram branch (DOP853 at 1e-13) up to the contact, and the contact's
+    time where the branch's tip reaches the floor (brentq on it). B0 within `bound` before the
+    contact (IDA's own step across at 1e-10, the bridge at 1e-12; measured 7.4e-9 and 1.3e-10 m), the
+    contact located within `bound` s (measured 1.3e-9 and 2.2e-11 s), its start and end listed. Before,
+    the contact path of ida did not step across: it failed at the passage (t = 0.708)."""
+    from scipy.integrate import solve_ivp
+    from scipy.optimize import brentq
+    floor, radius = -0.9, 0.05
+    model = _floor_model(tmp_path, floor, radius)
+    c = nf.reduced_coefficient(1)
+    branch = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, 1.0), [math.pi / 2, -1.0], method="DOP853",
+                       rtol=1e-13, atol=1e-13, dense_output=True)
+    t_contact = brentq(lambda t: math.sin(branch.sol(t)[0]) - radius - floor, 0.8, 0.95, xtol=1e-15)
+    res = dynamica.simulate(model, t_end=1.0, rtol=rtol, atol=rtol, output_step=0.01, method="ida")
+    passages = [p[0] for p in res.info["singular_passages"]]
+    assert passages and passages[0] < t_contact, passages
+    assert [x[3] for x in res.info["contacts"][:2]] == [1, -1] and res.info["restarts"] >= 2
+    assert abs(res.info["contacts"][0][0] - t_contact) <= bound
+    before = res.t < t_contact
+    ref, _ = nf.reference(1, res.t[before])
+    ia = model.coordinates.index("a0")
+    assert float(np.abs(nf.b0_x(res.q[before, ia]) - nf.b0_x(ref)).max()) <= bound
+    if rtol == 1e-10:                # with progress: one run handed on piece by piece, the same rows
+        streamed = dynamica.simulate(model, t_end=1.0, rtol=rtol, atol=rtol, output_step=0.01, method="ida",
+                                     progress=lambda r, new: None, segments=7)
+        assert np.array_equal(streamed.q, res.q) and streamed.nfev == res.nfev
+        assert streamed.info["contacts"] == res.info["contacts"]
+
+
+def test_ida_names_a_contact_within_a_step_across(tmp_path):
+    """A floor the tip touches at sin(phi) = -1e-3, inside the step across of the passage at t =
+    0.708 (IDA's own step across, or the bridge, neither of which locates contacts): one error
+    naming the contact and the window, not a contact missed."""
+    model = _floor_model(tmp_path, -0.051)
+    with pytest.raises(dynamica.IntegrationError, match=r"contact_floor_tip \(point 0\) starts or ends within the "
+                                                         r"step across a singular configuration"):
+        dynamica.simulate(model, t_end=1.0, rtol=1e-10, atol=1e-10, output_step=0.01, method="ida")
+
+
+def test_ida_failing_after_its_own_step_across_goes_on_by_the_bridge():
+    """At rtol 1e-10 (IDA's own step across) on a change-point crossing from th1 = -0.6 (sign +1,
+    extra 5 J; the quadrature oracle as above) IDA restarted after the step across at s = 2.7e-3,
+    leaving, and its steps no longer advanced: the run stopped with an error. Now a failure near a
+    crossing goes on by the bridge (strict radau) from the last state: the crank within 100 rtol
+    (measured 8.6e-10 rad)."""
+    from oracles import changepoint_quadrature as cq
+    model = dynamica.load(str(Path(__file__).resolve().parents[2] / "data" / "changepoint.yaml"))
+    fb, sdot0, q0, qd0, t_end = cq.crossing_start((3.0, 2.0, 4.0, 3.0), 1, -0.6, 5.0)
+    res = dynamica.simulate(model, t_end=t_end, rtol=1e-10, atol=1e-10, output_step=t_end / 50, q0=q0, qd0=qd0,
+                            method="ida")
+    s = res.q[:, model.coordinates.index("th1")]
+    assert s[0] < 0.0 < s[-1] and np.all(np.diff(s) > 0)
+    times, rate = cq.times(fb, -0.6, sdot0, s)
+    assert float(np.abs((times - res.t) * rate).max()) <= 1e-8
