@@ -4,7 +4,7 @@ runtime/integrators/singular.py, with the compiled loop running in C away from t
 
 Away from a crossing the C loop runs alone; after every accepted step it evaluates the module's
 watch (`dyn_con_measure` of templates/native/dynamica_constraints.h: |R_rr| / |R_11| of the pivoted
-QR of J with its rows scaled by their lengths at the start, at least sigma_r / sigma_1 / sqrt(m)),
+QR of J with its rows scaled as `singular.Crossings` scales them, at least sigma_r / sigma_1 / sqrt(m)),
 and below ARM times its value at the start the run hands over to Python (status WATCH). There the
 steps are taken one at a time with `singular.Crossings` (J's singular values, the time delta to
 the crossing) and cut heading in, so that the last ones are a gap-time long; once within GAP of
@@ -66,11 +66,13 @@ class Across:
     """A compiled adams Stepper `st` run over output times, stepping across singular
     configurations (module docstring): ``run(tv, Y, j, nmax)`` as ``Stepper.run``."""
 
-    def __init__(self, model, params, st, t0, y0, max_step=math.inf, rtol=1e-6):
+    def __init__(self, model, params, st, t0, y0, max_step=math.inf, rtol=1e-6, atol=1e-6):
         from dynamica.runtime.integrators.singular import Crossings
         self.model, self.st, self.user_max = model, st, float(max_step)
-        self.rtol = float(np.min(rtol))
-        self.quiet_s2 = float(np.finfo(float).eps) / (QUIET * self.rtol)     # s^2 below it: no projection
+        eps = float(np.finfo(float).eps)
+        self.tol = max(float(np.min(rtol)), float(np.min(atol)), eps)    # (rtol = 0: atol's level)
+        self.quiet_s2 = eps / (QUIET * self.tol)                          # s^2 below it: no projection
+        self.stop = False
         self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
         self.w = watch_data(self.crossings)
         self.p = model.param_vector(params)
@@ -86,7 +88,8 @@ class Across:
         return float(out[0])
 
     def drift(self, t, y) -> float:
-        """The largest defect of the loops' equations at y, each over its row's length at the start."""
+        """The largest defect of the loops' equations at y, each over its row's scale (`Crossings`):
+        a distance in the coordinates' units."""
         cr = self.crossings
         phi = self.model.constraints(y[:self.model.n], t, cr.params)[cr.keep]
         return float(np.abs(phi * cr.scale).max(initial=0.0))
@@ -109,6 +112,8 @@ class Across:
                 self.near, self.past = True, []
                 st.watch_level = 0.0
             j = self._after_step(tv, Y, j)
+            if self.stop:                   # (the events ended the run inside a step across)
+                return 0, j
         return 0, j
 
     def stopped(self, steps) -> bool:
@@ -125,7 +130,7 @@ class Across:
             return j
         remember(self.past, t, y)
         s, delta = cr.approaching(t, y, within=math.inf)
-        st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.rtol
+        st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.tol     # (from the next step)
         inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n]).max()), 1e-300)  # the gap's time
         if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and t - st.t_old < 1e-2 * delta):
             if len(self.past) >= 2:
@@ -161,7 +166,7 @@ class Across:
                                    f"singular configuration of the loops")
         self.past = [(t_b, y_b)]
         if self.on_step is not None:
-            self.on_step(self.jump[0], t_b, y_b, state)
+            self.stop = bool(self.on_step(self.jump[0], t_b, y_b, state))
         return j
 
     def intrp(self, t):

@@ -212,7 +212,7 @@ def _output_times(t_eval, t0: float, tb: float):
 
 
 class _Events:
-    """The user's events of a run, fed each accepted step (or step across) as (t_old, t, intrp):
+    """The user's events of a run, fed each accepted step (or step across) as (t_old, t, y, intrp):
     evaluated at its end, a sign change located by brentq on intrp (see `solve`); returns True
     when a terminal event ends the run (`status` 1 at `t_end`)."""
 
@@ -296,7 +296,7 @@ def stepper(model, f, p, t0, y0, tb, rtol, atol, *, first_step=None, max_step=np
     if not across:
         return st, st
     from dynamica.runtime.integrators.adams_across import Across
-    return st, Across(model, params, st, t0, y0, max_step, rtol)
+    return st, Across(model, params, st, t0, y0, max_step, rtol, atol)
 
 
 def solve(model_or_capsule, t_span, y0=None, t_eval=None, params_array=None, rtol=1e-6, atol=1e-6,

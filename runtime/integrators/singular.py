@@ -105,24 +105,25 @@ class Crossings:
 
     def _warn_at_start(self, t0, q0, sv):
         """SingularStartWarning when q0 is a singular configuration (J's rank there below its rank at
-        a state projected onto the constraints from START_STEP away) or within SINGULAR_GAP of one."""
+        a state projected onto the constraints from START_STEP away) or within the gap of one."""
         if not len(sv):
             return
         y = np.concatenate([q0 + np.random.default_rng(1).uniform(-START_STEP, START_STEP, self.n), np.zeros(self.n)])
-        self.model.module.project(float(t0), y, self.p, self.opts)
+        if self.model.module.project(float(t0), y, self.p, self.opts) != 0:
+            return                                   # (no state nearby to compare with)
         near = self._singular_values(y[:self.n], t0)
         rank_near = int(np.sum(near > 1e-8 * near[0])) if np.all(np.isfinite(near)) else self.rank
         s = float(sv[self.rank - 1] / sv[0]) if self.rank else 1.0
-        if rank_near <= self.rank and s >= SINGULAR_GAP:
+        if rank_near <= self.rank and s >= self.gap:
             return
         import warnings
 
         from dynamica.errors import SingularStartWarning
-        where = "at" if rank_near > self.rank else f"within the gap (sigma_r / sigma_1 = {s:.1e} < {SINGULAR_GAP:g}) of"
+        where = "at" if rank_near > self.rank else f"within the gap (sigma_r / sigma_1 = {s:.1e} < {self.gap:g}) of"
         warnings.warn(f"{self.model.spec.file}: the run starts {where} a singular configuration of the closed "
                       f"loops {', '.join(self._weak_loops(t0, q0, max(rank_near, self.rank)))}, where which branch "
                       f"the motion continues on is not resolved: check the result, or start further from it",
-                      SingularStartWarning, stacklevel=2)
+                      SingularStartWarning, stacklevel=_caller_level())
 
     def _weak_loops(self, t0, q0, r):
         """The loops whose equations carry J's r-th left singular vector at q0 (its weakest direction)."""
@@ -275,6 +276,16 @@ def strict_functions(model, params):
         return proj(float(t), y.ctypes.data_as(dp), pp, float(opts[0]))
     f.keep = project.keep = (p, rhs, proj)      # (the buffers and function pointers live with them)
     return f, project
+
+
+def _caller_level() -> int:
+    """The stacklevel of a warning from here that points at the first frame outside dynamica."""
+    import inspect
+    here = inspect.currentframe()
+    frame, level = (here.f_back if here is not None else None), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dynamica"):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def remember(past, t, y):

@@ -129,6 +129,8 @@ def test_a_run_with_events_steps_across_and_locates_them(models, n):
                     rtol=1e-13, atol=1e-13, events=[lambda t, y, a=a: y[0] + a for a in levels])
     assert res.info["status"] == 1 and res.t[-1] <= ref.t_events[2][0]
     assert len(res.info["singular_passages"]) == 1
+    t_2, t_b = res.info["singular_passages"][0][:2]
+    assert t_2 < res.info["t_events"][0][0] < t_b                  # (a0 = 0 inside the step across)
     for got, want in zip(res.info["t_events"], ref.t_events):
         assert len(got) == 1 and abs(got[0] - want[0]) <= 1e-8, (got, want)
 
@@ -149,7 +151,7 @@ def test_near_a_crossing_the_projection_is_left_out_while_its_noise_exceeds_the_
         s = self.crossings.measure(t, y[:model.n])
         j = after(self, tv, Y, j)
         if self.near and self.st.t == t:                 # (no step across, no hand-back)
-            want = s * s >= np.finfo(float).eps / (adams_across.QUIET * self.rtol) or self.drift(t, y) > self.rtol
+            want = s * s >= np.finfo(float).eps / (adams_across.QUIET * self.tol) or self.drift(t, y) > self.tol
             seen.append((self.st.projecting, want))
         return j
 
@@ -196,6 +198,16 @@ def test_a_run_started_next_to_a_crossing_steps_across_it_once(models):
     assert float(np.abs(res.q[:, ia] - ref).max()) <= 1e-8
 
 
+def test_a_pure_atol_run_steps_across(models):
+    """rtol = 0 (atol 1e-10 alone) through the first passage: the quiet projection's level from atol
+    (it divided by rtol before); a0 within 1e-7 of the reduced equation (measured 8.8e-11)."""
+    model = models[1]
+    res = dynamica.simulate(model, t_end=1.0, rtol=0.0, atol=1e-10, output_step=0.01)
+    ref, _ = nf.reference(1, res.t)
+    assert len(res.info["singular_passages"]) == 1
+    assert float(np.abs(res.q[:, model.coordinates.index("a0")] - ref).max()) <= 1e-7
+
+
 def test_a_run_started_at_or_next_to_a_crossing_is_warned_about(models):
     """SingularStartWarning naming the loop for the N four-bar (N = 1) started at the horizontal (J's
     rank 1 there, 2 at a state projected onto the constraints 1e-3 away) and 1e-6 rad from it
@@ -209,6 +221,7 @@ def test_a_run_started_at_or_next_to_a_crossing_is_warned_about(models):
             warnings.simplefilter("always")
             dynamica.simulate(model, t_end=0.01, q0=q0, qd0=qd0)
         got = [str(w.message) for w in caught if issubclass(w.category, SingularStartWarning)]
+        assert all(w.filename == __file__ for w in caught if issubclass(w.category, SingularStartWarning))
         if warned is None:
             assert got == [], got
         else:
