@@ -21,6 +21,7 @@ import time
 from dynamica.errors import DynamicaError
 from dynamica.runtime.studies import cases as sweep_cases
 from dynamica.runtime.studies.cases import grid, sample
+from dynamica.runtime.studies.pool import ForkedWorkers, check_picklable, cores, worker_died
 from dynamica.runtime.studies.store import FileStore, MemoryStore, TrajectoryWriter, read_table
 from dynamica.runtime.studies.worker import (
     LOST,
@@ -69,9 +70,9 @@ class SerialExecutor:
 
 
 class ProcessExecutor:
-    """Blocks of cases on a pool of local worker processes (`scheduler="processes"`, the default
-    for a study on this machine): each process prepares the model once (forked from this one
-    where the platform forks, else from the shipped package); a block travels as two arrays (case
+    """Blocks of cases on a pool of local worker processes (`scheduler="processes"` where the
+    platform does not fork, macOS and Windows; `pool.ForkedWorkers` where it does): each process
+    prepares the model once from the shipped package; a block travels as two arrays (case
     numbers, input values) and comes back as arrays (`worker.Block`)."""
 
     def __init__(self, model, pkg, workers, timeout):
@@ -79,7 +80,7 @@ class ProcessExecutor:
         from concurrent.futures import ProcessPoolExecutor
 
         from dynamica.runtime.studies.worker import warm_up
-        self.slots = int(workers or _cores())
+        self.slots = int(workers or cores())
         if self.slots < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
         warm_up(model)
@@ -95,15 +96,9 @@ class ProcessExecutor:
         return [p for p in multiprocessing.active_children() if p not in self.before]
 
     def run(self, pkg, blocks, roles, settings, on_batch):
-        import pickle
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
-        try:
-            pickle.dumps(settings)
-        except Exception as exc:                 # a lambda or a local function as extra_columns
-            raise ValueError(f"extra_columns must be a function defined at the top level of a module for "
-                             f"scheduler='processes' (it is sent to the worker processes by pickle: "
-                             f"{type(exc).__name__}: {exc}); scheduler='serial' takes any callable") from None
+        check_picklable(settings)
         pending = {self.pool.submit(process_block, pkg.key, numbers, values, names, roles, settings): numbers
                    for numbers, values, names in blocks}
         finished = False
@@ -115,12 +110,7 @@ class ProcessExecutor:
                     try:
                         block = f.result()
                     except BrokenProcessPool:
-                        lost = sorted(int(n) for nums in [numbers, *pending.values()] for n in nums)
-                        raise DynamicaError(
-                            f"a worker process of the study died (killed, out of memory or a crash in compiled "
-                            f"code) while cases {_ranges(lost)} were unfinished: those cases have no rows; the "
-                            f"rows received are kept (with out=, the same call runs only the missing cases; "
-                            f"scheduler='serial' runs a case in this process to see its error)") from None
+                        raise worker_died(n for nums in [numbers, *pending.values()] for n in nums) from None
                     except SweepSetupError:
                         raise
                     except Exception as exc:     # not a case's error (those are rows)
@@ -137,18 +127,6 @@ class ProcessExecutor:
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _ranges(numbers) -> str:
-    """[1, 2, 3, 7] -> '1-3, 7' (at most 8 ranges, then the count of the rest)."""
-    spans = []
-    for n in numbers:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    text = [f"{a}-{b}" if b > a else f"{a}" for a, b in spans[:8]]
-    return ", ".join(text) + (f" and {len(spans) - 8} more ranges" if len(spans) > 8 else "")
 
 
 class DaskExecutor:
@@ -174,7 +152,7 @@ class DaskExecutor:
             return scheduler
         if scheduler is None:
             try:
-                self.cluster = LocalCluster(n_workers=workers or _cores(), threads_per_worker=1, processes=True,
+                self.cluster = LocalCluster(n_workers=workers or cores(), threads_per_worker=1, processes=True,
                                             dashboard_address=":0", silence_logs=logging.ERROR)
             except Exception as exc:
                 raise DynamicaError(f"cannot start a local Dask cluster ({type(exc).__name__}: {exc}); a script that "
@@ -248,13 +226,19 @@ def _is_client(scheduler) -> bool:
     return isinstance(scheduler, Client)
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+def local_processes(model, pkg, workers, timeout):
+    """Worker processes forked from this one where the platform forks (the model, the cases and
+    the plan of their runs inherited, the rows back through shared memory), else a pool of
+    spawned processes that import the shipped module."""
+    import multiprocessing
+    if "fork" in multiprocessing.get_all_start_methods():
+        return ForkedWorkers(model, pkg, workers, timeout)
+    return ProcessExecutor(model, pkg, workers, timeout)
 
 
 #: scheduler name -> executor of the blocks on this machine (anything else is Dask's: an address,
 #: a distributed.Client, or "dask" for a LocalCluster)
-SCHEDULERS = {"processes": ProcessExecutor, "serial": SerialExecutor}
+SCHEDULERS = {"processes": local_processes, "serial": SerialExecutor}
 #: where a study runs when no scheduler is given
 DEFAULT_SCHEDULER = "processes"
 
