@@ -23,6 +23,7 @@ import sys
 import numpy as np
 
 from dynamica.errors import DynamicaError
+from dynamica.runtime.studies.plan import case_plan
 from dynamica.runtime.studies.worker import OK, Block, result_columns, run_block, warm_up
 
 
@@ -78,7 +79,10 @@ class SharedTable:
 
 class ForkedWorkers:
     """The blocks of a study on `workers` processes forked from this one (one per core by
-    default); the blocks' rows come back through shared memory (`SharedTable`)."""
+    default); the blocks' rows come back through shared memory (`SharedTable`). A block costs a
+    lock and a message of a few bytes: the blocks may shrink towards the end (`guided`)."""
+
+    guided = True
 
     def __init__(self, model, pkg, workers, timeout):
         self.slots = int(workers or cores())
@@ -95,6 +99,7 @@ class ForkedWorkers:
         if not blocks:
             return
         ctx = multiprocessing.get_context("fork")
+        case_plan(self.model, blocks[0][2], roles, settings).prepare()      # the workers inherit it
         starts = np.cumsum([0, *(len(numbers) for numbers, _, _ in blocks)])
         columns = result_columns(self.model, settings)
         shared, lock = SharedTable(int(starts[-1]), len(columns)), ctx.Lock()

@@ -48,6 +48,9 @@ __all__ = ["sweep", "grid", "sample", "read_table", "SweepSetupError", "REDUCTIO
 TASKS_PER_SLOT = 16
 #: largest batch chosen automatically (cases)
 MAX_BATCH = 100
+#: smallest batch chosen automatically for an executor whose batches cost little each (`guided`):
+#: the last ones, so that the workers finish within a few cases of each other
+MIN_GUIDED_BATCH = 8
 
 
 # ------------------------------------------------------------------ where the batches run
@@ -338,13 +341,30 @@ def _fingerprint(model, table, settings) -> dict:
                               getattr(extra, "__qualname__", repr(extra)) if extra else None))}
 
 
-def _blocks(todo, table, size):
-    """[(case numbers, input values (one row a case), input names)], `size` cases a block."""
+def _block_sizes(cases: int, slots: int, batch_size, guided: bool) -> list:
+    """The number of cases of each block: `batch_size` each when given; else TASKS_PER_SLOT
+    blocks a slot (at most MAX_BATCH cases), or, for an executor whose blocks cost little each
+    (`guided`), blocks that shrink as the cases left do (guided self-scheduling: a block of the
+    cases left / (2 slots), from MAX_BATCH down to the smaller of MIN_GUIDED_BATCH and the fixed
+    size), so that the slots finish together."""
+    size = int(batch_size) if batch_size else max(1, min(MAX_BATCH, math.ceil(cases / (TASKS_PER_SLOT * slots))))
+    if batch_size or not guided:
+        return [min(size, cases - k) for k in range(0, cases, size)]
+    sizes, left, least = [], cases, min(MIN_GUIDED_BATCH, size)
+    while left > 0:
+        sizes.append(min(left, max(least, min(MAX_BATCH, math.ceil(left / (2 * slots))))))
+        left -= sizes[-1]
+    return sizes
+
+
+def _blocks(todo, table, sizes: list):
+    """[(case numbers, input values (one row a case), input names)], `sizes` cases a block."""
     import numpy as np
     numbers = np.asarray(todo, dtype=np.int64)
     values = table.to_numpy(dtype=float)[numbers] if len(table.columns) else np.empty((len(numbers), 0))
     names = list(table.columns)
-    return [(numbers[k:k + size], values[k:k + size], names) for k in range(0, len(numbers), size)]
+    bounds = np.cumsum([0, *sizes]).tolist()
+    return [(numbers[a:b], values[a:b], names) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _columns(model, table, roles, settings) -> list:
@@ -453,13 +473,11 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
         pkg = package(model, modules) if not (isinstance(scheduler, str) and scheduler == "serial") else None
         executor = _executor(scheduler, model, pkg, workers, timeout)
         slots = executor.slots
-        size = (
-            int(batch_size) if batch_size else max(1, min(MAX_BATCH, math.ceil(len(todo) / (TASKS_PER_SLOT * slots))))
-        )
+        sizes = _block_sizes(len(todo), slots, batch_size, getattr(executor, "guided", False))
         tick, close = _progress(progress, len(table), len(done))
         collect = _Collector(store, writer, tick, len(done))
         try:
-            executor.run(pkg, _blocks(todo, table, size), roles, settings, collect)
+            executor.run(pkg, _blocks(todo, table, sizes), roles, settings, collect)
         finally:
             close()
             executor.close()
