@@ -341,7 +341,7 @@ def _fingerprint(model, table, settings) -> dict:
                               getattr(extra, "__qualname__", repr(extra)) if extra else None))}
 
 
-def _block_sizes(cases: int, slots: int, batch_size, guided: bool) -> list:
+def block_sizes(cases: int, slots: int, batch_size, guided: bool) -> list:
     """The number of cases of each block: `batch_size` each when given; else TASKS_PER_SLOT
     blocks a slot (at most MAX_BATCH cases), or, for an executor whose blocks cost little each
     (`guided`), blocks that shrink as the cases left do (guided self-scheduling: a block of the
@@ -376,13 +376,19 @@ def _assemble(frames, model, table, roles, settings):
     """One table, one row a case in case order: inputs, final state, reduced outputs, extra
     columns, wall_time, worker, status."""
     import pandas as pd
-    rows = pd.concat(frames) if frames else pd.DataFrame(index=pd.RangeIndex(0, name="case"))
-    rows = rows[~rows.index.duplicated(keep="last")].sort_index()
+    if len(frames) == 1:
+        rows = frames[0]
+    else:
+        rows = pd.concat(frames) if frames else pd.DataFrame(index=pd.RangeIndex(0, name="case"))
+    if not (rows.index.is_unique and rows.index.is_monotonic_increasing):     # a case run again: its last row
+        rows = rows[~rows.index.duplicated(keep="last")].sort_index()
     inputs = table.rename(columns={c: sweep_cases.input_column(c, roles[c]) for c in table.columns})
     fixed = _columns(model, table, roles, settings)
     tail = ["wall_time", "worker", "status"]
     extra = [c for c in rows.columns if c not in fixed and c not in tail]
-    out = inputs.join(rows.drop(columns=[c for c in inputs.columns if c in rows.columns]), how="left")
+    rows = rows.drop(columns=[c for c in inputs.columns if c in rows.columns])
+    # every case's row, in order (a study run at once): side by side, else joined on the case number
+    out = pd.concat([inputs, rows], axis=1) if rows.index.equals(inputs.index) else inputs.join(rows, how="left")
     for c in fixed + extra + tail:
         if c not in out.columns:
             out[c] = float("nan") if c not in ("worker", "status") else ""
@@ -426,8 +432,8 @@ class _Collector:
         self.tick(self.count)
 
     def finish(self):
-        if self.blocks:
-            self.store.add(Block.join(self.blocks).frame())
+        if self.blocks:                      # in case order (blocks are ranges of it; workers finish out of order)
+            self.store.add(Block.join(sorted(self.blocks, key=lambda b: int(b.numbers[0]))).frame())
 
 
 def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=("final", "min", "max", "rms"),
@@ -473,7 +479,7 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
         pkg = package(model, modules) if not (isinstance(scheduler, str) and scheduler == "serial") else None
         executor = _executor(scheduler, model, pkg, workers, timeout)
         slots = executor.slots
-        sizes = _block_sizes(len(todo), slots, batch_size, getattr(executor, "guided", False))
+        sizes = block_sizes(len(todo), slots, batch_size, getattr(executor, "guided", False))
         tick, close = _progress(progress, len(table), len(done))
         collect = _Collector(store, writer, tick, len(done))
         try:
