@@ -267,6 +267,19 @@ def test_processes_are_the_default_and_a_case_that_raises_is_its_row(pendulum):
     assert all(w.startswith("process ") for w in table["worker"])
 
 
+def test_the_pool_of_platforms_that_spawn_gives_the_same_rows(pendulum, monkeypatch):
+    """Where processes are not forked (macOS, Windows) a pool of processes that prepare the
+    model from the package runs the blocks (here with the start method this platform has): the
+    rows are the serial ones, a failing case is its row."""
+    from dynamica.runtime.studies import sweep as sweep_module
+    monkeypatch.setitem(sweep_module.SCHEDULERS, "processes", sweep_module.ProcessExecutor)
+    cases = pd.DataFrame({"l2": [0.5, 0.6, float("nan"), 0.8]})
+    table = sweep(pendulum, cases, T_END, outputs=["potential_energy"], workers=2, batch_size=2)
+    serial = sweep(pendulum, cases, T_END, outputs=["potential_energy"], scheduler="serial")
+    pd.testing.assert_frame_equal(_rows(table), _rows(serial), check_exact=True)
+    assert table.loc[2, "status"].startswith("IntegrationError") and all(w.startswith("process ") for w in table["worker"])
+
+
 def _slow_at_05(result, case):
     import time
     if case["l2"] == 0.5:
