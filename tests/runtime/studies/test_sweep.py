@@ -277,7 +277,8 @@ def test_the_pool_of_platforms_that_spawn_gives_the_same_rows(pendulum, monkeypa
     table = sweep(pendulum, cases, T_END, outputs=["potential_energy"], workers=2, batch_size=2)
     serial = sweep(pendulum, cases, T_END, outputs=["potential_energy"], scheduler="serial")
     pd.testing.assert_frame_equal(_rows(table), _rows(serial), check_exact=True)
-    assert table.loc[2, "status"].startswith("IntegrationError") and all(w.startswith("process ") for w in table["worker"])
+    assert table.loc[2, "status"].startswith("IntegrationError")
+    assert all(w.startswith("process ") for w in table["worker"])
 
 
 def _slow_at_05(result, case):
