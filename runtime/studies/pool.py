@@ -184,3 +184,4 @@ def _work(model, blocks, starts, shared: SharedTable, lock, roles, settings, con
         conn.close()
         sys.stdout.flush()
         sys.stderr.flush()
+        os.nice(19)      # its exit (unmapping its memory, some ms) yields to the study's process and other workers

@@ -281,6 +281,18 @@ def test_the_pool_of_platforms_that_spawn_gives_the_same_rows(pendulum, monkeypa
     assert all(w.startswith("process ") for w in table["worker"])
 
 
+def _unpicklable_column(result, case):
+    import threading
+    return {"lock": threading.Lock()}
+
+
+def test_a_hook_whose_columns_cannot_come_back_is_one_error(pendulum):
+    """Extra columns travel back from a worker process by pickle: a value that cannot stops the
+    study with one error naming why (no hang, no traceback from the worker)."""
+    with pytest.raises(dynamica.DynamicaError, match=r"failed in a worker process: TypeError: cannot pickle"):
+        sweep(pendulum, {"l2": [0.5, 0.6]}, T_END, workers=1, extra_columns=_unpicklable_column)
+
+
 def _slow_at_05(result, case):
     import time
     if case["l2"] == 0.5:
