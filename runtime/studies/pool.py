@@ -97,7 +97,6 @@ class ForkedWorkers:
 
     def run(self, pkg, blocks, roles, settings, on_batch):
         import multiprocessing
-        from multiprocessing.connection import wait
         check_picklable(settings)
         if not blocks:
             return
@@ -105,37 +104,20 @@ class ForkedWorkers:
         case_plan(self.model, blocks[0][2], roles, settings).prepare()      # the workers inherit it
         starts = np.cumsum([0, *(len(numbers) for numbers, _, _ in blocks)])
         columns = result_columns(self.model, settings)
-        shared, lock = SharedTable(int(starts[-1]), len(columns)), ctx.Lock()
-        job = (self.model, blocks, starts, shared, lock, roles, settings)
-        pipes = {}
-        for _ in range(min(self.slots, len(blocks))):
-            receive, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_work, args=(*job, send), daemon=True)
-            proc.start()
-            send.close()                         # the worker's end: end of file here when it exits
-            pipes[receive] = proc
-            self.procs.append(proc)
-        left = set(range(len(blocks)))
+        shared = SharedTable(int(starts[-1]), len(columns))
+        job = (self.model, blocks, starts, shared, ctx.Lock(), roles, settings)
         finished = False
         try:
-            while left:
-                if not pipes:                    # every worker said it is done: a block was never claimed
-                    raise DynamicaError(f"the worker processes of the study ended with cases "
-                                        f"{ranges(sorted(int(n) for j in left for n in blocks[j][0]))} not run")
-                for conn in wait(list(pipes)):
-                    try:
-                        message = conn.recv()
-                    except EOFError:             # it exited without saying it was done: it died
-                        raise worker_died(n for j in left for n in blocks[j][0]) from None
-                    if message[0] == "done":
-                        del pipes[conn]
-                    elif message[0] == "error":
-                        raise DynamicaError(f"a block of the study failed in a worker process: {message[1]}")
-                    else:
-                        _, j, name, failed, extra, trajectories = message
-                        left.discard(j)
-                        on_batch(_block(blocks[j][0], columns, shared, int(starts[j]), name, failed, extra,
-                                        trajectories))
+            pipes = {}
+            for _ in range(min(self.slots, len(blocks))):
+                receive, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_work, args=(*job, send), daemon=True)
+                proc.start()
+                send.close()                     # the worker's end: end of file here when it exits
+                pipes[receive] = proc
+                self.procs.append(proc)
+            self._receive(pipes, blocks, lambda j, name, failed, extra, trajectories: on_batch(
+                _block(blocks[j][0], columns, shared, int(starts[j]), name, failed, extra, trajectories)))
             finished = True
         finally:
             if not finished:                     # Ctrl-C, a lost worker, an error: stop now, run nothing more
@@ -144,6 +126,29 @@ class ForkedWorkers:
                 for proc in self.procs:
                     proc.join()
                 self.procs.clear()
+
+    @staticmethod
+    def _receive(pipes: dict, blocks: list, finished_block):
+        """The workers' messages until every block is in: `finished_block(j, worker, failed,
+        extra, trajectories)` for each; the study's error when a worker dies or fails."""
+        from multiprocessing.connection import wait
+        left = set(range(len(blocks)))
+        while left:
+            if not pipes:                        # every worker said it is done: a block was never claimed
+                raise DynamicaError(f"the worker processes of the study ended with cases "
+                                    f"{ranges(sorted(int(n) for j in left for n in blocks[j][0]))} not run")
+            for conn in wait(list(pipes)):
+                try:
+                    message = conn.recv()
+                except EOFError:                 # it exited without saying it was done: it died
+                    raise worker_died(n for j in left for n in blocks[j][0]) from None
+                if message[0] == "done":
+                    del pipes[conn]
+                elif message[0] == "error":
+                    raise DynamicaError(f"a block of the study failed in a worker process: {message[1]}")
+                else:
+                    left.discard(message[1])
+                    finished_block(*message[1:])
 
     def close(self):
         """Nothing to wait for: the workers exit once every block is claimed (multiprocessing
