@@ -78,17 +78,6 @@ class CasePlan:
             return
         self.index, self.runs = index, runs
 
-    def prepare(self):
-        """Learn from a run at the model's own parameters and initial values (not a case of the
-        study: the output times and the series' columns are every case's), so that processes
-        forked after it run their first case on the fast path too; nothing when that run fails
-        (each process then learns from its first case that succeeds)."""
-        if self.runs is not None or not self.fast:
-            return
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            run_case_values(self.model, {}, self.roles, self.settings, seen=self.learn)
-
     def _state(self, case: dict):
         """(y0, p) of a case, as `simulate` makes them."""
         model = self.model

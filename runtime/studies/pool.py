@@ -1,10 +1,10 @@
 """Local worker processes forked from the study's process (`scheduler="processes"` where the
 platform forks; docs/sweep.md, "Local worker processes").
 
-The workers are forked once the study's blocks are cut, so each starts with the model, the
-cases and the plan of their runs (runtime/studies/plan.py) in its memory: nothing is sent to
-it. A worker claims the next block from a counter in memory shared with this process, runs it
-and writes the block's values and wall times into a table in that shared memory; through its
+The workers are forked once the study's blocks are cut, so each starts with the model and the
+cases in its memory: nothing is sent to it. A worker claims the next block from a counter in
+memory shared with this process, runs it and writes the block's values and wall times into a
+table in that shared memory; through its
 pipe it says only which block it finished, with the few per-case objects the block has (the
 statuses of the cases that failed, extra columns, trajectories). So this process spends little
 per case (a short message per block, no rows to unpickle), the blocks balance themselves over
@@ -23,7 +23,6 @@ import sys
 import numpy as np
 
 from dynamica.errors import DynamicaError
-from dynamica.runtime.studies.plan import case_plan
 from dynamica.runtime.studies.worker import OK, Block, result_columns, run_block, warm_up
 
 
@@ -101,7 +100,6 @@ class ForkedWorkers:
         if not blocks:
             return
         ctx = multiprocessing.get_context("fork")
-        case_plan(self.model, blocks[0][2], roles, settings).prepare()      # the workers inherit it
         starts = np.cumsum([0, *(len(numbers) for numbers, _, _ in blocks)])
         columns = result_columns(self.model, settings)
         shared = SharedTable(int(starts[-1]), len(columns))
