@@ -8,9 +8,11 @@ row), l2 varied over the cases. Measured:
 
     simulate loop   : `dynamica.simulate` case by case (the integration and the outputs, no rows)
     serial          : `sweep(..., scheduler="serial")`, the study's rows built (the per-case cost c)
-    processes W     : `sweep(..., scheduler="processes", workers=W)`, W = 1, 2 (the default local path)
+    processes W     : `sweep(..., scheduler="processes", workers=W)`, W = 1, 2 (the default local path:
+                      workers forked with the study, rows back through shared memory)
     dask W          : `sweep` on a LocalCluster of W worker processes (after a warm-up study)
-    no-op task      : the cost of one task through the process pool and through Dask
+    workers' start  : a study of one short case a worker on the local processes
+    no-op task      : the cost of one task through Dask
 
 The machine is shared: the load averages are printed before and after. Wall times then mix our
 work with other people's, so the processes path is also measured in CPU seconds (this process,
@@ -19,10 +21,12 @@ and its workers as reaped children), from which a model gives the wall time on i
     T(W) = start(W) + max((C_workers + C_parent) / min(W + 1, cores), C_workers / W, C_parent)
 
 with C_workers the workers' CPU seconds for the cases (their per-case cost c + o), C_parent the
-parent's (cutting blocks, receiving arrays, building the table), start(W) = a + W b from the
-measured start of an empty study on 1 and 2 workers (b: one more forked worker). A model, not a
+parent's (cutting blocks, forking, taking the blocks' messages, building the table), start(W) =
+a + W b from the measured start of a study of one short case a worker on 1 and 2 workers (b: one
+more forked worker). A model, not a
 measurement; it ignores memory bandwidth and the OS.
 A plain script, run by hand:  python benchmarks/bench_sweep.py [--cases N] [--repeat R] [--no-save]
+(results/sweep.txt for N = 2000, results/sweep_N.txt for another N)
 The paths run interleaved, R rounds (default 3), and each reports its best round.
 """
 
@@ -84,25 +88,20 @@ def study(model, values, outputs, scheduler, **kw):
     return wall, parent, children, table
 
 
-def pool_costs(model, workers):
-    """(start s, no-op task s) of the local process pool: an empty study and 400 no-op tasks."""
-    from concurrent.futures import ProcessPoolExecutor
-
+def pool_start(model, workers, rounds=5):
+    """Wall seconds of a study of one short case a worker on the local processes (the workers'
+    fork, their first block, the table): best of `rounds`."""
     import pandas as pd
 
     from dynamica.runtime.studies.sweep import sweep
-    t0 = time.perf_counter()
-    sweep(model, pd.DataFrame({"l2": [0.7] * workers}), 1e-3, scheduler="processes", workers=workers,
-          batch_size=1)
-    start = time.perf_counter() - t0
-    reap()
-    with ProcessPoolExecutor(workers) as pool:
-        list(pool.map(int, range(workers)))
-        k = 400
+    best = math.inf
+    for _ in range(rounds):
         t0 = time.perf_counter()
-        list(pool.map(int, range(k)))                    # chunksize 1: one task each
-        noop = (time.perf_counter() - t0) / k
-    return start, noop
+        sweep(model, pd.DataFrame({"l2": [0.7] * workers}), 1e-3, scheduler="processes", workers=workers,
+              batch_size=1)
+        best = min(best, time.perf_counter() - t0)
+        reap()
+    return best
 
 
 def dask_study(model, values, outputs, workers):
@@ -141,7 +140,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3, help="rounds of the interleaved paths (best of each)")
     args = ap.parse_args(argv)
     import dynamica
-    from dynamica.runtime.studies.sweep import MAX_BATCH, TASKS_PER_SLOT
+    from dynamica.runtime.studies.sweep import MAX_BATCH, TASKS_PER_SLOT, block_sizes
     model = dynamica.load(MODEL)
     outputs = list(dict(model.output_layout))
     values = np.linspace(0.5, 1.0, args.cases)
@@ -171,8 +170,8 @@ def main(argv=None):
             same = run[3].drop(columns=["wall_time", "worker"]).equals(ref.drop(columns=["wall_time", "worker"]))
             assert same, "the processes' rows differ from the serial rows"
         rows.append((f"processes, {w} worker{'s' if w > 1 else ''}", proc[w][0], w))
-    start_1, _ = pool_costs(model, 1)
-    start_p, noop_p = pool_costs(model, 2)
+    start_1 = pool_start(model, 1)
+    start_p = pool_start(model, 2)
     fork = max(start_p - start_1, 0.0)             # each further worker process (forked one after another)
     fixed = max(start_1 - fork, 0.0)               # the rest of a study's start (package, warm-up, pool)
     dask = {}
@@ -200,7 +199,7 @@ def main(argv=None):
     cs = serial[1] / n                   # serial CPU a case
     cw = max(cw_measured, cs)            # a worker does the serial work and more: less is the load's noise
     cp = parent2 / n                     # the parent's CPU a case
-    b2 = max(1, min(MAX_BATCH, math.ceil(n / (TASKS_PER_SLOT * 2))))
+    b2 = block_sizes(n, 2, None, True)             # the blocks of the forked workers (guided)
     lines += [
         "",
         "CPU seconds per case (resource.getrusage: this process, and the worker processes once reaped):",
@@ -209,12 +208,11 @@ def main(argv=None):
         f"(1 worker: {1e3 * workers1 / n:.3f} ms)",
         f"                        in the parent         {1e3 * cp:7.3f} ms   (1 worker: {1e3 * parent1 / n:.3f} ms)",
         f"  per-case overhead of the pool (workers' CPU - serial CPU): {1e3 * (cw_measured - cs):7.3f} ms; "
-        f"blocks of {b2} cases",
+        f"{len(b2)} blocks ({b2[0]} cases down to {b2[-1]}, claimed by the workers as they free up)",
         f"  the model below takes the workers' CPU a case as max(measured, serial) = {1e3 * cw:.3f} ms "
         "(a worker cannot do less than the serial work; less is the noise of a loaded machine)",
-        f"  one no-op task through the pool (submit to result, 2 workers): {1e3 * noop_p:.3f} ms wall",
-        f"  pool start and model in the workers (an empty study): {start_1:.2f} s wall with 1 worker, "
-        f"{start_p:.2f} s with 2: start(W) = {fixed:.3f} s + W x {fork:.3f} s",
+        f"  workers' start (a study of one short case a worker, best of 5): {1e3 * start_1:.1f} ms wall with 1 worker, "
+        f"{1e3 * start_p:.1f} ms with 2: start(W) = {1e3 * fixed:.1f} ms + W x {1e3 * fork:.1f} ms",
     ]
     if dask:
         lines += [f"  one no-op Dask task (submit to result, 2 workers): {1e3 * dask[2][3]:.3f} ms wall; cluster start "
@@ -257,7 +255,7 @@ def main(argv=None):
     report = "\n".join(lines)
     print(report)
     if not args.no_save:
-        out = ROOT / "benchmarks" / "results" / "sweep.txt"
+        out = ROOT / "benchmarks" / "results" / ("sweep.txt" if n == 2000 else f"sweep_{n}.txt")
         out.write_text(report + "\n")
         print(f"saved to {out}", file=sys.stderr)
 

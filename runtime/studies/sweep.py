@@ -21,6 +21,7 @@ import time
 from dynamica.errors import DynamicaError
 from dynamica.runtime.studies import cases as sweep_cases
 from dynamica.runtime.studies.cases import grid, sample
+from dynamica.runtime.studies.pool import ForkedWorkers, check_picklable, cores, worker_died
 from dynamica.runtime.studies.store import FileStore, MemoryStore, TrajectoryWriter, read_table
 from dynamica.runtime.studies.worker import (
     LOST,
@@ -47,6 +48,9 @@ __all__ = ["sweep", "grid", "sample", "read_table", "SweepSetupError", "REDUCTIO
 TASKS_PER_SLOT = 16
 #: largest batch chosen automatically (cases)
 MAX_BATCH = 100
+#: smallest batch chosen automatically for an executor whose batches cost little each (`guided`):
+#: the last ones, so that the workers finish within a few cases of each other
+MIN_GUIDED_BATCH = 8
 
 
 # ------------------------------------------------------------------ where the batches run
@@ -69,9 +73,9 @@ class SerialExecutor:
 
 
 class ProcessExecutor:
-    """Blocks of cases on a pool of local worker processes (`scheduler="processes"`, the default
-    for a study on this machine): each process prepares the model once (forked from this one
-    where the platform forks, else from the shipped package); a block travels as two arrays (case
+    """Blocks of cases on a pool of local worker processes (`scheduler="processes"` where the
+    platform does not fork, macOS and Windows; `pool.ForkedWorkers` where it does): each process
+    prepares the model once from the shipped package; a block travels as two arrays (case
     numbers, input values) and comes back as arrays (`worker.Block`)."""
 
     def __init__(self, model, pkg, workers, timeout):
@@ -79,7 +83,7 @@ class ProcessExecutor:
         from concurrent.futures import ProcessPoolExecutor
 
         from dynamica.runtime.studies.worker import warm_up
-        self.slots = int(workers or _cores())
+        self.slots = int(workers or cores())
         if self.slots < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
         warm_up(model)
@@ -95,15 +99,9 @@ class ProcessExecutor:
         return [p for p in multiprocessing.active_children() if p not in self.before]
 
     def run(self, pkg, blocks, roles, settings, on_batch):
-        import pickle
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
-        try:
-            pickle.dumps(settings)
-        except Exception as exc:                 # a lambda or a local function as extra_columns
-            raise ValueError(f"extra_columns must be a function defined at the top level of a module for "
-                             f"scheduler='processes' (it is sent to the worker processes by pickle: "
-                             f"{type(exc).__name__}: {exc}); scheduler='serial' takes any callable") from None
+        check_picklable(settings)
         pending = {self.pool.submit(process_block, pkg.key, numbers, values, names, roles, settings): numbers
                    for numbers, values, names in blocks}
         finished = False
@@ -115,12 +113,7 @@ class ProcessExecutor:
                     try:
                         block = f.result()
                     except BrokenProcessPool:
-                        lost = sorted(int(n) for nums in [numbers, *pending.values()] for n in nums)
-                        raise DynamicaError(
-                            f"a worker process of the study died (killed, out of memory or a crash in compiled "
-                            f"code) while cases {_ranges(lost)} were unfinished: those cases have no rows; the "
-                            f"rows received are kept (with out=, the same call runs only the missing cases; "
-                            f"scheduler='serial' runs a case in this process to see its error)") from None
+                        raise worker_died(n for nums in [numbers, *pending.values()] for n in nums) from None
                     except SweepSetupError:
                         raise
                     except Exception as exc:     # not a case's error (those are rows)
@@ -137,18 +130,6 @@ class ProcessExecutor:
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _ranges(numbers) -> str:
-    """[1, 2, 3, 7] -> '1-3, 7' (at most 8 ranges, then the count of the rest)."""
-    spans = []
-    for n in numbers:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    text = [f"{a}-{b}" if b > a else f"{a}" for a, b in spans[:8]]
-    return ", ".join(text) + (f" and {len(spans) - 8} more ranges" if len(spans) > 8 else "")
 
 
 class DaskExecutor:
@@ -174,7 +155,7 @@ class DaskExecutor:
             return scheduler
         if scheduler is None:
             try:
-                self.cluster = LocalCluster(n_workers=workers or _cores(), threads_per_worker=1, processes=True,
+                self.cluster = LocalCluster(n_workers=workers or cores(), threads_per_worker=1, processes=True,
                                             dashboard_address=":0", silence_logs=logging.ERROR)
             except Exception as exc:
                 raise DynamicaError(f"cannot start a local Dask cluster ({type(exc).__name__}: {exc}); a script that "
@@ -248,13 +229,19 @@ def _is_client(scheduler) -> bool:
     return isinstance(scheduler, Client)
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+def local_processes(model, pkg, workers, timeout):
+    """Worker processes forked from this one where the platform forks (the model, the cases and
+    the plan of their runs inherited, the rows back through shared memory), else a pool of
+    spawned processes that import the shipped module."""
+    import multiprocessing
+    if "fork" in multiprocessing.get_all_start_methods():
+        return ForkedWorkers(model, pkg, workers, timeout)
+    return ProcessExecutor(model, pkg, workers, timeout)
 
 
 #: scheduler name -> executor of the blocks on this machine (anything else is Dask's: an address,
 #: a distributed.Client, or "dask" for a LocalCluster)
-SCHEDULERS = {"processes": ProcessExecutor, "serial": SerialExecutor}
+SCHEDULERS = {"processes": local_processes, "serial": SerialExecutor}
 #: where a study runs when no scheduler is given
 DEFAULT_SCHEDULER = "processes"
 
@@ -354,13 +341,30 @@ def _fingerprint(model, table, settings) -> dict:
                               getattr(extra, "__qualname__", repr(extra)) if extra else None))}
 
 
-def _blocks(todo, table, size):
-    """[(case numbers, input values (one row a case), input names)], `size` cases a block."""
+def block_sizes(cases: int, slots: int, batch_size, guided: bool) -> list:
+    """The number of cases of each block: `batch_size` each when given; else TASKS_PER_SLOT
+    blocks a slot (at most MAX_BATCH cases), or, for an executor whose blocks cost little each
+    (`guided`), blocks that shrink as the cases left do (guided self-scheduling: a block of the
+    cases left / (2 slots), from MAX_BATCH down to the smaller of MIN_GUIDED_BATCH and the fixed
+    size), so that the slots finish together."""
+    size = int(batch_size) if batch_size else max(1, min(MAX_BATCH, math.ceil(cases / (TASKS_PER_SLOT * slots))))
+    if batch_size or not guided:
+        return [min(size, cases - k) for k in range(0, cases, size)]
+    sizes, left, least = [], cases, min(MIN_GUIDED_BATCH, size)
+    while left > 0:
+        sizes.append(min(left, max(least, min(MAX_BATCH, math.ceil(left / (2 * slots))))))
+        left -= sizes[-1]
+    return sizes
+
+
+def _blocks(todo, table, sizes: list):
+    """[(case numbers, input values (one row a case), input names)], `sizes` cases a block."""
     import numpy as np
     numbers = np.asarray(todo, dtype=np.int64)
     values = table.to_numpy(dtype=float)[numbers] if len(table.columns) else np.empty((len(numbers), 0))
     names = list(table.columns)
-    return [(numbers[k:k + size], values[k:k + size], names) for k in range(0, len(numbers), size)]
+    bounds = np.cumsum([0, *sizes]).tolist()
+    return [(numbers[a:b], values[a:b], names) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _columns(model, table, roles, settings) -> list:
@@ -372,13 +376,19 @@ def _assemble(frames, model, table, roles, settings):
     """One table, one row a case in case order: inputs, final state, reduced outputs, extra
     columns, wall_time, worker, status."""
     import pandas as pd
-    rows = pd.concat(frames) if frames else pd.DataFrame(index=pd.RangeIndex(0, name="case"))
-    rows = rows[~rows.index.duplicated(keep="last")].sort_index()
+    if len(frames) == 1:
+        rows = frames[0]
+    else:
+        rows = pd.concat(frames) if frames else pd.DataFrame(index=pd.RangeIndex(0, name="case"))
+    if not (rows.index.is_unique and rows.index.is_monotonic_increasing):     # a case run again: its last row
+        rows = rows[~rows.index.duplicated(keep="last")].sort_index()
     inputs = table.rename(columns={c: sweep_cases.input_column(c, roles[c]) for c in table.columns})
     fixed = _columns(model, table, roles, settings)
     tail = ["wall_time", "worker", "status"]
     extra = [c for c in rows.columns if c not in fixed and c not in tail]
-    out = inputs.join(rows.drop(columns=[c for c in inputs.columns if c in rows.columns]), how="left")
+    rows = rows.drop(columns=[c for c in inputs.columns if c in rows.columns])
+    # every case's row, in order (a study run at once): side by side, else joined on the case number
+    out = pd.concat([inputs, rows], axis=1) if rows.index.equals(inputs.index) else inputs.join(rows, how="left")
     for c in fixed + extra + tail:
         if c not in out.columns:
             out[c] = float("nan") if c not in ("worker", "status") else ""
@@ -422,8 +432,8 @@ class _Collector:
         self.tick(self.count)
 
     def finish(self):
-        if self.blocks:
-            self.store.add(Block.join(self.blocks).frame())
+        if self.blocks:                      # in case order (blocks are ranges of it; workers finish out of order)
+            self.store.add(Block.join(sorted(self.blocks, key=lambda b: int(b.numbers[0]))).frame())
 
 
 def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=("final", "min", "max", "rms"),
@@ -469,13 +479,11 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
         pkg = package(model, modules) if not (isinstance(scheduler, str) and scheduler == "serial") else None
         executor = _executor(scheduler, model, pkg, workers, timeout)
         slots = executor.slots
-        size = (
-            int(batch_size) if batch_size else max(1, min(MAX_BATCH, math.ceil(len(todo) / (TASKS_PER_SLOT * slots))))
-        )
+        sizes = block_sizes(len(todo), slots, batch_size, getattr(executor, "guided", False))
         tick, close = _progress(progress, len(table), len(done))
         collect = _Collector(store, writer, tick, len(done))
         try:
-            executor.run(pkg, _blocks(todo, table, size), roles, settings, collect)
+            executor.run(pkg, _blocks(todo, table, sizes), roles, settings, collect)
         finally:
             close()
             executor.close()
