@@ -51,7 +51,8 @@ CRAWL = 10.0
 #: (N = 1 / 2 / 40, rtol 1e-8 / 1e-10 / 1e-12, B0 error m): QUIET 1e-2 5.0e-6 / 1.1e-7 / 5.0e-10,
 #: 9.4e-6 / 1.8e-8 / 7.4e-11, 9.5e-7 / 2.9e-8 / 7.0e-11; QUIET 1: N = 1 9.1e-6 / 1.3e-7 / 5.4e-10,
 #: N = 40 1.2e-5 at 1e-8; no projection anywhere near a crossing: N = 1 2.3e-5 / 4.3e-7 / 6.3e-10.
-#: A drift of the loops' equations beyond rtol (each over its row's length) is projected all the same
+#: (rtol = 0: atol's level). A drift of the loops' equations beyond max(rtol, atol) (each over its
+#: row's scale: a distance in the coordinates' units) is projected all the same, from the next step
 QUIET = 1e-2
 
 
