@@ -76,19 +76,27 @@ def test_ida_at_rtol_1e_12_passes_the_singular_positions(models, n):
     assert residual <= 1e-9
 
 
+def _streamed_is_plain(model, kw, tmp_path=None, segments=20):
+    """(plain, streamed, written): the run without and with `progress` (and with `out` when tmp_path
+    is given), asserted to give the same rows bit for bit and the same calls; `segments` pieces."""
+    plain = dynamica.simulate(model, **kw)
+    pieces = []
+    streamed = dynamica.simulate(model, progress=lambda res, new: pieces.append(new), segments=segments, **kw)
+    written = dynamica.simulate(model, out=tmp_path / "rows.csv", **kw) if tmp_path is not None else plain
+    assert len(pieces) == segments
+    assert np.array_equal(streamed.t, plain.t) and np.array_equal(streamed.q, plain.q)
+    assert np.array_equal(streamed.qd, plain.qd)
+    assert streamed.nfev == plain.nfev == written.nfev
+    return plain, streamed, written
+
+
 def test_ida_with_progress_and_out_is_the_run_without(models, tmp_path):
     """With `progress` and `out` an ida run is one run handed on piece by piece (simulate's STREAMS):
     the same rows, bit for bit, the same residual calls and passages as the plain run (before, each
     piece was a new run, and one that started inside a crossing's window stopped with an error)."""
     model, kw = models[1], {"t_end": T_END, "rtol": 1e-10, "atol": 1e-10, "output_step": 0.01, "method": "ida"}
-    plain = dynamica.simulate(model, **kw)
-    pieces = []
-    streamed = dynamica.simulate(model, progress=lambda res, new: pieces.append(new), segments=20, **kw)
-    written = dynamica.simulate(model, out=tmp_path / "rows.csv", **kw)
-    assert len(pieces) == 20 and len(plain.info["singular_passages"]) == 2
-    assert np.array_equal(streamed.t, plain.t) and np.array_equal(streamed.q, plain.q)
-    assert np.array_equal(streamed.qd, plain.qd)
-    assert streamed.nfev == plain.nfev == written.nfev
+    plain, streamed, _ = _streamed_is_plain(model, kw, tmp_path)
+    assert len(plain.info["singular_passages"]) == 2
     assert [p[:2] for p in streamed.info["singular_passages"]] == [p[:2] for p in plain.info["singular_passages"]]
     rows = np.loadtxt(tmp_path / "rows.csv", delimiter=",", skiprows=1)
     assert rows.shape[0] == len(plain.t) and np.array_equal(rows[:, 1:1 + model.n], plain.q)
@@ -204,11 +212,8 @@ def test_radau_with_progress_is_the_run_without(models):
     (nine past states, the strict right-hand side away from a crossing): the same rows, bit for bit,
     and the same RHS calls and passages."""
     model, kw = models[2], {"t_end": T_END, "rtol": 1e-10, "atol": 1e-10, "output_step": 0.01, "method": "radau"}
-    plain = dynamica.simulate(model, **kw)
-    streamed = dynamica.simulate(model, progress=lambda res, new: None, segments=10, **kw)
+    plain, streamed, _ = _streamed_is_plain(model, kw, segments=10)
     assert len(plain.info["singular_passages"]) == 2
-    assert np.array_equal(streamed.t, plain.t) and np.array_equal(streamed.q, plain.q)
-    assert np.array_equal(streamed.qd, plain.qd) and streamed.nfev == plain.nfev
     assert "without the weak rows' treatment" in plain.info["integrator"]
 
 
@@ -222,14 +227,8 @@ def test_ida_with_step_and_progress_is_the_run_with_step(models, tmp_path, rtol)
     step only limits IDA's steps; measured 1.0e-8 / 1.6e-10 m without it)."""
     model = models[1]
     kw = {"t_end": T_END, "rtol": rtol, "atol": rtol, "output_step": 0.01, "method": "ida", "step": 0.02}
-    plain = dynamica.simulate(model, **kw)
-    pieces = []
-    streamed = dynamica.simulate(model, progress=lambda res, new: pieces.append(new), segments=20, **kw)
-    written = dynamica.simulate(model, out=tmp_path / "rows.csv", **kw)
-    assert len(pieces) == 20 and len(plain.info["singular_passages"]) == 2
-    assert np.array_equal(streamed.t, plain.t) and np.array_equal(streamed.q, plain.q)
-    assert np.array_equal(streamed.qd, plain.qd)
-    assert streamed.nfev == plain.nfev == written.nfev
+    plain, _, _ = _streamed_is_plain(model, kw, tmp_path)
+    assert len(plain.info["singular_passages"]) == 2
     rows = np.loadtxt(tmp_path / "rows.csv", delimiter=",", skiprows=1)
     assert rows.shape[0] == len(plain.t) and np.array_equal(rows[:, 1:1 + model.n], plain.q)
     ref, _ = nf.reference(1, plain.t)
