@@ -31,7 +31,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from dynamica import cache as cache_store
-from dynamica.errors import BuildError
+from dynamica.errors import BuildError, user_stacklevel
 from dynamica.version import __version__
 
 COMPILE_ARGS = ("-O2", "-fno-math-errno", "-Wno-unused-variable", "-Wno-unused-function")
@@ -282,7 +282,7 @@ def _build_locked(bundle, cache: Path, final: Path, key: str, compile_args, prog
         aside = cache_store.move_aside(final)
         warnings.warn(cache_store.CacheWarning(
             f"the cached module `{final.name}` in {cache} is damaged or foreign: {why}; "
-            f"moved it to {aside} and rebuilding it"), stacklevel=_user_stacklevel())
+            f"moved it to {aside} and rebuilding it"), stacklevel=user_stacklevel())
     prefix = cache_store.build_dir_prefix(final.name)
     for orphan in cache.glob(prefix + "*"):           # left by a killed builder (we hold the lock)
         shutil.rmtree(orphan, ignore_errors=True)
@@ -312,14 +312,6 @@ def _build_locked(bundle, cache: Path, final: Path, key: str, compile_args, prog
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
     return final / ext.name
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of a warning that points at the first caller outside dynamica."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "dynamica":
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 class EntryVanished(BuildError):

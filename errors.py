@@ -65,3 +65,14 @@ class SingularStartWarning(RuntimeWarning):
 
 class CacheWarning(UserWarning):
     """A cached module was damaged or foreign and is rebuilt (the message says why)."""
+
+
+def user_stacklevel() -> int:
+    """The stacklevel, for a warning issued by the caller of this function, that points at the first
+    frame outside dynamica (the user's call)."""
+    import inspect
+    here = inspect.currentframe()
+    frame, level = (here.f_back if here is not None else None), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "dynamica":
+        frame, level = frame.f_back, level + 1
+    return level

@@ -118,12 +118,12 @@ class Crossings:
             return
         import warnings
 
-        from dynamica.errors import SingularStartWarning
+        from dynamica.errors import SingularStartWarning, user_stacklevel
         where = "at" if rank_near > self.rank else f"within the gap (sigma_r / sigma_1 = {s:.1e} < {self.gap:g}) of"
         warnings.warn(f"{self.model.spec.file}: the run starts {where} a singular configuration of the closed "
                       f"loops {', '.join(self._weak_loops(t0, q0, max(rank_near, self.rank)))}, where which branch "
                       f"the motion continues on is not resolved: check the result, or start further from it",
-                      SingularStartWarning, stacklevel=_caller_level())
+                      SingularStartWarning, stacklevel=user_stacklevel())
 
     def _weak_loops(self, t0, q0, r):
         """The loops whose equations carry J's r-th left singular vector at q0 (its weakest direction)."""
@@ -276,16 +276,6 @@ def strict_functions(model, params):
         return proj(float(t), y.ctypes.data_as(dp), pp, float(opts[0]))
     f.keep = project.keep = (p, rhs, proj)      # (the buffers and function pointers live with them)
     return f, project
-
-
-def _caller_level() -> int:
-    """The stacklevel of a warning from here that points at the first frame outside dynamica."""
-    import inspect
-    here = inspect.currentframe()
-    frame, level = (here.f_back if here is not None else None), 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("dynamica"):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def remember(past, t, y):
