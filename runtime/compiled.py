@@ -460,8 +460,22 @@ class CompiledModel:
             return np.zeros(0)
         if not params and self._initial_at_defaults is not None:      # a model from runtime/fastload.py
             return self._initial_at_defaults[2].copy()
+        constant = getattr(self, "_states_constant", None)
+        if constant is not None:                  # no state's initial value depends on a parameter (fastload.py)
+            return constant.copy()
         subs = self.parameter_values(params)
         return np.array([evaluate(self.spec, [st.initial], extra=subs)[0] for st in self.spec.states])
+
+    def initial_depends_on_parameters(self) -> tuple:
+        """(whether an `initial` value of a coordinate or rate, whether an extra state's initial
+        value, depends on a parameter or on t): what runtime/fastload.py records, so that a
+        cached model evaluates the initial state at overridden parameters without sympy when
+        they do not."""
+        from dynamica.generator.spec import expr as ex
+        coordinates = any(free for _, _, free in self._initial_terms()[0]) if self.spec.initial else False
+        scope = self.spec.scope(time_allowed=True)
+        states = any(ex.parse(st.initial, scope).free_symbols for st in self.spec.states)
+        return bool(coordinates), bool(states)
 
     def _initial_terms(self):
         """((key, expression, its free symbols), ...) of the `initial` section, parsed once, and

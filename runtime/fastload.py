@@ -33,7 +33,7 @@ import numpy as np
 from dynamica.files import write_atomic
 
 #: the version of the record's layout (another one is ignored)
-FORMAT = 1
+FORMAT = 2                  # 2: with "initial_depends"
 
 
 def _record_path(cache: Path, key: str) -> Path:
@@ -100,6 +100,11 @@ def lookup(cache: Path, k: str, check_mass_matrix: bool):
         return None
     initial = tuple(np.array(v, dtype=float) for v in rec["initial"])       # (q0, qd0, s0)
     model = CompiledModel(module, spec, so, initial_at_defaults=initial, inverts_body_inertias=False)
+    depends = rec.get("initial_depends")          # (coordinates, states); absent from older records
+    if depends is not None and not depends[0]:     # parameters given change no initial value: no sympy for them
+        model._initial_constant = (initial[0].copy(), initial[1].copy())
+    if depends is not None and not depends[1]:
+        model._states_constant = initial[2].copy()
     model.backend, model.mode, model.cache = rec["backend"], rec["mode"], cache
     if check_mass_matrix:
         from dynamica.runtime.api import check_regular
@@ -135,7 +140,8 @@ def remember(cache: Path, k: str, model, select_by) -> None:
         rec = {"format": FORMAT, "entry": entry.name, "file": so.name, "spec": spec_text, "form": model.form,
                "backend": model.backend, "mode": model.mode, "select_by": select_by,
                "warnings": [str(w.message) for w in caught],
-               "initial": [q0.tolist(), qd0.tolist(), np.asarray(s0, dtype=float).tolist()]}
+               "initial": [q0.tolist(), qd0.tolist(), np.asarray(s0, dtype=float).tolist()],
+               "initial_depends": list(model.initial_depends_on_parameters())}
         path = _record_path(cache, k)
         write_atomic(path, json.dumps(rec), parents=True)
     except (OSError, ValueError, TypeError, pickle.PicklingError):

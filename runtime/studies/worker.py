@@ -202,6 +202,10 @@ def warm_up(model):
         import dynamica.runtime.stages.cyclogram  # noqa: F401  (registers itself with simulate)
     try:
         simulate(model, t_end=1e-9, output_step=1e-9)
+        # the initial state at given parameters, as a case evaluates it: what it parses (sympy, when an
+        # initial value depends on a parameter) then happens once here, before workers are forked
+        model.initial_state(dict(list(model.parameters.items())[:1]))
+        model.initial_states(dict(list(model.parameters.items())[:1]))
     except Exception:                   # the cases will say what is wrong, each in its row
         pass
 

@@ -79,3 +79,32 @@ def test_a_cache_hit_gives_the_model_of_the_full_path(tmp_path, monkeypatch):
     d["parameters"]["m1"]["value"] = 1.5
     path.write_text(yaml.safe_dump(d, sort_keys=False))
     assert dynamica.load(path).parameters["m1"] == 1.5
+
+
+def test_a_cache_hit_runs_cases_at_other_parameters_without_sympy(tmp_path):
+    """A study's cases override parameters: where no initial value depends on one, the cached
+    model's initial state serves them (no sympy in a case, nor in each forked worker)."""
+    body = ("import dynamica\nm = dynamica.load(sys.argv[1])\n"
+            "r = dynamica.simulate(m, t_end=0.1, params={'l2': 0.9})\n"
+            "from dynamica.runtime.studies.sweep import sweep\n"
+            "t = sweep(m, {'l2': [0.6, 0.8]}, 0.1, scheduler='serial')\n"
+            "assert (t['status'] == 'ok').all()")
+    model = MODELS / "double_pendulum.yaml"
+    _run(tmp_path, body, model)
+    hit, _ = _run(tmp_path, body, model)
+    assert hit == [], hit
+
+
+def test_an_initial_value_that_depends_on_a_parameter_follows_it_on_a_cache_hit(tmp_path, monkeypatch):
+    monkeypatch.setenv("DYNAMICA_CACHE", str(tmp_path / "cache"))
+    d = yaml.safe_load((MODELS / "double_pendulum.yaml").read_text())
+    d["initial"]["phi2"] = "-0.4*l2/0.7"
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(d, sort_keys=False))
+    full = dynamica.load(path)
+    from dynamica.runtime import fastload
+    hit = fastload.lookup(tmp_path / "cache", fastload.key(path, None, "c", "symbolic", "predicted"), True)
+    assert hit is not None and hit.initial_depends_on_parameters() == (True, False)
+    q0, _ = hit.initial_state({"l2": 1.4})
+    assert q0[1] == -0.8 and full.initial_state({"l2": 1.4})[0][1] == -0.8
+    assert dynamica.load(MODELS / "double_pendulum.yaml").initial_depends_on_parameters() == (False, False)
