@@ -104,6 +104,36 @@ def pool_start(model, workers, rounds=5):
     return best
 
 
+_FRESH = """
+import sys, time
+import numpy as np, pandas as pd
+t0 = time.perf_counter()
+import dynamica
+from dynamica.runtime.studies.sweep import sweep
+model = dynamica.load(sys.argv[1])
+t1 = time.perf_counter()
+values = np.linspace(0.5, 1.0, int(sys.argv[3]))
+kw = {"workers": 2} if sys.argv[2] == "processes" else {}
+table = sweep(model, pd.DataFrame({"l2": values}), 1.0, outputs=list(dict(model.output_layout)),
+              scheduler=sys.argv[2], **kw)
+assert (table["status"] == "ok").all()
+print(t1 - t0, time.perf_counter() - t1)
+"""
+
+
+def fresh_study(scheduler, n, rounds=3):
+    """(import and load s, study s) of the first study in a new Python process (the model in the
+    cache): what a script pays, the first case's imports included. Best of `rounds`."""
+    import subprocess
+    best = (math.inf, math.inf)
+    for _ in range(rounds):
+        r = subprocess.run([sys.executable, "-c", _FRESH, str(MODEL), scheduler, str(n)], capture_output=True,
+                           text=True, check=True)
+        load, run = map(float, r.stdout.split()[-2:])
+        best = min(best, (load, run), key=lambda x: x[1])
+    return best
+
+
 def dask_study(model, values, outputs, workers):
     """(cluster start s, first study s, timed study s, no-op task s) on a fresh LocalCluster."""
     import pandas as pd
@@ -170,6 +200,7 @@ def main(argv=None):
             same = run[3].drop(columns=["wall_time", "worker"]).equals(ref.drop(columns=["wall_time", "worker"]))
             assert same, "the processes' rows differ from the serial rows"
         rows.append((f"processes, {w} worker{'s' if w > 1 else ''}", proc[w][0], w))
+    fresh = {s: fresh_study(s, n) for s in ("serial", "processes")}
     start_1 = pool_start(model, 1)
     start_p = pool_start(model, 2)
     fork = max(start_p - start_1, 0.0)             # each further worker process (forked one after another)
@@ -214,6 +245,11 @@ def main(argv=None):
         f"  workers' start (a study of one short case a worker, best of 5): {1e3 * start_1:.1f} ms wall with 1 worker, "
         f"{1e3 * start_p:.1f} ms with 2: start(W) = {1e3 * fixed:.1f} ms + W x {1e3 * fork:.1f} ms",
     ]
+    lines += ["", "the first study in a new Python process (the model in the cache; best of 3):"]
+    for name, (load, run) in fresh.items():
+        label = name + (" (2 workers)" if name == "processes" else "")
+        lines.append(f"  {label:<22s} import and load {1e3 * load:6.0f} ms, study {1e3 * run:6.0f} ms: "
+                     f"{n / run:6.0f} cases/s")
     if dask:
         lines += [f"  one no-op Dask task (submit to result, 2 workers): {1e3 * dask[2][3]:.3f} ms wall; cluster start "
                   f"{dask[2][0]:.1f} s, module on the workers and a first study {dask[2][1]:.1f} s"]
