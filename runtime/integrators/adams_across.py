@@ -54,6 +54,8 @@ CRAWL = 10.0
 #: (rtol = 0: atol's level). A drift of the loops' equations beyond max(rtol, atol) (each over its
 #: row's scale: a distance in the coordinates' units) is projected all the same, from the next step
 QUIET = 1e-2
+TYPICAL = 0.5
+SEED = 4
 
 
 def watch_data(crossings) -> np.ndarray:
@@ -75,13 +77,27 @@ class Across:
         self.quiet_s2 = eps / (QUIET * self.tol)                          # s^2 below it: no projection
         self.stop = False
         self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
-        self.w = watch_data(self.crossings)
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
         self.on_step = None      # or the events of a run: on_step(t_old, t, y, intrp) -> True to stop
-        self.level = self.measure(t0, y0)            # the watch relative to its value at the start
+        self.level = self._typical(t0, np.asarray(y0, dtype=float)[:model.n])
         if self.crossings.rank and self.level > 0.0:
             st.set_watch(model.module.watch_capsule, self.w, ARM * self.level)
+
+    def _typical(self, t0, q0) -> float:
+        """Each row of the crossings' J scaled by at least TYPICAL times its median length at the
+        configurations around the start (singular.NEARBY of them, as for singular.ROW_FLOOR); the watch's
+        level: its value at the start or its median at those configurations, the larger."""
+        from dynamica.runtime import assembly
+        from dynamica.runtime.integrators.singular import NEARBY, NEARBY_SPAN
+        cr, model = self.crossings, self.model
+        around = q0 + np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, model.n))
+        if cr.keep.any():
+            lengths = np.median([np.linalg.norm(assembly.jacobian(model, q, t0, cr.params)[0], axis=1)
+                                 for q in around], axis=0)[cr.keep]
+            cr.scale = 1.0 / np.maximum(1.0 / cr.scale, TYPICAL * lengths)
+        self.w = watch_data(cr)
+        return max(self.measure(t0, q0), float(np.median([self.measure(t0, q) for q in around])))
 
     def measure(self, t, y) -> float:
         out = np.empty(1)
@@ -110,12 +126,23 @@ class Across:
             if not self.near:
                 if code != watch:
                     return code, j
-                self.near, self.past = True, []
+                self.near, self.past = True, self._seed()
                 st.watch_level = 0.0
             j = self._after_step(tv, Y, j)
             if self.stop:                   # (the events ended the run inside a step across)
                 return 0, j
         return 0, j
+
+    def _seed(self) -> list:
+        """The past states for a step across at the hand-over: SEED of them within the compiled
+        loop's last step, from its interpolant (the step may have ended a few gap-times from the
+        crossing, leaving too few steps from Python for the polynomial)."""
+        from dynamica.runtime.integrators.singular import remember
+        st, past = self.st, []
+        h = st.t - st.t_old
+        for k in range(SEED, 0, -1):
+            remember(past, st.t - k * h / SEED, st.intrp(st.t - k * h / SEED))
+        return past
 
     def stopped(self, steps) -> bool:
         """The events (on_step) of the step just taken (when one was): True when they end the run."""
@@ -137,7 +164,7 @@ class Across:
             if len(self.past) >= 2:
                 t_b = min(t + JUMP * delta, st.t_bound)
                 return self._jump(tv, Y, j, t_b, cr.across(self.past, t_b))
-        if self.measure(t, y) > EXIT * self.level:          # away from it: the C loop again
+        if not 0.0 < delta < math.inf and self.measure(t, y) > EXIT * self.level:    # away: the C loop again
             self.near, st.max_step, st.watch_level = False, self.user_max, ARM * self.level
             st.projecting = True
             return j
