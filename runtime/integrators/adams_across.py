@@ -41,7 +41,10 @@ LAST = 6
 JUMP = 2.0
 #: leaving a crossing, a step is at most DEPART times the time in which s doubles (singular.DEPART)
 DEPART = 0.5
-#: within CRAWL gaps, a step below 1e-2 of the time to the crossing starts the step across
+#: within CRAWL gaps, a step below 1e-2 of the time to the crossing starts the step across, unless
+#: it grew from the step before (adams starting, at order 1, doubles its steps: from the N four-bar's
+#: horizontal 3e-3 rad away, its first step of 8e-7 s crawled, and the step across from it, with the
+#: polynomial through that one state, landed 2e-7 rad/s off)
 CRAWL = 10.0
 #: near a crossing the projection after each step is left out while its rounding noise in q',
 #: |q'| eps / s^2 (s = sigma_r / sigma_1: the tangent of a state off the manifold by eps / s), exceeds
@@ -79,6 +82,8 @@ class Across:
         self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
+        self.h_before = 0.0                                   # the step before the last one (CRAWL)
+        self.t_start = float(t0)
         self.on_step = None      # or the events of a run: on_step(t_old, t, y, intrp) -> True to stop
         self.level = self._typical(t0, np.asarray(y0, dtype=float)[:model.n])
         if self.crossings.rank and self.level > 0.0:
@@ -157,12 +162,17 @@ class Across:
         if st.done:
             return j
         remember(self.past, t, y)
+        before = self.h_before
         s, delta = cr.approaching(t, y, within=math.inf)
         st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.tol     # (from the next step)
         inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n]).max()), 1e-300)  # the gap's time
-        if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and t - st.t_old < 1e-2 * delta):
+        h, self.h_before = t - st.t_old, t - st.t_old
+        if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and h < min(1e-2 * delta, 1.5 * before)):
+            t_b = min(t + JUMP * delta, st.t_bound)
+            if self._young(t_b):            # adams steps over it itself
+                st.max_step = min(JUMP * delta, self.user_max)
+                return j
             if len(self.past) >= 2:
-                t_b = min(t + JUMP * delta, st.t_bound)
                 return self._jump(tv, Y, j, t_b, cr.across(self.past, t_b))
         if not 0.0 < delta < math.inf and self.measure(t, y) > EXIT * self.level:    # away: the C loop again
             self.near, st.max_step, st.watch_level = False, self.user_max, ARM * self.level
@@ -176,6 +186,14 @@ class Across:
             cap = inside if delta - inside >= 0.75 * inside else max(delta - 0.75 * inside, 1e-3 * delta)
         st.max_step = min(cap, self.user_max)
         return j
+
+    def _young(self, t_b) -> bool:
+        """Whether the run started too near the crossing for a step across: its states since the start
+        give fewer than singular.PAST points for the polynomial. From the N four-bar's horizontal 3e-3 rad
+        away the states of 1.3 ms gave one, and the step across with q'' constant landed 3.8e-8 rad/s off
+        (rtol 1e-12); adams stepping over it itself ended the 3 s within 1.5e-10 rad."""
+        from dynamica.runtime.integrators.singular import PAST, _spread
+        return self.past[0][0] <= self.t_start and len(_spread(self.past, t_b)) < PAST
 
     def _jump(self, tv, Y, j, t_b, state):
         """The rows up to t_b from the step across, then adams anew from its state at t_b."""

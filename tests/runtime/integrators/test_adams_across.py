@@ -216,7 +216,7 @@ def test_slow_crossings_next_to_a_turning_point_keep_the_accuracy(models, n, phi
     """The N four-bar started phi0 above the horizontal heading down at 1 rad/s, 3 s at rtol 1e-12: it
     crosses the horizontal, turns 0.02 ... 0.08 rad past the next one and comes back (five crossings).
     One step across per crossing of the reduced equation and a0 within 100 rtol of it (scipy's DOP853
-    at rtol 1e-13; measured N = 1: 6.3e-12, N = 2: 6.4e-12; adams on the reduced equation itself 1.6e-12
+    at rtol 1e-13; measured N = 1: 2.5e-11, N = 2: 6.8e-12; adams on the reduced equation itself 1.6e-12
     and 1.1e-11). Before the watch's level came from the configurations around the start and its straight
     line, the compiled loop stepped over crossings within 0.03 rad of a turning point (N = 1 1.5e-8,
     N = 2 9.9e-10: benchmarks/bench_singular_slow.py)."""
