@@ -57,8 +57,6 @@ CRAWL = 10.0
 #: (rtol = 0: atol's level). A drift of the loops' equations beyond max(rtol, atol) (each over its
 #: row's scale: a distance in the coordinates' units) is projected all the same, from the next step
 QUIET = 1e-2
-TYPICAL = 0.5
-SEED = 4
 
 
 def watch_data(crossings) -> np.ndarray:
@@ -80,29 +78,14 @@ class Across:
         self.quiet_s2 = eps / (QUIET * self.tol)                          # s^2 below it: no projection
         self.stop = False
         self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
+        self.w = watch_data(self.crossings)
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
         self.h_before = 0.0                                   # the step before the last one (CRAWL)
-        self.t_start = float(t0)
         self.on_step = None      # or the events of a run: on_step(t_old, t, y, intrp) -> True to stop
-        self.level = self._typical(t0, np.asarray(y0, dtype=float)[:model.n])
+        self.level = self.measure(t0, y0)            # the watch relative to its value at the start
         if self.crossings.rank and self.level > 0.0:
             st.set_watch(model.module.watch_capsule, self.w, ARM * self.level)
-
-    def _typical(self, t0, q0) -> float:
-        """Each row of the crossings' J scaled by at least TYPICAL times its median length at the
-        configurations around the start (singular.NEARBY of them, as for singular.ROW_FLOOR); the watch's
-        level: its value at the start or its median at those configurations, the larger."""
-        from dynamica.runtime import assembly
-        from dynamica.runtime.integrators.singular import NEARBY, NEARBY_SPAN
-        cr, model = self.crossings, self.model
-        around = q0 + np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, model.n))
-        if cr.keep.any():
-            lengths = np.median([np.linalg.norm(assembly.jacobian(model, q, t0, cr.params)[0], axis=1)
-                                 for q in around], axis=0)[cr.keep]
-            cr.scale = 1.0 / np.maximum(1.0 / cr.scale, TYPICAL * lengths)
-        self.w = watch_data(cr)
-        return max(self.measure(t0, q0), float(np.median([self.measure(t0, q) for q in around])))
 
     def measure(self, t, y) -> float:
         out = np.empty(1)
@@ -131,23 +114,12 @@ class Across:
             if not self.near:
                 if code != watch:
                     return code, j
-                self.near, self.past = True, self._seed()
+                self.near, self.past = True, []
                 st.watch_level = 0.0
             j = self._after_step(tv, Y, j)
             if self.stop:                   # (the events ended the run inside a step across)
                 return 0, j
         return 0, j
-
-    def _seed(self) -> list:
-        """The past states for a step across at the hand-over: SEED of them within the compiled
-        loop's last step, from its interpolant (the step may have ended a few gap-times from the
-        crossing, leaving too few steps from Python for the polynomial)."""
-        from dynamica.runtime.integrators.singular import remember
-        st, past = self.st, []
-        h = st.t - st.t_old
-        for k in range(SEED, 0, -1):
-            remember(past, st.t - k * h / SEED, st.intrp(st.t - k * h / SEED))
-        return past
 
     def stopped(self, steps) -> bool:
         """The events (on_step) of the step just taken (when one was): True when they end the run."""
@@ -169,7 +141,7 @@ class Across:
         h, self.h_before = t - st.t_old, t - st.t_old
         if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and h < min(1e-2 * delta, 1.5 * before)):
             t_b = min(t + JUMP * delta, st.t_bound)
-            if self._young(t_b):            # adams steps over it itself
+            if self._few(t_b):              # adams steps over it itself
                 st.max_step = min(JUMP * delta, self.user_max)
                 return j
             if len(self.past) >= 2:
@@ -187,13 +159,18 @@ class Across:
         st.max_step = min(cap, self.user_max)
         return j
 
-    def _young(self, t_b) -> bool:
-        """Whether the run started too near the crossing for a step across: its states since the start
-        give fewer than singular.PAST points for the polynomial. From the N four-bar's horizontal 3e-3 rad
-        away the states of 1.3 ms gave one, and the step across with q'' constant landed 3.8e-8 rad/s off
-        (rtol 1e-12); adams stepping over it itself ended the 3 s within 1.5e-10 rad."""
-        from dynamica.runtime.integrators.singular import PAST, _spread
-        return self.past[0][0] <= self.t_start and len(_spread(self.past, t_b)) < PAST
+    def _few(self, t_b) -> bool:
+        """Whether the states since the hand-over (or the start, or the last step across) give fewer than
+        singular.PAST points for the polynomial of a step across to t_b: then adams steps over the crossing
+        itself, in one step of at most JUMP delta. Few points extrapolate badly: the step across through
+        three points 3.4 ms apart of the N four-bar at 0.4 rad/s (a crossing 0.007 rad from a turning
+        point, soon after the step across of the one before) landed 1.4e-7 rad/s off, fed exact states
+        too (q'' = -c cos(a0) changes like 3 c^2 a0' t^2), through five 1.6e-12; through one (a run
+        started 3e-3 rad from it) 3.8e-8. Adams stepping over them itself ended those 3 s runs within
+        1.5e-12 and 1.6e-12 rad at rtol 1e-12, below adams on the reduced equation
+        (benchmarks/bench_singular_slow.py; docs/loops.md, "Adams: stepping across")."""
+        from dynamica.runtime.integrators.singular import PAST, spread
+        return len(spread(self.past, t_b)) < PAST
 
     def _jump(self, tv, Y, j, t_b, state):
         """The rows up to t_b from the step across, then adams anew from its state at t_b."""

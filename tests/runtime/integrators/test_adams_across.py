@@ -195,37 +195,37 @@ def _reduced_a0(n, phi0, times):
     return sol.sol(times)[0], _crossings_of(sol.sol(np.arange(0.0, float(times[-1]), 1e-4))[0])
 
 
-def test_a_run_started_next_to_a_crossing_steps_across_it_once(models):
+def test_a_run_started_next_to_a_crossing_keeps_to_its_branch(models):
     """The N four-bar (N = 1) started 1e-4 rad above the horizontal, heading down at 1 rad/s, 1 s at
-    rtol 1e-10: one step across before t = 1e-4, one per crossing of the reduced equation (two), and a0
-    within 100 rtol of it (scipy's DOP853 at rtol 1e-13; measured 1.2e-10). With J's rows scaled by their
-    lengths at the start the closure's x row, 1e-4 long there, hid the crossing and made fake ones beyond
-    it (four steps across in 0.01 s, 6e-5 rad off)."""
+    rtol 1e-10: no more steps across than the reduced equation has crossings (two) and a0 within 100 rtol
+    of it (scipy's DOP853 at rtol 1e-13; measured 1.3e-10). With J's rows scaled by their lengths at the
+    start the closure's x row, 1e-4 long there, hid the crossing and made fake ones beyond it (four steps
+    across in 0.01 s, 6e-5 rad off)."""
     model = models[1]
     ia = model.coordinates.index("a0")
     q0, qd0 = nf.branch_state(model.coordinates, 1e-4, -1.0)
     res = dynamica.simulate(model, t_end=1.0, rtol=1e-10, atol=1e-10, output_step=0.01, q0=q0, qd0=qd0)
     ref, crossings = _reduced_a0(1, 1e-4, res.t)
-    passages = res.info["singular_passages"]
-    assert passages[0][0] < 1e-4 < passages[0][1] and len(passages) == crossings == 2, passages
+    assert crossings == 2 and len(res.info["singular_passages"]) <= crossings, res.info["singular_passages"]
     assert float(np.abs(res.q[:, ia] - ref).max()) <= 1e-8
 
 
-@pytest.mark.parametrize("n, phi0", [(1, 3e-2), (2, 0.3)])
+@pytest.mark.parametrize("n, phi0", [(1, 3e-2), (2, 0.3), (1, -0.035)])
 def test_slow_crossings_next_to_a_turning_point_keep_the_accuracy(models, n, phi0):
-    """The N four-bar started phi0 above the horizontal heading down at 1 rad/s, 3 s at rtol 1e-12: it
-    crosses the horizontal, turns 0.02 ... 0.08 rad past the next one and comes back (five crossings).
-    One step across per crossing of the reduced equation and a0 within 100 rtol of it (scipy's DOP853
-    at rtol 1e-13; measured N = 1: 2.5e-11, N = 2: 6.8e-12; adams on the reduced equation itself 1.6e-12
-    and 1.1e-11). Before the watch's level came from the configurations around the start and its straight
-    line, the compiled loop stepped over crossings within 0.03 rad of a turning point (N = 1 1.5e-8,
-    N = 2 9.9e-10: benchmarks/bench_singular_slow.py)."""
+    """The N four-bar started phi0 from the horizontal heading down at 1 rad/s, 3 s at rtol 1e-12: it
+    crosses the horizontal at 1.3 / 2.8 / 0.42 rad/s and turns back 0.07 / 0.35 / 0.007 rad past the next
+    crossing (five, five, four crossings). a0 within 100 rtol of the reduced equation (scipy's DOP853 at
+    rtol 1e-13; measured 1.3e-12 / 6.8e-12 / 1.5e-12, adams on the reduced equation itself 1.6e-12 /
+    1.1e-11 / 3.9e-12), and no more steps across than crossings. Before the watch's straight line and
+    adams stepping over a crossing itself when its states give too few points for the step across, the
+    compiled loop passed crossings unseen and steps across through one to three points landed off:
+    1.5e-8 / 9.9e-10 / 7.2e-8 (benchmarks/bench_singular_slow.py)."""
     model = models[n]
     ia = model.coordinates.index("a0")
     q0, qd0 = nf.branch_state(model.coordinates, phi0, -1.0)
     res = dynamica.simulate(model, t_end=3.0, rtol=1e-12, atol=1e-12, output_step=0.01, q0=q0, qd0=qd0)
     ref, crossings = _reduced_a0(n, phi0, res.t)
-    assert len(res.info["singular_passages"]) == crossings == 5, res.info["singular_passages"]
+    assert len(res.info["singular_passages"]) <= crossings, res.info["singular_passages"]
     assert float(np.abs(res.q[:, ia] - ref).max()) <= 1e-10
 
 
