@@ -5,13 +5,16 @@ runtime/integrators/singular.py, with the compiled loop running in C away from t
 Away from a crossing the C loop runs alone; after every accepted step it evaluates the module's
 watch (`dyn_con_measure` of templates/native/dynamica_constraints.h: |R_rr| / |R_11| of the pivoted
 QR of J with its rows scaled as `singular.Crossings` scales them, at least sigma_r / sigma_1 / sqrt(m)),
-and below ARM times its value at the start the run hands over to Python (status WATCH). There the
-steps are taken one at a time with `singular.Crossings` (J's singular values, the time delta to
-the crossing) and cut heading in, so that the last ones are a gap-time long; once within GAP of
-the crossing, the state at t + JUMP delta comes from the polynomial of the exact constrained
-accelerations at past states, projected onto the branch nearest it, and adams restarts there at
-order 1. Leaving the crossing (the watch above EXIT times its start value) the C loop takes over
-again. The module's right-hand side and projection are those without the weak rows' treatment
+and below ARM times its value at the start the run hands over to Python (status WATCH), or earlier
+when the watch's straight line through the last two steps reaches zero within the next step (a
+window narrower than a step). There the steps are taken one at a time with `singular.Crossings`
+(J's singular values, the time delta to the crossing) and cut heading in, so that the last ones are
+a gap-time long; once within GAP of the crossing, the state at t + JUMP delta comes from the
+polynomial of the exact constrained accelerations at past states, projected onto the branch
+nearest it, and adams restarts there at order 1; when the states give too few points for that
+polynomial, adams steps over the crossing itself, in one step of at most JUMP delta
+(`Across._few`). Leaving the crossing (the watch above EXIT times its start value) the C loop
+takes over again. The module's right-hand side and projection are those without the weak rows' treatment
 (compiled_adams.stepper chooses them): with it, on the change-point four-bar at rtol 1e-10, adams
 took steps down to 7e-8 s near the crossing (2446 RHS calls against 521) and ended 2.7e-8 rad off
 against 9.0e-11."""
