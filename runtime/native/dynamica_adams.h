@@ -44,10 +44,12 @@ enum {
 #define DYN_AD_TWOU (2.0 * DBL_EPSILON)
 #define DYN_AD_FOURU (4.0 * DBL_EPSILON)
 /* min and max as Cython's (the first argument unless the second is smaller / larger) */
-/* the watch's look-ahead in steps (dyn_ad_watched) */
-#define DYN_AD_WATCH_AHEAD 1.0
 #define DYN_AD_MIN(a, b) ((b) < (a) ? (b) : (a))
 #define DYN_AD_MAX(a, b) ((b) > (a) ? (b) : (a))
+/* the watch's look-ahead in steps (dyn_ad_watched); 2 moved a hand-over of the A02 N four-bar (N = 1,
+   rtol 1e-12, 20 s: 1.05e-9 m against 3.3e-10, measured before adams_across's `_few`), 1 leaves its runs
+   at rtol 1e-10 and 1e-12 as they were */
+#define DYN_AD_WATCH_AHEAD 1.0
 /* A step counts as stability-limited when h rho >= DYN_AD_STIFF_FRAC B_k (docs/adams.md, stiffness). */
 #define DYN_AD_STIFF_FRAC 0.5
 
@@ -689,7 +691,7 @@ static inline int dyn_ad_record_step(dyn_ad_state *s)
 /* The watch of closed loops after an accepted step: below its level, or falling so fast that its
    straight line through the last two steps reaches zero (the crossing) within DYN_AD_WATCH_AHEAD next
    steps: a window around a crossing narrower than a step (the N four-bar started 0.03 rad from the
-   horizontal has one 0.007 rad wide where its steps were 0.019 rad) is not jumped. */
+   horizontal has ones 0.001 ... 0.003 rad wide, its steps were up to 0.019 rad) is not jumped. */
 static inline int dyn_ad_watched(dyn_ad_state *s)
 {
     double w = s->watch(s->x, s->y, s->par, s->watch_w), prev = s->watch_prev;
