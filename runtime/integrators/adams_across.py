@@ -13,7 +13,7 @@ a gap-time long; once within GAP of the crossing, the state at t + JUMP delta co
 polynomial of the exact constrained accelerations at past states, projected onto the branch
 nearest it, and adams restarts there at order 1; when the states give too few points for that
 polynomial, adams steps over the crossing itself, in one step of at most JUMP delta
-(`Across._few`). Leaving the crossing (the watch above EXIT times its start value) the C loop
+(`_few` of `Across`). Leaving the crossing (the watch above EXIT times its start value) the C loop
 takes over again. The module's right-hand side and projection are those without the weak rows' treatment
 (compiled_adams.stepper chooses them): with it, on the change-point four-bar at rtol 1e-10, adams
 took steps down to 7e-8 s near the crossing (2446 RHS calls against 521) and ended 2.7e-8 rad off
