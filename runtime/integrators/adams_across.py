@@ -5,13 +5,16 @@ runtime/integrators/singular.py, with the compiled loop running in C away from t
 Away from a crossing the C loop runs alone; after every accepted step it evaluates the module's
 watch (`dyn_con_measure` of templates/native/dynamica_constraints.h: |R_rr| / |R_11| of the pivoted
 QR of J with its rows scaled as `singular.Crossings` scales them, at least sigma_r / sigma_1 / sqrt(m)),
-and below ARM times its value at the start the run hands over to Python (status WATCH). There the
-steps are taken one at a time with `singular.Crossings` (J's singular values, the time delta to
-the crossing) and cut heading in, so that the last ones are a gap-time long; once within GAP of
-the crossing, the state at t + JUMP delta comes from the polynomial of the exact constrained
-accelerations at past states, projected onto the branch nearest it, and adams restarts there at
-order 1. Leaving the crossing (the watch above EXIT times its start value) the C loop takes over
-again. The module's right-hand side and projection are those without the weak rows' treatment
+and below ARM times its value at the start the run hands over to Python (status WATCH), or earlier
+when the watch's straight line through the last two steps reaches zero within the next step (a
+window narrower than a step). There the steps are taken one at a time with `singular.Crossings`
+(J's singular values, the time delta to the crossing) and cut heading in, so that the last ones are
+a gap-time long; once within GAP of the crossing, the state at t + JUMP delta comes from the
+polynomial of the exact constrained accelerations at past states, projected onto the branch
+nearest it, and adams restarts there at order 1; when the states give too few points for that
+polynomial, adams steps over the crossing itself, in one step of at most JUMP delta
+(`_few` of `Across`). Leaving the crossing (the watch above EXIT times its start value) the C loop
+takes over again. The module's right-hand side and projection are those without the weak rows' treatment
 (compiled_adams.stepper chooses them): with it, on the change-point four-bar at rtol 1e-10, adams
 took steps down to 7e-8 s near the crossing (2446 RHS calls against 521) and ended 2.7e-8 rad off
 against 9.0e-11."""
@@ -41,7 +44,10 @@ LAST = 6
 JUMP = 2.0
 #: leaving a crossing, a step is at most DEPART times the time in which s doubles (singular.DEPART)
 DEPART = 0.5
-#: within CRAWL gaps, a step below 1e-2 of the time to the crossing starts the step across
+#: within CRAWL gaps, a step below 1e-2 of the time to the crossing starts the step across, unless
+#: it grew from the step before (adams starting, at order 1, doubles its steps: from the N four-bar's
+#: horizontal 3e-3 rad away, its first step of 8e-7 s crawled, and the step across from it, with the
+#: polynomial through that one state, landed 2e-7 rad/s off)
 CRAWL = 10.0
 #: near a crossing the projection after each step is left out while its rounding noise in q',
 #: |q'| eps / s^2 (s = sigma_r / sigma_1: the tangent of a state off the manifold by eps / s), exceeds
@@ -78,6 +84,7 @@ class Across:
         self.w = watch_data(self.crossings)
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
+        self.h_before = 0.0                                   # the step before the last one (CRAWL)
         self.on_step = None      # or the events of a run: on_step(t_old, t, y, intrp) -> True to stop
         self.level = self.measure(t0, y0)            # the watch relative to its value at the start
         if self.crossings.rank and self.level > 0.0:
@@ -130,14 +137,19 @@ class Across:
         if st.done:
             return j
         remember(self.past, t, y)
+        before = self.h_before
         s, delta = cr.approaching(t, y, within=math.inf)
         st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.tol     # (from the next step)
         inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n]).max()), 1e-300)  # the gap's time
-        if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and t - st.t_old < 1e-2 * delta):
+        h, self.h_before = t - st.t_old, t - st.t_old
+        if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and h < min(1e-2 * delta, 1.5 * before)):
+            t_b = min(t + JUMP * delta, st.t_bound)
+            if self._few(t_b):              # adams steps over it itself
+                st.max_step = min(JUMP * delta, self.user_max)
+                return j
             if len(self.past) >= 2:
-                t_b = min(t + JUMP * delta, st.t_bound)
                 return self._jump(tv, Y, j, t_b, cr.across(self.past, t_b))
-        if self.measure(t, y) > EXIT * self.level:          # away from it: the C loop again
+        if not 0.0 < delta < math.inf and self.measure(t, y) > EXIT * self.level:    # away: the C loop again
             self.near, st.max_step, st.watch_level = False, self.user_max, ARM * self.level
             st.projecting = True
             return j
@@ -149,6 +161,19 @@ class Across:
             cap = inside if delta - inside >= 0.75 * inside else max(delta - 0.75 * inside, 1e-3 * delta)
         st.max_step = min(cap, self.user_max)
         return j
+
+    def _few(self, t_b) -> bool:
+        """Whether the states since the hand-over (or the start, or the last step across) give fewer than
+        singular.PAST points for the polynomial of a step across to t_b: then adams steps over the crossing
+        itself, in one step of at most JUMP delta. Few points extrapolate badly: the step across through
+        three points 3.4 ms apart of the N four-bar at 0.4 rad/s (a crossing 0.007 rad from a turning
+        point, soon after the step across of the one before) landed 1.4e-7 rad/s off, fed exact states
+        too (q'' = -c cos(a0) changes like 3 c^2 a0' t^2), through five 1.6e-12; through one (a run
+        started 3e-3 rad from it) 3.8e-8. Adams stepping over them itself ended those 3 s runs within
+        1.5e-12 and 1.6e-12 rad at rtol 1e-12, below adams on the reduced equation
+        (benchmarks/bench_singular_slow.py; docs/loops.md, "Adams: stepping across")."""
+        from dynamica.runtime.integrators.singular import PAST, spread
+        return len(spread(self.past, t_b)) < PAST
 
     def _jump(self, tv, Y, j, t_b, state):
         """The rows up to t_b from the step across, then adams anew from its state at t_b."""

@@ -15,7 +15,7 @@ that window and the crossing is stepped over:
 2. within APPROACH gaps the steps are cut so as to end just outside the gap (`max_step`), and
    leaving a crossing they grow with the distance from it;
 3. once s < gap heading in (or the integrator crawls nearby, CRAWL), q'' at up to PAST past states
-   (radau: RADAU_PAST) spaced about delta apart (`_spread`, from a history thinned by `remember`), each projected onto
+   (radau: RADAU_PAST) spaced about delta apart (`spread`, from a history thinned by `remember`), each projected onto
    the constraints and solved in full (`Crossings.qdd`), gives a polynomial q''(t), integrated twice
    from the last state to t_b = t + 2 delta, symmetric about the crossing; that state is projected
    onto the constraints: the branch nearest it, i.e. the one the motion continues on (the crossed
@@ -59,7 +59,7 @@ PAST = 5
 #: (N = 2) with five, 1.7e-11 and 5.4e-11 with seven, 9.2e-12 and 1.5e-11 with nine (the reduced
 #: equation's own 3.4e-11 and 1.9e-11; docs/loops.md, "The implicit route")
 RADAU_PAST = 9
-#: ... spaced at least SPACING times the step across apart (`_spread`)
+#: ... spaced at least SPACING times the step across apart (`spread`)
 SPACING = 0.5
 #: radau's right-hand side and projection leave out the weak rows' treatment (`strict_functions`) while
 #: s >= STRICT_FROM. Measured on the change-point four-bar (2.5 s, rtol 1e-8 / 1e-10: RHS calls) and the
@@ -228,7 +228,7 @@ class Crossings:
         order; module docstring) to t_b: a function of t giving the projected [q, q'] there. The
         polynomial goes through the accelerations at up to `points` of them (PAST; RADAU_PAST for radau)."""
         n = self.n
-        pts = [(float(t), self.onto(t, y)) for t, y in _spread(past, t_b, points)]
+        pts = [(float(t), self.onto(t, y)) for t, y in spread(past, t_b, points)]
         t2, y2 = pts[-1]
         acc = np.array([self.qdd(t, y[:n], y[n:]) for t, y in pts])
         scale = max(t_b - t2, 1e-300)
@@ -291,7 +291,7 @@ def remember(past, t, y):
         i -= 1
 
 
-def _spread(past, t_b, points=PAST):
+def spread(past, t_b, points=PAST):
     """The points of `past` for the polynomial: the last one, then going back each at least
     SPACING (t_b - t2) before the one kept after it, at most `points` (points a few microseconds apart,
     where the integrator struggled, made the fit extrapolate their noise: measured 3.5e-7 m lost

@@ -77,6 +77,7 @@ cdef extern from "dynamica_adams.h" nogil:
         dyn_ad_watch_fn watch
         const double *watch_w
         double watch_level
+        double watch_prev
         const double *par
         int record
         double *rec
@@ -324,6 +325,7 @@ cdef class Stepper:
             s.y[l] = y[l]
         s.x = t
         s.t_old = t
+        s.watch_prev = -1.0
         s.tb = t_bound
         s.h = copysign(min(max(fabs(t_bound - t), FOURU * fabs(t)), s.max_step), t_bound - t)
         s.h_given = 0
@@ -406,6 +408,7 @@ cdef class Stepper:
         self.s.watch = <dyn_ad_watch_fn>PyCapsule_GetPointer(watch, b"dynamica.watch")
         self.s.watch_w = &wv[0]
         self.s.watch_level = level
+        self.s.watch_prev = -1.0
 
     property watch_level:
         def __get__(self):

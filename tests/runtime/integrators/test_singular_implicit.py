@@ -158,7 +158,7 @@ def test_radau_steps_across_a_long_jump_at_the_rounding_level(models):
     t2 = t_c - 1.5e-3
     s, delta = crossings.approaching(t2, state(t2))
     assert 0.0 < delta < 2e-3 and s < 2 * crossings.gap
-    h = 1.01 * delta                                 # (_spread keeps points at least delta apart)
+    h = 1.01 * delta                                 # (singular.spread keeps points at least delta apart)
     past = [(t2 - h * k, state(t2 - h * k)) for k in range(RADAU_PAST - 1, -1, -1)]
     t_b = t2 + 2 * delta
     y_b = crossings.across(past, t_b, RADAU_PAST)(t_b)
