@@ -25,7 +25,7 @@ that window and the crossing is stepped over:
 
 A model whose J keeps its rank along the run is integrated as before (s stays above the gap).
 radau runs on the module's right-hand side and projection without the weak rows' treatment where
-s >= STRICT_FROM (`strict_functions`).
+s >= STRICT_FROM (`strict_functions`), and leaving a crossing once it crawls on it (LEAVE_CRAWL).
 """
 
 from __future__ import annotations
