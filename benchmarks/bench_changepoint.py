@@ -1,7 +1,7 @@
 """Change-point four-bars through their flat configuration with the default integrator (adams).
 
     python benchmarks/bench_changepoint.py [--random 20] [--rtol 1e-8 1e-10 1e-12] [--method adams ida]
-                                           [--timeout 600]
+                                           [--timeout 600] [--random-rtol 1e-12] [--random-method radau]
 
 1. tests/data/changepoint.yaml (l0, l1, l2, l3 = 3, 2, 4, 3) over 2.5 s, through the crossing near
    t = 1.9: the largest crank-angle error before t = 1.8 and after it, against
@@ -9,8 +9,9 @@
    at 1e-13; never off the constraint manifold), for each rtol (= atol).
 2. Random Grashof change-point four-bars drawn as in tests/runtime/test_changepoint_property.py
    (a fixed seed), integrated until the crank is 0.5 rad past the flat configuration; the
-   crank-angle error against tests/oracles/changepoint_quadrature.py (energy and quadrature);
-   a mechanism passes when the error is within 100 x rtol.
+   crank-angle error against tests/oracles/changepoint_quadrature.py (energy and quadrature) and the
+   RHS calls, with --random-method (default adams) at --random-rtol; a mechanism passes when the error
+   is within 100 x rtol.
 
 --method: the integrators of part 1 (each rtol, each method, in the same run: its peer), with their
 RHS (ida: residual) calls; a run stopped after --timeout seconds is a row that says so.
@@ -148,20 +149,20 @@ def draw(rng):
             rng.uniform(-2 * math.pi + 0.3, -0.3), rng.uniform(5.0, 60.0))
 
 
-def crossing_error(model, lengths, sign, s0, extra, rtol):
+def crossing_error(model, lengths, sign, s0, extra, rtol, method=None):
     l0, l1, l2, l3 = lengths
     fb, sdot0, q0, qd0, t_end = cq.crossing_start(lengths, sign, s0, extra)
     params = {"l0": l0, "l1": l1, "l2": l2, "l3": l3}
     try:
         res = dynamica.simulate(model, t_end=t_end, rtol=rtol, atol=rtol, output_step=t_end / 50,
-                                q0=q0, qd0=qd0, params=params)
+                                q0=q0, qd0=qd0, params=params, method=method)
     except Exception as exc:  # noqa: BLE001 - reported as a row
         return float("nan"), type(exc).__name__
     s = res.q[:, model.coordinates.index("th1")]
     if s[-1] < 0.4 or not np.all(np.diff(s) > 0):
         return float("inf"), "branch"
     T, rate = cq.times(fb, s0, sdot0, s)
-    return float(np.abs((T - res.t) * rate).max()), ""
+    return float(np.abs((T - res.t) * rate).max()), f"{res.nfev} calls"
 
 
 def main():
@@ -169,6 +170,7 @@ def main():
     ap.add_argument("--random", type=int, default=20)
     ap.add_argument("--rtol", type=float, nargs="+", default=[1e-8, 1e-10, 1e-12])
     ap.add_argument("--random-rtol", type=float, default=1e-12)
+    ap.add_argument("--random-method", default=None, help="the integrator of part 2 (default adams)")
     ap.add_argument("--step-across", action="store_true")
     ap.add_argument("--method", nargs="+", default=["adams"])
     ap.add_argument("--timeout", type=float, default=600)
@@ -197,11 +199,12 @@ def main():
     if args.random:
         rng = np.random.default_rng(26)
         rtol = args.random_rtol
-        print(f"\nrandom change-point four-bars at rtol {rtol:.0e} (pass: error <= 100 rtol)")
+        print(f"\nrandom change-point four-bars, {args.random_method or 'adams'} at rtol {rtol:.0e} "
+              "(pass: error <= 100 rtol)")
         n_pass = 0
         for k in range(args.random):
             lengths, sign, s0, extra = draw(rng)
-            err, note = crossing_error(model, lengths, sign, s0, extra, rtol)
+            err, note = crossing_error(model, lengths, sign, s0, extra, rtol, args.random_method)
             ok = err <= 100 * rtol
             n_pass += ok
             print(f"{k:3d} {' '.join(f'{x:.3f}' for x in lengths)} {sign:+d} {err:10.2e} {note}{' pass' if ok else ''}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -205,3 +206,23 @@ def nfourbar_models(folder, sizes=(1, 2)) -> dict:
         path.write_text(nf.model_text(n))
         out[n] = dynamica.load(str(path))
     return out
+
+
+@contextlib.contextmanager
+def within_seconds(seconds: int):
+    """Fail the test when the block takes longer than `seconds` (SIGALRM: a run that would crawl for
+    minutes fails in that time instead)."""
+    import signal
+
+    import pytest
+
+    def stop(signum, frame):
+        pytest.fail(f"did not finish in {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(int(seconds))
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -201,6 +202,7 @@ class _Stepped:
             if both is not None:
                 weak_f, (strict_f, strict_project) = fun, both
                 self.away = self.crossings.measure(t0, np.asarray(y0, dtype=float)[:model.n]) >= singular.STRICT_FROM
+                self.crawled, self.last_step = False, math.inf          # (`_choose_rhs`)
                 fun = lambda t, y: strict_f(t, y) if self.away else weak_f(t, y)      # noqa: E731
         self.strict = strict_project is not None
         self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
@@ -268,7 +270,7 @@ class _Stepped:
                     j += 1
                 y_b = state(t_b)
                 self.nfev_before += solver.nfev + len(self.crossings.passages[-1][3])  # (its q'' calls)
-                self.past = [(t_b, y_b)]
+                self.past, self.last_step = [(t_b, y_b)], math.inf
                 self.solver = solver = self.start(t_b, y_b, first_step=min(solver.step_size, t_b - solver.t)) \
                     if t_b < solver.t_bound else solver
                 if t_b >= solver.t_bound:
@@ -282,14 +284,27 @@ class _Stepped:
         solver = self.solver
         s, delta = self.crossings.approaching(solver.t, solver.y)
         if self.strict:
-            from dynamica.runtime.integrators.singular import STRICT_FROM
-            self.away = s >= STRICT_FROM
+            self._choose_rhs(s, delta)
         if not self.crossings.crossing(s, delta, solver.t - solver.t_old):
             solver.max_step = min(self.crossings.max_step(s, delta), self.max_step)
             return None
         if self.points is None:
             return step_across(self.crossings, self.past, delta, solver.t_bound)
         return step_across(self.crossings, self.past, delta, solver.t_bound, self.points)
+
+    def _choose_rhs(self, s, delta):
+        """radau's right-hand side for the next step (`away`: the strict one, without the weak rows'
+        treatment): strict where s >= STRICT_FROM, and leaving a crossing (delta < 0) once a step on the
+        treatment shrank below LEAVE_CRAWL |delta| (radau crawls there at a generic crossing, whose
+        normals turn: the treatment's held velocity is only an approximation; singular.LEAVE_CRAWL)."""
+        from dynamica.runtime.integrators.singular import LEAVE_CRAWL, STRICT_FROM
+        step = self.solver.t - self.solver.t_old
+        if s >= STRICT_FROM or not delta < 0.0:
+            self.crawled = False
+        elif not self.away and step < min(self.last_step, LEAVE_CRAWL * -delta):
+            self.crawled = True
+        self.last_step = step
+        self.away = s >= STRICT_FROM or self.crawled
 
     @property
     def nfev(self) -> int:

@@ -25,7 +25,7 @@ that window and the crossing is stepped over:
 
 A model whose J keeps its rank along the run is integrated as before (s stays above the gap).
 radau runs on the module's right-hand side and projection without the weak rows' treatment where
-s >= STRICT_FROM (`strict_functions`).
+s >= STRICT_FROM (`strict_functions`), and leaving a crossing once it crawls on it (LEAVE_CRAWL).
 """
 
 from __future__ import annotations
@@ -68,6 +68,12 @@ SPACING = 0.5
 #: constraints near the gap, ill-conditioned there); without it from s = 1e-2 6867 / not finished in
 #: 300 s, 2.0e-12 m; from 3e-3 93 770 at 1e-10, 3.3e-12 m; from 1.5e-3 127 120, 1.8e-11 m
 STRICT_FROM = 3.0 * SINGULAR_GAP
+#: ... and leaving a crossing once a step on the treatment shrank below LEAVE_CRAWL |delta| (radau crawls:
+#: it then stays strict until s >= STRICT_FROM). Measured leaving a crossing on the treatment: the
+#: change-point four-bar (rtol 1e-10) shrank its steps to 1.3e-9 |delta|, 6907 steps and 112 897 RHS
+#: calls; the N four-bar (N = 1, 2, 20 s, rtol 1e-8 ... 1e-12) never below 1.8e-5 |delta|, and strict
+#: there it lost accuracy (B0 1.5e-10 m against 4.5e-11 over 20 s at rtol 1e-12, N = 1)
+LEAVE_CRAWL = 1e-6
 #: a row of J shorter than this at the start and nearby (relative to the longest) is left out (structurally zero)
 _ZERO_ROW = 1e-14
 #: a row of J is scaled by its length at the start, but at least ROW_FLOOR times its median length at
