@@ -87,7 +87,7 @@ START_STEP = 1e-3
 class Crossings:
     """The singular measure of a model's loops and the step across (module docstring)."""
 
-    def __init__(self, model, params, t0, q0, gap=SINGULAR_GAP):
+    def __init__(self, model, params, t0, q0, gap=SINGULAR_GAP, warn=True):
         from dynamica.runtime import assembly
         from dynamica.runtime.assembly import PROJECT_ITERATIONS, PROJECT_TOL
         self.model, self.params, self.assembly, self.gap = model, params, assembly, float(gap)
@@ -100,29 +100,41 @@ class Crossings:
         self.scale = 1.0 / norms[self.keep]
         sv = self._singular_values(q0, t0)
         self.rank = int(np.sum(sv > 1e-8 * sv[0])) if len(sv) else 0
-        self._warn_at_start(t0, q0, sv)
+        #: (where, rank nearby) when the run starts at a singular configuration or within the gap of one
+        self.start = self._start_gap(t0, q0, sv)
+        if warn:
+            self.warn_at_start(t0, q0)
         self.passages = []                      # (t_2, t_b, s at t_2) of each step across
 
-    def _warn_at_start(self, t0, q0, sv):
-        """SingularStartWarning when q0 is a singular configuration (J's rank there below its rank at
-        a state projected onto the constraints from START_STEP away) or within the gap of one."""
+    def _start_gap(self, t0, q0, sv):
+        """(where, rank_near) when q0 is a singular configuration (J's rank there below rank_near, its
+        rank at a state projected onto the constraints from START_STEP away) or within the gap of one;
+        None otherwise."""
         if not len(sv):
-            return
+            return None
         y = np.concatenate([q0 + np.random.default_rng(1).uniform(-START_STEP, START_STEP, self.n), np.zeros(self.n)])
         if self.model.module.project(float(t0), y, self.p, self.opts) != 0:
-            return                                   # (no state nearby to compare with)
+            return None                              # (no state nearby to compare with)
         near = self._singular_values(y[:self.n], t0)
         rank_near = int(np.sum(near > 1e-8 * near[0])) if np.all(np.isfinite(near)) else self.rank
         s = float(sv[self.rank - 1] / sv[0]) if self.rank else 1.0
         if rank_near <= self.rank and s >= self.gap:
+            return None
+        where = "at" if rank_near > self.rank else f"within the gap (sigma_r / sigma_1 = {s:.1e} < {self.gap:g}) of"
+        return where, max(rank_near, self.rank)
+
+    def warn_at_start(self, t0, q0, why=""):
+        """SingularStartWarning when the run starts at or within the gap of a singular configuration
+        (`start`), naming the loops; `why`: what left the branch unresolved."""
+        if self.start is None:
             return
         import warnings
 
         from dynamica.errors import SingularStartWarning, user_stacklevel
-        where = "at" if rank_near > self.rank else f"within the gap (sigma_r / sigma_1 = {s:.1e} < {self.gap:g}) of"
+        where, rank_near = self.start
         warnings.warn(f"{self.model.spec.file}: the run starts {where} a singular configuration of the closed "
-                      f"loops {', '.join(self._weak_loops(t0, q0, max(rank_near, self.rank)))}, where which branch "
-                      f"the motion continues on is not resolved: check the result, or start further from it",
+                      f"loops {', '.join(self._weak_loops(t0, q0, rank_near))}, where which branch "
+                      f"the motion continues on is not resolved{why}: check the result, or start further from it",
                       SingularStartWarning, stacklevel=user_stacklevel())
 
     def _weak_loops(self, t0, q0, r):
