@@ -208,21 +208,73 @@ def test_a_pure_atol_run_steps_across(models):
     assert float(np.abs(res.q[:, model.coordinates.index("a0")] - ref).max()) <= 1e-7
 
 
-def test_a_run_started_at_or_next_to_a_crossing_is_warned_about(models):
-    """SingularStartWarning naming the loop for the N four-bar (N = 1) started at the horizontal (J's
-    rank 1 there, 2 at a state projected onto the constraints 1e-3 away) and 1e-6 rad from it
-    (s = 2e-5, inside the gap 1e-3), where which branch the motion takes is not resolved (measured:
-    adams at rtol 1e-10 0.95 rad off the parallelogram branch from 1e-6 rad); none 1e-3 rad from it."""
+def test_a_start_the_branch_is_not_resolved_at_is_warned_about(models):
+    """SingularStartWarning naming the loop for the N four-bar (N = 1) started at rest at the horizontal
+    (J's rank 1 there, 2 at a state projected onto the constraints 1e-3 away: no velocity to choose
+    the branch by) with adams, and 1e-6 rad from it (s = 2e-5, inside the gap 1e-3) with radau, which
+    has no start across; none for adams started there at 1 rad/s (the start across), none 1e-3 rad
+    from it."""
     from dynamica.errors import SingularStartWarning
     model = models[1]
-    for phi, warned in ((0.0, "starts at"), (1e-6, "within the gap"), (1e-3, None)):
-        q0, qd0 = nf.branch_state(model.coordinates, phi, -1.0)
+    for phi, rate, method, warned in ((0.0, 0.0, "adams", "starts at a singular configuration of the closed loops "
+                                       "'pin0', where which branch the motion continues on is not resolved (the run "
+                                       "starts at rest"), (1e-6, -1.0, "radau", "within the gap"),
+                                      (0.0, -1.0, "adams", None), (1e-6, -1.0, "adams", None),
+                                      (1e-3, -1.0, "adams", None)):
+        q0, qd0 = nf.branch_state(model.coordinates, phi, rate)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            dynamica.simulate(model, t_end=0.01, q0=q0, qd0=qd0)
+            dynamica.simulate(model, t_end=0.01, q0=q0, qd0=qd0, method=method)
         got = [str(w.message) for w in caught if issubclass(w.category, SingularStartWarning)]
         assert all(w.filename == __file__ for w in caught if issubclass(w.category, SingularStartWarning))
         if warned is None:
             assert got == [], got
         else:
             assert len(got) == 1 and warned in got[0] and "'pin0'" in got[0], got
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_run_started_at_or_inside_the_gap_of_a_crossing_stays_on_its_branch(models, n):
+    """The N four-bar started on its parallelogram branch at the horizontal, 1e-6 rad above it
+    (heading in) and 1e-6 rad below it (heading away), at 1 rad/s, 1.2 s at rtol 1e-12 (through the
+    next passage, t = 0.92): the start across first (info["singular_passages"][0] from t = 0), every
+    row on the branch (a_i = a0 = -b_i within 1e-11 rad) and a0 within 100 rtol of the reduced
+    equation (scipy's DOP853 at rtol 1e-13; measured N = 1: 5.1e-12 / 2.6e-12 / 7.4e-12, N = 2:
+    4.4e-12 / 3.1e-12 / 3.5e-12). Before it, with a SingularStartWarning: N = 1 0.09 / 0.8 / 0.26 rad
+    off, N = 2 "step size too small" at t = 0.93."""
+    from scipy.integrate import solve_ivp
+    model = models[n]
+    ia = model.coordinates.index("a0")
+    c = nf.reduced_coefficient(n)
+    signs = np.array([1.0 if name.startswith("a") else -1.0 for name in model.coordinates])
+    for phi in (0.0, 1e-6, -1e-6):
+        q0, qd0 = nf.branch_state(model.coordinates, phi, -1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = dynamica.simulate(model, t_end=1.2, rtol=1e-12, atol=1e-12, output_step=0.01, q0=q0, qd0=qd0)
+        ref = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, 1.2), [phi, -1.0], method="DOP853",
+                        rtol=1e-13, atol=1e-13, t_eval=res.t).y[0]
+        assert res.info["singular_passages"][0][0] == 0.0
+        assert float(np.abs(res.q * signs - res.q[:, ia:ia + 1]).max()) <= 1e-11
+        assert float(np.abs(res.q[:, ia] - ref).max()) <= 1e-10, phi
+
+
+def test_the_start_velocity_chooses_the_branch(models):
+    """The N four-bar (N = 1) at the horizontal lies on two branches: the parallelogram and the one
+    where rod 0 stays horizontal (its tip on rod 1's pivot) while rod 1 and the bar turn together
+    about that pivot, theta'' = -(3 g / 2L) cos(theta) (two slender rods, m L^2 / 3 each, gravity
+    at L / 2). Started there with a1' = b0' = -1 rad/s, a0' = 0 (tangent to the second branch) at
+    rtol 1e-12 for 1.2 s: a0 stays at 0 and b0 = a1 within 1e-12 rad, a1 within 100 rtol of that
+    equation (scipy's DOP853 at rtol 1e-13; measured 8.4e-14, 2.2e-15, 1.3e-11; before the start
+    across a0 ended 1.3 rad off)."""
+    from scipy.integrate import solve_ivp
+    model = models[1]
+    at = {name: i for i, name in enumerate(model.coordinates)}
+    qd0 = np.zeros(model.n)
+    qd0[at["a1"]] = qd0[at["b0"]] = -1.0
+    res = dynamica.simulate(model, t_end=1.2, rtol=1e-12, atol=1e-12, output_step=0.01, q0=np.zeros(model.n), qd0=qd0)
+    ref = solve_ivp(lambda t, y: [y[1], -1.5 * nf.G / nf.LENGTH * math.cos(y[0])], (0.0, 1.2), [0.0, -1.0],
+                    method="DOP853", rtol=1e-13, atol=1e-13, t_eval=res.t).y[0]
+    assert float(np.abs(res.q[:, at["a0"]]).max()) <= 1e-12
+    assert float(np.abs(res.q[:, at["b0"]] - res.q[:, at["a1"]]).max()) <= 1e-12
+    assert float(np.abs(res.q[:, at["a1"]] - ref).max()) <= 1e-10
