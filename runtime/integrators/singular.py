@@ -80,7 +80,8 @@ ROW_FLOOR, NEARBY, NEARBY_SPAN = 0.1, 8, 0.3
 #: the constraints from one START_STEP away (every coordinate moved by up to it); measured on the N
 #: four-bar started within 1e-6 rad of the horizontal: adams at rtol 1e-10 ended 0.95 rad off the
 #: parallelogram branch (N = 1), at 1e-12 "step size too small"; exactly there (rank 1 of 2) 2.97 rad
-#: off at 1e-12, and within 1e-4 rad (s = 2e-3) on the branch (docs/loops.md, "Not yet")
+#: off at 1e-12, and within 1e-4 rad (s = 2e-3) on the branch. adams leaves such a start by the start
+#: across (singular_start.py, with the rank nearby); radau and ida get the SingularStartWarning
 START_STEP = 1e-3
 
 
