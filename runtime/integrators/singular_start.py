@@ -10,7 +10,8 @@ q''(t) through the exact constrained accelerations (`Crossings.qdd`) at NODES st
 integrated twice from the given (q0, q0'), each node's state projected onto the branch nearest
 the polynomial there (`Crossings.onto`); the nodes are found by a first sweep (each predicted by
 the polynomial through those before it) and then fixed-point iterations, which contract by about
-c T^2 (c the largest |dq''/dq|, T the stretch: 1e-3 on the N four-bar). adams starts at the last
+c T^2 (c the largest |dq''/dq|, T the stretch: 1e-3 on the N four-bar); nodes too near the crossing
+for their q'' to settle (its noise grows like 1 / d^3) are spread further (WIDEN). adams starts at the last
 node, outside the gap, as after a step across (adams_across.Across._jump); output rows inside the
 stretch come from the polynomial, projected.
 
@@ -38,19 +39,42 @@ NODES = 5
 #: change by less than SETTLED times its largest value (their noise: 1e-12 ... 1e-10 relative on the
 #: N four-bar), or change less than halved; a change still above UNSETTLED leaves the start unresolved
 ITERATIONS, SETTLED, UNSETTLED = 12, 1e-12, 1e-8
+#: ... then the nodes are spread twice as far, up to WIDEN times: on the change-point four-bar
+#: (the fastest coordinate 5.9 rad/s, the crank 1.2) started 1e-5 rad from its flat configuration,
+#: the nodes one gap-time apart are 4e-4 rad of the crank from it and their q'' scatter by 6e-6
+WIDEN = 3
 
 
 def start_across(crossings, t0, y0, gap):
     """(t_b, state, calls) of the start across (module docstring) from (t0, y0) on the branch its
     velocity is tangent to, `gap` the distance (along the fastest coordinate) of a gap-time; or a
-    string saying why the branch is not resolved."""
-    n = crossings.n
+    string saying why the branch is not resolved. Nodes whose iterations do not settle are spread
+    twice as far, up to WIDEN times."""
     y0 = np.asarray(y0, dtype=float)
-    q0, v0 = y0[:n], y0[n:2 * n]
-    speed = float(np.abs(v0).max(initial=0.0))
+    speed = float(np.abs(y0[crossings.n:2 * crossings.n]).max(initial=0.0))
     if not speed > 0.0:
         return " (the run starts at rest: no velocity to choose the branch by)"
-    dt = gap / speed
+    calls, dt = 0, gap / speed
+    for _ in range(WIDEN + 1):
+        got = _collocation(crossings, t0, y0, dt)
+        calls += got[-1]
+        if not isinstance(got[0], str):
+            break
+        dt *= 2.0
+    if isinstance(got[0], str):
+        return got[0]
+    t_b, state, P, times = got[:4]
+    s_b = crossings.measure(t_b, state(P, t_b)[:crossings.n])
+    if s_b < crossings.gap:
+        return f" (the start across landed inside the gap, sigma_r / sigma_1 = {s_b:.1e})"
+    crossings.passages.append((float(t0), t_b, crossings.measure(t0, y0[:crossings.n]), times - t0))
+    return t_b, (lambda t: state(P, t)), calls
+
+
+def _collocation(crossings, t0, y0, dt):
+    """(t_b, state, P, times, calls): the nodes one dt apart from t0 + dt, settled; or (why, calls)."""
+    n = crossings.n
+    q0, v0 = y0[:n], y0[n:2 * n]
     times = t0 + dt * np.arange(1.0, NODES + 1.0)
     scale = float(times[-1] - t0)
     xi = (times - t0) / scale
@@ -74,20 +98,13 @@ def start_across(crossings, t0, y0, gap):
         new = np.array([qdd(t, state(P, t)) for t in times])
         calls += NODES
         step, acc = float(np.abs(new - acc).max()), new
-        if step <= SETTLED * float(np.abs(acc).max()) or step > 0.5 * change:
-            change = step
-            break
+        settled = step <= SETTLED * float(np.abs(acc).max()) or step > 0.5 * change
         change = step
+        if settled:
+            break
     if not change <= UNSETTLED * max(float(np.abs(acc).max()), 1e-300):
-        return f" (the start across did not settle: q'' at its nodes changed by {change:.1e})"
-    P = npp.polyfit(xi, acc, NODES - 1)
-    t_b = float(times[-1])
-    y_b = state(P, t_b)
-    s_b = crossings.measure(t_b, y_b[:n])
-    if s_b < crossings.gap:
-        return f" (the start across landed inside the gap, sigma_r / sigma_1 = {s_b:.1e})"
-    crossings.passages.append((float(t0), t_b, crossings.measure(t0, q0), times - t0))
-    return t_b, (lambda t: state(P, t)), calls
+        return f" (the start across did not settle: q'' at its nodes changed by {change:.1e})", calls
+    return float(times[-1]), state, npp.polyfit(xi, acc, NODES - 1), times, calls
 
 
 def reference_level(model, crossings, t0, q0, w) -> float:

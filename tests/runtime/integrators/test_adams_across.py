@@ -278,3 +278,39 @@ def test_the_start_velocity_chooses_the_branch(models):
     assert float(np.abs(res.q[:, at["a0"]]).max()) <= 1e-12
     assert float(np.abs(res.q[:, at["b0"]] - res.q[:, at["a1"]]).max()) <= 1e-12
     assert float(np.abs(res.q[:, at["a1"]] - ref).max()) <= 1e-10
+
+
+def test_a_start_inside_the_gap_of_a_generic_crossing_stays_on_its_branch():
+    """The change-point four-bar (normals that turn, unlike the N four-bar's) started 1e-7 rad of the
+    crank before its flat configuration, on each of the two branches that cross there (the two closed
+    forms of the closure, tests/oracles/changepoint.py, the rates along J's null space in 40 digits),
+    crank at 1.15 rad/s, 0.1 s at rtol 1e-10: the start across (its nodes spread twice and four times
+    as far, singular_start.WIDEN) and the crank within 100 rtol of each branch's equation (its oracle
+    at rtol 1e-11; measured 4.2e-10 and 2.6e-10, over 0.3 s 1.3e-9 and 1.5e-9: a start in doubles d
+    rad from the crossing fixes its branch's tangent only to about eps / d; from 1e-5 rad 9.9e-12 and
+    2.9e-11). Before it, warned: 0.089 rad off, and "step size too small"."""
+    import mpmath as mp
+
+    from oracles import changepoint
+    from oracles import planar_loops as pl
+    model = dynamica.load(str(CHANGE_POINT))
+    bodies = [(1.0, 4.0 / 12, 1.0, 0.0), (2.0, 16.0 / 6, 4.0 / 3, 0.1), (1.0, 9.0 / 12, 1.5, 0.0)]
+    i1 = model.coordinates.index("th1")
+    branch = changepoint.Branch(3, 2, 4, 3, bodies, 9.81)
+    with mp.workdps(pl.DPS):
+        starts = []
+        for q in branch._candidates(2 * mp.pi - mp.mpf("1e-7")):
+            Vt = mp.svd_r(mp.matrix(branch.mech._J(q)), full_matrices=True)[2]
+            starts.append(([float(x) for x in q], [float(Vt[2, k] / Vt[2, 0]) for k in range(3)]))
+    lost = []
+    for q, tangent in starts:
+        q0 = np.array([q[0], (q[1] + math.pi) % (2 * math.pi) - 3 * math.pi,       # (th2 near -2 pi, th3 near 0)
+                       (q[2] + math.pi) % (2 * math.pi) - math.pi])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = dynamica.simulate(model, t_end=0.1, rtol=1e-10, atol=1e-10, output_step=0.01, q0=q0,
+                                    qd0=1.15 * np.array(tangent))
+        ref = changepoint.reference(changepoint.Branch(3, 2, 4, 3, bodies, 9.81), q0, 1.15, res.t, rtol=1e-11)[0]
+        assert res.info["singular_passages"][0][0] == 0.0
+        lost.append(float(np.abs(res.q[:, i1] - ref).max()))
+    assert max(lost) <= 1e-8, lost
