@@ -88,22 +88,14 @@ class Across:
             st.set_watch(model.module.watch_capsule, self.w, ARM * self.level)
 
     def _start(self, t0, y0):
-        """For a start at or within the gap of a singular configuration, the start across
-        (singular_start.py): (t_b, state), its rank that of the configurations nearby; or None with the
-        SingularStartWarning saying why it is not resolved. None for any other start."""
-        from dynamica.runtime.integrators.singular_start import start_across
-        cr = self.crossings
-        if cr.start is None:
-            return None
-        rank = cr.rank
-        cr.rank = cr.start[1]
-        got = start_across(cr, t0, y0, GAP)
-        if isinstance(got, str):
-            cr.rank = rank
-            cr.warn_at_start(t0, y0[:self.model.n], got)
+        """(t_b, state) of the start across for a start at or within the gap of a singular
+        configuration (singular_start.resolve), or None."""
+        from dynamica.runtime.integrators.singular_start import resolve
+        got = resolve(self.crossings, t0, y0, GAP, rescale=False)
+        if got is None:
             return None
         t_b, state, calls = got
-        self.extra_calls += calls - len(cr.passages[-1][3])            # (_jump counts the nodes)
+        self.extra_calls += calls - len(self.crossings.passages[-1][3])    # (_jump counts the nodes)
         return t_b, state
 
     def measure(self, t, y) -> float:

@@ -27,6 +27,8 @@ import math
 import numpy as np
 import numpy.polynomial.polynomial as npp
 
+from dynamica.runtime.integrators.adams_across import GAP  # (a gap-time: the fastest coordinate moves GAP)
+
 #: the polynomial goes through the accelerations at NODES states, one gap-time apart from one
 #: gap-time after the start. Measured on the N four-bar (N = 1, 2) started 0 ... 1e-5 rad from the
 #: horizontal, the landing against the reduced equation: five nodes from one gap-time 1e-15 ...
@@ -43,6 +45,31 @@ ITERATIONS, SETTLED, UNSETTLED = 12, 1e-12, 1e-8
 #: (the fastest coordinate 5.9 rad/s, the crank 1.2) started 1e-5 rad from its flat configuration,
 #: the nodes one gap-time apart are 4e-4 rad of the crank from it and their q'' scatter by 6e-6
 WIDEN = 3
+
+
+def resolve(crossings, t0, y0, gap=GAP, rescale=True):
+    """For a start at or within the gap of a singular configuration (`Crossings.start`): (t_b, state,
+    calls) of the start across, the run's rank (crossings.rank) that of the configurations nearby,
+    and with `rescale` the scales of J's rows (crossings.scale) too (singular.NEARBY: the rows' lengths
+    at the start, some near zero there, made s of the N four-bar started at the horizontal 0.18 at
+    1e-2 rad from it and 1.3e-2 (N = 1) and 8e-3 (N = 2) at 1.5 rad, where radau's crawl rule then
+    stepped across a crossing that was not there, 2.7 rad off after 1.2 s; with the rows' median
+    lengths nearby, 2e-2 and 0.13 and 8e-2, 2.9e-11 rad. adams, whose gap is a distance, keeps the
+    start's scales: with those nearby its slow crossings later in the run lost more, docs/loops.md);
+    or None with the SingularStartWarning saying why it is not resolved. None for any other start."""
+    if crossings.start is None:
+        return None
+    y0 = np.asarray(y0, dtype=float)
+    before = crossings.rank, crossings.scale
+    crossings.rank = crossings.start[1]
+    if rescale:
+        crossings.scale = 1.0 / crossings._nearby_lengths(t0, y0[:crossings.n])[crossings.keep]
+    got = start_across(crossings, t0, y0, gap)
+    if isinstance(got, str):
+        crossings.rank, crossings.scale = before
+        crossings.warn_at_start(t0, y0[:crossings.n], got)
+        return None
+    return got
 
 
 def start_across(crossings, t0, y0, gap):
