@@ -80,8 +80,8 @@ ROW_FLOOR, NEARBY, NEARBY_SPAN = 0.1, 8, 0.3
 #: the constraints from one START_STEP away (every coordinate moved by up to it); measured on the N
 #: four-bar started within 1e-6 rad of the horizontal: adams at rtol 1e-10 ended 0.95 rad off the
 #: parallelogram branch (N = 1), at 1e-12 "step size too small"; exactly there (rank 1 of 2) 2.97 rad
-#: off at 1e-12, and within 1e-4 rad (s = 2e-3) on the branch. adams leaves such a start by the start
-#: across (singular_start.py, with the rank nearby); radau and ida get the SingularStartWarning
+#: off at 1e-12, and within 1e-4 rad (s = 2e-3) on the branch. adams and radau leave such a start by
+#: the start across (singular_start.py, with the rank nearby); ida gets the SingularStartWarning
 START_STEP = 1e-3
 
 
@@ -146,6 +146,11 @@ class Crossings:
         rows = np.nonzero(self.keep)[0][u > 0.3 * u.max()]
         names = [self.assembly.layout(self.model)[a][0] for a in rows]
         return [repr(name) for name in dict.fromkeys(names)]
+
+    def scale_nearby(self, t0, q0):
+        """Scale J's rows by their median lengths at the NEARBY configurations around q0 alone (a start
+        inside the gap, where some are near zero: singular_start.resolve)."""
+        self.scale = 1.0 / self._nearby_lengths(t0, q0)[self.keep]
 
     def _nearby_lengths(self, t0, q0) -> np.ndarray:
         """The median length of each row of J at NEARBY configurations around q0 (ROW_FLOOR)."""

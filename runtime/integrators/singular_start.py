@@ -1,5 +1,5 @@
-"""A run of the compiled adams that starts at, or within the gap of, a singular configuration of its
-closed loops: the start across (docs/loops.md, "Adams: stepping across", "A start inside the gap").
+"""A run (the compiled adams, radau) that starts at, or within the gap of, a singular configuration of
+its closed loops: the start across (docs/loops.md, "Adams: stepping across", "A start inside the gap").
 
 There the branch is chosen by the initial velocity (the state given is on the constraints and q'
 is tangent to one branch), but no integrator resolves it from there: the equations off the
@@ -11,9 +11,9 @@ integrated twice from the given (q0, q0'), each node's state projected onto the 
 the polynomial there (`Crossings.onto`); the nodes are found by a first sweep (each predicted by
 the polynomial through those before it) and then fixed-point iterations, which contract by about
 c T^2 (c the largest |dq''/dq|, T the stretch: 1e-3 on the N four-bar); nodes too near the crossing
-for their q'' to settle (its noise grows like 1 / d^3) are spread further (WIDEN). adams starts at the last
-node, outside the gap, as after a step across (adams_across.Across._jump); output rows inside the
-stretch come from the polynomial, projected.
+for their q'' to settle (its noise grows like 1 / d^3) are spread further (WIDEN). The integrator
+starts at the last node, outside the gap, as after a step across (adams_across.Across._jump,
+simulate._Stepped); output rows inside the stretch come from the polynomial, projected.
 
 Left unresolved (the SingularStartWarning stays, saying why): a start at rest (no velocity to
 choose the branch by), iterations that do not settle, and a landing still inside the gap (a
@@ -63,7 +63,7 @@ def resolve(crossings, t0, y0, gap=GAP, rescale=True):
     before = crossings.rank, crossings.scale
     crossings.rank = crossings.start[1]
     if rescale:
-        crossings.scale = 1.0 / crossings._nearby_lengths(t0, y0[:crossings.n])[crossings.keep]
+        crossings.scale_nearby(t0, y0[:crossings.n])
     got = start_across(crossings, t0, y0, gap)
     if isinstance(got, str):
         crossings.rank, crossings.scale = before
