@@ -335,3 +335,24 @@ def test_radau_started_at_a_crossing_stays_on_its_branch(models, n):
     assert res.info["singular_passages"][0][0] == 0.0
     assert float(np.abs(res.q * signs - res.q[:, ia:ia + 1]).max()) <= 1e-11
     assert float(np.abs(res.q[:, ia] - ref).max()) <= 1e-8
+
+
+def test_events_inside_the_start_across_are_located_on_its_polynomial(models):
+    """The N four-bar (N = 1) started at the horizontal at 1 rad/s with events a0 = -1e-3 (inside the
+    start across, which ends 1e-2 rad out) and a0 = -0.5, 0.5 s at rtol 1e-10: both at the reduced
+    equation's event times (scipy's DOP853 with events at rtol 1e-13) within 1e-9 s (measured 3.1e-17
+    and 3.8e-12 s)."""
+    from scipy.integrate import solve_ivp
+    model = models[1]
+    ia = model.coordinates.index("a0")
+    c = nf.reduced_coefficient(1)
+    q0, qd0 = nf.branch_state(model.coordinates, 0.0, -1.0)
+    levels = (1e-3, 0.5)
+    res = dynamica.simulate(model, t_end=0.5, rtol=1e-10, atol=1e-10, output_step=0.01, q0=q0, qd0=qd0,
+                            events=[lambda t, y, a=a: y[ia] + a for a in levels])
+    ref = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, 0.5), [0.0, -1.0], method="DOP853",
+                    rtol=1e-13, atol=1e-13, events=[lambda t, y, a=a: y[0] + a for a in levels])
+    t_b = res.info["singular_passages"][0][1]
+    assert res.info["t_events"][0][0] < t_b < res.info["t_events"][1][0]
+    for got, want in zip(res.info["t_events"], ref.t_events):
+        assert len(got) == 1 and abs(got[0] - want[0]) <= 1e-9, (got, want)
