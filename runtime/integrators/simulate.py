@@ -289,6 +289,7 @@ class _Stepped:
         there; returns the index of the next row."""
         t_b, state, calls = self.begin
         times, solver, self.begin = self.times, self.solver, None
+        t_b = min(t_b, solver.t_bound)
         while j < len(times) and times[j] <= t_b:
             yield times[j], state(times[j])
             j += 1
