@@ -80,15 +80,30 @@ class Across:
         self.tol = max(float(np.min(rtol)), float(np.min(atol)), eps)    # (rtol = 0: atol's level)
         self.quiet_s2 = eps / (QUIET * self.tol)                          # s^2 below it: no projection
         self.stop = False
-        self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
-        self.w = watch_data(self.crossings)
+        self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n], warn=False)
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
         self.h_before = 0.0                                   # the step before the last one (CRAWL)
         self.on_step = None      # or the events of a run: on_step(t_old, t, y, intrp) -> True to stop
+        self.begin = self._start(t0, np.asarray(y0, dtype=float))   # (t_b, state) of the start across, or None
+        self.w = watch_data(self.crossings)
         self.level = self.measure(t0, y0)            # the watch relative to its value at the start
+        if self.begin is not None:                   # (a start inside the gap is no measure of it)
+            from dynamica.runtime.integrators.singular_start import reference_level
+            self.level = reference_level(model, self.crossings, t0, y0[:model.n], self.w)
         if self.crossings.rank and self.level > 0.0:
             st.set_watch(model.module.watch_capsule, self.w, ARM * self.level)
+
+    def _start(self, t0, y0):
+        """(t_b, state) of the start across for a start at or within the gap of a singular
+        configuration (singular_start.resolve), or None."""
+        from dynamica.runtime.integrators.singular_start import resolve
+        got = resolve(self.crossings, t0, y0, GAP, rescale=False)
+        if got is None:
+            return None
+        t_b, state, calls = got
+        self.extra_calls += calls - len(self.crossings.passages[-1][3])    # (_jump counts the nodes)
+        return t_b, state
 
     def measure(self, t, y) -> float:
         out = np.empty(1)
@@ -107,6 +122,11 @@ class Across:
         from dynamica.runtime.integrators.compiled_adams import core
         st, watch = self.st, core().WATCH
         before = st.nsteps
+        if self.begin is not None:                  # the start across first
+            (t_b, state), self.begin = self.begin, None
+            j = self._jump(tv, Y, j, min(t_b, st.t_bound), state)
+            if self.stop:
+                return 0, j
         while not st.done and st.nsteps - before < nmax:
             steps = st.nsteps
             code, j = st.run(tv, Y, j, 1 if self.near else nmax - (st.nsteps - before))

@@ -194,7 +194,8 @@ class _Stepped:
         self.past = [(t0, np.array(y0, dtype=float))]           # for the step across (singular.remember)
         if model.loops and scipy_method in ACROSS:      # (`crossings`: a run's measure, its rows' scale, handed on)
             from dynamica.runtime.integrators.singular import Crossings
-            self.crossings = crossings or Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
+            self.crossings = crossings or Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n],
+                                                    warn=False)
         fun, strict_project = model.rhs_function(params), None
         if strict and self.crossings:                   # (radau: without the weak rows' treatment away from a crossing)
             from dynamica.runtime.integrators import singular
@@ -205,6 +206,10 @@ class _Stepped:
                 self.crawled, self.last_step = False, math.inf          # (`_choose_rhs`)
                 fun = lambda t, y: strict_f(t, y) if self.away else weak_f(t, y)      # noqa: E731
         self.strict = strict_project is not None
+        self.begin = None                               # a run of its own started inside a gap: the start across
+        if self.crossings is not None and crossings is None:
+            from dynamica.runtime.integrators.singular_start import resolve
+            self.begin = resolve(self.crossings, t0, y0)
         self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
                                                                   **self.extra, **kw)
         self.solver = self.start(t0, y0)
@@ -236,6 +241,9 @@ class _Stepped:
         while j < len(times) and times[j] <= self.t0:
             yield times[j], self.y0.copy()
             j += 1
+        if self.begin is not None:
+            j = yield from self._start_across(j)
+            solver = self.solver
         stalled = 0
         while solver.status == "running":
             t_old = solver.t
@@ -277,6 +285,29 @@ class _Stepped:
                     solver.t, solver.y, solver.status = t_b, y_b, "finished"
                 if self.every_step:
                     yield t_b, y_b
+
+    def _start_across(self, j):
+        """The rows of the start across (singular_start.py) up to its end t_b, then the solver anew
+        there; returns the index of the next row."""
+        t_b, state, calls = self.begin
+        times, solver, self.begin = self.times, self.solver, None
+        t_b = min(t_b, solver.t_bound)
+        while j < len(times) and times[j] <= t_b:
+            yield times[j], state(times[j])
+            j += 1
+        y_b = state(t_b)
+        self.nfev_before += solver.nfev + calls
+        self.past = [(t_b, y_b)]
+        if self.strict:
+            from dynamica.runtime.integrators.singular import STRICT_FROM
+            self.away = self.crossings.measure(t_b, y_b[:self.crossings.n]) >= STRICT_FROM
+        if t_b < solver.t_bound:
+            self.solver = self.start(t_b, y_b)
+        else:
+            solver.t, solver.y, solver.status = t_b, y_b, "finished"
+        if self.every_step:
+            yield t_b, y_b
+        return j
 
     def _across(self):
         """(t_b, state) of a step over a singular configuration ahead (runtime/integrators/singular.py), or None."""

@@ -86,14 +86,15 @@ ROW_FLOOR, NEARBY, NEARBY_SPAN = 0.1, 8, 0.3
 #: the constraints from one START_STEP away (every coordinate moved by up to it); measured on the N
 #: four-bar started within 1e-6 rad of the horizontal: adams at rtol 1e-10 ended 0.95 rad off the
 #: parallelogram branch (N = 1), at 1e-12 "step size too small"; exactly there (rank 1 of 2) 2.97 rad
-#: off at 1e-12, and within 1e-4 rad (s = 2e-3) on the branch (docs/loops.md, "Not yet")
+#: off at 1e-12, and within 1e-4 rad (s = 2e-3) on the branch. adams and radau leave such a start by
+#: the start across (singular_start.py, with the rank nearby); ida gets the SingularStartWarning
 START_STEP = 1e-3
 
 
 class Crossings:
     """The singular measure of a model's loops and the step across (module docstring)."""
 
-    def __init__(self, model, params, t0, q0, gap=SINGULAR_GAP):
+    def __init__(self, model, params, t0, q0, gap=SINGULAR_GAP, warn=True):
         from dynamica.runtime import assembly
         from dynamica.runtime.assembly import PROJECT_ITERATIONS, PROJECT_TOL
         self.model, self.params, self.assembly, self.gap = model, params, assembly, float(gap)
@@ -106,29 +107,41 @@ class Crossings:
         self.scale = 1.0 / norms[self.keep]
         sv = self._singular_values(q0, t0)
         self.rank = int(np.sum(sv > 1e-8 * sv[0])) if len(sv) else 0
-        self._warn_at_start(t0, q0, sv)
+        #: (where, rank nearby) when the run starts at a singular configuration or within the gap of one
+        self.start = self._start_gap(t0, q0, sv)
+        if warn:
+            self.warn_at_start(t0, q0)
         self.passages = []                      # (t_2, t_b, s at t_2) of each step across
 
-    def _warn_at_start(self, t0, q0, sv):
-        """SingularStartWarning when q0 is a singular configuration (J's rank there below its rank at
-        a state projected onto the constraints from START_STEP away) or within the gap of one."""
+    def _start_gap(self, t0, q0, sv):
+        """(where, rank_near) when q0 is a singular configuration (J's rank there below rank_near, its
+        rank at a state projected onto the constraints from START_STEP away) or within the gap of one;
+        None otherwise."""
         if not len(sv):
-            return
+            return None
         y = np.concatenate([q0 + np.random.default_rng(1).uniform(-START_STEP, START_STEP, self.n), np.zeros(self.n)])
         if self.model.module.project(float(t0), y, self.p, self.opts) != 0:
-            return                                   # (no state nearby to compare with)
+            return None                              # (no state nearby to compare with)
         near = self._singular_values(y[:self.n], t0)
         rank_near = int(np.sum(near > 1e-8 * near[0])) if np.all(np.isfinite(near)) else self.rank
         s = float(sv[self.rank - 1] / sv[0]) if self.rank else 1.0
         if rank_near <= self.rank and s >= self.gap:
+            return None
+        where = "at" if rank_near > self.rank else f"within the gap (sigma_r / sigma_1 = {s:.1e} < {self.gap:g}) of"
+        return where, max(rank_near, self.rank)
+
+    def warn_at_start(self, t0, q0, why=""):
+        """SingularStartWarning when the run starts at or within the gap of a singular configuration
+        (`start`), naming the loops; `why`: what left the branch unresolved."""
+        if self.start is None:
             return
         import warnings
 
         from dynamica.errors import SingularStartWarning, user_stacklevel
-        where = "at" if rank_near > self.rank else f"within the gap (sigma_r / sigma_1 = {s:.1e} < {self.gap:g}) of"
+        where, rank_near = self.start
         warnings.warn(f"{self.model.spec.file}: the run starts {where} a singular configuration of the closed "
-                      f"loops {', '.join(self._weak_loops(t0, q0, max(rank_near, self.rank)))}, where which branch "
-                      f"the motion continues on is not resolved: check the result, or start further from it",
+                      f"loops {', '.join(self._weak_loops(t0, q0, rank_near))}, where which branch "
+                      f"the motion continues on is not resolved{why}: check the result, or start further from it",
                       SingularStartWarning, stacklevel=user_stacklevel())
 
     def _weak_loops(self, t0, q0, r):
@@ -139,6 +152,11 @@ class Crossings:
         rows = np.nonzero(self.keep)[0][u > 0.3 * u.max()]
         names = [self.assembly.layout(self.model)[a][0] for a in rows]
         return [repr(name) for name in dict.fromkeys(names)]
+
+    def scale_nearby(self, t0, q0):
+        """Scale J's rows by their median lengths at the NEARBY configurations around q0 alone (a start
+        inside the gap, where some are near zero: singular_start.resolve)."""
+        self.scale = 1.0 / self._nearby_lengths(t0, q0)[self.keep]
 
     def _nearby_lengths(self, t0, q0) -> np.ndarray:
         """The median length of each row of J at NEARBY configurations around q0 (ROW_FLOOR)."""

@@ -239,21 +239,151 @@ def test_a_pure_atol_run_steps_across(models):
     assert float(np.abs(res.q[:, model.coordinates.index("a0")] - ref).max()) <= 1e-7
 
 
-def test_a_run_started_at_or_next_to_a_crossing_is_warned_about(models):
-    """SingularStartWarning naming the loop for the N four-bar (N = 1) started at the horizontal (J's
-    rank 1 there, 2 at a state projected onto the constraints 1e-3 away) and 1e-6 rad from it
-    (s = 2e-5, inside the gap 1e-3), where which branch the motion takes is not resolved (measured:
-    adams at rtol 1e-10 0.95 rad off the parallelogram branch from 1e-6 rad); none 1e-3 rad from it."""
+def test_a_start_the_branch_is_not_resolved_at_is_warned_about(models):
+    """SingularStartWarning naming the loop for the N four-bar (N = 1) started at rest at the horizontal
+    (J's rank 1 there, 2 at a state projected onto the constraints 1e-3 away: no velocity to choose
+    the branch by) with adams, and 1e-6 rad from it (s = 2e-5, inside the gap 1e-3), at rest too,
+    with radau; none for adams and radau started there at 1 rad/s (the start across), none 1e-3 rad
+    from it. (ida, which has no start across, warns from the same test in singular.Crossings.)"""
     from dynamica.errors import SingularStartWarning
     model = models[1]
-    for phi, warned in ((0.0, "starts at"), (1e-6, "within the gap"), (1e-3, None)):
-        q0, qd0 = nf.branch_state(model.coordinates, phi, -1.0)
+    for phi, rate, method, warned in ((0.0, 0.0, "adams", "starts at a singular configuration of the closed loops "
+                                       "'pin0', where which branch the motion continues on is not resolved (the run "
+                                       "starts at rest"), (1e-6, 0.0, "radau", "within the gap"),
+                                      (0.0, -1.0, "radau", None), (0.0, -1.0, "adams", None),
+                                      (1e-6, -1.0, "adams", None), (1e-3, -1.0, "adams", None)):
+        q0, qd0 = nf.branch_state(model.coordinates, phi, rate)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            dynamica.simulate(model, t_end=0.01, q0=q0, qd0=qd0)
+            dynamica.simulate(model, t_end=0.01, q0=q0, qd0=qd0, method=method)
         got = [str(w.message) for w in caught if issubclass(w.category, SingularStartWarning)]
         assert all(w.filename == __file__ for w in caught if issubclass(w.category, SingularStartWarning))
         if warned is None:
             assert got == [], got
         else:
             assert len(got) == 1 and warned in got[0] and "'pin0'" in got[0], got
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_run_started_at_or_inside_the_gap_of_a_crossing_stays_on_its_branch(models, n):
+    """The N four-bar started on its parallelogram branch at the horizontal, 1e-6 rad above it
+    (heading in) and 1e-6 rad below it (heading away), at 1 rad/s, 1.2 s at rtol 1e-12 (through the
+    next passage, t = 0.92): the start across first (info["singular_passages"][0] from t = 0), every
+    row on the branch (a_i = a0 = -b_i within 1e-11 rad) and a0 within 100 rtol of the reduced
+    equation (scipy's DOP853 at rtol 1e-13; measured N = 1: 5.1e-12 / 2.6e-12 / 7.4e-12, N = 2:
+    4.4e-12 / 3.1e-12 / 3.5e-12). Before it, with a SingularStartWarning: N = 1 0.09 / 0.8 / 0.26 rad
+    off, N = 2 "step size too small" at t = 0.93."""
+    from scipy.integrate import solve_ivp
+    model = models[n]
+    ia = model.coordinates.index("a0")
+    c = nf.reduced_coefficient(n)
+    signs = np.array([1.0 if name.startswith("a") else -1.0 for name in model.coordinates])
+    for phi in (0.0, 1e-6, -1e-6):
+        q0, qd0 = nf.branch_state(model.coordinates, phi, -1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = dynamica.simulate(model, t_end=1.2, rtol=1e-12, atol=1e-12, output_step=0.01, q0=q0, qd0=qd0)
+        ref = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, 1.2), [phi, -1.0], method="DOP853",
+                        rtol=1e-13, atol=1e-13, t_eval=res.t).y[0]
+        assert res.info["singular_passages"][0][0] == 0.0
+        assert float(np.abs(res.q * signs - res.q[:, ia:ia + 1]).max()) <= 1e-11
+        assert float(np.abs(res.q[:, ia] - ref).max()) <= 1e-10, phi
+
+
+def test_the_start_velocity_chooses_the_branch(models):
+    """The N four-bar (N = 1) at the horizontal lies on two branches: the parallelogram and the one
+    where rod 0 stays horizontal (its tip on rod 1's pivot) while rod 1 and the bar turn together
+    about that pivot, theta'' = -(3 g / 2L) cos(theta) (two slender rods, m L^2 / 3 each, gravity
+    at L / 2). Started there with a1' = b0' = -1 rad/s, a0' = 0 (tangent to the second branch) at
+    rtol 1e-12 for 1.2 s: a0 stays at 0 and b0 = a1 within 1e-12 rad, a1 within 100 rtol of that
+    equation (scipy's DOP853 at rtol 1e-13; measured 8.4e-14, 2.2e-15, 1.3e-11; before the start
+    across a0 ended 1.3 rad off)."""
+    from scipy.integrate import solve_ivp
+    model = models[1]
+    at = {name: i for i, name in enumerate(model.coordinates)}
+    qd0 = np.zeros(model.n)
+    qd0[at["a1"]] = qd0[at["b0"]] = -1.0
+    res = dynamica.simulate(model, t_end=1.2, rtol=1e-12, atol=1e-12, output_step=0.01, q0=np.zeros(model.n), qd0=qd0)
+    ref = solve_ivp(lambda t, y: [y[1], -1.5 * nf.G / nf.LENGTH * math.cos(y[0])], (0.0, 1.2), [0.0, -1.0],
+                    method="DOP853", rtol=1e-13, atol=1e-13, t_eval=res.t).y[0]
+    assert float(np.abs(res.q[:, at["a0"]]).max()) <= 1e-12
+    assert float(np.abs(res.q[:, at["b0"]] - res.q[:, at["a1"]]).max()) <= 1e-12
+    assert float(np.abs(res.q[:, at["a1"]] - ref).max()) <= 1e-10
+
+
+def test_a_start_inside_the_gap_of_a_generic_crossing_stays_on_its_branch():
+    """The change-point four-bar (normals that turn, unlike the N four-bar's) started 1e-7 rad of the
+    crank before its flat configuration, on each of the two branches that cross there (the two closed
+    forms of the closure, tests/oracles/changepoint.py, the rates along J's null space in 40 digits),
+    crank at 1.15 rad/s, 0.1 s at rtol 1e-10: the start across (its nodes spread twice and four times
+    as far, singular_start.WIDEN) and the crank within 100 rtol of each branch's equation (its oracle
+    at rtol 1e-11; measured 4.2e-10 and 2.6e-10, over 0.3 s 1.3e-9 and 1.5e-9: a start in doubles d
+    rad from the crossing fixes its branch's tangent only to about eps / d; from 1e-5 rad 9.9e-12 and
+    2.9e-11). Before it, warned: 0.089 rad off, and "step size too small"."""
+    import mpmath as mp
+
+    from oracles import changepoint
+    from oracles import planar_loops as pl
+    model = dynamica.load(str(CHANGE_POINT))
+    bodies = [(1.0, 4.0 / 12, 1.0, 0.0), (2.0, 16.0 / 6, 4.0 / 3, 0.1), (1.0, 9.0 / 12, 1.5, 0.0)]
+    i1 = model.coordinates.index("th1")
+    branch = changepoint.Branch(3, 2, 4, 3, bodies, 9.81)
+    with mp.workdps(pl.DPS):
+        starts = []
+        for q in branch._candidates(2 * mp.pi - mp.mpf("1e-7")):
+            Vt = mp.svd_r(mp.matrix(branch.mech._J(q)), full_matrices=True)[2]
+            starts.append(([float(x) for x in q], [float(Vt[2, k] / Vt[2, 0]) for k in range(3)]))
+    lost = []
+    for q, tangent in starts:
+        q0 = np.array([q[0], (q[1] + math.pi) % (2 * math.pi) - 3 * math.pi,       # (th2 near -2 pi, th3 near 0)
+                       (q[2] + math.pi) % (2 * math.pi) - math.pi])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = dynamica.simulate(model, t_end=0.1, rtol=1e-10, atol=1e-10, output_step=0.01, q0=q0,
+                                    qd0=1.15 * np.array(tangent))
+        ref = changepoint.reference(changepoint.Branch(3, 2, 4, 3, bodies, 9.81), q0, 1.15, res.t, rtol=1e-11)[0]
+        assert res.info["singular_passages"][0][0] == 0.0
+        lost.append(float(np.abs(res.q[:, i1] - ref).max()))
+    assert max(lost) <= 1e-8, lost
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_radau_started_at_a_crossing_stays_on_its_branch(models, n):
+    """radau started at the N four-bar's horizontal on the parallelogram branch at 1 rad/s, 1.2 s at
+    rtol 1e-10 (through the next passage, t = 0.92): the start across, then a0 within 100 rtol of
+    the reduced equation and on the branch (measured N = 1: 3.2e-11, N = 2: 2.9e-11; before it,
+    warned, 0.09 and 0.19 rad off)."""
+    from scipy.integrate import solve_ivp
+    model = models[n]
+    ia = model.coordinates.index("a0")
+    c = nf.reduced_coefficient(n)
+    signs = np.array([1.0 if name.startswith("a") else -1.0 for name in model.coordinates])
+    q0, qd0 = nf.branch_state(model.coordinates, 0.0, -1.0)
+    res = dynamica.simulate(model, t_end=1.2, rtol=1e-10, atol=1e-10, output_step=0.01, q0=q0, qd0=qd0,
+                            method="radau")
+    ref = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, 1.2), [0.0, -1.0], method="DOP853",
+                    rtol=1e-13, atol=1e-13, t_eval=res.t).y[0]
+    assert res.info["singular_passages"][0][0] == 0.0
+    assert float(np.abs(res.q * signs - res.q[:, ia:ia + 1]).max()) <= 1e-11
+    assert float(np.abs(res.q[:, ia] - ref).max()) <= 1e-8
+
+
+def test_events_inside_the_start_across_are_located_on_its_polynomial(models):
+    """The N four-bar (N = 1) started at the horizontal at 1 rad/s with events a0 = -1e-3 (inside the
+    start across, which ends 1e-2 rad out) and a0 = -0.5, 0.5 s at rtol 1e-10: both at the reduced
+    equation's event times (scipy's DOP853 with events at rtol 1e-13) within 1e-9 s (measured 3.1e-17
+    and 3.8e-12 s)."""
+    from scipy.integrate import solve_ivp
+    model = models[1]
+    ia = model.coordinates.index("a0")
+    c = nf.reduced_coefficient(1)
+    q0, qd0 = nf.branch_state(model.coordinates, 0.0, -1.0)
+    levels = (1e-3, 0.5)
+    res = dynamica.simulate(model, t_end=0.5, rtol=1e-10, atol=1e-10, output_step=0.01, q0=q0, qd0=qd0,
+                            events=[lambda t, y, a=a: y[ia] + a for a in levels])
+    ref = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, 0.5), [0.0, -1.0], method="DOP853",
+                    rtol=1e-13, atol=1e-13, events=[lambda t, y, a=a: y[0] + a for a in levels])
+    t_b = res.info["singular_passages"][0][1]
+    assert res.info["t_events"][0][0] < t_b < res.info["t_events"][1][0]
+    for got, want in zip(res.info["t_events"], ref.t_events):
+        assert len(got) == 1 and abs(got[0] - want[0]) <= 1e-9, (got, want)
