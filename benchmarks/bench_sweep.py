@@ -9,15 +9,14 @@ row), l2 varied over the cases. Measured:
     simulate loop   : `dynamica.simulate` case by case (the integration and the outputs, no rows)
     serial          : `sweep(..., scheduler="serial")`, the study's rows built (the per-case cost c)
     processes W     : `sweep(..., scheduler="processes", workers=W)`, W = 1, 2 (the default local path:
-                      workers forked at a model's first study and kept for its next ones), measured
-                      on workers forked for the study and on the workers kept from the last one
+                      workers forked with the study, rows back through shared memory)
     dask W          : `sweep` on a LocalCluster of W worker processes (after a warm-up study)
     workers' start  : a study of one short case a worker on the local processes
     no-op task      : the cost of one task through Dask
 
 The machine is shared: the load averages are printed before and after. Wall times then mix our
 work with other people's, so the processes path is also measured in CPU seconds (this process,
-and its workers as they report it), from which a model gives the wall time on idle cores:
+and its workers as reaped children), from which a model gives the wall time on idle cores:
 
     T(W) = start(W) + max((C_workers + C_parent) / min(W + 1, cores), C_workers / W, C_parent)
 
@@ -28,8 +27,7 @@ more forked worker). A model, not a
 measurement; it ignores memory bandwidth and the OS.
 A plain script, run by hand:  python benchmarks/bench_sweep.py [--cases N] [--repeat R] [--no-save]
 (results/sweep.txt for N = 2000, results/sweep_N.txt for another N)
-The paths run interleaved, R rounds (default 3), and each reports its best round; the ratio of
-serial to 2 kept workers is also given per round (its median: both measured seconds apart).
+The paths run interleaved, R rounds (default 3), and each reports its best round.
 """
 
 from __future__ import annotations
@@ -50,9 +48,22 @@ MODEL = ROOT / "models" / "double_pendulum.yaml"
 T_END = 1.0
 
 
+def cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def cpu_self() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+
+
+def reap():
+    """Wait until the study's worker processes have exited and are reaped (they exit after the
+    study returns), so that their CPU seconds are counted; not part of a study's wall time."""
+    import multiprocessing
+    while multiprocessing.active_children():
+        time.sleep(0.0005)
 
 
 def simulate_loop(model, values):
@@ -64,33 +75,32 @@ def simulate_loop(model, values):
 
 
 def study(model, values, outputs, scheduler, **kw):
-    """(wall s, this process's CPU s, the workers' CPU s for the cases, table)."""
+    """(wall s, this process's CPU s, reaped children's CPU s, table)."""
     import pandas as pd
 
     from dynamica.runtime.studies.sweep import sweep
-    w0, c0 = time.perf_counter(), cpu_self()
+    w0, c0, k0 = time.perf_counter(), cpu_self(), cpu_children()
     table = sweep(model, pd.DataFrame({"l2": values}), T_END, outputs=outputs, scheduler=scheduler, **kw)
     wall, parent = time.perf_counter() - w0, cpu_self() - c0
+    reap()
+    children = cpu_children() - k0
     assert (table["status"] == "ok").all(), table["status"].unique()
-    return wall, parent, table.attrs["study"]["workers_cpu"] or 0.0, table
+    return wall, parent, children, table
 
 
-def pool_start(model, workers, rounds=5, kept=False):
-    """Wall seconds of a study of one short case a worker on the local processes: on workers
-    forked for it (their fork, their first block, the table), or on the workers kept from the
-    last study (`kept`). Best of `rounds`."""
+def pool_start(model, workers, rounds=5):
+    """Wall seconds of a study of one short case a worker on the local processes (the workers'
+    fork, their first block, the table): best of `rounds`."""
     import pandas as pd
 
-    from dynamica.runtime.studies.pool import close_kept
     from dynamica.runtime.studies.sweep import sweep
     best = math.inf
     for _ in range(rounds):
-        if not kept:
-            close_kept()
         t0 = time.perf_counter()
         sweep(model, pd.DataFrame({"l2": [0.7] * workers}), 1e-3, scheduler="processes", workers=workers,
               batch_size=1)
         best = min(best, time.perf_counter() - t0)
+        reap()
     return best
 
 
@@ -170,18 +180,14 @@ def main(argv=None):
     study(model, values[:50], outputs, "serial")                        # imports, caches
     # the paths interleaved, best of --repeat each: a burst of other people's work on the shared
     # machine then costs every path alike instead of the ones measured during it
-    from dynamica.runtime.studies.pool import close_kept
-    loops, serials, forked_runs, proc_runs, paired = [], [], {1: [], 2: []}, {1: [], 2: []}, []
+    loops, serials, proc_runs = [], [], {1: [], 2: []}
     for r in range(args.repeat):
         print(f"[bench] round {r + 1} of {args.repeat}: loop, serial, processes 1 and 2 ...", file=sys.stderr,
               flush=True)
         loops.append(simulate_loop(model, values))
         serials.append(study(model, values, outputs, "serial"))
         for w in (1, 2):
-            close_kept()
-            forked_runs[w].append(study(model, values, outputs, "processes", workers=w))   # forked for it
-            proc_runs[w].append(study(model, values, outputs, "processes", workers=w))     # kept from it
-        paired.append(serials[-1][0] / proc_runs[2][-1][0])
+            proc_runs[w].append(study(model, values, outputs, "processes", workers=w))
     t_loop = min(loops)
     serial = min(serials, key=lambda r: r[0])
     ref = serial[3]
@@ -190,16 +196,13 @@ def main(argv=None):
     proc = {}
     for w in (1, 2):
         proc[w] = min(proc_runs[w], key=lambda r: r[0])
-        for run in proc_runs[w] + forked_runs[w]:
+        for run in proc_runs[w]:
             same = run[3].drop(columns=["wall_time", "worker"]).equals(ref.drop(columns=["wall_time", "worker"]))
             assert same, "the processes' rows differ from the serial rows"
-        label = f"processes, {w} worker{'s' if w > 1 else ''}"
-        rows.append((f"{label}, forked", min(r[0] for r in forked_runs[w]), w))
-        rows.append((f"{label}, kept", proc[w][0], w))
+        rows.append((f"processes, {w} worker{'s' if w > 1 else ''}", proc[w][0], w))
     fresh = {s: fresh_study(s, n) for s in ("serial", "processes")}
     start_1 = pool_start(model, 1)
     start_p = pool_start(model, 2)
-    start_kept = pool_start(model, 2, kept=True)
     fork = max(start_p - start_1, 0.0)             # each further worker process (forked one after another)
     fixed = max(start_1 - fork, 0.0)               # the rest of a study's start (package, warm-up, pool)
     dask = {}
@@ -217,9 +220,9 @@ def main(argv=None):
              f"double pendulum, {T_END:g} s per case (adams, rtol 1e-8, 101 output points), every output reduced "
              f"({ref.shape[1]} columns a row); N = {n}; the rows of every path equal the serial rows bit for bit",
              "", "measured (wall time):",
-             f"  {'path':<34s} {'cases/s':>9s} {'x serial':>8s} {'per case':>10s}"]
+             f"  {'path':<28s} {'cases/s':>9s} {'x serial':>8s} {'per case':>10s}"]
     for name, t, w in rows:
-        lines.append(f"  {name:<34s} {n / t:9.0f} {serial[0] / t:8.2f} {1e3 * t / n:8.3f} ms")
+        lines.append(f"  {name:<28s} {n / t:9.0f} {serial[0] / t:8.2f} {1e3 * t / n:8.3f} ms")
     # ------------------------------------------------------------ CPU seconds and the idle-core model
     wall1, parent1, workers1 = proc[1][:3]
     wall2, parent2, workers2 = proc[2][:3]
@@ -230,10 +233,7 @@ def main(argv=None):
     b2 = block_sizes(n, 2, None, True)             # the blocks of the forked workers (guided)
     lines += [
         "",
-        f"serial / 2 kept workers, round by round: {' '.join(f'{x:.2f}' for x in paired)}; median "
-        f"{float(np.median(paired)):.2f}",
-        "",
-        "CPU seconds per case (this process's from resource.getrusage; the workers' as they report it), kept workers:",
+        "CPU seconds per case (resource.getrusage: this process, and the worker processes once reaped):",
         f"  serial (one process):                      {1e3 * cs:7.3f} ms   (its wall time {1e3 * c:.3f} ms)",
         f"  processes, 2 workers: in the workers        {1e3 * cw_measured:7.3f} ms   "
         f"(1 worker: {1e3 * workers1 / n:.3f} ms)",
@@ -243,8 +243,7 @@ def main(argv=None):
         f"  the model below takes the workers' CPU a case as max(measured, serial) = {1e3 * cw:.3f} ms "
         "(a worker cannot do less than the serial work; less is the noise of a loaded machine)",
         f"  workers' start (a study of one short case a worker, best of 5): {1e3 * start_1:.1f} ms wall with 1 worker, "
-        f"{1e3 * start_p:.1f} ms with 2: start(W) = {1e3 * fixed:.1f} ms + W x {1e3 * fork:.1f} ms; "
-        f"on 2 workers kept from the last study {1e3 * start_kept:.1f} ms",
+        f"{1e3 * start_p:.1f} ms with 2: start(W) = {1e3 * fixed:.1f} ms + W x {1e3 * fork:.1f} ms",
     ]
     lines += ["", "the first study in a new Python process (the model in the cache; best of 3):"]
     for name, (load, run) in fresh.items():

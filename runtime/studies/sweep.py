@@ -230,9 +230,9 @@ def _is_client(scheduler) -> bool:
 
 
 def local_processes(model, pkg, workers, timeout):
-    """Worker processes forked from this one where the platform forks (the model inherited, the
-    workers kept for its next study: pool.Kept), else a pool of spawned processes that import
-    the shipped module."""
+    """Worker processes forked from this one where the platform forks (the model, the cases and
+    the plan of their runs inherited, the rows back through shared memory), else a pool of
+    spawned processes that import the shipped module."""
     import multiprocessing
     if "fork" in multiprocessing.get_all_start_methods():
         return ForkedWorkers(model, pkg, workers, timeout)
@@ -491,6 +491,5 @@ def sweep(model, cases, t_end=None, outputs=None, scheduler=None, *, reductions=
     result = _assemble(store.frames, model, table, roles, settings)
     result.attrs["study"] = {"inputs": [sweep_cases.input_column(c, roles[c]) for c in table.columns],
                              "cases": len(table), "ran": len(todo), "workers": slots,
-                             "seconds": time.perf_counter() - start, "failed": int((result["status"] != OK).sum()),
-                             "workers_cpu": getattr(executor, "cpu_seconds", None) if todo else None}
+                             "seconds": time.perf_counter() - start, "failed": int((result["status"] != OK).sum())}
     return store.finish(result)

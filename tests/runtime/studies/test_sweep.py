@@ -348,65 +348,6 @@ def test_ctrl_c_stops_the_worker_processes(pendulum):
     assert not set(multiprocessing.active_children()) - before
 
 
-def test_the_workers_are_kept_for_the_next_study_of_the_model(pendulum, tmp_path, monkeypatch):
-    """A second study of the model runs on the worker processes of the first (no fork), the
-    same rows as serial; a hook defined after they were forked (a module imported since, which
-    they cannot read) gets new workers; another model's study stops the kept workers."""
-    from dynamica.runtime.studies import pool
-    cases = pd.DataFrame({"l2": [0.5, 0.6, 0.7, 0.8]})
-    first = sweep(pendulum, cases, T_END, workers=2, batch_size=1)
-    second = sweep(pendulum, cases, T_END, workers=2, batch_size=1)
-    kept = pool.Kept.last
-    assert set(second["worker"]) <= {f"process {p.pid}" for p in kept.procs.values()}
-    assert set(first["worker"]) <= {f"process {p.pid}" for p in kept.procs.values()}
-    pd.testing.assert_frame_equal(_rows(second), _rows(sweep(pendulum, cases, T_END, scheduler="serial")),
-                                  check_exact=True)
-    assert second.attrs["study"]["workers_cpu"] > 0
-    (tmp_path / "late_hook.py").write_text("def hook(result, case):\n    return {'twice': 2 * case['l2']}\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    late = importlib.import_module("late_hook")
-    table = sweep(pendulum, cases, T_END, workers=2, batch_size=1, extra_columns=late.hook)
-    assert table["twice"].tolist() == [1.0, 1.2, 1.4, 0.8 * 2] and (table["status"] == "ok").all()
-    assert pool.Kept.last is not kept and not any(p.is_alive() for p in kept.procs.values())
-    other = dynamica.load(MODELS / "fourbar.yaml")
-    workers = list(pool.Kept.last.procs.values())
-    sweep(other, {"m": [1.0]}, 0.1, workers=2)
-    assert not any(p.is_alive() for p in workers)
-
-
-def test_kept_workers_exit_when_the_study_process_dies(tmp_path):
-    """The kept workers are daemons of the study's process; killed without its exit handlers
-    (os._exit), they still go: each sees its pipe close."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-    pids_file = tmp_path / "pids"
-    code = ("import os, sys, dynamica\nfrom dynamica.runtime.studies import pool\n"
-            "m = dynamica.load(sys.argv[1])\n"
-            "dynamica.sweep(m, {'l2': [0.5, 0.6, 0.7]}, 0.1, workers=2)\n"
-            "open(sys.argv[2], 'w').write(' '.join(str(p.pid) for p in pool.Kept.last.procs.values()))\n"
-            "os._exit(0)\n")
-    subprocess.run([sys.executable, "-c", code, str(PENDULUM), str(pids_file)], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=True, timeout=120)
-    pids = [int(x) for x in pids_file.read_text().split()]
-
-    def alive(pid):                  # (an exited orphan may stay a zombie of whoever adopts it)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except FileNotFoundError:
-            return False
-    deadline = time.monotonic() + 10
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [p for p in pids if alive(p)]
-    for p in left:
-        os.kill(p, signal.SIGKILL)
-    assert len(pids) == 2 and not left
-
-
 def test_processes_need_a_picklable_hook_and_a_known_scheduler(pendulum):
     with pytest.raises(ValueError, match="extra_columns must be a function defined at the top level"):
         sweep(pendulum, {"l2": [1.0]}, T_END, scheduler="processes", workers=1, extra_columns=lambda r, c: {})
