@@ -14,7 +14,7 @@ class CompiledModel:
     """A compiled equation-of-motion module with named coordinates and parameters."""
 
     def __init__(self, module, spec: ModelSpec, path: Path | None = None, initial_at_defaults=None,
-                 inverts_body_inertias: bool | None = None):
+                 inverts_body_inertias: bool | None = None, initial_depends=None):
         self.module = module
         self.spec = spec
         self.path = path
@@ -42,6 +42,12 @@ class CompiledModel:
         #: (q0, qd0, s0) at the default parameters, as `initial_state` and `initial_states` give them
         #: (given by runtime/fastload.py, which loads a model without sympy)
         self._initial_at_defaults = initial_at_defaults
+        # with `initial_depends` = (coordinates', states' initial values depend on a parameter or t),
+        # those that do not are the values at the defaults at any parameters (no sympy to evaluate them)
+        if initial_depends is not None and initial_at_defaults is not None and not initial_depends[0]:
+            self._initial_constant = (initial_at_defaults[0].copy(), initial_at_defaults[1].copy())
+        if initial_depends is not None and initial_at_defaults is not None and not initial_depends[1]:
+            self._states_constant = initial_at_defaults[2].copy()
         self.backend, self.mode, self.cache = "c", "symbolic", None     # set by api.load
         self.stage_of: str | None = None     # a stage's structure: its model's name (api.load_spec)
         #: where the loops' references start in p: right after the declared parameters

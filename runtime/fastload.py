@@ -99,12 +99,8 @@ def lookup(cache: Path, k: str, check_mass_matrix: bool):
     except EntryVanished:
         return None
     initial = tuple(np.array(v, dtype=float) for v in rec["initial"])       # (q0, qd0, s0)
-    model = CompiledModel(module, spec, so, initial_at_defaults=initial, inverts_body_inertias=False)
-    depends = rec.get("initial_depends")          # (coordinates, states); absent from older records
-    if depends is not None and not depends[0]:     # parameters given change no initial value: no sympy for them
-        model._initial_constant = (initial[0].copy(), initial[1].copy())
-    if depends is not None and not depends[1]:
-        model._states_constant = initial[2].copy()
+    model = CompiledModel(module, spec, so, initial_at_defaults=initial, inverts_body_inertias=False,
+                          initial_depends=rec.get("initial_depends"))
     model.backend, model.mode, model.cache = rec["backend"], rec["mode"], cache
     if check_mass_matrix:
         from dynamica.runtime.api import check_regular
