@@ -28,10 +28,11 @@ import numpy as np
 ARM = 0.1
 #: ... and above which, leaving a crossing, the C loop takes over again (above ARM: no flutter)
 EXIT = 0.2
-#: the distance (rad, along the fastest coordinate: the time to the crossing times max |q'|) below
-#: which adams steps across; radau's gap in s = sigma_r / sigma_1 (singular.SINGULAR_GAP, 1e-3) is
-#: about 3e-3 rad on the N four-bar with N = 1, but 2e-2 rad with N = 40, whose J has 200 rows: a
-#: step across 0.02 s long lost 1e-6 rad/s there
+#: the distance (dimensionless, along the fastest coordinate: the time to the crossing times max |w q'|,
+#: w from `rate_weights`: rad for an angle, a length over the loops' lever arm) below which adams
+#: steps across; radau's gap in s = sigma_r / sigma_1 (singular.SINGULAR_GAP, 1e-3) is about 3e-3 rad
+#: on the N four-bar with N = 1, but 2e-2 rad with N = 40, whose J has 200 rows: a step across
+#: 0.02 s long lost 1e-6 rad/s there
 GAP = 2e-3
 #: heading into a crossing, the last LAST gap-times are stepped one at a time (singular.PAST + 1)
 LAST = 6
@@ -63,6 +64,27 @@ def watch_data(crossings) -> np.ndarray:
     return np.concatenate([[float(crossings.rank)], scale])
 
 
+def rate_weights(model, crossings, t0, q0) -> np.ndarray:
+    """w of the gap (GAP): 1 for a coordinate that is an angle (or not the joint's), 1 / ell for a
+    length (prismatic, screw), ell the loops' lever arm: the longest column of the 'point' rows of J
+    (m/rad) over the angles, the median at the configurations `Crossings` samples near the start
+    (1 m without such rows). On the isosceles slider-crank (tests/data/isosceles.yaml) at L = 500 m
+    the slider's m/s set the gap, 1000 times its rad/s: adams ended 3.2e-6 rad off at rtol 1e-12."""
+    from dynamica.runtime.integrators.singular import NEARBY, NEARBY_SPAN
+    kinds = {tr.q: tr.kind for b in model.spec.bodies for tr in b.joint if tr.q is not None}
+    length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates])
+    rows = np.array([what.startswith("point") for _, what in crossings.assembly.layout(model)], dtype=bool)
+    w = np.ones(model.n)
+    if not length.any() or length.all() or not rows.any():
+        return w
+    draw = np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, model.n))
+    cols = np.median([np.linalg.norm(crossings.assembly.jacobian(model, q0 + dq, t0, crossings.params)[0][rows],
+                                     axis=0) for dq in draw], axis=0)
+    ell = float(cols[~length].max())
+    w[length] = 1.0 / ell if ell > 0.0 else 1.0
+    return w
+
+
 class Across:
     """A compiled adams Stepper `st` run over output times, stepping across singular
     configurations (module docstring): ``run(tv, Y, j, nmax)`` as ``Stepper.run``."""
@@ -74,8 +96,10 @@ class Across:
         self.tol = max(float(np.min(rtol)), float(np.min(atol)), eps)    # (rtol = 0: atol's level)
         self.quiet_s2 = eps / (QUIET * self.tol)                          # s^2 below it: no projection
         self.stop = False
-        self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n])
+        q0 = np.asarray(y0, dtype=float)[:model.n]
+        self.crossings = Crossings(model, params, t0, q0)
         self.w = watch_data(self.crossings)
+        self.rates = rate_weights(model, self.crossings, t0, q0)          # (the gap's units)
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
         self.on_step = None      # or the events of a run: on_step(t_old, t, y, intrp) -> True to stop
@@ -132,7 +156,7 @@ class Across:
         remember(self.past, t, y)
         s, delta = cr.approaching(t, y, within=math.inf)
         st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.tol     # (from the next step)
-        inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n]).max()), 1e-300)  # the gap's time
+        inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n] * self.rates).max()), 1e-300)  # gap's time
         if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and t - st.t_old < 1e-2 * delta):
             if len(self.past) >= 2:
                 t_b = min(t + JUMP * delta, st.t_bound)
