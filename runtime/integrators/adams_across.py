@@ -52,8 +52,8 @@ CRAWL = 10.0
 #: (N = 1 / 2 / 40, rtol 1e-8 / 1e-10 / 1e-12, B0 error m): QUIET 1e-2 5.0e-6 / 1.1e-7 / 5.0e-10,
 #: 9.4e-6 / 1.8e-8 / 7.4e-11, 9.5e-7 / 2.9e-8 / 7.0e-11; QUIET 1: N = 1 9.1e-6 / 1.3e-7 / 5.4e-10,
 #: N = 40 1.2e-5 at 1e-8; no projection anywhere near a crossing: N = 1 2.3e-5 / 4.3e-7 / 6.3e-10.
-#: (rtol = 0: atol's level). A drift of the loops' equations beyond max(rtol, atol) (each over its
-#: row's scale: a distance in the coordinates' units) is projected all the same, from the next step
+#: (rtol = 0: atol's level). A drift of the loops' equations beyond max(rtol, atol) (`Across.drifted`:
+#: positions and velocities, each row over its scale in consistent units) is projected all the same
 QUIET = 1e-2
 
 
@@ -64,25 +64,29 @@ def watch_data(crossings) -> np.ndarray:
     return np.concatenate([[float(crossings.rank)], scale])
 
 
-def rate_weights(model, crossings, t0, q0) -> np.ndarray:
-    """w of the gap (GAP): 1 for a coordinate that is an angle (or not the joint's), 1 / ell for a
-    length (prismatic, screw), ell the loops' lever arm: the longest column of the 'point' rows of J
-    (m/rad) over the angles, the median at the configurations `Crossings` samples near the start
-    (1 m without such rows). On the isosceles slider-crank (tests/data/isosceles.yaml) at L = 500 m
-    the slider's m/s set the gap, 1000 times its rad/s: adams ended 3.2e-6 rad off at rtol 1e-12."""
-    from dynamica.runtime.integrators.singular import NEARBY, NEARBY_SPAN
+def gap_units(model, crossings, t0, q0):
+    """(w, row_scale): w of the gap (GAP), 1 for a coordinate that is an angle (or not a joint's),
+    1 / ell for a length (prismatic, screw), ell the loops' lever arm: the longest column of the
+    'point' rows of J (m/rad) over the angles, the median at the configurations `Crossings` samples
+    near the start; row_scale of the drift guard (`drifted`), the kept rows' inverse lengths in
+    J w^-1 (its columns all in m), floored as `Crossings.scale` is. Without lengths and angles both
+    in loops w = 1 and row_scale = Crossings.scale. On the isosceles slider-crank
+    (tests/data/isosceles.yaml) at L = 500 m the slider's m/s set the gap, 1000 times its rad/s:
+    adams ended 3.2e-6 rad off at rtol 1e-12 (1.4e-10 with w)."""
+    from dynamica.runtime.integrators.singular import NEARBY, NEARBY_SPAN, ROW_FLOOR
     kinds = {tr.q: tr.kind for b in model.spec.bodies for tr in b.joint if tr.q is not None}
-    length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates])
+    length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates], dtype=bool)
     rows = np.array([what.startswith("point") for _, what in crossings.assembly.layout(model)], dtype=bool)
     w = np.ones(model.n)
     if not length.any() or length.all() or not rows.any():
-        return w
+        return w, crossings.scale
     draw = np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, model.n))
-    cols = np.median([np.linalg.norm(crossings.assembly.jacobian(model, q0 + dq, t0, crossings.params)[0][rows],
-                                     axis=0) for dq in draw], axis=0)
-    ell = float(cols[~length].max())
+    Js = [crossings.assembly.jacobian(model, q0 + dq, t0, crossings.params)[0] for dq in draw]
+    ell = float(np.median([np.linalg.norm(J[rows], axis=0) for J in Js], axis=0)[~length].max())
     w[length] = 1.0 / ell if ell > 0.0 else 1.0
-    return w
+    nearby = np.median([np.linalg.norm(J / w, axis=1) for J in Js], axis=0)
+    J0 = crossings.assembly.jacobian(model, q0, t0, crossings.params)[0]
+    return w, 1.0 / np.maximum(np.linalg.norm(J0 / w, axis=1), ROW_FLOOR * nearby)[crossings.keep]
 
 
 class Across:
@@ -99,7 +103,7 @@ class Across:
         q0 = np.asarray(y0, dtype=float)[:model.n]
         self.crossings = Crossings(model, params, t0, q0)
         self.w = watch_data(self.crossings)
-        self.rates = rate_weights(model, self.crossings, t0, q0)          # (the gap's units)
+        self.rates, self.row_scale = gap_units(model, self.crossings, t0, q0)     # (the gap's units)
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
         self.on_step = None      # or the events of a run: on_step(t_old, t, y, intrp) -> True to stop
@@ -112,12 +116,22 @@ class Across:
         self.model.module.con_watch(float(t), np.ascontiguousarray(y[:self.model.n]), self.p, self.w, out)
         return float(out[0])
 
-    def drift(self, t, y) -> float:
-        """The largest defect of the loops' equations at y, each over its row's scale (`Crossings`):
-        a distance in the coordinates' units."""
-        cr = self.crossings
-        phi = self.model.constraints(y[:self.model.n], t, cr.params)[cr.keep]
-        return float(np.abs(phi * cr.scale).max(initial=0.0))
+    def drift(self, t, y) -> tuple:
+        """The largest defects of the loops' equations at y, each over its row's scale (`gap_units`):
+        (positions: a dimensionless distance, velocities: a dimensionless rate, 1/s)."""
+        n, cr = self.model.n, self.crossings
+        q, v = y[:n], y[n:2 * n]
+        phi = self.model.constraints(q, t, cr.params)[cr.keep]
+        J, phit = cr.assembly.jacobian(self.model, q, t, cr.params)
+        return (float(np.abs(phi * self.row_scale).max(initial=0.0)),
+                float(np.abs((J @ v + phit)[cr.keep] * self.row_scale).max(initial=0.0)))
+
+    def drifted(self, t, y) -> bool:
+        """Whether the loops' equations drifted beyond the tolerance (the quiet projection's guard,
+        QUIET): positions beyond tol, velocities beyond tol max |w q'| (the integrator's own error
+        weights; the velocity level was not guarded before, and the rows were scaled in mixed units)."""
+        dq, dv = self.drift(t, y)
+        return dq > self.tol or dv > self.tol * float(np.abs(y[self.model.n:2 * self.model.n] * self.rates).max())
 
     def run(self, tv, Y, j, nmax):
         """At most about nmax steps towards t_bound, filling Y[j:] at tv[j:]; (code, j)."""
@@ -155,7 +169,7 @@ class Across:
             return j
         remember(self.past, t, y)
         s, delta = cr.approaching(t, y, within=math.inf)
-        st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.tol     # (from the next step)
+        st.projecting = s * s >= self.quiet_s2 or self.drifted(t, y)     # (from the next step)
         inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n] * self.rates).max()), 1e-300)  # gap's time
         if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and t - st.t_old < 1e-2 * delta):
             if len(self.past) >= 2:
