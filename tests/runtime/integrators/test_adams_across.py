@@ -242,12 +242,13 @@ def _across_at_rest(model, params, q0, qd0, rtol):
 @pytest.mark.parametrize("length", [0.05, 500.0])
 def test_the_quiet_projections_guard_sees_a_planted_drift_in_positions_and_velocities(length):
     """The drift guard of the quiet projection (Across.drifted), on the isosceles slider-crank 1e-3 rad
-    before its crossing (where the projection is left out at rtol 1e-10), the branch's exact state
-    (tests/oracles/slidercrank.py): not drifted; with the positions moved off the constraints by
-    1e2 tol (the coupler's angle by 1e2 tol rad; the crank's column of J vanishes at the crossing) or
-    the velocities by 1e2 tol times the coupler's rate: drifted; by 1 tol: not, at L = 0.05 m and 500 m alike. Before, only the positions were
-    guarded, their rows scaled in mixed units (at L = 0.05 m the slider's column, 1, set the rows'
-    lengths against the angles' 0.05 m/rad, the drift read 20 times smaller)."""
+    before its crossing (where the projection is left out at rtol 1e-10), at the branch's exact state
+    (tests/oracles/slidercrank.py): not drifted. With the positions moved off the constraints by
+    1e2 tol (the coupler's angle by 1e2 tol rad; the crank's column of J vanishes at the crossing)
+    or the velocities by 1e2 tol times the coupler's rate: drifted; by 1 tol: not; at L = 0.05 m and
+    500 m alike. Before, only the positions were guarded (the planted velocity drift went unseen),
+    their rows scaled in mixed units (at L = 0.05 m the slider's column, 1, against the angles'
+    0.05 m/rad)."""
     from oracles import slidercrank as sc
     model = dynamica.load(str(ISOSCELES))
     params = {"L": length, "g": 9.81 * length / 0.05}
