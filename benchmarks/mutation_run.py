@@ -221,7 +221,7 @@ MUTATIONS = [
              ("tests/runtime/integrators/test_adams_across.py",)),
     Mutation("across_always_projecting", "adams projecting after every step near a crossing, its rounding noise "
              "above the tolerance", "runtime/integrators/adams_across.py",
-             "        st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.tol     # (from the next step)",
+             "        st.projecting = s * s >= self.quiet_s2 or self.drifted(t, y)     # (from the next step)",
              "        st.projecting = True",
              ("tests/runtime/integrators/test_adams_across.py",)),
     Mutation("crossings_start_lengths", "J's rows scaled by their lengths at the start alone (a row near zero "

@@ -31,10 +31,11 @@ import numpy as np
 ARM = 0.1
 #: ... and above which, leaving a crossing, the C loop takes over again (above ARM: no flutter)
 EXIT = 0.2
-#: the distance (rad, along the fastest coordinate: the time to the crossing times max |q'|) below
-#: which adams steps across; radau's gap in s = sigma_r / sigma_1 (singular.SINGULAR_GAP, 1e-3) is
-#: about 3e-3 rad on the N four-bar with N = 1, but 2e-2 rad with N = 40, whose J has 200 rows: a
-#: step across 0.02 s long lost 1e-6 rad/s there
+#: the distance (dimensionless, along the fastest coordinate: the time to the crossing times max |w q'|,
+#: w from `rate_weights`: rad for an angle, a length over the loops' lever arm) below which adams
+#: steps across; radau's gap in s = sigma_r / sigma_1 (singular.SINGULAR_GAP, 1e-3) is about 3e-3 rad
+#: on the N four-bar with N = 1, but 2e-2 rad with N = 40, whose J has 200 rows: a step across
+#: 0.02 s long lost 1e-6 rad/s there
 GAP = 2e-3
 #: heading into a crossing, the last LAST gap-times are stepped one at a time (singular.PAST + 1)
 LAST = 6
@@ -57,8 +58,8 @@ CRAWL = 10.0
 #: (N = 1 / 2 / 40, rtol 1e-8 / 1e-10 / 1e-12, B0 error m): QUIET 1e-2 5.0e-6 / 1.1e-7 / 5.0e-10,
 #: 9.4e-6 / 1.8e-8 / 7.4e-11, 9.5e-7 / 2.9e-8 / 7.0e-11; QUIET 1: N = 1 9.1e-6 / 1.3e-7 / 5.4e-10,
 #: N = 40 1.2e-5 at 1e-8; no projection anywhere near a crossing: N = 1 2.3e-5 / 4.3e-7 / 6.3e-10.
-#: (rtol = 0: atol's level). A drift of the loops' equations beyond max(rtol, atol) (each over its
-#: row's scale: a distance in the coordinates' units) is projected all the same, from the next step
+#: (rtol = 0: atol's level). A drift of the loops' equations beyond max(rtol, atol) (`Across.drifted`:
+#: positions and velocities, each row over its scale in consistent units) is projected all the same
 QUIET = 1e-2
 
 
@@ -67,6 +68,31 @@ def watch_data(crossings) -> np.ndarray:
     scale = np.zeros(crossings.keep.shape[0])
     scale[crossings.keep] = crossings.scale
     return np.concatenate([[float(crossings.rank)], scale])
+
+
+def gap_units(model, crossings, t0, q0):
+    """(w, row_scale): w of the gap (GAP), 1 for a coordinate that is an angle (or not a joint's),
+    1 / ell for a length (prismatic, screw), ell the loops' lever arm: the longest column of the
+    'point' rows of J (m/rad) over the angles, the median at the configurations `Crossings` samples
+    near the start; row_scale of the drift guard (`drifted`), the kept rows' inverse lengths in
+    J w^-1 (its columns all in m), floored as `Crossings.scale` is. Without lengths and angles both
+    in loops w = 1 and row_scale = Crossings.scale. On the isosceles slider-crank
+    (tests/data/isosceles.yaml) at L = 500 m the slider's m/s set the gap, 1000 times its rad/s:
+    adams ended 3.2e-6 rad off at rtol 1e-12 (1.4e-10 with w)."""
+    from dynamica.runtime.integrators.singular import NEARBY, NEARBY_SPAN, ROW_FLOOR
+    kinds = {tr.q: tr.kind for b in model.spec.bodies for tr in b.joint if tr.q is not None}
+    length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates], dtype=bool)
+    rows = np.array([what.startswith("point") for _, what in crossings.assembly.layout(model)], dtype=bool)
+    w = np.ones(model.n)
+    if not length.any() or length.all() or not rows.any():
+        return w, crossings.scale
+    draw = np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, model.n))
+    Js = [crossings.assembly.jacobian(model, q0 + dq, t0, crossings.params)[0] for dq in draw]
+    ell = float(np.median([np.linalg.norm(J[rows], axis=0) for J in Js], axis=0)[~length].max())
+    w[length] = 1.0 / ell if ell > 0.0 else 1.0
+    nearby = np.median([np.linalg.norm(J / w, axis=1) for J in Js], axis=0)
+    J0 = crossings.assembly.jacobian(model, q0, t0, crossings.params)[0]
+    return w, 1.0 / np.maximum(np.linalg.norm(J0 / w, axis=1), ROW_FLOOR * nearby)[crossings.keep]
 
 
 class Across:
@@ -80,7 +106,9 @@ class Across:
         self.tol = max(float(np.min(rtol)), float(np.min(atol)), eps)    # (rtol = 0: atol's level)
         self.quiet_s2 = eps / (QUIET * self.tol)                          # s^2 below it: no projection
         self.stop = False
-        self.crossings = Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n], warn=False)
+        q0 = np.asarray(y0, dtype=float)[:model.n]
+        self.crossings = Crossings(model, params, t0, q0, warn=False)
+        self.rates, self.row_scale = gap_units(model, self.crossings, t0, q0)     # (the gap's units)
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
         self.h_before = 0.0                                   # the step before the last one (CRAWL)
@@ -110,12 +138,22 @@ class Across:
         self.model.module.con_watch(float(t), np.ascontiguousarray(y[:self.model.n]), self.p, self.w, out)
         return float(out[0])
 
-    def drift(self, t, y) -> float:
-        """The largest defect of the loops' equations at y, each over its row's scale (`Crossings`):
-        a distance in the coordinates' units."""
-        cr = self.crossings
-        phi = self.model.constraints(y[:self.model.n], t, cr.params)[cr.keep]
-        return float(np.abs(phi * cr.scale).max(initial=0.0))
+    def drift(self, t, y) -> tuple:
+        """The largest defects of the loops' equations at y, each over its row's scale (`gap_units`):
+        (positions: a dimensionless distance, velocities: a dimensionless rate, 1/s)."""
+        n, cr = self.model.n, self.crossings
+        q, v = y[:n], y[n:2 * n]
+        phi = self.model.constraints(q, t, cr.params)[cr.keep]
+        J, phit = cr.assembly.jacobian(self.model, q, t, cr.params)
+        return (float(np.abs(phi * self.row_scale).max(initial=0.0)),
+                float(np.abs((J @ v + phit)[cr.keep] * self.row_scale).max(initial=0.0)))
+
+    def drifted(self, t, y) -> bool:
+        """Whether the loops' equations drifted beyond the tolerance (the quiet projection's guard,
+        QUIET): positions beyond tol, velocities beyond tol max |w q'| (the integrator's own error
+        weights; the velocity level was not guarded before, and the rows were scaled in mixed units)."""
+        dq, dv = self.drift(t, y)
+        return dq > self.tol or dv > self.tol * float(np.abs(y[self.model.n:2 * self.model.n] * self.rates).max())
 
     def run(self, tv, Y, j, nmax):
         """At most about nmax steps towards t_bound, filling Y[j:] at tv[j:]; (code, j)."""
@@ -159,8 +197,8 @@ class Across:
         remember(self.past, t, y)
         before = self.h_before
         s, delta = cr.approaching(t, y, within=math.inf)
-        st.projecting = s * s >= self.quiet_s2 or self.drift(t, y) > self.tol     # (from the next step)
-        inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n]).max()), 1e-300)  # the gap's time
+        st.projecting = s * s >= self.quiet_s2 or self.drifted(t, y)     # (from the next step)
+        inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n] * self.rates).max()), 1e-300)  # gap's time
         h, self.h_before = t - st.t_old, t - st.t_old
         if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and h < min(1e-2 * delta, 1.5 * before)):
             t_b = min(t + JUMP * delta, st.t_bound)

@@ -23,6 +23,7 @@ from helpers import nfourbar_models
 from oracles import nfourbar as nf
 
 CHANGE_POINT = Path(__file__).resolve().parents[2] / "data" / "changepoint.yaml"
+ISOSCELES = Path(__file__).resolve().parents[2] / "data" / "isosceles.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +152,7 @@ def test_near_a_crossing_the_projection_is_left_out_while_its_noise_exceeds_the_
         s = self.crossings.measure(t, y[:model.n])
         j = after(self, tv, Y, j)
         if self.near and self.st.t == t:                 # (no step across, no hand-back)
-            want = s * s >= np.finfo(float).eps / (adams_across.QUIET * self.tol) or self.drift(t, y) > self.tol
+            want = s * s >= np.finfo(float).eps / (adams_across.QUIET * self.tol) or self.drifted(t, y)
             seen.append((self.st.projecting, want))
         return j
 
@@ -387,3 +388,38 @@ def test_events_inside_the_start_across_are_located_on_its_polynomial(models):
     assert res.info["t_events"][0][0] < t_b < res.info["t_events"][1][0]
     for got, want in zip(res.info["t_events"], ref.t_events):
         assert len(got) == 1 and abs(got[0] - want[0]) <= 1e-9, (got, want)
+def _across_at_rest(model, params, q0, qd0, rtol):
+    """An Across on a Stepper of `model` started at (q0, qd0), as compiled_adams builds it (no step taken)."""
+    from dynamica.runtime.integrators import adams_across
+    from dynamica.runtime.integrators.compiled_adams import core
+    p = model.param_vector(params)
+    st = core().Stepper(model.module.rhs_strict_capsule, 0.0, np.r_[q0, qd0], 1.0, p, rtol, rtol,
+                        project=model.module.project_strict_capsule)
+    return adams_across.Across(model, params, st, 0.0, np.r_[q0, qd0], rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("length", [0.05, 500.0])
+def test_the_quiet_projections_guard_sees_a_planted_drift_in_positions_and_velocities(length):
+    """The drift guard of the quiet projection (Across.drifted), on the isosceles slider-crank 1e-3 rad
+    before its crossing (where the projection is left out at rtol 1e-10), at the branch's exact state
+    (tests/oracles/slidercrank.py): not drifted. With the positions moved off the constraints by
+    1e2 tol (the coupler's angle by 1e2 tol rad; the crank's column of J vanishes at the crossing)
+    or the velocities by 1e2 tol times the coupler's rate: drifted; by 1 tol: not; at L = 0.05 m and
+    500 m alike. Before, only the positions were guarded (the planted velocity drift went unseen),
+    their rows scaled in mixed units (at L = 0.05 m the slider's column, 1, against the angles'
+    0.05 m/rad)."""
+    from oracles import slidercrank as sc
+    model = dynamica.load(str(ISOSCELES))
+    params = {"L": length, "g": 9.81 * length / 0.05}
+    rtol = 1e-10
+    theta, rate = math.pi / 2 - 1e-3, 30.0
+    across = _across_at_rest(model, params, *model.assemble(params=params), rtol)      # (from theta = 0.3)
+    q, v = sc.branch_state(theta, rate, length)
+    s = across.crossings.measure(0.0, q)
+    assert s * s < across.quiet_s2                          # (quiet: only the guard projects here)
+    assert not across.drifted(0.0, np.r_[q, v])
+    assert max(across.drift(0.0, np.r_[q, v])) <= 1e-12
+    off, speed = 1e2 * rtol, 2.0 * rate                     # (the coupler's th2, the fastest coordinate)
+    assert across.drifted(0.0, np.r_[q + [0.0, off, 0.0], v])
+    assert across.drifted(0.0, np.r_[q, v + [0.0, off * speed, 0.0]])
+    assert not across.drifted(0.0, np.r_[q + [0.0, 1e-2 * off, 0.0], v + [0.0, 1e-2 * off * speed, 0.0]])
