@@ -27,7 +27,8 @@ more forked worker). A model, not a
 measurement; it ignores memory bandwidth and the OS.
 A plain script, run by hand:  python benchmarks/bench_sweep.py [--cases N] [--repeat R] [--no-save]
 (results/sweep.txt for N = 2000, results/sweep_N.txt for another N)
-The paths run interleaved, R rounds (default 3), and each reports its best round.
+The paths run interleaved, R rounds (default 3), and each reports its best round; the ratio of
+serial to 2 workers is also given round by round (the two measured seconds apart) with its median.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def main(argv=None):
     study(model, values[:50], outputs, "serial")                        # imports, caches
     # the paths interleaved, best of --repeat each: a burst of other people's work on the shared
     # machine then costs every path alike instead of the ones measured during it
-    loops, serials, proc_runs = [], [], {1: [], 2: []}
+    loops, serials, proc_runs, paired = [], [], {1: [], 2: []}, []
     for r in range(args.repeat):
         print(f"[bench] round {r + 1} of {args.repeat}: loop, serial, processes 1 and 2 ...", file=sys.stderr,
               flush=True)
@@ -188,6 +189,7 @@ def main(argv=None):
         serials.append(study(model, values, outputs, "serial"))
         for w in (1, 2):
             proc_runs[w].append(study(model, values, outputs, "processes", workers=w))
+        paired.append(serials[-1][0] / proc_runs[2][-1][0])
     t_loop = min(loops)
     serial = min(serials, key=lambda r: r[0])
     ref = serial[3]
@@ -232,6 +234,9 @@ def main(argv=None):
     cp = parent2 / n                     # the parent's CPU a case
     b2 = block_sizes(n, 2, None, True)             # the blocks of the forked workers (guided)
     lines += [
+        "",
+        f"serial / 2 workers, round by round: {' '.join(f'{x:.2f}' for x in paired)}; median "
+        f"{float(np.median(paired)):.2f}",
         "",
         "CPU seconds per case (resource.getrusage: this process, and the worker processes once reaped):",
         f"  serial (one process):                      {1e3 * cs:7.3f} ms   (its wall time {1e3 * c:.3f} ms)",
