@@ -195,7 +195,7 @@ class _Stepped:
         if model.loops and scipy_method in ACROSS:      # (`crossings`: a run's measure, its rows' scale, handed on)
             from dynamica.runtime.integrators.singular import Crossings
             self.crossings = crossings or Crossings(model, params, t0, np.asarray(y0, dtype=float)[:model.n],
-                                                    warn=False)
+                                                    warn=False, nearby=True)
         fun, strict_project = model.rhs_function(params), None
         if strict and self.crossings:                   # (radau: without the weak rows' treatment away from a crossing)
             from dynamica.runtime.integrators import singular
