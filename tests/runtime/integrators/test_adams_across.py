@@ -376,7 +376,8 @@ def test_a_start_just_outside_the_gap_keeps_to_its_branch(models, method, within
     rows scaled by their lengths at the start (the closures' x rows 1e-3 long there, floored at a
     tenth of their lengths nearby) s fell to 8e-3 between the crossings, and both stepped across one
     that was not there at t = 0.33 (9.7 rad off after 3 s, no warning); with the rows' median lengths
-    nearby, measured radau 8.0e-10, ida 1.4e-8 (ida warns: the start is inside its gap)."""
+    nearby, measured radau 8.0e-10 (through two points at the first crossing; 6.7e-11 by the
+    collocation), ida 1.4e-8 (ida warns: the start is inside its gap)."""
     model = models[2]
     ia = model.coordinates.index("a0")
     q0, qd0 = nf.branch_state(model.coordinates, 1e-3, -1.0)
