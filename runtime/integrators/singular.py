@@ -10,7 +10,8 @@ stopped at the first passage of the N four-bar). Here the integrator is stopped 
 that window and the crossing is stepped over:
 
 1. after each step the measure s = sigma_r(J) / sigma_1(J) is taken on J with its rows scaled by
-   their lengths at the start (r the rank at the start, so that redundant rows do not count), and
+   their lengths at the start (radau and ida started next to a crossing: their median lengths nearby,
+   DEGENERATE_ROW; r the rank at the start, so that redundant rows do not count), and
    near a crossing the time to it, delta = s / |ds/dt| (ds/dt by a difference along q');
 2. within APPROACH gaps the steps are cut so as to end just outside the gap (`max_step`), and
    leaving a crossing they grow with the distance from it;
