@@ -2,13 +2,14 @@
 started on its parallelogram branch a little above the horizontal, heading down at 1 rad/s, 3 s
 (docs/loops.md, "Adams: stepping across").
 
-    python benchmarks/bench_singular_slow.py [--cases 1:0.03 2:0.3] [--rtols 1e-10 1e-12]
+    python benchmarks/bench_singular_slow.py [--cases 1:0.03 2:0.3] [--rtols 1e-10 1e-12] [--method adams]
 
 For each case (N, starting angle in rad) and tolerance (rtol = atol): the largest error of a0 over
-the output rows (every 0.01 s) with the default `adams`, against the reduced equation of the branch
-(tests/oracles/nfourbar.py's phi'' = -c cos(phi), scipy's DOP853 at rtol 1e-13); the same for adams
-on the reduced equation itself (one coordinate, no loop: what the tolerance gives on this motion);
-the number of crossings and of steps across, the RHS calls.
+the output rows (every 0.01 s) with the default `adams` (or `--method radau`), against the reduced
+equation of the branch (tests/oracles/nfourbar.py's phi'' = -c cos(phi), scipy's DOP853 at rtol
+1e-13); the same for the same integrator on the reduced equation itself (radau: scipy's Radau; one
+coordinate, no loop: what the tolerance gives on this motion); the number of crossings and of steps
+across, the RHS calls.
 """
 
 from __future__ import annotations
@@ -45,15 +46,16 @@ def reference(n, phi0, times, method="DOP853", rtol=1e-13):
     return solve_ivp(f, (0.0, T_END), [phi0, RATE], method=method, rtol=rtol, atol=rtol, t_eval=times).y[0]
 
 
-def case(model, n, phi0, rtol):
-    """(a0's error, adams on the reduced equation's error, steps across, RHS calls)."""
+def case(model, n, phi0, rtol, method="adams"):
+    """(a0's error, the same integrator on the reduced equation's error, steps across, RHS calls)."""
     import dynamica
     ia = model.coordinates.index("a0")
     q0, qd0 = nf.branch_state(model.coordinates, phi0, RATE)
-    res = dynamica.simulate(model, t_end=T_END, rtol=rtol, atol=rtol, output_step=0.01, q0=q0, qd0=qd0)
+    res = dynamica.simulate(model, t_end=T_END, rtol=rtol, atol=rtol, output_step=0.01, q0=q0, qd0=qd0,
+                            method=method)
     ref = reference(n, phi0, res.t)
     err = float(np.abs(res.q[:, ia] - ref).max())
-    red = float(np.abs(reference(n, phi0, res.t, "adams", rtol) - ref).max())
+    red = float(np.abs(reference(n, phi0, res.t, "adams" if method == "adams" else "Radau", rtol) - ref).max())
     return err, red, len(res.info["singular_passages"]), int(res.nfev)
 
 
@@ -71,12 +73,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", nargs="+", default=["1:0.03", "2:0.3"])
     ap.add_argument("--rtols", nargs="+", type=float, default=[1e-10, 1e-12])
+    ap.add_argument("--method", default="adams", choices=["adams", "radau"])
     a = ap.parse_args()
     import warnings
 
     import dynamica
     print(f"N four-bar from phi0 on the branch, phi0' = {RATE} rad/s, {T_END:g} s; a0's largest error (rad)")
-    print(f"{'N':>3} {'phi0':>6} {'rate':>5} {'turn':>6} {'rtol':>7} {'adams':>9} {'reduced *':>9} {'ratio':>7} "
+    print(f"{'N':>3} {'phi0':>6} {'rate':>5} {'turn':>6} {'rtol':>7} {a.method:>9} {'reduced *':>9} {'ratio':>7} "
           f"{'crossings':>9} {'passages':>8} {'RHS calls':>9}")
     with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -88,13 +91,14 @@ def main():
             rate, turn, count = crossings(n, phi0)
             for rtol in a.rtols:
                 try:
-                    err, red, k, nfev = case(model, n, phi0, rtol)
+                    err, red, k, nfev = case(model, n, phi0, rtol, a.method)
                 except Exception as exc:                      # (reported in the table)
                     print(f"{n:>3} {phi0:6.3g} {rate:5.2f} {turn:6.3f} {rtol:7.0e}  failed: {exc}"[:150], flush=True)
                     continue
                 print(f"{n:>3} {phi0:6.3g} {rate:5.2f} {turn:6.3f} {rtol:7.0e} {err:9.2e} {red:9.2e} {err / red:7.1f} "
                       f"{count:>9d} {k:>8d} {nfev:>9d}", flush=True)
-    print("* adams on the reduced equation itself (one coordinate, no loop); the reference: DOP853 at 1e-13;\n"
+    print("* the same integrator on the reduced equation itself (radau: scipy's Radau; one coordinate, no loop);\n"
+          "the reference: DOP853 at 1e-13;\n"
           "rate: |a0'| at the crossings (rad/s); turn: how far past a crossing the motion turns back (rad);\n"
           "crossings: of the horizontal by the reduced equation; passages: the run's steps across")
 

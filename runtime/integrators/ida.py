@@ -192,7 +192,8 @@ class _Across:
         self.model, self.g, self.options, self.params, self.n = model, g, options, params, model.n
         self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
         self.bridged = options["rtol"] < BRIDGE_RTOL
-        self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP if self.bridged else STEP_GAP)
+        self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP if self.bridged else STEP_GAP,
+                                   nearby=True)
         self.calls, self._info, self.stalled, self.last = 0, info, 0, 0.0
         self.gaps, self.root, self.contacts, self.restarts = gaps, None, [], 0
         if gaps is not None:                          # the side of each contact point: -1 in contact, +1 apart

@@ -10,7 +10,8 @@ stopped at the first passage of the N four-bar). Here the integrator is stopped 
 that window and the crossing is stepped over:
 
 1. after each step the measure s = sigma_r(J) / sigma_1(J) is taken on J with its rows scaled by
-   their lengths at the start (r the rank at the start, so that redundant rows do not count), and
+   their lengths at the start (radau and ida started next to a crossing: their median lengths nearby,
+   DEGENERATE_ROW; r the rank at the start, so that redundant rows do not count), and
    near a crossing the time to it, delta = s / |ds/dt| (ds/dt by a difference along q');
 2. within APPROACH gaps the steps are cut so as to end just outside the gap (`max_step`), and
    leaving a crossing they grow with the distance from it;
@@ -82,6 +83,13 @@ _ZERO_ROW = 1e-14
 #: and scaled by that the crossing vanished from s (6e-3 at 1.2e-6 rad) and fake ones appeared
 #: beyond it (the x row ten times the y row 1e-3 rad past it): three steps across onto the wrong branch
 ROW_FLOOR, NEARBY, NEARBY_SPAN = 0.1, 8, 0.3
+#: radau and ida (`nearby`) scale every row by its median length nearby instead when one at the start is
+#: shorter than DEGENERATE_ROW times that (a start next to a singular configuration). Measured on the N
+#: four-bar (N = 2) started phi rad from the horizontal: the shortest row over its median 0.99 / 0.55 /
+#: 0.28 / 0.07 / 0.036 at phi = pi/2 / 0.3 / 0.1 / 0.02 / 0.01, and s with the start's scales at most
+#: 0.07 / 0.1 / 3.3e-2 / 8.2e-3 / 8.1e-3 between -0.35 and -2.8 rad (no crossing there): below CRAWL_S,
+#: where radau and ida stepped across a crossing that was not there, 9.7 rad off after 3 s, no warning
+DEGENERATE_ROW = 0.5
 #: a start is a singular configuration when J's rank there is below its rank at a state projected onto
 #: the constraints from one START_STEP away (every coordinate moved by up to it); measured on the N
 #: four-bar started within 1e-6 rad of the horizontal: adams at rtol 1e-10 ended 0.95 rad off the
@@ -94,7 +102,7 @@ START_STEP = 1e-3
 class Crossings:
     """The singular measure of a model's loops and the step across (module docstring)."""
 
-    def __init__(self, model, params, t0, q0, gap=SINGULAR_GAP, warn=True):
+    def __init__(self, model, params, t0, q0, gap=SINGULAR_GAP, warn=True, nearby=False):
         from dynamica.runtime import assembly
         from dynamica.runtime.assembly import PROJECT_ITERATIONS, PROJECT_TOL
         self.model, self.params, self.assembly, self.gap = model, params, assembly, float(gap)
@@ -102,8 +110,11 @@ class Crossings:
         self.p = model.param_vector(params)
         self.opts = np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
         J, _ = assembly.jacobian(model, q0, t0, params)
-        norms = np.maximum(np.linalg.norm(J, axis=1), ROW_FLOOR * self._nearby_lengths(t0, q0))
+        lengths, median = np.linalg.norm(J, axis=1), self._nearby_lengths(t0, q0)
+        norms = np.maximum(lengths, ROW_FLOOR * median)
         self.keep = norms > _ZERO_ROW * max(float(norms.max(initial=0.0)), 1e-300)
+        if nearby and np.any(lengths[self.keep] < DEGENERATE_ROW * median[self.keep]):
+            norms = median                              # (a start next to a singular configuration)
         self.scale = 1.0 / norms[self.keep]
         sv = self._singular_values(q0, t0)
         self.rank = int(np.sum(sv > 1e-8 * sv[0])) if len(sv) else 0

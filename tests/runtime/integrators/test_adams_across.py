@@ -369,6 +369,29 @@ def test_radau_started_at_a_crossing_stays_on_its_branch(models, n):
     assert float(np.abs(res.q[:, ia] - ref).max()) <= 1e-8
 
 
+@pytest.mark.parametrize("method, within", [("radau", 3e-10), ("ida", 1e-7)])
+def test_a_start_just_outside_the_gap_keeps_to_its_branch(models, method, within):
+    """radau and ida from the N four-bar (N = 2) started 1e-3 rad above the horizontal at 1 rad/s, 1.2 s
+    at rtol 1e-10: no more steps across than the reduced equation has crossings (three) and a0 within
+    3 rtol of it (radau on the reduced equation: 3.4e-11 over 3 s; ida 1000 rtol, its error from the
+    vertical start at this rtol is 1e-8). With J's
+    rows scaled by their lengths at the start (the closures' x rows 1e-3 long there, floored at a
+    tenth of their lengths nearby) s fell to 8e-3 between the crossings, and both stepped across one
+    that was not there at t = 0.33 (9.7 rad off after 3 s, no warning); with the rows' median lengths
+    nearby, measured radau 8.0e-10 (through two points at the first crossing; 6.7e-11 by the
+    collocation), ida 1.4e-8 (ida warns: the start is inside its gap)."""
+    model = models[2]
+    ia = model.coordinates.index("a0")
+    q0, qd0 = nf.branch_state(model.coordinates, 1e-3, -1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dynamica.simulate(model, t_end=1.2, rtol=1e-10, atol=1e-10, output_step=0.01, q0=q0, qd0=qd0,
+                                method=method)
+    ref, crossings = _reduced_a0(2, 1e-3, res.t)
+    assert crossings == 3 and len(res.info["singular_passages"]) <= crossings, res.info["singular_passages"]
+    assert float(np.abs(res.q[:, ia] - ref).max()) <= within
+
+
 def test_events_inside_the_start_across_are_located_on_its_polynomial(models):
     """The N four-bar (N = 1) started at the horizontal at 1 rad/s with events a0 = -1e-3 (inside the
     start across, which ends 1e-2 rad out) and a0 = -0.5, 0.5 s at rtol 1e-10: both at the reduced
