@@ -21,9 +21,7 @@ For each problem, integrator (adams, DOP853, radau) and tolerance (rtol = atol =
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +30,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+
+from _peers import run_case, serve_case  # noqa: E402
 
 METHODS = ("adams", "DOP853", "radau")
 RTOLS = (1e-8, 1e-10, 1e-12)
@@ -81,19 +81,6 @@ def bricard_case(method, rtol):
 CASES = {"andrews": andrews_case, "bricard": bricard_case}
 
 
-def run_case(args, timeout):
-    cmd = [sys.executable, __file__, "--case", json.dumps(args)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"failed": f"did not finish in {timeout:.0f} s"}
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode or not lines:
-        tail = (out.stderr.strip().splitlines() or ["?"])[-1]
-        return {"failed": tail[:110]}
-    return json.loads(lines[-1])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--problems", nargs="+", default=list(CASES), choices=list(CASES))
@@ -102,12 +89,7 @@ def main():
     ap.add_argument("--case", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.case:
-        problem, method, rtol = json.loads(a.case)
-        try:
-            print(json.dumps(CASES[problem](method, rtol)))
-        except Exception as exc:                                    # reported in the table
-            print(f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300], file=sys.stderr)
-            sys.exit(1)
+        serve_case(a.case, lambda problem, method, rtol: CASES[problem](method, rtol))
         return
     import dynamica
     dynamica.load(str(ROOT / "tests" / "data" / "andrews.yaml"))       # compiled once, outside the timing
@@ -125,7 +107,7 @@ def main():
     for problem in a.problems:
         for method in METHODS:
             for rtol in RTOLS:
-                r = run_case([problem, method, rtol], a.timeout)
+                r = run_case(__file__, [problem, method, rtol], a.timeout)
                 if "failed" in r:
                     lines.append(f"{problem:>8} {method:>8} {rtol:7.0e}  failed: {r['failed']}")
                 else:

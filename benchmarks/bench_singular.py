@@ -19,10 +19,8 @@ step across with the polynomial through K past states (singular.RADAU_PAST; 5 be
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import multiprocessing as mp
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +30,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+
+from _peers import run_case, serve_case  # noqa: E402
 
 from oracles import nfourbar as nf  # noqa: E402
 
@@ -91,19 +91,6 @@ def reduced(n, method, rtol):
     return float(np.abs(nf.b0_x(y[0]) - nf.b0_x(ref)).max())
 
 
-def run_case(args, timeout):
-    cmd = [sys.executable, __file__, "--case", json.dumps(args)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"failed": f"did not finish in {timeout:.0f} s"}
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode or not lines:
-        tail = (out.stderr.strip().splitlines() or ["?"])[-1]
-        return {"failed": tail[:110]}
-    return json.loads(lines[-1])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, nargs="+", default=[1, 2, 40])
@@ -114,11 +101,7 @@ def main():
     ap.add_argument("--case", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.case:
-        try:
-            print(json.dumps(case(*json.loads(a.case))))
-        except Exception as exc:                                    # reported in the table
-            print(f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300], file=sys.stderr)
-            sys.exit(1)
+        serve_case(a.case, case)
         return
     import dynamica
     from dynamica.runtime.integrators.singular import RADAU_PAST
@@ -137,7 +120,7 @@ def main():
                 for rtol in rtols if method != "ida" else []:       # (no reduced run for IDA)
                     lines.append(f"{n:>3} {method + ' *':>8} {rtol:7.0e} {reduced(n, method, rtol):11.2e}")
                 for rtol in rtols:
-                    r = run_case([n, method, rtol, folder, a.radau_past], a.timeout)
+                    r = run_case(__file__, [n, method, rtol, folder, a.radau_past], a.timeout)
                     if "failed" in r:
                         lines.append(f"{n:>3} {method:>8} {rtol:7.0e}  failed: {r['failed']}")
                     else:

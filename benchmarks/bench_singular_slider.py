@@ -20,8 +20,6 @@ with a time limit.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +27,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+
+from _peers import run_case, serve_case  # noqa: E402
 
 from oracles import slidercrank as sc  # noqa: E402
 
@@ -69,19 +69,6 @@ def reduced(rtol):
     return float(np.abs(y[0] - ref).max())
 
 
-def run_case(args, timeout):
-    cmd = [sys.executable, __file__, "--case", json.dumps(args)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"failed": f"did not finish in {timeout:.0f} s"}
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode or not lines:
-        tail = (out.stderr.strip().splitlines() or ["?"])[-1]
-        return {"failed": tail[:110]}
-    return json.loads(lines[-1])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lengths", nargs="+", type=float, default=[0.05, 5.0, 500.0])
@@ -92,7 +79,7 @@ def main():
     ap.add_argument("--case", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.case:
-        print(json.dumps(case(*json.loads(a.case))))
+        serve_case(a.case, case)
         return
     lines = [f"isosceles slider-crank, {T_END:g} s, rtol = atol; theta error rad, slider error / L, "
              "energy drift relative, max |phi| / L",
@@ -103,7 +90,7 @@ def main():
     for length in a.lengths:
         for method in a.methods:
             for rtol in a.rtols:
-                r = run_case([length, method, rtol], a.timeout)
+                r = run_case(__file__, [length, method, rtol], a.timeout)
                 if "failed" in r:
                     lines.append(f"{length:6g} {method:>8} {rtol:7.0e}  failed: {r['failed']}")
                 else:

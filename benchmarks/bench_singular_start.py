@@ -16,9 +16,7 @@ runs in its own process with a time limit.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -28,6 +26,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+
+from _peers import run_case, serve_case  # noqa: E402
 
 from oracles import nfourbar as nf  # noqa: E402
 
@@ -74,18 +74,6 @@ def reduced(n, method, rtol, phi):
     return float(np.abs(y[0] - reference(n, phi, times)).max())
 
 
-def run_case(args, timeout):
-    cmd = [sys.executable, __file__, "--case", json.dumps(args)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"failed": f"did not finish in {timeout:.0f} s"}
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode or not lines:
-        return {"failed": ((out.stderr.strip().splitlines() or ["?"])[-1])[:90]}
-    return json.loads(lines[-1])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, nargs="+", default=[1, 2])
@@ -97,11 +85,7 @@ def main():
     ap.add_argument("--case", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.case:
-        try:
-            print(json.dumps(case(*json.loads(a.case))))
-        except Exception as exc:                                    # reported in the table
-            print(f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300], file=sys.stderr)
-            sys.exit(1)
+        serve_case(a.case, case)
         return
     import dynamica
     lines = [f"IFToMM A02 N four-bar started phi rad above the horizontal on its branch, heading down at "
@@ -116,7 +100,7 @@ def main():
             for method in a.methods:
                 for rtol in a.rtols:
                     for phi in a.phis:
-                        r = run_case([n, method, rtol, phi, folder], a.timeout)
+                        r = run_case(__file__, [n, method, rtol, phi, folder], a.timeout)
                         head = f"{n:>3} {method:>7} {rtol:7.0e} {phi:7.0e}"
                         if "failed" in r:
                             lines.append(f"{head}  failed: {r['failed']}")
