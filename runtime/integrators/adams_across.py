@@ -80,15 +80,14 @@ def gap_units(model, crossings, t0, q0):
     in loops w = 1 and row_scale = Crossings.scale. On the isosceles slider-crank
     (tests/data/isosceles.yaml) at L = 500 m the slider's m/s set the gap, 1000 times its rad/s:
     adams ended 3.2e-6 rad off at rtol 1e-12 (1.4e-10 with w)."""
-    from dynamica.runtime.integrators.singular import NEARBY, NEARBY_SPAN, ROW_FLOOR
+    from dynamica.runtime.integrators.singular import ROW_FLOOR
     kinds = {tr.q: tr.kind for b in model.spec.bodies for tr in b.joint if tr.q is not None}
     length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates], dtype=bool)
     rows = np.array([what.startswith("point") for _, what in crossings.assembly.layout(model)], dtype=bool)
     w = np.ones(model.n)
     if not length.any() or length.all() or not rows.any():
         return w, crossings.scale
-    draw = np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, model.n))
-    Js = [crossings.assembly.jacobian(model, q0 + dq, t0, crossings.params)[0] for dq in draw]
+    Js = crossings.nearby_jacobians(t0, q0)
     ell = float(np.median([np.linalg.norm(J[rows], axis=0) for J in Js], axis=0)[~length].max())
     w[length] = 1.0 / ell if ell > 0.0 else 1.0
     nearby = np.median([np.linalg.norm(J / w, axis=1) for J in Js], axis=0)

@@ -169,12 +169,15 @@ class Crossings:
         inside the gap, where some are near zero: singular_start.resolve)."""
         self.scale = 1.0 / self._nearby_lengths(t0, q0)[self.keep]
 
+    def nearby_jacobians(self, t0, q0) -> list:
+        """J at the NEARBY configurations around q0 (every coordinate moved by up to NEARBY_SPAN, a
+        fixed draw): what the rows' typical lengths are taken from (ROW_FLOOR; adams_across.gap_units)."""
+        draw = np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, self.n))
+        return [self.assembly.jacobian(self.model, q0 + dq, t0, self.params)[0] for dq in draw]
+
     def _nearby_lengths(self, t0, q0) -> np.ndarray:
         """The median length of each row of J at NEARBY configurations around q0 (ROW_FLOOR)."""
-        draw = np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, self.n))
-        lengths = [np.linalg.norm(self.assembly.jacobian(self.model, q0 + dq, t0, self.params)[0], axis=1)
-                   for dq in draw]
-        return np.median(lengths, axis=0)
+        return np.median([np.linalg.norm(J, axis=1) for J in self.nearby_jacobians(t0, q0)], axis=0)
 
     def _singular_values(self, q, t):
         if not self.keep.any():
