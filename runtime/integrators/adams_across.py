@@ -46,8 +46,9 @@ JUMP = 2.0
 #: leaving a crossing, a step is at most DEPART times the time in which s doubles (singular.DEPART)
 DEPART = 0.5
 #: within CRAWL gaps, a step below 1e-2 of the time to the crossing starts the step across, unless
-#: it is more than 1.5 times the step before (the first step near a crossing never counts: there is no
-#: step before it) (adams starting, at order 1, doubles its steps: from the N four-bar's
+#: it is more than 1.5 times the step Python took before it (`h_before`, kept across hand-overs and steps
+#: across; 0 before the first: the run's first step near a crossing never counts) (adams starting, at
+#: order 1, doubles its steps: from the N four-bar's
 #: horizontal 3e-3 rad away, its first step of 8e-7 s crawled, and the step across from it, with the
 #: polynomial through that one state, landed 2e-7 rad/s off)
 CRAWL = 10.0
