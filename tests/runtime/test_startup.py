@@ -108,3 +108,21 @@ def test_an_initial_value_that_depends_on_a_parameter_follows_it_on_a_cache_hit(
     q0, _ = hit.initial_state({"l2": 1.4})
     assert q0[1] == -0.8 and full.initial_state({"l2": 1.4})[0][1] == -0.8
     assert dynamica.load(MODELS / "double_pendulum.yaml").initial_depends_on_parameters() == (False, False)
+
+
+def test_an_extra_states_initial_value_follows_its_parameter_on_a_cache_hit(tmp_path, monkeypatch):
+    """The same for `states:` (dc_motor_joint's armature current, its initial value made a function
+    of R): the cached model evaluates it at the parameters given; the bundled file's constant 0 is
+    recorded as independent of them."""
+    monkeypatch.setenv("DYNAMICA_CACHE", str(tmp_path / "cache"))
+    d = yaml.safe_load((MODELS / "dc_motor_joint.yaml").read_text())
+    d["states"]["i_m"]["initial"] = "0.5*R"
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(d, sort_keys=False))
+    full = dynamica.load(path)
+    from dynamica.runtime import fastload
+    hit = fastload.lookup(tmp_path / "cache", fastload.key(path, None, "c", "symbolic", "predicted"), True)
+    assert hit is not None and hit.initial_depends_on_parameters() == (False, True)
+    assert hit.initial_states({"R": 3.0})[0] == 1.5 and full.initial_states({"R": 3.0})[0] == 1.5
+    assert hit.initial_states()[0] == 0.6
+    assert dynamica.load(MODELS / "dc_motor_joint.yaml").initial_depends_on_parameters() == (False, False)
