@@ -113,6 +113,7 @@ class Across:
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None
         self.h_before = 0.0                                   # the step before the last one (CRAWL)
+        self.over = None            # (t, s) where adams was let step over a crossing itself (`_few`)
         self.on_step = None      # or the events of a run: on_step(t_old, t, y, intrp) -> True to stop
         self.begin = self._start(t0, np.asarray(y0, dtype=float))   # (t_b, state) of the start across, or None
         self.w = watch_data(self.crossings)
@@ -201,10 +202,14 @@ class Across:
         st.projecting = s * s >= self.quiet_s2 or self.drifted(t, y)     # (from the next step)
         inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n] * self.rates).max()), 1e-300)  # gap's time
         h, self.h_before = t - st.t_old, t - st.t_old
+        if self.over is not None and not 0.0 < delta < math.inf:    # it stepped over: listed, no points
+            cr.passages.append((self.over[0], float(t), self.over[1], np.empty(0)))
+            self.over = None
         if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and h < min(1e-2 * delta, 1.5 * before)):
             t_b = min(t + JUMP * delta, st.t_bound)
             if self._few(t_b):              # adams steps over it itself
                 st.max_step = min(JUMP * delta, self.user_max)
+                self.over = (float(t), s)
                 return j
             if len(self.past) >= 2:
                 return self._jump(tv, Y, j, t_b, cr.across(self.past, t_b))
@@ -241,7 +246,7 @@ class Across:
             Y[j] = state(tv[j])
             j += 1
         y_b = np.ascontiguousarray(state(t_b))
-        self.jump = (st.t, t_b, state)
+        self.jump, self.over = (st.t, t_b, state), None
         self.extra_calls += len(self.crossings.passages[-1][3])          # (its q'' evaluations)
         st.max_step = self.user_max
         code = st.resume(t_b, y_b, st.t_bound)
