@@ -175,6 +175,12 @@ ACROSS = tuple(dict.fromkeys(r.options["method"] for r in INTEGRATOR_RECORDS.val
 #: success from every step while t no longer moves (200 000 steps measured, t unchanged), which
 #: would loop for ever; a step that advances t at all resets the count
 STALLED_STEPS = 100
+#: the largest relative step of scipy's finite-difference Jacobian (Radau's and BDF's `jac_factor`).
+#: scipy multiplies it by 10 at each Jacobian whose column does not change f, without bound: the
+#: isosceles slider-crank's slider x (q'' does not depend on it) reached inf after about 300 Jacobians
+#: and numpy printed "overflow encountered in multiply" (radau from 1e-6 rad of the dead centre, rtol
+#: 1e-10); bounded, the same runs give the same numbers bit for bit, without the warning
+JAC_FACTOR_MAX = 0.1
 
 
 class _Stepped:
@@ -203,7 +209,7 @@ class _Stepped:
             if both is not None:
                 weak_f, (strict_f, strict_project) = fun, both
                 self.away = self.crossings.measure(t0, np.asarray(y0, dtype=float)[:model.n]) >= singular.STRICT_FROM
-                self.crawled, self.last_step = False, math.inf          # (`_choose_rhs`)
+                self.crawled, self.last_step, self.leaving = False, math.inf, 0     # (`_choose_rhs`)
                 fun = lambda t, y: strict_f(t, y) if self.away else weak_f(t, y)      # noqa: E731
         self.strict = strict_project is not None
         self.begin = None                               # a run of its own started inside a gap: the start across
@@ -248,6 +254,8 @@ class _Stepped:
         while solver.status == "running":
             t_old = solver.t
             msg = solver.step()
+            if getattr(solver, "jac_factor", None) is not None:
+                np.minimum(solver.jac_factor, JAC_FACTOR_MAX, out=solver.jac_factor)
             if solver.status == "failed":
                 raise IntegrationError(f"integration failed at t = {t_old}: {msg}")
             stalled = stalled + 1 if solver.t == t_old else 0
@@ -349,14 +357,16 @@ class _Stepped:
     def _choose_rhs(self, s, delta):
         """radau's right-hand side for the next step (`away`: the strict one, without the weak rows'
         treatment): strict where s >= STRICT_FROM, and leaving a crossing (delta < 0) once a step on the
-        treatment shrank below LEAVE_CRAWL |delta| (radau crawls there at a generic crossing, whose
-        normals turn: the treatment's held velocity is only an approximation; singular.LEAVE_CRAWL)."""
-        from dynamica.runtime.integrators.singular import LEAVE_CRAWL, STRICT_FROM
+        treatment shrank below LEAVE_CRAWL |delta| or more than LEAVE_STEPS steps were taken on it (radau
+        crawls there at a generic crossing, whose normals turn: the treatment's held velocity is only an
+        approximation; singular.LEAVE_CRAWL)."""
+        from dynamica.runtime.integrators.singular import LEAVE_CRAWL, LEAVE_STEPS, STRICT_FROM
         step = self.solver.t - self.solver.t_old
         if s >= STRICT_FROM or not delta < 0.0:
-            self.crawled = False
-        elif not self.away and step < min(self.last_step, LEAVE_CRAWL * -delta):
-            self.crawled = True
+            self.crawled, self.leaving = False, 0
+        elif not self.away:
+            self.leaving += 1
+            self.crawled = step < min(self.last_step, LEAVE_CRAWL * -delta) or self.leaving > LEAVE_STEPS
         self.last_step = step
         self.away = s >= STRICT_FROM or self.crawled
 

@@ -75,6 +75,11 @@ STRICT_FROM = 3.0 * SINGULAR_GAP
 #: calls; the N four-bar (N = 1, 2, 20 s, rtol 1e-8 ... 1e-12) never below 1.8e-5 |delta|, and strict
 #: there it lost accuracy (B0 1.5e-10 m against 4.5e-11 over 20 s at rtol 1e-12, N = 1)
 LEAVE_CRAWL = 1e-6
+#: ... or once more than LEAVE_STEPS steps were taken on it leaving one: the isosceles slider-crank
+#: (L = 0.05 m, from 1e-4 and 1e-6 rad of its dead centre, rtol 1e-10) crawled there at 1.3e-6 ... 1e-5
+#: |delta|, 849 to 8118 steps (309 126 RHS calls in 0.3 s against 11 102 from 0.3 rad); the N four-bar
+#: (N = 1, 2, rtol 1e-8 ... 1e-12) and the slider-crank otherwise leave in at most 18 steps
+LEAVE_STEPS = 50
 #: a row of J shorter than this at the start and nearby (relative to the longest) is left out (structurally zero)
 _ZERO_ROW = 1e-14
 #: a row of J is scaled by its length at the start, but at least ROW_FLOOR times its median length at
