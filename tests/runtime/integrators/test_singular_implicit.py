@@ -378,8 +378,21 @@ def _branch_a0(n, phi, times):
                      method="DOP853", rtol=1e-13, atol=1e-13, t_eval=times).y[0]
 
 
+@pytest.fixture
+def budget(monkeypatch):
+    """At most 50 000 residual calls of IDA per run (the runs below take 1000 ... 5200): a run in which
+    IDA crawls (steps of one ulp of t, for ever) fails instead of hanging."""
+    from dynamica.runtime.integrators import ida
+    residual = ida._GGL.residual
+
+    def budgeted(self, t, y, yp, out):
+        assert self.calls < 50_000, "ida crawls"
+        return residual(self, t, y, yp, out)
+    monkeypatch.setattr(ida._GGL, "residual", budgeted)
+
+
 @pytest.mark.parametrize("n, phi, rtol", [(1, 0.0, 1e-10), (2, 1e-4, 1e-10), (2, 0.0, 1e-12)])
-def test_ida_started_at_or_inside_its_gap_leaves_by_the_start_across(models, n, phi, rtol):
+def test_ida_started_at_or_inside_its_gap_leaves_by_the_start_across(models, budget, n, phi, rtol):
     """ida from the N four-bar started on its branch at the horizontal (J's rank 1 of 2 with N = 1) or
     1e-4 rad above it (N = 2, s = 1.5e-4, inside ida's gap; the state 1e-3 away that the singular start
     is told by failed to project there, and the start counted as a regular one), heading down at 1 rad/s,
@@ -404,7 +417,7 @@ def test_ida_started_at_or_inside_its_gap_leaves_by_the_start_across(models, n, 
     assert float(np.abs(res.q[:, ia] - _branch_a0(n, phi, res.t)).max()) <= 200 * rtol
 
 
-def test_ida_does_not_start_anew_inside_its_gap_after_a_slow_crossing(models, monkeypatch):
+def test_ida_does_not_start_anew_inside_its_gap_after_a_slow_crossing(models, budget):
     """ida from the N four-bar (N = 1) started 1e-2 rad above the horizontal (outside its gap) at 1 rad/s,
     1 s at rtol 1e-10, through the slow crossing at t = 0.915 (1.1 rad/s, the motion turning back 0.04
     rad past it): the step across there lands at s = 2.8e-3, inside ida's gap (3e-3: the motion slows past
@@ -412,14 +425,7 @@ def test_ida_does_not_start_anew_inside_its_gap_after_a_slow_crossing(models, mo
     branch's exact state there: the restart, not the landing). Now the bridge takes it on from the landing:
     no more steps across than crossings (two), a0 within 1e-7 of the reduced equation (measured 6.8e-9) in
     at most 6000 residual calls (measured 3096; 10 152 when IDA crawls 200 steps first and is then bridged,
-    ida.CRAWL_STEPS). A budget of 50 000 residual calls stops the run that crawls."""
-    from dynamica.runtime.integrators import ida
-    residual = ida._GGL.residual
-
-    def budgeted(self, t, y, yp, out):
-        assert self.calls < 50_000, "ida crawls"
-        return residual(self, t, y, yp, out)
-    monkeypatch.setattr(ida._GGL, "residual", budgeted)
+    ida.CRAWL_STEPS)."""
     model = models[1]
     q0, qd0 = nf.branch_state(model.coordinates, 1e-2, -1.0)
     res = dynamica.simulate(model, t_end=1.0, rtol=1e-10, atol=1e-10, output_step=0.01, q0=q0, qd0=qd0,
