@@ -24,12 +24,14 @@ microseconds, so the method pays off where Adams' stability limit costs far more
 
 Singular configurations of the loops (docs/loops.md, "The implicit route"): IDA is stepped one
 step at a time (`_Across`) and steps across them (runtime/integrators/singular.py), starting anew
-on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands over instead,
-where the loops' singular measure falls below SINGULAR_GAP (or where it crawls or fails heading
-in: CRAWL; at any rtol where IDA fails near one), to a bridge: scipy's Radau on the index-1
-equations without the weak rows' treatment (`_Strict`) with its own step across, as far past the
-crossing (near a crossing the GGL equations amplify rounding-level defects beyond IDA's error test
-at tight tolerances: SINGULAR_GAP).
+on the other side with the rows of phi chosen again (where that step lands inside the gap, as at a
+slow crossing next to a turning point, the bridge below takes over from there; a run that starts at or
+inside the gap leaves it by radau's start across, singular_start.py); below rtol BRIDGE_RTOL it hands
+over instead, where the loops' singular measure falls below SINGULAR_GAP (or where it crawls or fails
+heading in: CRAWL; at any rtol where IDA fails or crawls near one: CRAWL_STEPS), to a bridge: scipy's
+Radau on the index-1 equations without the weak rows' treatment (`_Strict`) with its own step across,
+as far past the crossing (near a crossing the GGL equations amplify rounding-level defects beyond IDA's
+error test at tight tolerances: SINGULAR_GAP).
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
@@ -340,7 +342,12 @@ class _Across:
     def _across(self, t_cur, y, delta, past, t_eval, failed=False):
         """Over the crossing ahead (or on from a failed restart, delta < 0): (the output rows on the way,
         the time and state where IDA starts anew, the RHS calls made): the bridge below BRIDGE_RTOL or
-        where IDA `failed` near a crossing, else IDA's own step across (runtime/integrators/singular.py)."""
+        where IDA `failed` near a crossing, else IDA's own step across (runtime/integrators/singular.py), and
+        the bridge on from where that landed if inside the gap: at a slow crossing next to a turning point
+        (the N four-bar, N = 1, started 1e-2 rad above the horizontal, rtol 1e-10: s = 2.8e-3 there at t =
+        0.915) IDA started anew took accepted steps of one ulp of t for ever, from the branch's exact state
+        there too; bridged on from the landing, 3096 residual calls to t = 1 (10 152 with IDA crawling
+        CRAWL_STEPS steps first), a0 within 6.8e-9 rad."""
         from dynamica.runtime.integrators.singular import step_across
         crossings, t_end = self.crossings, self.t_end
         if not (self.bridged or failed):
@@ -350,7 +357,7 @@ class _Across:
             s_x, delta_x = crossings.approaching(t_x, y_x)
             if not (s_x < crossings.gap and t_x < t_end):
                 return rows, t_x, y_x, 0
-            more, t_y, y_y, nfev = self._across(t_x, y_x, delta_x, [(t_x, y_x)], t_eval, True)   # (LANDED_IN_GAP)
+            more, t_y, y_y, nfev = self._across(t_x, y_x, delta_x, [(t_x, y_x)], t_eval, True)   # (landed inside)
             return rows + more, t_y, y_y, nfev
         t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
         rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x, crossings.onto(t_cur, y), t_eval,

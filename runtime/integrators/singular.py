@@ -94,8 +94,8 @@ DEGENERATE_ROW = 0.5
 #: the constraints from one START_STEP away (every coordinate moved by up to it); measured on the N
 #: four-bar started within 1e-6 rad of the horizontal: adams at rtol 1e-10 ended 0.95 rad off the
 #: parallelogram branch (N = 1), at 1e-12 "step size too small"; exactly there (rank 1 of 2) 2.97 rad
-#: off at 1e-12, and within 1e-4 rad (s = 2e-3) on the branch. adams and radau leave such a start by
-#: the start across (singular_start.py, with the rank nearby); ida gets the SingularStartWarning
+#: off at 1e-12, and within 1e-4 rad (s = 2e-3) on the branch. adams, radau and ida leave such a start by
+#: the start across (singular_start.py, with the rank nearby)
 START_STEP = 1e-3
 
 
