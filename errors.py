@@ -60,9 +60,9 @@ class CacheError(DynamicaError):
 
 class SingularStartWarning(RuntimeWarning):
     """A run starts at, or within the gap of, a singular configuration of its closed loops, where
-    which branch the motion continues on is not resolved: with ida, and with adams and radau when
-    their start across (runtime/integrators/singular_start.py) cannot choose the branch (a start at
-    rest, iterations that do not settle, a landing still inside the gap; the message says which).
+    which branch the motion continues on is not resolved: with adams, radau and ida when their start
+    across (runtime/integrators/singular_start.py) cannot choose the branch (a start at rest,
+    iterations that do not settle, a landing still inside the gap; the message says which).
     docs/loops.md, "Adams: stepping across"."""
 
 

@@ -275,6 +275,25 @@ MUTATIONS = [
              "        return self.bridged and 0.0 < delta < math.inf and s < APPROACH * self.crossings.gap",
              "        return False",
              ("tests/runtime/integrators/test_singular_implicit.py",)),
+    Mutation("ida_no_start_across", "ida started at or inside the gap of a singular configuration goes on from "
+             "there (no start across: warned, onto another branch or crawling)", "runtime/integrators/ida.py",
+             "        self.begin = resolve(self.crossings, t0, np.concatenate([q0, v0]))",
+             "        self.begin = None",
+             ("tests/runtime/integrators/test_singular_implicit.py",)),
+    Mutation("ida_restarts_in_its_gap", "ida starts anew where its step across landed inside its gap (a slow "
+             "crossing), where it crawls", "runtime/integrators/ida.py",
+             "            if not (s_x < crossings.gap and t_x < t_end):", "            if True:",
+             ("tests/runtime/integrators/test_singular_implicit.py",)),
+    Mutation("ida_crawls_on", "ida crawling near a crossing (steps of one ulp of t) is not handed to the bridge",
+             "runtime/integrators/ida.py", "            if self.short > CRAWL_STEPS:", "            if False:",
+             ("tests/runtime/integrators/test_singular_implicit.py",)),
+    Mutation("start_gap_unprojected", "a start inside the gap counts as a regular one where the state nearby "
+             "it is told by does not project", "runtime/integrators/singular.py",
+             "        rank_near = self.rank                        # (no state nearby to compare with: the gap alone "
+             "decides)\n        if self.model.module.project(float(t0), y, self.p, self.opts) == 0:",
+             "        if self.model.module.project(float(t0), y, self.p, self.opts) != 0:\n            return None\n"
+             "        if True:",
+             ("tests/runtime/integrators/test_singular_implicit.py",)),
     Mutation("ida_contact_not_restarted", "ida does not start anew at a contact's root",
              "runtime/integrators/ida.py", "                if self.root is not None:", "                if False:",
              ("tests/runtime/integrators/test_singular_implicit.py",)),

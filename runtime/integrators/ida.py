@@ -24,12 +24,14 @@ microseconds, so the method pays off where Adams' stability limit costs far more
 
 Singular configurations of the loops (docs/loops.md, "The implicit route"): IDA is stepped one
 step at a time (`_Across`) and steps across them (runtime/integrators/singular.py), starting anew
-on the other side with the rows of phi chosen again; below rtol BRIDGE_RTOL it hands over instead,
-where the loops' singular measure falls below SINGULAR_GAP (or where it crawls or fails heading
-in: CRAWL; at any rtol where IDA fails near one), to a bridge: scipy's Radau on the index-1
-equations without the weak rows' treatment (`_Strict`) with its own step across, as far past the
-crossing (near a crossing the GGL equations amplify rounding-level defects beyond IDA's error test
-at tight tolerances: SINGULAR_GAP).
+on the other side with the rows of phi chosen again (where that step lands inside the gap, as at a
+slow crossing next to a turning point, the bridge below takes over from there; a run that starts at or
+inside the gap leaves it by radau's start across, singular_start.py); below rtol BRIDGE_RTOL it hands
+over instead, where the loops' singular measure falls below SINGULAR_GAP (or where it crawls or fails
+heading in: CRAWL; at any rtol where IDA fails or crawls near one: CRAWL_STEPS), to a bridge: scipy's
+Radau on the index-1 equations without the weak rows' treatment (`_Strict`) with its own step across,
+as far past the crossing (near a crossing the GGL equations amplify rounding-level defects beyond IDA's
+error test at tight tolerances: SINGULAR_GAP).
 
 Contacts (docs/contact.md, "Events"): the gaps d of the model's contact points are IDA's event
 functions, located by its root finding on its own BDF interpolant; IDA stops at each root and is
@@ -77,6 +79,11 @@ RETRIES = 3
 #: too): on the change-point four-bar at rtol 1e-12, 9171 calls and 9.2e-11 rad after the crossing,
 #: against 10825 calls (IDA crawling on until it fails) and 3.4e-11 rad without it
 CRAWL = 1e-3
+#: ... and near a crossing (within APPROACH gaps, either way) more than CRAWL_STEPS steps in a row below CRAWL
+#: times the time to it count as a failure of IDA there (its crawl), bridged from where it is: IDA started
+#: anew at s = 2.8e-3 after a slow crossing of the N four-bar (N = 1, rtol 1e-10, started 1e-2 rad from the
+#: horizontal) took accepted steps of one ulp of t, 1.1e-16 s, for ever (a million residual calls in 60 s)
+CRAWL_STEPS = 200
 INTEGRATOR = "SUNDIALS IDA (BDF orders 1-5) on the GGL index-2 equations (runtime/integrators/ida.py)"
 
 
@@ -125,18 +132,23 @@ class _GGL:
 
 def _options(n, r, rtol, atol, step, t0, t_end, t_eval):
     """IDA's options (the algebraic variables left out of the error test) and the output times."""
-    algebraic = list(range(2 * n, 2 * n + 2 * r))
-    tol = np.full(2 * n + 2 * r, float(atol))
-    tol[algebraic] = 1e10                        # left out of the error test (module docstring)
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
     t_eval = np.asarray(t_eval, dtype=float)
     if t_eval[0] > t0:
         t_eval = np.concatenate([[t0], t_eval])
-    options = {"rtol": float(rtol), "atol": tol, "algebraic_idx": algebraic or None, "max_num_steps": 100000}
+    options = {"rtol": float(rtol), **_tolerances(n, r, atol), "max_num_steps": 100000}
     if step:
         options["max_step"] = float(step)
     return options, t_eval
+
+
+def _tolerances(n, r, atol) -> dict:
+    """IDA's atol and algebraic_idx for r rows of phi: lambda and mu left out of the error test."""
+    algebraic = list(range(2 * n, 2 * n + 2 * r))
+    tol = np.full(2 * n + 2 * r, float(atol))
+    tol[algebraic] = 1e10                        # left out of the error test (module docstring)
+    return {"atol": tol, "algebraic_idx": algebraic or None}
 
 
 def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
@@ -193,8 +205,10 @@ class _Across:
         self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
         self.bridged = options["rtol"] < BRIDGE_RTOL
         self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP if self.bridged else STEP_GAP,
-                                   nearby=True)
-        self.calls, self._info, self.stalled, self.last = 0, info, 0, 0.0
+                                   warn=False, nearby=True)
+        from dynamica.runtime.integrators.singular_start import resolve
+        self.begin = resolve(self.crossings, t0, np.concatenate([q0, v0]))    # a start inside the gap: radau's
+        self.calls, self._info, self.stalled, self.short, self.last = 0, info, 0, 0, 0.0
         self.gaps, self.root, self.contacts, self.restarts = gaps, None, [], 0
         if gaps is not None:                          # the side of each contact point: -1 in contact, +1 apart
             self.side = np.where(gaps(t0, np.concatenate([q0, v0]))[0] < 0, -1, 1)
@@ -216,7 +230,10 @@ class _Across:
         if t > self.t0:                             # after a bridge: the rows of phi chosen again
             self.calls += self.g.calls
             self.g = _GGL(self.model, self.params, q, t)
+            if 2 * self.g.r != len(self.options["algebraic_idx"] or ()):     # (a start at a singular configuration)
+                self.options.update(_tolerances(self.n, self.g.r, float(np.min(self.options["atol"]))))
         yy, yp = self.g.consistent(t, q, v, qdd)
+        self.short = 0
         self.solver = IDA(self.g.residual, **self.options)
         self.solver.init_step(t, yy, yp)
         return yy
@@ -226,9 +243,13 @@ class _Across:
         from dynamica.errors import IntegrationError
         from dynamica.runtime.integrators.singular import APPROACH, remember
         n, crossings, t_eval, t_end = self.n, self.crossings, self.t_eval, self.t_end
-        t_cur = self.t0
-        y_new = self._start(t_cur, self.q0, self.v0)
-        past, j, fresh, t_x = [(t_cur, y_new[:2 * n].copy())], 0, 0, -math.inf
+        t_cur, j, fresh, t_x = self.t0, 0, 0, -math.inf
+        if self.begin is None:
+            y_new = self._start(t_cur, self.q0, self.v0)
+        else:                                            # the start across (singular_start.py), IDA from its end
+            t_cur, y_new, j = yield from self._start_across()
+            fresh, t_x = 1, t_cur                        # (a failure soon after it bridges on, as after a bridge)
+        past = [(t_cur, y_new[:2 * n].copy())]
         while j < len(t_eval) and t_eval[j] <= t_cur:
             yield t_eval[j], y_new[:2 * n].copy()
             j += 1
@@ -271,6 +292,20 @@ class _Across:
                 yield t_eval[j], y_new[:2 * n].copy()
                 j += 1
 
+    def _start_across(self):
+        """The rows of the start across (singular_start.resolve, as radau's: `simulate._Stepped`) up to its
+        end t_b, IDA started anew there: (t_b, IDA's state there, the index of the next row)."""
+        t_b, state, calls = self.begin
+        t_eval, n, j, self.begin = self.t_eval, self.n, 0, None
+        t_b = min(t_b, self.t_end)
+        y_b, rows = state(t_b), [(t, state(t)) for t in t_eval[t_eval <= t_b]]
+        self._no_contact_within(self.t0, rows, t_b, y_b)
+        yield from rows
+        j += len(rows)
+        self.calls += calls
+        self.last = t_b - self.t0
+        return t_b, self._start(t_b, y_b[:n], y_b[n:], self.crossings.qdd(t_b, y_b[:n], y_b[n:])), j
+
     def _contact(self, t, y):
         """At the root of a contact's gap (IDA stopped there, `root`: which changed sign): the contacts
         recorded (t, pair, point, +1 start / -1 end), IDA started anew from the state there (lambda
@@ -307,13 +342,23 @@ class _Across:
     def _across(self, t_cur, y, delta, past, t_eval, failed=False):
         """Over the crossing ahead (or on from a failed restart, delta < 0): (the output rows on the way,
         the time and state where IDA starts anew, the RHS calls made): the bridge below BRIDGE_RTOL or
-        where IDA `failed` near a crossing, else IDA's own step across (runtime/integrators/singular.py)."""
+        where IDA `failed` near a crossing, else IDA's own step across (runtime/integrators/singular.py), and
+        the bridge on from where that landed if inside the gap: at a slow crossing next to a turning point
+        (the N four-bar, N = 1, started 1e-2 rad above the horizontal, rtol 1e-10: s = 2.8e-3 there at t =
+        0.915) IDA started anew took accepted steps of one ulp of t for ever, from the branch's exact state
+        there too; bridged on from the landing, 3096 residual calls to t = 1 (10 152 with IDA crawling
+        CRAWL_STEPS steps first), a0 within 6.8e-9 rad."""
         from dynamica.runtime.integrators.singular import step_across
         crossings, t_end = self.crossings, self.t_end
         if not (self.bridged or failed):
             t_x, state = step_across(crossings, past, delta, t_end)
             times = t_eval[(t_eval > t_cur) & (t_eval <= t_x)]
-            return [(t, state(t)) for t in times], t_x, state(t_x), 0
+            rows, y_x = [(t, state(t)) for t in times], state(t_x)
+            s_x, delta_x = crossings.approaching(t_x, y_x)
+            if not (s_x < crossings.gap and t_x < t_end):
+                return rows, t_x, y_x, 0
+            more, t_y, y_y, nfev = self._across(t_x, y_x, delta_x, [(t_x, y_x)], t_eval, True)   # (landed inside)
+            return rows + more, t_y, y_y, nfev
         t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
         rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x, crossings.onto(t_cur, y), t_eval,
                                   self.options["rtol"], float(np.min(self.options["atol"])),
@@ -333,6 +378,11 @@ class _Across:
         self.root = np.asarray(sol.i_events).reshape(-1) if sol.status == 2 and t_new > t_cur else None
         if t_new > t_cur:
             self.stalled = 0
+            self.short = self.short + 1 if math.isfinite(delta) and t_new - t_cur < CRAWL * abs(delta) else 0
+            if self.short > CRAWL_STEPS:
+                self.short = 0
+                raise IntegrationError(f"ida crawls at t = {t_cur:g}: {CRAWL_STEPS} steps below {CRAWL:g} times the "
+                                       f"time to the crossing (the loops' singular measure is {s:.2g} there)")
             return t_new, np.array(np.asarray(sol.y).reshape(-1), dtype=float)
         self.stalled += 1
         if self.stalled > 3:

@@ -1,4 +1,4 @@
-"""A run (the compiled adams, radau) that starts at, or within the gap of, a singular configuration of
+"""A run (the compiled adams, radau, ida) that starts at, or within the gap of, a singular configuration of
 its closed loops: the start across (docs/loops.md, "Adams: stepping across", "A start inside the gap").
 
 There the branch is chosen by the initial velocity (the state given is on the constraints and q'
@@ -13,7 +13,8 @@ the polynomial through those before it) and then fixed-point iterations, which c
 c T^2 (c the largest |dq''/dq|, T the stretch: 1e-3 on the N four-bar); nodes too near the crossing
 for their q'' to settle (its noise grows like 1 / d^3) are spread further (WIDEN). The integrator
 starts at the last node, outside the gap, as after a step across (adams_across.Across._jump,
-simulate._Stepped); output rows inside the stretch come from the polynomial, projected.
+simulate._Stepped, ida._Across._start_across); output rows inside the stretch come from the polynomial,
+projected.
 
 Left unresolved (the SingularStartWarning stays, saying why): a start at rest (no velocity to
 choose the branch by), iterations that do not settle, and a landing still inside the gap (a

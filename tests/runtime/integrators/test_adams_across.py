@@ -252,13 +252,14 @@ def test_a_start_the_branch_is_not_resolved_at_is_warned_about(models):
     """SingularStartWarning naming the loop for the N four-bar (N = 1) started at rest at the horizontal
     (J's rank 1 there, 2 at a state projected onto the constraints 1e-3 away: no velocity to choose
     the branch by) with adams, and 1e-6 rad from it (s = 2e-5, inside the gap 1e-3), at rest too,
-    with radau; none for adams and radau started there at 1 rad/s (the start across), none 1e-3 rad
-    from it. (ida, which has no start across, warns from the same test in singular.Crossings.)"""
+    with radau and ida; none for adams, radau and ida started there at 1 rad/s (the start across), none
+    1e-3 rad from it. (Before ida had the start across, it warned at 1 rad/s too.)"""
     from dynamica.errors import SingularStartWarning
     model = models[1]
     for phi, rate, method, warned in ((0.0, 0.0, "adams", "starts at a singular configuration of the closed loops "
                                        "'pin0', where which branch the motion continues on is not resolved (the run "
                                        "starts at rest"), (1e-6, 0.0, "radau", "within the gap"),
+                                      (1e-6, 0.0, "ida", "within the gap"), (0.0, -1.0, "ida", None),
                                       (0.0, -1.0, "radau", None), (0.0, -1.0, "adams", None),
                                       (1e-6, -1.0, "adams", None), (1e-3, -1.0, "adams", None)):
         q0, qd0 = nf.branch_state(model.coordinates, phi, rate)
@@ -387,7 +388,8 @@ def test_a_start_just_outside_the_gap_keeps_to_its_branch(models, method, within
     tenth of their lengths nearby) s fell to 8e-3 between the crossings, and both stepped across one
     that was not there at t = 0.33 (9.7 rad off after 3 s, no warning); with the rows' median lengths
     nearby, measured radau 8.0e-10 (through two points at the first crossing; 6.7e-11 by the
-    collocation), ida 1.4e-8 (ida warns: the start is inside its gap)."""
+    collocation), ida 1.4e-8 (warned: the start is inside its gap; now by the start across, unwarned,
+    5.8e-9)."""
     model = models[2]
     ia = model.coordinates.index("a0")
     q0, qd0 = nf.branch_state(model.coordinates, 1e-3, -1.0)
