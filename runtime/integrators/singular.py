@@ -113,7 +113,7 @@ def column_weights(model, assembly, Js) -> np.ndarray:
     angles, the median over `Js` (J at configurations near the start). Without lengths and angles
     both in loops w = 1. Measured on the isosceles slider-crank (tests/data/isosceles.yaml) at L =
     500 m: with J in its own units (w = 1) the x row, 1 m/m against 1e3 m/rad, was scaled by its
-    length at the start and fell to 3e-3 of its scale where the crank passes theta = 0: s = 6.5e-3
+    length at the start (1.5e2) and fell to 7e-3 of it where the crank passes theta = 0: s = 6.5e-3
     there, no crossing, and radau stepped across it (0.1 s, the crank 14.5 rad off at rtol 1e-8)."""
     kinds = {tr.q: tr.kind for b in model.spec.bodies for tr in b.joint if tr.q is not None}
     length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates], dtype=bool)
