@@ -66,6 +66,13 @@ class SingularStartWarning(RuntimeWarning):
     docs/loops.md, "Adams: stepping across"."""
 
 
+class SingularPassageWarning(RuntimeWarning):
+    """A step across a singular configuration of the closed loops landed off the state its
+    polynomial extrapolated (the projection onto the constraints moved it by a sizeable part of the
+    jump): the motion may have turned onto another branch there. The message names the loops and t.
+    docs/loops.md, "A slider moving fastest"."""
+
+
 class CacheWarning(UserWarning):
     """A cached module was damaged or foreign and is rebuilt (the message says why)."""
 

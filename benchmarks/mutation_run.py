@@ -260,6 +260,16 @@ MUTATIONS = [
              "        ratio = fabs(W.R[(size_t)(rank - 1) * m + W.perm[rank - 1]]) / fabs(W.R[W.perm[0]]);",
              "        ratio = 1.0;",
              ("tests/runtime/integrators/test_adams_across.py",)),
+    Mutation("crossings_mixed_units", "radau and ida measure s on J with its columns in the coordinates' own units "
+             "(a 1000 m slider's row falls far from any crossing: a step across onto another branch)",
+             "runtime/integrators/singular.py",
+             "        self.w = column_weights(model, assembly, self.nearby_jacobians(t0, q0)) if units else "
+             "np.ones(self.n)",
+             "        self.w = np.ones(self.n)",
+             ("tests/runtime/integrators/test_singular_slider.py",)),
+    Mutation("landing_guard_silent", "a step across whose landing the projection moved onto another branch is not "
+             "reported", "runtime/integrators/singular.py", "        if off > LANDING:", "        if False:",
+             ("tests/runtime/integrators/test_singular_slider.py",)),
     Mutation("ida_no_bridge", "ida at rtol 1e-12 stepping across singular loop configurations itself (no bridge)",
              "runtime/integrators/ida.py", "        self.bridged = options[\"rtol\"] < BRIDGE_RTOL",
              "        self.bridged = False",

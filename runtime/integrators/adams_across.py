@@ -81,16 +81,11 @@ def gap_units(model, crossings, t0, q0):
     in loops w = 1 and row_scale = Crossings.scale. On the isosceles slider-crank
     (tests/data/isosceles.yaml) at L = 500 m the slider's m/s set the gap, 1000 times its rad/s:
     adams ended 3.2e-6 rad off at rtol 1e-12 (1.4e-10 with w)."""
-    from dynamica.runtime.integrators.singular import ROW_FLOOR
-    kinds = {tr.q: tr.kind for b in model.spec.bodies for tr in b.joint if tr.q is not None}
-    length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates], dtype=bool)
-    rows = np.array([what.startswith("point") for _, what in crossings.assembly.layout(model)], dtype=bool)
-    w = np.ones(model.n)
-    if not length.any() or length.all() or not rows.any():
-        return w, crossings.scale
+    from dynamica.runtime.integrators.singular import ROW_FLOOR, column_weights
     Js = crossings.nearby_jacobians(t0, q0)
-    ell = float(np.median([np.linalg.norm(J[rows], axis=0) for J in Js], axis=0)[~length].max())
-    w[length] = 1.0 / ell if ell > 0.0 else 1.0
+    w = column_weights(model, crossings.assembly, Js)
+    if np.all(w == 1.0):
+        return w, crossings.scale
     nearby = np.median([np.linalg.norm(J / w, axis=1) for J in Js], axis=0)
     J0 = crossings.assembly.jacobian(model, q0, t0, crossings.params)[0]
     return w, 1.0 / np.maximum(np.linalg.norm(J0 / w, axis=1), ROW_FLOOR * nearby)[crossings.keep]
@@ -108,7 +103,7 @@ class Across:
         self.quiet_s2 = eps / (QUIET * self.tol)                          # s^2 below it: no projection
         self.stop = False
         q0 = np.asarray(y0, dtype=float)[:model.n]
-        self.crossings = Crossings(model, params, t0, q0, warn=False)
+        self.crossings = Crossings(model, params, t0, q0, warn=False, units=False)
         self.rates, self.row_scale = gap_units(model, self.crossings, t0, q0)     # (the gap's units)
         self.p = model.param_vector(params)
         self.near, self.past, self.extra_calls, self.jump = False, [], 0, None

@@ -80,6 +80,14 @@ LEAVE_CRAWL = 1e-6
 #: |delta|, 849 to 8118 steps (309 126 RHS calls in 0.3 s against 11 102 from 0.3 rad); the N four-bar
 #: (N = 1, 2, rtol 1e-8 ... 1e-12) and the slider-crank otherwise leave in at most 18 steps
 LEAVE_STEPS = 50
+#: the guard of a step across: a projection of its landing that moves the extrapolated positions by
+#: more than LANDING times the jump (max |w (q_onto - q_poly)| over max |w q'| (t_b - t_2), w the
+#: columns' units) or the velocities by more than LANDING max |w q'| is reported (SingularPassageWarning):
+#: the crossed branch lies at an angle, a sizeable part of the jump away. Measured on the branch (radau,
+#: ida, adams; rtol 1e-8 ... 1e-12): at most 1.7e-7 (isosceles slider-crank, L = 0.05 ... 500 m), 1.6e-8
+#: (N four-bar, N = 1, 2), 1.3e-8 (change-point four-bar); off it (s in mixed units, the slider-crank at
+#: L = 500 m) 5.7e-2 ... 3.9e3
+LANDING = 1e-2
 #: a row of J shorter than this at the start and nearby (relative to the longest) is left out (structurally zero)
 _ZERO_ROW = 1e-14
 #: a row of J is scaled by its length at the start, but at least ROW_FLOOR times its median length at
@@ -104,17 +112,46 @@ DEGENERATE_ROW = 0.5
 START_STEP = 1e-3
 
 
+def column_weights(model, assembly, Js) -> np.ndarray:
+    """w: 1 for a coordinate that is an angle (or not a joint's), 1 / ell for a length (prismatic,
+    screw), ell the loops' lever arm: the longest column of the 'point' rows of J (m/rad) over the
+    angles, the median over `Js` (J at configurations near the start). Without lengths and angles
+    both in loops w = 1. Measured on the isosceles slider-crank (tests/data/isosceles.yaml) at L =
+    500 m: with J in its own units (w = 1) the x row, 1 m/m against 1e3 m/rad, was scaled by its
+    length at the start (1.5e2) and fell to 7e-3 of it where the crank passes theta = 0: s = 6.5e-3
+    there, no crossing, and radau stepped across it (0.1 s, the crank 14.5 rad off at rtol 1e-8)."""
+    kinds = {tr.q: tr.kind for b in model.spec.bodies for tr in b.joint if tr.q is not None}
+    length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates], dtype=bool)
+    rows = np.array([what.startswith("point") for _, what in assembly.layout(model)], dtype=bool)
+    w = np.ones(model.n)
+    if not length.any() or length.all() or not rows.any():
+        return w
+    ell = float(np.median([np.linalg.norm(J[rows], axis=0) for J in Js], axis=0)[~length].max())
+    w[length] = 1.0 / ell if ell > 0.0 else 1.0
+    return w
+
+
+def nearby_jacobians(model, params, t0, q0) -> list:
+    """J at the NEARBY configurations around q0 (every coordinate moved by up to NEARBY_SPAN, a fixed draw)."""
+    from dynamica.runtime import assembly
+    draw = np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, model.n))
+    return [assembly.jacobian(model, q0 + dq, t0, params)[0] for dq in draw]
+
+
 class Crossings:
     """The singular measure of a model's loops and the step across (module docstring)."""
 
-    def __init__(self, model, params, t0, q0, gap=SINGULAR_GAP, warn=True, nearby=False):
+    def __init__(self, model, params, t0, q0, gap=SINGULAR_GAP, warn=True, nearby=False, units=True):
         from dynamica.runtime import assembly
         from dynamica.runtime.assembly import PROJECT_ITERATIONS, PROJECT_TOL
         self.model, self.params, self.assembly, self.gap = model, params, assembly, float(gap)
         self.n = model.n
         self.p = model.param_vector(params)
         self.opts = np.array([PROJECT_TOL, PROJECT_ITERATIONS], dtype=float)
-        J, _ = assembly.jacobian(model, q0, t0, params)
+        #: J's columns over w (`column_weights`: a length over the loops' lever arm) with `units`; adams
+        #: keeps w = 1 here (its watch is compiled; its gap has the units, adams_across.gap_units)
+        self.w = column_weights(model, assembly, self.nearby_jacobians(t0, q0)) if units else np.ones(self.n)
+        J = self._jacobian(q0, t0)
         lengths, median = np.linalg.norm(J, axis=1), self._nearby_lengths(t0, q0)
         norms = np.maximum(lengths, ROW_FLOOR * median)
         self.keep = norms > _ZERO_ROW * max(float(norms.max(initial=0.0)), 1e-300)
@@ -128,6 +165,7 @@ class Crossings:
         if warn:
             self.warn_at_start(t0, q0)
         self.passages = []                      # (t_2, t_b, s at t_2) of each step across
+        self.landings = []                      # the guard's measure of each (check_landing)
 
     def _start_gap(self, t0, q0, sv):
         """(where, rank_near) when q0 is a singular configuration (J's rank there below rank_near, its
@@ -164,7 +202,7 @@ class Crossings:
 
     def _weak_loops(self, t0, q0, r):
         """The loops whose equations carry J's r-th left singular vector at q0 (its weakest direction)."""
-        J, _ = self.assembly.jacobian(self.model, q0, t0, self.params)
+        J = self._jacobian(q0, t0)
         U = np.linalg.svd(J[self.keep] * self.scale[:, None])[0]
         u = np.abs(U[:, min(r, U.shape[1]) - 1])
         rows = np.nonzero(self.keep)[0][u > 0.3 * u.max()]
@@ -179,17 +217,20 @@ class Crossings:
     def nearby_jacobians(self, t0, q0) -> list:
         """J at the NEARBY configurations around q0 (every coordinate moved by up to NEARBY_SPAN, a
         fixed draw): what the rows' typical lengths are taken from (ROW_FLOOR; adams_across.gap_units)."""
-        draw = np.random.default_rng(0).uniform(-NEARBY_SPAN, NEARBY_SPAN, (NEARBY, self.n))
-        return [self.assembly.jacobian(self.model, q0 + dq, t0, self.params)[0] for dq in draw]
+        return nearby_jacobians(self.model, self.params, t0, q0)
 
     def _nearby_lengths(self, t0, q0) -> np.ndarray:
         """The median length of each row of J at NEARBY configurations around q0 (ROW_FLOOR)."""
-        return np.median([np.linalg.norm(J, axis=1) for J in self.nearby_jacobians(t0, q0)], axis=0)
+        return np.median([np.linalg.norm(J / self.w, axis=1) for J in self.nearby_jacobians(t0, q0)], axis=0)
+
+    def _jacobian(self, q, t):
+        """J with its columns over w: every column in the units of an angle's (m/rad for point rows)."""
+        return self.assembly.jacobian(self.model, q, t, self.params)[0] / self.w
 
     def _singular_values(self, q, t):
         if not self.keep.any():
             return np.zeros(0)
-        J, _ = self.assembly.jacobian(self.model, q, t, self.params)
+        J = self._jacobian(q, t)
         return np.linalg.svd(J[self.keep] * self.scale[:, None], compute_uv=False)
 
     def measure(self, t, q) -> float:
@@ -207,7 +248,7 @@ class Crossings:
             return 1.0, math.inf
         q, v = y[:self.n], y[self.n:2 * self.n]
         s = self.measure(t, q)
-        speed = float(np.abs(v).max())
+        speed = float(np.abs(self.w * v).max())
         if s >= (APPROACH * self.gap if within is None else within) or speed == 0.0:
             return s, math.inf
         eps = 1e-7 / speed
@@ -283,11 +324,30 @@ class Crossings:
         Q = npp.polyint(V) * scale
         self.passages.append((t2, float(t_b), self.measure(t2, y2[:n]), x))
 
-        def state(t):
+        def extrapolated(t):
             xi = (t - t2) / scale
-            return self.onto(t, np.concatenate([y2[:n] + (t - t2) * y2[n:] + npp.polyval(xi, Q),
-                                                y2[n:] + npp.polyval(xi, V)]))
-        return state
+            return np.concatenate([y2[:n] + (t - t2) * y2[n:] + npp.polyval(xi, Q), y2[n:] + npp.polyval(xi, V)])
+        self.check_landing(t2, float(t_b), y2, extrapolated(t_b))
+        return lambda t: self.onto(t, extrapolated(t))
+
+    def check_landing(self, t2, t_b, y2, y_poly):
+        """The guard of a step across (LANDING): how far the projection onto the constraints moved the
+        extrapolated landing y_poly, over the jump from y2; recorded in `landings`, and a
+        SingularPassageWarning naming the loops and t when beyond LANDING (another branch)."""
+        n = self.n
+        speed = float(np.abs(self.w * y2[n:2 * n]).max(initial=0.0))
+        moved = np.abs(np.tile(self.w, 2) * (self.onto(t_b, y_poly) - y_poly[:2 * n]))
+        off = max(float(moved[:n].max()) / (t_b - t2), float(moved[n:].max())) / speed if speed > 0.0 else 0.0
+        self.landings.append(off)
+        if off > LANDING:
+            import warnings
+
+            from dynamica.errors import SingularPassageWarning, user_stacklevel
+            warnings.warn(f"{self.model.spec.file}: the step across the singular configuration of the closed loops "
+                          f"{', '.join(self._weak_loops(t2, y2[:n], self.rank))} from t = {t2:.9g} to {t_b:.9g} "
+                          f"landed {off:.1e} of its jump off the state it extrapolated: the motion may have turned "
+                          "onto another branch there; check the result (a tighter tolerance, or output_step)",
+                          SingularPassageWarning, stacklevel=user_stacklevel())
 
 
 def strict_functions(model, params):

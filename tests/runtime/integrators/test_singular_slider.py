@@ -86,3 +86,55 @@ def test_radau_prints_no_overflow_where_the_equations_ignore_a_coordinate(model,
         warnings.simplefilter("error", RuntimeWarning)
         dynamica.simulate(model, t_end=T_END, output_step=0.005, params={"L": 0.05, "g": 9.81}, rtol=1e-10,
                           atol=1e-10, method="radau", q0=q0, qd0=qd0)
+
+
+def test_the_singular_measure_is_the_same_at_every_length(model):
+    """s = sigma_r / sigma_1 of J with its columns in consistent units (singular.column_weights: a
+    length over the loop's lever arm) along the moving-slider branch is the same at L = 0.05, 5 and
+    500 m, and far from the gap where the crank passes theta = 0 and pi (no crossing there). With J
+    in its own units s was 6.5e-3 at L = 500 m there (the slider's row, 1 m/m against 1e3 m/rad,
+    scaled by its length at the start): radau stepped across a crossing that was not there."""
+    from dynamica.runtime.integrators.singular import Crossings
+    thetas = (0.0, 1.0, 1.5, 1.57, np.pi, 5.0, 2 * np.pi)
+    measures = []
+    for length in (0.05, 5.0, 500.0):
+        params = {"L": length, "g": 9.81 * length / 0.05}
+        cr = Crossings(model, params, 0.0, sc.branch_state(0.3, 30.0, length)[0], warn=False, nearby=True)
+        measures.append([cr.measure(0.0, sc.branch_state(th, 30.0, length)[0]) for th in thetas])
+    np.testing.assert_allclose(measures[1], measures[0], rtol=1e-6)
+    np.testing.assert_allclose(measures[2], measures[0], rtol=1e-6)
+    assert min(measures[2][0], measures[2][4], measures[2][6]) > 0.5, measures[2]
+    assert measures[2][3] < 1e-3, measures[2]          # (the crossing itself, 8e-4 rad from pi/2)
+
+
+@pytest.mark.parametrize("rtol, t_end", [(1e-8, 0.45), (1e-12, 0.3)])
+def test_radau_keeps_the_branch_where_the_slider_moves_fastest(model, rtol, t_end):
+    """radau at L = 500 m (the slider's m/s 1000 times the crank's rad/s) past the crank's theta = pi
+    (t = 0.18) and 2 pi (t = 0.33): the crank angle within 100 rtol of the reduced equation, no
+    SingularPassageWarning (measured 3.9e-9 and 4.4e-13 rad over 1 s). Before, s in mixed units
+    stepped across there, onto another branch: 14.5 and 1.09 rad off after 1 s, silently."""
+    import warnings
+
+    from dynamica.errors import SingularPassageWarning
+    params = {"L": 500.0, "g": 9.81 * 500.0 / 0.05}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SingularPassageWarning)
+        res = dynamica.simulate(model, t_end=t_end, output_step=0.005, params=params, rtol=rtol, atol=rtol,
+                                method="radau")
+    ref, _ = sc.reference(res.t, 0.3, 30.0, 500.0, g=params["g"])
+    err = float(np.abs(res.q[:, 0] - ref).max())
+    assert err <= 100 * rtol, err
+
+
+def test_a_landing_off_the_extrapolated_state_is_reported(model, monkeypatch):
+    """The guard of the step across (singular.LANDING): with the singular measure in mixed units (J's
+    columns as they are, the code before) radau at L = 500 m, rtol 1e-8 steps across at theta = 2 pi
+    (t = 0.33) where there is no crossing, and lands 3.9e3 jumps off its extrapolation (on the branch:
+    at most 1.7e-7 measured), onto another branch: a SingularPassageWarning naming the loop and t."""
+    from dynamica.errors import SingularPassageWarning
+    from dynamica.runtime.integrators import singular
+    init = singular.Crossings.__init__
+    monkeypatch.setattr(singular.Crossings, "__init__", lambda self, *a, **k: init(self, *a, **{**k, "units": False}))
+    params = {"L": 500.0, "g": 9.81 * 500.0 / 0.05}
+    with pytest.warns(SingularPassageWarning, match=r"'pin' from t = 0\.33"):
+        dynamica.simulate(model, t_end=0.45, output_step=0.005, params=params, rtol=1e-8, atol=1e-8, method="radau")
