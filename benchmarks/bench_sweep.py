@@ -10,6 +10,9 @@ row), l2 varied over the cases. Measured:
     serial          : `sweep(..., scheduler="serial")`, the study's rows built (the per-case cost c)
     processes W     : `sweep(..., scheduler="processes", workers=W)`, W = 1, 2 (the default local path:
                       workers forked with the study, rows back through shared memory)
+    2 independent   : two other Python processes, started and warmed up before the rounds, each
+                      running `"serial"` on half the cases at once (no pool at all): the machine's
+                      ceiling for two processes, against which the pool's own cost shows
     dask W          : `sweep` on a LocalCluster of W worker processes (after a warm-up study)
     workers' start  : a study of one short case a worker on the local processes
     no-op task      : the cost of one task through Dask
@@ -122,6 +125,51 @@ print(t1 - t0, time.perf_counter() - t1)
 """
 
 
+_HALF = """
+import resource, sys, time
+import numpy as np, pandas as pd
+import dynamica
+from dynamica.runtime.studies.sweep import sweep
+model = dynamica.load(sys.argv[1])
+outputs = list(dict(model.output_layout))
+values = np.linspace(0.5, 1.0, int(sys.argv[2]))[int(sys.argv[3])::2]
+sweep(model, pd.DataFrame({"l2": values[:50]}), 1.0, outputs=outputs, scheduler="serial")
+print("ready", flush=True)
+for _ in sys.stdin:
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    table = sweep(model, pd.DataFrame({"l2": values}), 1.0, outputs=outputs, scheduler="serial")
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    assert (table["status"] == "ok").all()
+    print(time.perf_counter() - t0, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, flush=True)
+"""
+
+
+class Halves:
+    """Two independent Python processes, each running `"serial"` on every other case (half the
+    study) when told: what two processes do on this machine without any pool."""
+
+    def __init__(self, n):
+        import subprocess
+        self.procs = [subprocess.Popen([sys.executable, "-c", _HALF, str(MODEL), str(n), str(i)], text=True,
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE) for i in range(2)]
+        for p in self.procs:
+            assert p.stdout.readline().strip() == "ready"
+
+    def run(self):
+        """(wall s from the start of both to the end of the later, CPU s of both)."""
+        t0 = time.perf_counter()
+        for p in self.procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        cpu = sum(float(p.stdout.readline().split()[1]) for p in self.procs)
+        return time.perf_counter() - t0, cpu
+
+    def close(self):
+        for p in self.procs:
+            p.stdin.close()
+            p.wait()
+
+
 def fresh_study(scheduler, n, rounds=3):
     """(import and load s, study s) of the first study in a new Python process (the model in the
     cache): what a script pays, the first case's imports included. Best of `rounds`."""
@@ -179,17 +227,21 @@ def main(argv=None):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load0 = os.getloadavg()
     study(model, values[:50], outputs, "serial")                        # imports, caches
+    halves = Halves(n)
     # the paths interleaved, best of --repeat each: a burst of other people's work on the shared
     # machine then costs every path alike instead of the ones measured during it
-    loops, serials, proc_runs, paired = [], [], {1: [], 2: []}, []
+    loops, serials, proc_runs, paired, halved = [], [], {1: [], 2: []}, [], []
     for r in range(args.repeat):
-        print(f"[bench] round {r + 1} of {args.repeat}: loop, serial, processes 1 and 2 ...", file=sys.stderr,
-              flush=True)
+        print(f"[bench] round {r + 1} of {args.repeat}: loop, serial, processes 1 and 2, 2 independent ...",
+              file=sys.stderr, flush=True)
         loops.append(simulate_loop(model, values))
         serials.append(study(model, values, outputs, "serial"))
         for w in (1, 2):
             proc_runs[w].append(study(model, values, outputs, "processes", workers=w))
-        paired.append(serials[-1][0] / proc_runs[2][-1][0])
+        halved.append(halves.run())
+        paired.append((serials[-1][0] / proc_runs[2][-1][0], serials[-1][0] / halved[-1][0],
+                       halved[-1][0] / proc_runs[2][-1][0]))
+    halves.close()
     t_loop = min(loops)
     serial = min(serials, key=lambda r: r[0])
     ref = serial[3]
@@ -202,6 +254,8 @@ def main(argv=None):
             same = run[3].drop(columns=["wall_time", "worker"]).equals(ref.drop(columns=["wall_time", "worker"]))
             assert same, "the processes' rows differ from the serial rows"
         rows.append((f"processes, {w} worker{'s' if w > 1 else ''}", proc[w][0], w))
+    half = min(halved)
+    rows.append(("2 independent (N/2 serial)", half[0], 2))
     fresh = {s: fresh_study(s, n) for s in ("serial", "processes")}
     start_1 = pool_start(model, 1)
     start_p = pool_start(model, 2)
@@ -235,14 +289,23 @@ def main(argv=None):
     b2 = block_sizes(n, 2, None, True)             # the blocks of the forked workers (guided)
     lines += [
         "",
-        f"serial / 2 workers, round by round: {' '.join(f'{x:.2f}' for x in paired)}; median "
-        f"{float(np.median(paired)):.2f}",
+        "round by round (the paths of a round measured seconds apart), median last:",
+        f"  serial / 2 workers:         {' '.join(f'{x[0]:.2f}' for x in paired)}; median "
+        f"{float(np.median([x[0] for x in paired])):.2f}",
+        f"  serial / 2 independent:     {' '.join(f'{x[1]:.2f}' for x in paired)}; median "
+        f"{float(np.median([x[1] for x in paired])):.2f}   (the machine's ceiling for two processes)",
+        f"  2 independent / 2 workers:  {' '.join(f'{x[2]:.2f}' for x in paired)}; median "
+        f"{float(np.median([x[2] for x in paired])):.2f}   (1: the pool costs nothing beyond two processes)",
         "",
         "CPU seconds per case (resource.getrusage: this process, and the worker processes once reaped):",
         f"  serial (one process):                      {1e3 * cs:7.3f} ms   (its wall time {1e3 * c:.3f} ms)",
         f"  processes, 2 workers: in the workers        {1e3 * cw_measured:7.3f} ms   "
         f"(1 worker: {1e3 * workers1 / n:.3f} ms)",
         f"                        in the parent         {1e3 * cp:7.3f} ms   (1 worker: {1e3 * parent1 / n:.3f} ms)",
+        f"  2 independent processes (serial on N/2 each, at once): {1e3 * half[1] / n:7.3f} ms   "
+        f"(median of the rounds {1e3 * float(np.median([h[1] for h in halved])) / n:.3f} ms; serial's "
+        f"{1e3 * float(np.median([x[1] for x in serials])) / n:.3f} ms, 2 workers' "
+        f"{1e3 * float(np.median([x[2] for x in proc_runs[2]])) / n:.3f} ms)",
         f"  per-case overhead of the pool (workers' CPU - serial CPU): {1e3 * (cw_measured - cs):7.3f} ms; "
         f"{len(b2)} blocks ({b2[0]} cases down to {b2[-1]}, claimed by the workers as they free up)",
         f"  the model below takes the workers' CPU a case as max(measured, serial) = {1e3 * cw:.3f} ms "

@@ -281,6 +281,53 @@ def test_the_pool_of_platforms_that_spawn_gives_the_same_rows(pendulum, monkeypa
     assert all(w.startswith("process ") for w in table["worker"])
 
 
+def _mapped_blocks() -> int:
+    """glibc's count of the blocks malloc mapped on their own (mallinfo2().hblks)."""
+    import ctypes
+
+    class Info(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                         "fsmblks", "uordblks", "fordblks", "keepcost")]
+    mallinfo2 = ctypes.CDLL(None).mallinfo2
+    mallinfo2.restype = Info
+    return int(mallinfo2().hblks)
+
+
+def test_a_forked_worker_keeps_the_memory_it_frees(pendulum, monkeypatch, tmp_path):
+    """Each forked worker has its allocator keep what it frees (pool.keep_heap): after it, a
+    24 MB block (under glibc's 32 MB ceiling) comes from the heap, not from a mapping of its own
+    that a free would give back (mallinfo2's count of mapped blocks is unchanged); the rows are
+    the serial ones."""
+    import os
+    import platform
+
+    from dynamica.runtime.studies import pool
+    if platform.libc_ver()[0] != "glibc" or not hasattr(os, "fork"):
+        pytest.skip("glibc's allocator and fork")
+    try:
+        _mapped_blocks()
+    except AttributeError:
+        pytest.skip("glibc without mallinfo2 (before 2.33)")
+    keep_heap = pool.keep_heap
+
+    def checked():
+        kept = keep_heap()
+        before = _mapped_blocks()
+        block = np.empty(3 << 20)                   # 24 MB
+        block[:] = 1.0
+        (tmp_path / str(os.getpid())).write_text(f"{kept} {_mapped_blocks() - before}")
+        del block
+        return kept
+
+    monkeypatch.setattr(pool, "keep_heap", checked)
+    cases = pd.DataFrame({"l2": np.linspace(0.5, 1.0, 6)})
+    table = sweep(pendulum, cases, T_END, outputs=["potential_energy"], workers=2, batch_size=1)
+    serial = sweep(pendulum, cases, T_END, outputs=["potential_energy"], scheduler="serial")
+    pd.testing.assert_frame_equal(_rows(table), _rows(serial), check_exact=True)
+    reports = [f.read_text() for f in tmp_path.iterdir()]
+    assert len(reports) == 2 and all(r == "True 0" for r in reports), reports
+
+
 def _unpicklable_column(result, case):
     import threading
     return {"lock": threading.Lock()}
