@@ -100,7 +100,8 @@ def main():
     print("* the same integrator on the reduced equation itself (radau: scipy's Radau; one coordinate, no loop);\n"
           "the reference: DOP853 at 1e-13;\n"
           "rate: |a0'| at the crossings (rad/s); turn: how far past a crossing the motion turns back (rad);\n"
-          "crossings: of the horizontal by the reduced equation; passages: the run's steps across")
+          "crossings: of the horizontal by the reduced equation; passages: info['singular_passages'] (the\n"
+          "steps across; adams's also the crossings it stepped over itself)")
 
 
 if __name__ == "__main__":

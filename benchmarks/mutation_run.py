@@ -242,7 +242,7 @@ MUTATIONS = [
              ("tests/runtime/integrators/test_adams_across.py",)),
     Mutation("stepped_over_unlisted", "the crossings adams stepped over itself left out of its passages",
              "runtime/integrators/adams_across.py",
-             "            cr.passages.append((self.over[0], float(t), self.over[1], np.empty(0)))",
+             "            self.crossings.passages.append((self.over[0], float(t), self.over[1], np.empty(0)))",
              "            pass",
              ("tests/runtime/integrators/test_adams_across.py",)),
     Mutation("radau_leave_steps", "radau leaving a crossing on the weak rows' treatment however many steps it takes",
@@ -299,10 +299,9 @@ MUTATIONS = [
              ("tests/runtime/integrators/test_singular_implicit.py",)),
     Mutation("start_gap_unprojected", "a start inside the gap counts as a regular one where the state nearby "
              "it is told by does not project", "runtime/integrators/singular.py",
-             "        rank_near = self.rank                        # (no state nearby to compare with: the gap alone "
-             "decides)\n        if self.model.module.project(float(t0), y, self.p, self.opts) == 0:",
-             "        if self.model.module.project(float(t0), y, self.p, self.opts) != 0:\n            return None\n"
-             "        if True:",
+             "            if self.model.module.project(float(t0), y, self.p, self.opts) == 0:\n                near",
+             "            if self.model.module.project(float(t0), y, self.p, self.opts) != 0:\n"
+             "                return None\n            if True:\n                near",
              ("tests/runtime/integrators/test_singular_implicit.py",)),
     Mutation("ida_contact_not_restarted", "ida does not start anew at a contact's root",
              "runtime/integrators/ida.py", "                if self.root is not None:", "                if False:",

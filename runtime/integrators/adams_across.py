@@ -190,6 +190,8 @@ class Across:
         st, cr = self.st, self.crossings
         t, y = st.t, st.y
         if st.done:
+            if self.over is not None:
+                self._stepped_over(t, cr.approaching(t, y, within=math.inf)[1])
             return j
         remember(self.past, t, y)
         before = self.h_before
@@ -197,9 +199,7 @@ class Across:
         st.projecting = s * s >= self.quiet_s2 or self.drifted(t, y)     # (from the next step)
         inside = GAP / max(float(np.abs(y[self.model.n:2 * self.model.n] * self.rates).max()), 1e-300)  # gap's time
         h, self.h_before = t - st.t_old, t - st.t_old
-        if self.over is not None and not 0.0 < delta < math.inf:    # it stepped over: listed, no points
-            cr.passages.append((self.over[0], float(t), self.over[1], np.empty(0)))
-            self.over = None
+        self._stepped_over(t, delta)
         if 0.0 < delta < inside or (0.0 < delta < CRAWL * inside and h < min(1e-2 * delta, 1.5 * before)):
             t_b = min(t + JUMP * delta, st.t_bound)
             if self._few(t_b):              # adams steps over it itself
@@ -220,6 +220,13 @@ class Across:
             cap = inside if delta - inside >= 0.75 * inside else max(delta - 0.75 * inside, 1e-3 * delta)
         st.max_step = min(cap, self.user_max)
         return j
+
+    def _stepped_over(self, t, delta):
+        """After adams was let step over a crossing itself (`over`): once the state no longer heads into
+        it, the passage is listed (t before it, t after it, s before it, no points)."""
+        if self.over is not None and not 0.0 < delta < math.inf:
+            self.crossings.passages.append((self.over[0], float(t), self.over[1], np.empty(0)))
+            self.over = None
 
     def _few(self, t_b) -> bool:
         """Whether the states since the hand-over (or the start, or the last step across) give fewer than

@@ -300,9 +300,9 @@ class _Across:
         t_b = min(t_b, self.t_end)
         y_b, rows = state(t_b), [(t, state(t)) for t in t_eval[t_eval <= t_b]]
         self._no_contact_within(self.t0, rows, t_b, y_b)
+        self.calls += calls                    # (before its rows, which a stream reads between)
         yield from rows
         j += len(rows)
-        self.calls += calls
         self.last = t_b - self.t0
         return t_b, self._start(t_b, y_b[:n], y_b[n:], self.crossings.qdd(t_b, y_b[:n], y_b[n:])), j
 
@@ -378,7 +378,10 @@ class _Across:
         self.root = np.asarray(sol.i_events).reshape(-1) if sol.status == 2 and t_new > t_cur else None
         if t_new > t_cur:
             self.stalled = 0
-            self.short = self.short + 1 if math.isfinite(delta) and t_new - t_cur < CRAWL * abs(delta) else 0
+            h, allowed = t_new - t_cur, min(stop - t_cur, self.options.get("max_step", math.inf))
+            # (a step IDA chose: one cut by tstop or held by the user's `step` is no crawl)
+            self.short = self.short + 1 if math.isfinite(delta) and h < CRAWL * abs(delta) and h < 0.5 * allowed \
+                else 0
             if self.short > CRAWL_STEPS:
                 self.short = 0
                 raise IntegrationError(f"ida crawls at t = {t_cur:g}: {CRAWL_STEPS} steps below {CRAWL:g} times the "

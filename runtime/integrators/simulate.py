@@ -281,15 +281,16 @@ class _Stepped:
                 across = self._across()
             if across is not None:
                 t_b, state = across
-                while j < len(times) and times[j] <= t_b:
+                self.nfev_before += len(self.crossings.passages[-1][3])   # (its q'' calls: before its rows,
+                while j < len(times) and times[j] <= t_b:                 # which a stream reads between)
                     yield times[j], state(times[j])
                     j += 1
                 y_b = state(t_b)
-                self.nfev_before += solver.nfev + len(self.crossings.passages[-1][3])  # (its q'' calls)
                 self.past, self.last_step = [(t_b, y_b)], math.inf
-                self.solver = solver = self.start(t_b, y_b, first_step=min(solver.step_size, t_b - solver.t)) \
-                    if t_b < solver.t_bound else solver
-                if t_b >= solver.t_bound:
+                if t_b < solver.t_bound:
+                    self.nfev_before += solver.nfev
+                    self.solver = solver = self.start(t_b, y_b, first_step=min(solver.step_size, t_b - solver.t))
+                else:
                     solver.t, solver.y, solver.status = t_b, y_b, "finished"
                 if self.every_step:
                     yield t_b, y_b
@@ -300,16 +301,17 @@ class _Stepped:
         t_b, state, calls = self.begin
         times, solver, self.begin = self.times, self.solver, None
         t_b = min(t_b, solver.t_bound)
+        self.nfev_before += calls              # (before its rows, which a stream reads between)
         while j < len(times) and times[j] <= t_b:
             yield times[j], state(times[j])
             j += 1
         y_b = state(t_b)
-        self.nfev_before += solver.nfev + calls
         self.past = [(t_b, y_b)]
         if self.strict:
             from dynamica.runtime.integrators.singular import STRICT_FROM
             self.away = self.crossings.measure(t_b, y_b[:self.crossings.n]) >= STRICT_FROM
         if t_b < solver.t_bound:
+            self.nfev_before += solver.nfev
             self.solver = self.start(t_b, y_b)
         else:
             solver.t, solver.y, solver.status = t_b, y_b, "finished"

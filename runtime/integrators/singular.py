@@ -177,11 +177,13 @@ class Crossings:
         and ida left it by their own step across from two points.)"""
         if not len(sv):
             return None
-        y = np.concatenate([q0 + np.random.default_rng(1).uniform(-START_STEP, START_STEP, self.n), np.zeros(self.n)])
-        rank_near = self.rank                        # (no state nearby to compare with: the gap alone decides)
-        if self.model.module.project(float(t0), y, self.p, self.opts) == 0:
-            near = self._singular_values(y[:self.n], t0)
-            rank_near = int(np.sum(near > 1e-8 * near[0])) if np.all(np.isfinite(near)) else self.rank
+        rank_near = self.rank           # (no state nearby projects: the gap alone decides, blind to a start
+        for step in (START_STEP, 0.1 * START_STEP):     # exactly at one, whose J has its own rank there)
+            y = np.concatenate([q0 + np.random.default_rng(1).uniform(-step, step, self.n), np.zeros(self.n)])
+            if self.model.module.project(float(t0), y, self.p, self.opts) == 0:
+                near = self._singular_values(y[:self.n], t0)
+                rank_near = int(np.sum(near > 1e-8 * near[0])) if np.all(np.isfinite(near)) else self.rank
+                break
         s = float(sv[self.rank - 1] / sv[0]) if self.rank else 1.0
         if rank_near <= self.rank and s >= self.gap:
             return None
