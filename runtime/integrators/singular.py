@@ -341,7 +341,8 @@ class Crossings:
         n = self.n
         speed = float(np.abs(self.w * y2[n:2 * n]).max(initial=0.0))
         moved = np.abs(np.tile(self.w, 2) * (self.onto(t_b, y_poly) - y_poly[:2 * n]))
-        off = max(float(moved[:n].max()) / (t_b - t2), float(moved[n:].max())) / speed if speed > 0.0 else 0.0
+        jump = abs(t_b - t2)
+        off = max(float(moved[:n].max()) / jump, float(moved[n:].max())) / speed if speed > 0.0 and jump > 0.0 else 0.0
         self.landings.append(off)
         if off > LANDING:
             import warnings
