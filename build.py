@@ -28,8 +28,6 @@ import time
 import warnings
 from pathlib import Path
 
-from filelock import FileLock
-
 from dynamica import cache as cache_store
 from dynamica.errors import BuildError, user_stacklevel
 from dynamica.version import __version__
@@ -255,6 +253,7 @@ def compile_bundle(bundle, cache: Path | None = None, compile_args=None, progres
     _writable_root(cache)
     fingerprint = tool_fingerprint() if key_parts is None else \
         "parts:" + hashlib.sha256("\0".join(key_parts).encode()).hexdigest()
+    from filelock import FileLock  # (here: a cache hit takes no lock, and filelock's import costs 20 ms)
     try:
         with FileLock(str(final) + ".lock"):
             found = _build_locked(bundle, cache, final, key, compile_args, progress,

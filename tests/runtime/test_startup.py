@@ -18,7 +18,7 @@ import dynamica
 from conftest import MODELS
 
 #: what a cache hit must not import: the generator's heavy parts and what they use
-HEAVY = ("sympy", "jinja2", "yaml", "scipy", "matplotlib", "pint", "dynamica.generator.spec.expr",
+HEAVY = ("sympy", "jinja2", "yaml", "scipy", "matplotlib", "pint", "filelock", "dynamica.generator.spec.expr",
          "dynamica.generator.spec.units",
          "dynamica.generator.spec.loader", "dynamica.generator.render", "dynamica.generator.pipeline",
          "dynamica.generator.forms")
