@@ -381,7 +381,8 @@ def test_a_cache_that_cannot_be_written(tmp_path, monkeypatch, where):
 
             def __exit__(self, *exc):
                 pass
-        monkeypatch.setattr(build, "FileLock", NoLock)
+        import filelock
+        monkeypatch.setattr(filelock, "FileLock", NoLock)            # (build.py imports it to build)
     try:
         with pytest.raises(CacheError) as info:
             dynamica.load(model, cache=cache_dir)
