@@ -168,6 +168,7 @@ class Across:
             if code not in (0, watch):
                 return code, j
             if self.stopped(steps):
+                self._stopped_over()
                 return 0, j
             if not self.near:
                 if code != watch:
@@ -227,6 +228,14 @@ class Across:
         if self.over is not None and not 0.0 < delta < math.inf:
             self.crossings.passages.append((self.over[0], float(t), self.over[1], np.empty(0)))
             self.over = None
+
+    def _stopped_over(self):
+        """When the events end the run in a step adams took over a crossing itself: the passage listed if
+        the state at the events' time no longer heads into it (as at t_bound, `_after_step`)."""
+        t_stop = getattr(self.on_step, "t_end", None)
+        if self.over is not None and t_stop is not None:
+            y = np.asarray(self.st.intrp(t_stop), dtype=float).reshape(-1)
+            self._stepped_over(t_stop, self.crossings.approaching(t_stop, y, within=math.inf)[1])
 
     def _few(self, t_b) -> bool:
         """Whether the states since the hand-over (or the start, or the last step across) give fewer than

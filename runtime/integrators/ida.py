@@ -277,13 +277,13 @@ class _Across:
                 continue                                 # (IDA handed back its current point)
             crossing = t_new is not None and (crossings.crossing(s, delta, step)
                                               or self._heading_in(s, delta) and step < CRAWL * delta)
-            if crossing or failed:
+            if (crossing or failed) and t_cur < t_end:       # (a last step that ends at t_end in a gap ends the run)
                 fresh = 0 if crossing else fresh
                 rows, t_x, y_x, nfev = self._across(t_cur, y_new, delta, past, t_eval[j:], failed)
                 self._no_contact_within(t_cur, rows, t_x, y_x)
+                self.calls += nfev                       # (before its rows, which a stream reads between)
                 yield from rows
                 j += len(rows)
-                self.calls += nfev
                 self.last, t_cur, y_new, fresh = t_x - t_cur, t_x, y_x, fresh + 1
                 yy = self._start(t_x, y_x[:n], y_x[n:], crossings.qdd(t_x, y_x[:n], y_x[n:]))
                 past = [(t_cur, y_x)]
@@ -348,10 +348,15 @@ class _Across:
         0.915) IDA started anew took accepted steps of one ulp of t for ever, from the branch's exact state
         there too; bridged on from the landing, 3096 residual calls to t = 1 (10 152 with IDA crawling
         CRAWL_STEPS steps first), a0 within 6.8e-9 rad."""
+        from dynamica.errors import IntegrationError
         from dynamica.runtime.integrators.singular import step_across
         crossings, t_end = self.crossings, self.t_end
         if not (self.bridged or failed):
-            t_x, state = step_across(crossings, past, delta, t_end)
+            stepped = step_across(crossings, past, delta, t_end)
+            if stepped is None:
+                raise IntegrationError(f"ida failed at t = {t_cur:g}: the crossing of a singular configuration ahead "
+                                       f"is nearer than the resolution of t ({delta:.3g} s)")
+            t_x, state = stepped
             times = t_eval[(t_eval > t_cur) & (t_eval <= t_x)]
             rows, y_x = [(t, state(t)) for t in times], state(t_x)
             s_x, delta_x = crossings.approaching(t_x, y_x)
@@ -360,6 +365,10 @@ class _Across:
             more, t_y, y_y, nfev = self._across(t_x, y_x, delta_x, [(t_x, y_x)], t_eval, True)   # (landed inside)
             return rows + more, t_y, y_y, nfev
         t_x = min(t_cur + (BRIDGE * abs(delta) if math.isfinite(delta) else self.last), t_end)
+        if not t_x > t_cur:                     # (not heading in nor leaving, before any bridge: nothing to span)
+            raise IntegrationError(f"ida failed at t = {t_cur:g} next to a singular configuration of the loops "
+                                   f"(singular measure {crossings.measure(t_cur, y[:self.n]):.2g}), with no bridge "
+                                   f"length to go on by")
         rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x, crossings.onto(t_cur, y), t_eval,
                                   self.options["rtol"], float(np.min(self.options["atol"])),
                                   self.options.get("max_step", math.inf), past)

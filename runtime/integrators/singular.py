@@ -423,4 +423,6 @@ def step_across(crossings, past, delta, t_end, points=PAST):
     if not (math.isfinite(delta) and delta > 0.0) or len(past) < 2:
         return None
     t_b = min(float(past[-1][0]) + 2.0 * delta, t_end)
+    if t_b <= past[-1][0]:                      # no jump left (t_end reached): no polynomial over a zero span
+        return None
     return t_b, crossings.across(past, t_b, points)

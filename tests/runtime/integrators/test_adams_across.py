@@ -242,16 +242,25 @@ def test_a_run_ending_just_past_a_crossing_it_stepped_over_lists_it(models):
     """The N four-bar (N = 1) from 3e-2 rad, heading down at 1 rad/s, at rtol 1e-12: adams steps over the
     first crossing itself (too few points for a step across); a run that ends 1e-6 s before that step
     ended (past the crossing) lists it too, up to its end (it was lost when the run's last step was the
-    one over the crossing)."""
+    one over the crossing); so does a run a terminal event ends at that time (it was lost there too)."""
     model = models[1]
     q0, qd0 = nf.branch_state(model.coordinates, 3e-2, -1.0)
     _, when = _reduced_a0(1, 3e-2, np.linspace(0.0, 0.1, 11), when=True)
     options = {"rtol": 1e-12, "atol": 1e-12, "output_step": 1e-3, "q0": q0, "qd0": qd0}
     first = dynamica.simulate(model, t_end=0.1, **options).info["singular_passages"][0]
     assert len(first[3]) == 0 and first[0] - 1e-4 <= when[0] <= first[1] + 1e-4, (first, when)
-    res = dynamica.simulate(model, t_end=first[1] - 1e-6, **options)
+    t_stop = first[1] - 1e-6
+    res = dynamica.simulate(model, t_end=t_stop, **options)
     spans = [p[:2] for p in res.info["singular_passages"]]
-    assert spans == [(first[0], first[1] - 1e-6)], spans
+    assert len(spans) == 1 and spans[0] == pytest.approx((first[0], t_stop), abs=1e-12), spans
+
+    def stop(t, y):
+        return t - t_stop
+    stop.terminal = True
+    res = dynamica.simulate(model, t_end=0.1, events=[stop], **options)
+    spans = [p[:2] for p in res.info["singular_passages"]]
+    assert res.info["t_events"][0][0] == pytest.approx(t_stop, abs=1e-12)
+    assert len(spans) == 1 and spans[0] == pytest.approx((first[0], t_stop), abs=1e-12), spans
 
 
 def test_a_pure_atol_run_steps_across(models):

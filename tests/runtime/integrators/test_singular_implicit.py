@@ -451,6 +451,38 @@ def test_a_streamed_run_ending_inside_the_start_across_counts_its_calls(models, 
     assert np.array_equal(runs[0].q[-1], runs[1].q[-1])
 
 
+@pytest.mark.parametrize("rtol, t_end", [(1e-10, 0.15705), (1e-10, 0.1571), (1e-12, 0.155)])
+def test_ida_ending_as_its_last_step_enters_a_crossings_gap(models, rtol, t_end):
+    """The N four-bar (N = 1) from 0.3 rad heading down at 1 rad/s: IDA's last step, cut at t_end, ends
+    inside the gap of the first crossing (near t = 0.157), heading in. The run ends there, on the branch
+    (the reduced equation by DOP853 at 1e-14: within 100 rtol), streamed with the plain run's calls
+    (it stepped across from t_end with no span left: numpy's "SVD did not converge" at rtol 1e-10,
+    scipy's "first_step must be positive" from the bridge at 1e-12)."""
+    from scipy.integrate import solve_ivp
+    model = models[1]
+    q0, qd0 = nf.branch_state(model.coordinates, 0.3, -1.0)
+    c = nf.reduced_coefficient(1)
+    exact = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, t_end), [0.3, -1.0], method="DOP853",
+                      rtol=1e-14, atol=1e-14).y[:, -1]
+    runs = [dynamica.simulate(model, t_end=t_end, rtol=rtol, atol=rtol, q0=q0, qd0=qd0, method="ida",
+                              output_step=1e-3, **kw) for kw in ({}, {"progress": lambda *a, **k: None})]
+    q_end, v_end = nf.branch_state(model.coordinates, *exact)
+    assert runs[0].t[-1] == t_end and np.abs(runs[0].q[-1] - q_end).max() <= 100 * rtol
+    assert runs[0].nfev == runs[1].nfev and np.array_equal(runs[0].q[-1], runs[1].q[-1])
+
+
+def test_a_streamed_ida_run_ending_inside_its_bridge_counts_its_calls(models):
+    """ida at rtol 1e-12 (the bridge, radau, over the crossing), the N four-bar (N = 1) from 0.3 rad
+    heading down at 1 rad/s, ended at t = 0.1577 inside the bridge: streamed for `progress` it reports
+    the plain run's calls (the bridge's were counted after its rows: 1258 against 1369)."""
+    model = models[1]
+    q0, qd0 = nf.branch_state(model.coordinates, 0.3, -1.0)
+    runs = [dynamica.simulate(model, t_end=0.1577, rtol=1e-12, atol=1e-12, q0=q0, qd0=qd0, method="ida",
+                              output_step=1e-3, **kw) for kw in ({}, {"progress": lambda *a, **k: None})]
+    assert runs[0].nfev == runs[1].nfev, (runs[0].nfev, runs[1].nfev)
+    assert np.array_equal(runs[0].q[-1], runs[1].q[-1])
+
+
 def test_ida_held_to_short_steps_by_the_user_does_not_count_as_crawling(models, monkeypatch):
     """ida with `step` = 3e-6 s (its largest step), the N four-bar (N = 1) from 0.1 rad, heading down at
     1 rad/s, at rtol 1e-10 to past the first crossing: the steps the user's limit holds are no crawl
