@@ -224,7 +224,8 @@ class _Across:
         from dynamica.runtime.integrators.singular import Crossings
         self.model, self.g, self.options, self.params, self.n = model, g, options, params, model.n
         self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
-        self.bridged, self.atol, self.rate = options["rtol"] < BRIDGE_RTOL, float(np.min(options["atol"])), 0.0
+        self.bridged = options["rtol"] < BRIDGE_RTOL
+        self.atol, self.rate = float(np.min(options["atol"])), 0.0          # (the rate: `_tolerances`)
         self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP if self.bridged else STEP_GAP,
                                    warn=False, nearby=True)
         from dynamica.runtime.integrators.singular_start import resolve
