@@ -1,10 +1,11 @@
 """The implicit DAE integrator of models with closed loops: `simulate(model, method="ida")`.
 
 The constrained equations in the stabilized index-2 form of Gear, Gupta and Leimkuhler (GGL), on
-y = [q, v, lambda, mu] (n + n + r + r):
+y = [q, v, Lambda, Mu] (n + n + r + r), the multipliers lambda = Lambda' and mu = Mu' (integrated
+multipliers, `_GGL`):
 
-    q' - v + J^T mu = 0                   (mu = 0 on the exact solution: it keeps q on phi = 0)
-    M(q) v' - Q(t, q, v) + J^T lambda = 0
+    q' - v + J^T Mu' = 0                  (mu = 0 on the exact solution: it keeps q on phi = 0)
+    M(q) v' - Q(t, q, v) + J^T Lambda' = 0
     J(q) v + phi_t = 0                    (the velocity constraints)
     phi(q, t) = 0                         (the position constraints)
 
@@ -13,8 +14,9 @@ for mechanisms that are stiff (stiff springs or dampers), where the explicit Ada
 steps limited by stability. The rows of phi are the independent subset of the loops' equations
 at the start (QR with column pivoting of J^T: a planar linkage written with 3-D joints repeats
 its out-of-plane conditions, and IDA's iteration matrix must stay regular); the rank must not
-change between singular configurations. lambda and mu are algebraic and left out of the error test
-(their absolute tolerance is huge: index-2 variables need not be accurate to the tolerance of q).
+change between singular configurations. Lambda and Mu are left out of the error test (their absolute
+tolerance is huge: index-2 variables need not be accurate to the tolerance of q). The tolerance of a
+length's rate (a slider's q') is in the units of the angles' (`_tolerances`).
 
 The residual is evaluated in Python from the module's entry points: the tree's mass matrix,
 its inverse dynamics at zero acceleration (-Q, runtime/kinds/inverse.py), and the loops' kernels
@@ -95,7 +97,14 @@ def independent_rows(J) -> np.ndarray:
 
 class _GGL:
     """The GGL index-2 equations of a model with closed loops in IDA's residual form, y = [q, v,
-    lambda, mu], on the independent rows of the loops' Jacobian at the start."""
+    Lambda, Mu], on the independent rows of the loops' Jacobian at the start. The multipliers enter as
+    the derivatives lambda = Lambda', mu = Mu' (their integrals' values enter nowhere), so that IDA's
+    corrector solves for h lambda and h mu, as for h v', and its predictor extrapolates no multiplier.
+    Why: with lambda and mu themselves in y, IDA's BDF history of them (left out of the error test)
+    was noise at 1e-3 of lambda at microsecond steps, their extrapolated derivatives 1e9 ... 1e10 per
+    second (the isosceles slider-crank, tests/data/isosceles.yaml, L = 500 m, rtol 1e-8, at theta = 2
+    pi): 122 841 residual calls over 1 s, a crawl at order 1 and h ~ 3e-8 s; with the integrated
+    multipliers 14 426 (docs/loops.md, "IDA at a slider's dead centre")."""
 
     def __init__(self, model, params, q0, t0):
         from dynamica.runtime import assembly as loops
@@ -107,20 +116,20 @@ class _GGL:
         self.calls = 0
 
     def consistent(self, t, q, v, qdd=None):
-        """[q, v, lambda, 0] and its derivative at (t, q, v): lambda from M q'' - Q + J^T lambda = 0
-        (q'' the module's unless given)."""
+        """[q, v, 0, 0] and its derivative [v, q'', lambda, 0] at (t, q, v): lambda from M q'' - Q +
+        J^T lambda = 0 (q'' the module's unless given)."""
         model, params, r = self.model, self.params, self.r
         qdd = model.qdd(q, v, t, params) if qdd is None else qdd
         tau = model.inverse_dynamics(q, v, self.zero, t, params)             # M q'' - Q at q'' = 0: -Q
         J, _ = self.loops.jacobian(model, q, t, params)
         lam = np.linalg.lstsq(J[self.rows].T, -(model.mass_matrix(q, t, params) @ qdd + tau), rcond=None)[0] \
             if r else np.zeros(0)
-        return np.concatenate([q, v, lam, np.zeros(r)]), np.concatenate([v, qdd, np.zeros(2 * r)])
+        return np.concatenate([q, v, np.zeros(2 * r)]), np.concatenate([v, qdd, lam, np.zeros(r)])
 
     def residual(self, t, y, yp, out):
         self.calls += 1
         model, params, n, r = self.model, self.params, self.n, self.r
-        q, v, lam, mu = y[:n], y[n:2 * n], y[2 * n:2 * n + r], y[2 * n + r:]
+        q, v, lam, mu = y[:n], y[n:2 * n], yp[2 * n:2 * n + r], yp[2 * n + r:]
         J, phit = self.loops.jacobian(model, q, t, params)
         J, phit = J[self.rows], phit[self.rows]
         out[:n] = yp[:n] - v + J.T @ mu
@@ -131,24 +140,36 @@ class _GGL:
 
 
 def _options(n, r, rtol, atol, step, t0, t_end, t_eval):
-    """IDA's options (the algebraic variables left out of the error test) and the output times."""
+    """IDA's options (the multipliers left out of the error test) and the output times."""
     if t_eval is None:
         t_eval = np.linspace(t0, t_end, 201)
     t_eval = np.asarray(t_eval, dtype=float)
     if t_eval[0] > t0:
         t_eval = np.concatenate([[t0], t_eval])
-    options = {"rtol": float(rtol), **_tolerances(n, r, atol), "max_num_steps": 100000}
+    options = {"rtol": float(rtol), "atol": _tolerances(n, r, rtol, atol), "max_num_steps": 100000}
     if step:
         options["max_step"] = float(step)
     return options, t_eval
 
 
-def _tolerances(n, r, atol) -> dict:
-    """IDA's atol and algebraic_idx for r rows of phi: lambda and mu left out of the error test."""
-    algebraic = list(range(2 * n, 2 * n + 2 * r))
+def _tolerances(n, r, rtol, atol, w=None, rate=0.0) -> np.ndarray:
+    """IDA's atol for y = [q, v, Lambda, Mu] (r rows of phi): Lambda and Mu left out of the error test;
+    on a length's rate (a slider's q', w != 1 its column weight 1 / ell, singular.column_weights) atol + rtol
+    rate / w, `rate` the fastest rate in the angles' units so far (max |w q'| at IDA's starts). Why: the
+    velocity constraints tie a slider's rate to the angles (x' = 2 L sin(theta) theta' on the isosceles
+    slider-crank), so that an angle within its tolerance moves x' by 2 L theta' times it; rtol |x'| +
+    atol on x' alone falls far below that where the slider turns (x' -> 0 at a dead centre, on a scale
+    of 3e4 m/s at L = 500 m): IDA crawled there (h ~ 1e-8 s at order 1, an error-test failure every
+    step at rtol 1e-10, its corrector's x' within 4e-7 m/s against a tolerance of 8e-8) or failed (rtol
+    1e-12). The rate is the largest so far, not the current one: with the current one at each restart
+    (22 ... 31 rad/s after a crossing, against 60 at the start) 56 663 residual calls at rtol 1e-8
+    instead of 12 663. The user's atol is kept on every coordinate; the positions keep rtol |q| + atol."""
     tol = np.full(2 * n + 2 * r, float(atol))
-    tol[algebraic] = 1e10                        # left out of the error test (module docstring)
-    return {"atol": tol, "algebraic_idx": algebraic or None}
+    tol[2 * n:] = 1e10                        # left out of the error test (module docstring)
+    if w is not None:
+        length = w != 1.0
+        tol[n:2 * n][length] += rtol * rate / w[length]
+    return tol
 
 
 def run_ida(model, t0, t_end, y0, t_eval, rtol, atol, params, step, events=None, jacobian=None):
@@ -204,6 +225,7 @@ class _Across:
         self.model, self.g, self.options, self.params, self.n = model, g, options, params, model.n
         self.t0, self.t_end, self.t_eval, self.q0, self.v0 = float(t0), float(t_end), t_eval, q0, v0
         self.bridged = options["rtol"] < BRIDGE_RTOL
+        self.atol, self.rate = float(np.min(options["atol"])), 0.0          # (the rate: `_tolerances`)
         self.crossings = Crossings(model, params, t0, q0, gap=SINGULAR_GAP if self.bridged else STEP_GAP,
                                    warn=False, nearby=True)
         from dynamica.runtime.integrators.singular_start import resolve
@@ -230,8 +252,9 @@ class _Across:
         if t > self.t0:                             # after a bridge: the rows of phi chosen again
             self.calls += self.g.calls
             self.g = _GGL(self.model, self.params, q, t)
-            if 2 * self.g.r != len(self.options["algebraic_idx"] or ()):     # (a start at a singular configuration)
-                self.options.update(_tolerances(self.n, self.g.r, float(np.min(self.options["atol"]))))
+        w = self.crossings.w
+        self.rate = max(self.rate, float(np.max(np.abs(w * v), initial=0.0)))
+        self.options["atol"] = _tolerances(self.n, self.g.r, self.options["rtol"], self.atol, w, self.rate)
         yy, yp = self.g.consistent(t, q, v, qdd)
         self.short = 0
         self.solver = IDA(self.g.residual, **self.options)
@@ -370,7 +393,7 @@ class _Across:
                                    f"(singular measure {crossings.measure(t_cur, y[:self.n]):.2g}), with no bridge "
                                    f"length to go on by")
         rows, y_x, nfev = _bridge(self.model, self.params, crossings, t_cur, t_x, crossings.onto(t_cur, y), t_eval,
-                                  self.options["rtol"], float(np.min(self.options["atol"])),
+                                  self.options["rtol"], self.atol,
                                   self.options.get("max_step", math.inf), past)
         return rows, t_x, y_x, nfev
 
