@@ -146,9 +146,9 @@ def test_radau_starts_at_the_dead_centre_where_the_slider_moves_fastest(model, d
     1e-6 rad past it: the start across (singular_start.py) with its nodes one gap-time apart in
     consistent units (max |w q'|, the slider's m/s over the lever arm) lands outside the gap, no
     SingularStartWarning, the crank within 100 rtol of the reduced equation (measured 2.0e-11 at rtol
-    1e-10 over 0.1 s, MEAS over 0.02 s). Before, the gap-time along the slider's m/s put every node inside the gap
-    (s = 4e-4 at the landing, warned), and from the dead centre itself radau failed with scipy's
-    "array must not contain infs or NaNs"."""
+    1e-10 over 0.1 s, 2.8e-12 over the 0.02 s here). Before, the gap-time along the slider's m/s put
+    every node inside the gap (s = 4e-4 at the landing, warned), and from the dead centre itself radau
+    failed with scipy's "array must not contain infs or NaNs"."""
     import warnings
 
     from dynamica.errors import SingularStartWarning
