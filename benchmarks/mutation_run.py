@@ -267,6 +267,21 @@ MUTATIONS = [
              "np.ones(self.n)",
              "        self.w = np.ones(self.n)",
              ("tests/runtime/integrators/test_singular_slider.py",)),
+    Mutation("start_across_mixed_units", "the start across's gap-time along the fastest coordinate in its own units "
+             "(a 500 m slider's m/s: every node inside the gap, the start warned)",
+             "runtime/integrators/singular_start.py",
+             "    speed = float(np.abs(w * y0[crossings.n:2 * crossings.n]).max(initial=0.0))",
+             "    speed = float(np.abs(y0[crossings.n:2 * crossings.n]).max(initial=0.0))",
+             ("tests/runtime/integrators/test_singular_slider.py",)),
+    Mutation("start_settle_mixed_units", "the start across's settle test on q'' in the coordinates' own units "
+             "(a 500 m slider's m/s^2: the nodes do not settle, the start warned)",
+             "runtime/integrators/singular_start.py",
+             "        step, acc = float(np.abs(w * (new - acc)).max()), new",
+             "        step, acc = float(np.abs(new - acc).max()), new",
+             ("tests/runtime/integrators/test_singular_slider.py",)),
+    Mutation("lu_not_finite_bare", "scipy's LU of a matrix that is not finite left to raise its bare ValueError",
+             "runtime/integrators/simulate.py", "    solver.lu = checked\n", "    pass\n",
+             ("tests/runtime/integrators/test_singular_slider.py",)),
     Mutation("landing_guard_silent", "a step across whose landing the projection moved onto another branch is not "
              "reported", "runtime/integrators/singular.py", "        if off > LANDING:", "        if False:",
              ("tests/runtime/integrators/test_singular_slider.py",)),

@@ -123,7 +123,7 @@ class Across:
         """(t_b, state) of the start across for a start at or within the gap of a singular
         configuration (singular_start.resolve), or None."""
         from dynamica.runtime.integrators.singular_start import resolve
-        got = resolve(self.crossings, t0, y0, GAP, rescale=False)
+        got = resolve(self.crossings, t0, y0, GAP, rescale=False, w=self.rates)      # (the gap's units)
         if got is None:
             return None
         t_b, state, calls = got

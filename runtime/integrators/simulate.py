@@ -183,6 +183,33 @@ STALLED_STEPS = 100
 JAC_FACTOR_MAX = 0.1
 
 
+def _finite_lu(solver, model):
+    """solver (scipy's), its LU of the iteration matrix (radau's, bdf's: I / h - J) raising an
+    IntegrationError that names t and what is not finite, where scipy's lu_factor raises a bare
+    ValueError ("array must not contain infs or NaNs"). Seen: radau started exactly at the isosceles
+    slider-crank's dead centre (L = 500 m), its Jacobian's columns of der(th1) and der(th2) NaN there."""
+    lu = getattr(solver, "lu", None)
+    if lu is None:
+        return solver
+
+    def checked(A):
+        try:
+            return lu(A)
+        except ValueError as e:
+            from dynamica.errors import IntegrationError
+            n, J = model.n, getattr(solver, "J", None)
+            names = list(model.coordinates) + [f"der({c})" for c in model.coordinates]
+            names += [f"state {i}" for i in range(len(names), len(solver.y))]
+            bad = [] if J is None else np.nonzero(~np.all(np.isfinite(J), axis=0))[0]
+            what = (f"its Jacobian of the right-hand side is not finite in the columns of "
+                    f"{', '.join(names[i] for i in bad)}" if len(bad)
+                    else f"the step h = {solver.h_abs:.3g} or the state {solver.y[:2 * n]}")
+            raise IntegrationError(f"integration failed at t = {solver.t}: {type(solver).__name__}'s iteration "
+                                   f"matrix I / h - J is not finite ({what})") from e
+    solver.lu = checked
+    return solver
+
+
 class _Stepped:
     """scipy's solver class stepped directly, as solve_ivp does, with its output rows handed on as
     they are reached (`rows()`), so that a run can stream them (progress, out) without restarting.
@@ -216,8 +243,8 @@ class _Stepped:
         if self.crossings is not None and crossings is None:
             from dynamica.runtime.integrators.singular_start import resolve
             self.begin = resolve(self.crossings, t0, y0)
-        self.start = lambda t, y, **kw: getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
-                                                                  **self.extra, **kw)
+        self.start = lambda t, y, **kw: _finite_lu(getattr(si, scipy_method)(fun, t, y, t_end, rtol=rtol, atol=atol,
+                                                                             **self.extra, **kw), model)
         self.solver = self.start(t0, y0)
         self.max_step = getattr(self.solver, "max_step", np.inf)
         self.t0, self.y0 = t0, np.array(y0, dtype=float)
@@ -258,6 +285,9 @@ class _Stepped:
                 np.minimum(solver.jac_factor, JAC_FACTOR_MAX, out=solver.jac_factor)
             if solver.status == "failed":
                 raise IntegrationError(f"integration failed at t = {t_old}: {msg}")
+            if not np.all(np.isfinite(solver.y)):        # (radau accepts a step whose error norm is NaN)
+                raise IntegrationError(f"integration failed at t = {t_old}: {type(solver).__name__}'s step to t = "
+                                       f"{solver.t} gave a state that is not finite ({solver.y[:4]}...)")
             stalled = stalled + 1 if solver.t == t_old else 0
             if stalled > STALLED_STEPS:
                 raise IntegrationError(f"integration failed at t = {t_old}: {STALLED_STEPS} steps of "
@@ -346,7 +376,7 @@ class _Stepped:
         t_b = float(solver.t) + 2.0 * delta
         if not (math.isfinite(delta) and delta > 0.0) or len(spread(self.past, t_b)) >= PAST:
             return None
-        speed = float(np.abs(solver.y[n:2 * n]).max(initial=0.0))
+        speed = float(np.abs(self.crossings.w * solver.y[n:2 * n]).max(initial=0.0))   # (its gap's units)
         got = start_across(self.crossings, float(solver.t), np.array(solver.y, dtype=float), 2.0 * delta * speed)
         if isinstance(got, str) or got[0] > solver.t_bound:
             if not isinstance(got, str):

@@ -6,10 +6,11 @@ is tangent to one branch), but no integrator resolves it from there: the equatio
 manifold are ill-conditioned in the gap, and the step across (singular.py) needs past states.
 Here the first stretch is a collocation that evaluates nothing inside the gap: the polynomial
 q''(t) through the exact constrained accelerations (`Crossings.qdd`) at NODES states one gap-time
-(adams_across.GAP along the fastest coordinate) apart, from one to NODES gap-times after the start,
-integrated twice from the given (q0, q0'), each node's state projected onto the branch nearest
-the polynomial there (`Crossings.onto`); the nodes are found by a first sweep (each predicted by
-the polynomial through those before it) and then fixed-point iterations, which contract by about
+(adams_across.GAP along the fastest coordinate, max |w q'| in consistent units: `Crossings.w`) apart,
+from one to NODES gap-times after the start, integrated twice from the given (q0, q0'), each node's
+state projected onto the branch nearest the polynomial there (`Crossings.onto`); the nodes are
+found by a first sweep (each predicted by the polynomial through those before it) and then
+fixed-point iterations, which contract by about
 c T^2 (c the largest |dq''/dq|, T the stretch: 1e-3 on the N four-bar); nodes too near the crossing
 for their q'' to settle (its noise grows like 1 / d^3) are spread further (WIDEN). The integrator
 starts at the last node, outside the gap, as after a step across (adams_across.Across._jump,
@@ -48,7 +49,7 @@ ITERATIONS, SETTLED, UNSETTLED = 12, 1e-12, 1e-8
 WIDEN = 3
 
 
-def resolve(crossings, t0, y0, gap=GAP, rescale=True):
+def resolve(crossings, t0, y0, gap=GAP, rescale=True, w=None):
     """For a start at or within the gap of a singular configuration (`Crossings.start`): (t_b, state,
     calls) of the start across, the run's rank (crossings.rank) that of the configurations nearby,
     and with `rescale` the scales of J's rows (crossings.scale) too (singular.NEARBY: the rows' lengths
@@ -65,7 +66,7 @@ def resolve(crossings, t0, y0, gap=GAP, rescale=True):
     crossings.rank = crossings.start[1]
     if rescale:
         crossings.scale_nearby(t0, y0[:crossings.n])
-    got = start_across(crossings, t0, y0, gap)
+    got = start_across(crossings, t0, y0, gap, w)
     if isinstance(got, str):
         crossings.rank, crossings.scale = before
         crossings.warn_at_start(t0, y0[:crossings.n], got)
@@ -73,18 +74,23 @@ def resolve(crossings, t0, y0, gap=GAP, rescale=True):
     return got
 
 
-def start_across(crossings, t0, y0, gap):
+def start_across(crossings, t0, y0, gap, w=None):
     """(t_b, state, calls) of the start across (module docstring) from (t0, y0) on the branch its
     velocity is tangent to, `gap` the distance (along the fastest coordinate) of a gap-time; or a
     string saying why the branch is not resolved. Nodes whose iterations do not settle are spread
-    twice as far, up to WIDEN times."""
+    twice as far, up to WIDEN times. Speeds and accelerations are taken in consistent units, times w
+    (default crossings.w; adams's: its gap's, adams_across.gap_units), a length over the loops' lever
+    arm (w = 1 for loops of angles alone): on the isosceles slider-crank at L = 500 m (the slider at 3e4 m/s against the
+    angles' 60 rad/s) the gap-time along the slider's m/s put every node inside the gap (s = 4e-4 at
+    the landing), and the settle test on the slider's m/s^2 did not pass (3.7e-5 relative)."""
     y0 = np.asarray(y0, dtype=float)
-    speed = float(np.abs(y0[crossings.n:2 * crossings.n]).max(initial=0.0))
+    w = crossings.w if w is None else np.asarray(w, dtype=float)
+    speed = float(np.abs(w * y0[crossings.n:2 * crossings.n]).max(initial=0.0))
     if not speed > 0.0:
         return " (the run starts at rest: no velocity to choose the branch by)"
     calls, dt = 0, gap / speed
     for _ in range(WIDEN + 1):
-        got = _collocation(crossings, t0, y0, dt)
+        got = _collocation(crossings, t0, y0, dt, w)
         calls += got[-1]
         if not isinstance(got[0], str):
             break
@@ -99,8 +105,8 @@ def start_across(crossings, t0, y0, gap):
     return t_b, (lambda t: state(P, t)), calls
 
 
-def _collocation(crossings, t0, y0, dt):
-    """(t_b, state, P, times, calls): the nodes one dt apart from t0 + dt, settled; or (why, calls)."""
+def _collocation(crossings, t0, y0, dt, w):
+    """(t_b, state, P, times, calls): the nodes one dt apart from t0 + dt, settled (w q''); or (why, calls)."""
     n = crossings.n
     q0, v0 = y0[:n], y0[n:2 * n]
     times = t0 + dt * np.arange(1.0, NODES + 1.0)
@@ -125,12 +131,12 @@ def _collocation(crossings, t0, y0, dt):
         P = npp.polyfit(xi, acc, NODES - 1)
         new = np.array([qdd(t, state(P, t)) for t in times])
         calls += NODES
-        step, acc = float(np.abs(new - acc).max()), new
-        settled = step <= SETTLED * float(np.abs(acc).max()) or step > 0.5 * change
+        step, acc = float(np.abs(w * (new - acc)).max()), new
+        settled = step <= SETTLED * float(np.abs(w * acc).max()) or step > 0.5 * change
         change = step
         if settled:
             break
-    if not change <= UNSETTLED * max(float(np.abs(acc).max()), 1e-300):
+    if not change <= UNSETTLED * max(float(np.abs(w * acc).max()), 1e-300):
         return f" (the start across did not settle: q'' at its nodes changed by {change:.1e})", calls
     return float(times[-1]), state, npp.polyfit(xi, acc, NODES - 1), times, calls
 

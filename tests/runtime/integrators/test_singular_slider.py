@@ -165,3 +165,41 @@ def test_ida_passes_the_slider_dead_centre_without_crawling(model, monkeypatch, 
     ref, _ = sc.reference(res.t, theta0, rate0, 500.0, g=params["g"])
     err = float(np.abs(res.q[:, 0] - ref).max())
     assert err <= 1000 * rtol, err
+
+
+@pytest.mark.parametrize("dtheta", [0.0, 1e-6])
+def test_radau_starts_at_the_dead_centre_where_the_slider_moves_fastest(model, dtheta):
+    """radau at L = 500 m started at the slider's dead centre (theta = pi/2, the slider at 3e4 m/s) and
+    1e-6 rad past it: the start across (singular_start.py) with its nodes one gap-time apart in
+    consistent units (max |w q'|, the slider's m/s over the lever arm) lands outside the gap, no
+    SingularStartWarning, the crank within 100 rtol of the reduced equation (measured 2.0e-11 at rtol
+    1e-10 over 0.1 s, 2.8e-12 over the 0.02 s here). Before, the gap-time along the slider's m/s put
+    every node inside the gap (s = 4e-4 at the landing, warned), and from the dead centre itself radau
+    failed with scipy's "array must not contain infs or NaNs"."""
+    import warnings
+
+    from dynamica.errors import SingularStartWarning
+    params = {"L": 500.0, "g": 9.81 * 500.0 / 0.05}
+    theta0 = np.pi / 2 + dtheta
+    q0, qd0 = sc.branch_state(theta0, 30.0, 500.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SingularStartWarning)
+        res = dynamica.simulate(model, t_end=0.02, output_step=0.002, params=params, rtol=1e-10, atol=1e-10,
+                                method="radau", q0=q0, qd0=qd0)
+    ref, _ = sc.reference(res.t, theta0, 30.0, 500.0, g=params["g"])
+    err = float(np.abs(res.q[:, 0] - ref).max())
+    assert err <= 100 * 1e-10, err
+
+
+def test_an_iteration_matrix_not_finite_is_an_integration_error(model, monkeypatch):
+    """radau left at the dead centre itself (the start across made to give up: warned) meets a Jacobian
+    of the right-hand side that is not finite there: an IntegrationError naming t and its columns,
+    not scipy's bare ValueError from its LU."""
+    from dynamica.errors import IntegrationError, SingularStartWarning
+    from dynamica.runtime.integrators import singular_start
+    monkeypatch.setattr(singular_start, "start_across", lambda *a, **k: " (given up, in this test)")
+    params = {"L": 500.0, "g": 9.81 * 500.0 / 0.05}
+    q0, qd0 = sc.branch_state(np.pi / 2, 30.0, 500.0)
+    with pytest.warns(SingularStartWarning), pytest.raises(IntegrationError, match=r"t = 0\.0: .* der\(th1\)"):
+        dynamica.simulate(model, t_end=0.05, output_step=0.005, params=params, rtol=1e-10, atol=1e-10,
+                          method="radau", q0=q0, qd0=qd0)
