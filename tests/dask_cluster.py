@@ -1,6 +1,8 @@
 """A real Dask cluster for the tests: `dask scheduler` and `dask worker` processes on 127.0.0.1.
 
-Ports are chosen free by the OS; workers run without a nanny (one process each, so that a test
+Ports are chosen free by the OS as each process binds (port 0: the scheduler's address is read from
+its scheduler file, written once it listens; a port looked up free beforehand could be taken by another
+process before the scheduler bound it); workers run without a nanny (one process each, so that a test
 can kill one) with one thread, their own scratch directory and their own empty module cache
 (`DYNAMICA_CACHE`), so a test can tell what a worker compiled. Timeouts are generous: the
 machine may be a loaded 2-core one.
@@ -8,9 +10,9 @@ machine may be a loaded 2-core one.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,21 +21,17 @@ from pathlib import Path
 START_TIMEOUT = 180.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_listening(port: int, proc, log: Path, timeout: float):
+def _wait_address(file: Path, proc, log: Path, timeout: float) -> str:
+    """The address the scheduler wrote to its scheduler file (once it listens; the file is written in
+    place, so a partial one is read again)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if proc.poll() is not None:
             raise RuntimeError(f"dask scheduler exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
+        try:
+            return json.loads(file.read_text())["address"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.2)
     raise RuntimeError(f"dask scheduler not listening after {timeout} s:\n{log.read_text()[-3000:]}")
 
 
@@ -57,12 +55,12 @@ class TestCluster:
 
     def __enter__(self):
         from distributed import Client
-        port = free_port()
-        self.address = f"tcp://127.0.0.1:{port}"
         try:
-            proc, log = self._spawn(["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                                    "scheduler")
-            _wait_listening(port, proc, log, START_TIMEOUT)
+            address_file = self.folder / "scheduler.json"
+            address_file.unlink(missing_ok=True)
+            proc, log = self._spawn(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                     "--scheduler-file", str(address_file)], "scheduler")
+            self.address = _wait_address(address_file, proc, log, START_TIMEOUT)
             for k in range(self.n):
                 cache = self.folder / f"cache-{k}"
                 env = {**os.environ, "DYNAMICA_CACHE": str(cache)}

@@ -1,7 +1,6 @@
 """Bad input: every malformed model raises ModelError naming file, entry and expectation."""
 
 import copy
-import time
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ from dynamica.generator.mechanics.topology import build_topology
 from dynamica.generator.spec.model import DynamicaWarning, load_model
 
 from conftest import write_model
+from helpers import within_bound
 
 GOOD = {
     "name": "pend2",
@@ -229,9 +229,11 @@ def test_non_finite_constant_named_at_its_entry(tmp_path, text, message):
 
 @pytest.mark.parametrize("text", ["9**9**9**9", "10**10**10", "(2*m)**10**10", "2**-10**8", "-" * 5000 + "1"])
 def test_huge_power_is_a_quick_error(tmp_path, text):
-    t0 = time.perf_counter()
-    err = _error(write_model(tmp_path, mutate(lambda d: d["bodies"][1].update(mass=text))))
-    assert time.perf_counter() - t0 < 1.0
+    """Under 1 s (a few ms): the loader is imported first (the first model of a process imports it and
+    sympy: 0.6-0.9 s, 1.3 s on a loaded machine, which failed this bound when the test ran first)."""
+    load_model(write_model(tmp_path, GOOD, "good.yaml"))
+    path = write_model(tmp_path, mutate(lambda d: d["bodies"][1].update(mass=text)))
+    err = within_bound(lambda: _error(path), 1.0)
     assert [p.path for p in err.problems] == ["bodies[1].mass"], str(err)
 
 

@@ -487,7 +487,9 @@ def random_table(draw):
     return TabulatedFunction("f", x, tuple(draw(st.lists(floats, min_size=len(x), max_size=len(x)))), (), kind, ext)
 
 
-@settings(max_examples=150, deadline=None)
+#: the same 150 examples every run (as the suite's other property tests): 3 x 4000 random ones (seeds
+#: 1, 2, 12345) found no counterexample, but a red CI must be reproducible from its log
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
 @given(random_table(), st.floats(-2.0, 6.0), st.floats(-2.0, 4.0))
 def test_tangent_of_a_lookup_against_central_differences(tf, a, b):
     """d f(u(x), w(x)) / dx of drawn tables at drawn points (inside, outside, any interpolation and

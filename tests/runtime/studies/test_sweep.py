@@ -345,18 +345,34 @@ def test_a_hook_whose_columns_cannot_come_back_is_one_error(pendulum):
         sweep(pendulum, {"l2": [0.5, 0.6]}, T_END, workers=1, extra_columns=_unpicklable_column)
 
 
-def _slow_at_05(result, case):
+#: the folder where the cases of test_a_worker_held_up_... mark that they ran (set by the test
+#: before the study: the forked workers inherit it)
+_HELD_GATE = None
+
+
+def _held_at_05(result, case):
+    """Case 0 (l2 = 0.5) holds its worker 1 s and then until every other case has run (a file per
+    case in the gate: a condition, not a race against the other worker on a loaded machine)."""
     import time
-    if case["l2"] == 0.5:
-        time.sleep(1.0)
+    if case["l2"] != 0.5:
+        (_HELD_GATE / f"{case['l2']:.9f}").touch()
+        return {}
+    time.sleep(1.0)
+    deadline = time.monotonic() + 30
+    while len(list(_HELD_GATE.iterdir())) < 11 and time.monotonic() < deadline:
+        time.sleep(0.01)
     return {}
 
 
-def test_a_worker_held_up_leaves_the_other_blocks_to_the_other_worker(pendulum):
-    """Blocks go to whichever worker is free: while one worker spends 1 s on case 0, the other
-    runs every other case (blocks of one case); the rows are the serial ones."""
+def test_a_worker_held_up_leaves_the_other_blocks_to_the_other_worker(pendulum, monkeypatch, tmp_path):
+    """Blocks go to whichever worker is free: while one worker is held on case 0 (1 s, then until
+    the 11 others have run), the other runs every other case (blocks of one case); the rows are the
+    serial ones. Blocks dealt out in advance would leave some to the held worker: they would run
+    after the hold's 30 s limit, on the held worker, and the count below would fail."""
+    (tmp_path / "gate").mkdir()
+    monkeypatch.setitem(globals(), "_HELD_GATE", tmp_path / "gate")
     cases = pd.DataFrame({"l2": np.linspace(0.5, 1.0, 12)})
-    table = sweep(pendulum, cases, T_END, workers=2, batch_size=1, extra_columns=_slow_at_05)
+    table = sweep(pendulum, cases, T_END, workers=2, batch_size=1, extra_columns=_held_at_05)
     serial = sweep(pendulum, cases, T_END, scheduler="serial")
     pd.testing.assert_frame_equal(_rows(table), _rows(serial), check_exact=True)
     held_up = table.loc[0, "worker"]
