@@ -287,7 +287,7 @@ MUTATIONS = [
              ("tests/runtime/integrators/test_singular_slider.py",)),
     Mutation("ida_slider_rate_atol", "ida's tolerance of a slider's rate without the angles' rate over w (rtol |x'| "
              "+ atol alone: IDA crawls at the slider's dead centre at L = 500 m)", "runtime/integrators/ida.py",
-             "        tol[n:2 * n][length] += rtol * rate / w[length]", "        tol[n:2 * n][length] += 0.0",
+             "        tol[n:2 * n][lengths] += rtol * rate / w[lengths]", "        tol[n:2 * n][lengths] += 0.0",
              ("tests/runtime/integrators/test_singular_slider.py",)),
     Mutation("ida_no_bridge", "ida at rtol 1e-12 stepping across singular loop configurations itself (no bridge)",
              "runtime/integrators/ida.py", "        self.bridged = options[\"rtol\"] < BRIDGE_RTOL",

@@ -152,23 +152,23 @@ def _options(n, r, rtol, atol, step, t0, t_end, t_eval):
     return options, t_eval
 
 
-def _tolerances(n, r, rtol, atol, w=None, rate=0.0) -> np.ndarray:
-    """IDA's atol for y = [q, v, Lambda, Mu] (r rows of phi): Lambda and Mu left out of the error test;
-    on a length's rate (a slider's q', w != 1 its column weight 1 / ell, singular.column_weights) atol + rtol
-    rate / w, `rate` the fastest rate in the angles' units so far (max |w q'| at IDA's starts). Why: the
-    velocity constraints tie a slider's rate to the angles (x' = 2 L sin(theta) theta' on the isosceles
-    slider-crank), so that an angle within its tolerance moves x' by 2 L theta' times it; rtol |x'| +
-    atol on x' alone falls far below that where the slider turns (x' -> 0 at a dead centre, on a scale
-    of 3e4 m/s at L = 500 m): IDA crawled there (h ~ 1e-8 s at order 1, an error-test failure every
-    step at rtol 1e-10, its corrector's x' within 4e-7 m/s against a tolerance of 8e-8) or failed (rtol
-    1e-12). The rate is the largest so far, not the current one: with the current one at each restart
-    (22 ... 31 rad/s after a crossing, against 60 at the start) 56 663 residual calls at rtol 1e-8
-    instead of 12 663. The user's atol is kept on every coordinate; the positions keep rtol |q| + atol."""
+def _tolerances(n, r, rtol, atol, w=None, rate=0.0, lengths=None) -> np.ndarray:
+    """IDA's atol for y = [q, v, Lambda, Mu] (r rows of phi): Lambda and Mu left out of the error test; on
+    a length's rate (a slider's q', `lengths` the coordinates singular.column_weights weighs, w
+    their weight 1 / ell) atol + rtol rate / w, `rate` the fastest rate in the angles' units so far
+    (max |w q'| at IDA's starts). Why: the velocity constraints tie a slider's rate to the angles
+    (x' = 2 L sin(theta) theta' on the isosceles slider-crank), so that an angle within its
+    tolerance moves x' by 2 L theta' times it; rtol |x'| + atol on x' alone falls far below that
+    where the slider turns (x' -> 0 at a dead centre, on a scale of 3e4 m/s at L = 500 m): IDA
+    crawled there (h ~ 1e-8 s at order 1, an error-test failure every step at rtol 1e-10, its
+    corrector's x' within 4e-7 m/s against a tolerance of 8e-8) or failed (rtol 1e-12). The rate is
+    the largest so far, not the current one: with the current one at each restart (22 ... 31 rad/s
+    after a crossing, against 60 at the start) 56 663 residual calls at rtol 1e-8 instead of 12 663.
+    The user's atol is kept on every coordinate; the positions keep rtol |q| + atol."""
     tol = np.full(2 * n + 2 * r, float(atol))
     tol[2 * n:] = 1e10                        # left out of the error test (module docstring)
-    if w is not None:
-        length = w != 1.0
-        tol[n:2 * n][length] += rtol * rate / w[length]
+    if lengths is not None:
+        tol[n:2 * n][lengths] += rtol * rate / w[lengths]
     return tol
 
 
@@ -254,7 +254,8 @@ class _Across:
             self.g = _GGL(self.model, self.params, q, t)
         w = self.crossings.w
         self.rate = max(self.rate, float(np.max(np.abs(w * v), initial=0.0)))
-        self.options["atol"] = _tolerances(self.n, self.g.r, self.options["rtol"], self.atol, w, self.rate)
+        self.options["atol"] = _tolerances(self.n, self.g.r, self.options["rtol"], self.atol, w, self.rate,
+                                           self.crossings.lengths)
         yy, yp = self.g.consistent(t, q, v, qdd)
         self.short = 0
         self.solver = IDA(self.g.residual, **self.options)

@@ -122,15 +122,28 @@ def column_weights(model, assembly, Js) -> np.ndarray:
     500 m: with J in its own units (w = 1) the x row, 1 m/m against 1e3 m/rad, was scaled by its
     length at the start (1.5e2) and fell to 7e-3 of it where the crank passes theta = 0: s = 6.5e-3
     there, no crossing, and radau stepped across it (0.1 s, the crank 14.5 rad off at rtol 1e-8)."""
-    kinds = {tr.q: tr.kind for b in model.spec.bodies for tr in b.joint if tr.q is not None}
-    length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates], dtype=bool)
-    rows = np.array([what.startswith("point") for _, what in assembly.layout(model)], dtype=bool)
+    length, rows = weighted_lengths(model, assembly), _point_rows(model, assembly)
     w = np.ones(model.n)
-    if not length.any() or length.all() or not rows.any():
+    if not length.any():
         return w
     ell = float(np.median([np.linalg.norm(J[rows], axis=0) for J in Js], axis=0)[~length].max())
     w[length] = 1.0 / ell if ell > 0.0 else 1.0
     return w
+
+
+def weighted_lengths(model, assembly) -> np.ndarray:
+    """The coordinates `column_weights` weighs (a mask): the lengths (prismatic, screw) of a model whose
+    loops have angles too and point rows; none otherwise (w = 1 throughout)."""
+    kinds = {tr.q: tr.kind for b in model.spec.bodies for tr in b.joint if tr.q is not None}
+    length = np.array([kinds.get(c) in ("translate", "screw") for c in model.coordinates], dtype=bool)
+    if not length.any() or length.all() or not _point_rows(model, assembly).any():
+        return np.zeros(model.n, dtype=bool)
+    return length
+
+
+def _point_rows(model, assembly) -> np.ndarray:
+    """Which rows of J are a point's (m, m/rad), not an orientation's."""
+    return np.array([what.startswith("point") for _, what in assembly.layout(model)], dtype=bool)
 
 
 def nearby_jacobians(model, params, t0, q0) -> list:
@@ -153,6 +166,7 @@ class Crossings:
         #: J's columns over w (`column_weights`: a length over the loops' lever arm) with `units`; adams
         #: keeps w = 1 here (its watch is compiled; its gap has the units, adams_across.gap_units)
         self.w = column_weights(model, assembly, self.nearby_jacobians(t0, q0)) if units else np.ones(self.n)
+        self.lengths = weighted_lengths(model, assembly) if units else np.zeros(self.n, dtype=bool)   # (w's lengths)
         J = self._jacobian(q0, t0)
         lengths, median = np.linalg.norm(J, axis=1), self._nearby_lengths(t0, q0)
         norms = np.maximum(lengths, ROW_FLOOR * median)
