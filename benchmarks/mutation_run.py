@@ -323,6 +323,11 @@ MUTATIONS = [
              "between)\n                yield from rows\n                j += len(rows)\n",
              "                yield from rows\n                j += len(rows)\n                self.calls += nfev\n",
              ("tests/runtime/integrators/test_singular_implicit.py",)),
+    Mutation("restart_past_t_end", "radau restarted after a step across landing just before t_end with a first step "
+             "past t_end", "runtime/integrators/simulate.py",
+             "first = min(solver.step_size, t_b - solver.t, solver.t_bound - t_b)",
+             "first = min(solver.step_size, t_b - solver.t)",
+             ("tests/runtime/integrators/test_singular_implicit.py",)),
     Mutation("stopped_over_unlisted", "a crossing adams stepped over left out when an event ends the run in that step",
              "runtime/integrators/adams_across.py", "                self._stopped_over()\n", "",
              ("tests/runtime/integrators/test_adams_across.py",)),

@@ -319,7 +319,8 @@ class _Stepped:
                 self.past, self.last_step = [(t_b, y_b)], math.inf
                 if t_b < solver.t_bound:
                     self.nfev_before += solver.nfev
-                    self.solver = solver = self.start(t_b, y_b, first_step=min(solver.step_size, t_b - solver.t))
+                    first = min(solver.step_size, t_b - solver.t, solver.t_bound - t_b)   # (scipy: within bounds)
+                    self.solver = solver = self.start(t_b, y_b, first_step=first)
                 else:
                     solver.t, solver.y, solver.status = t_b, y_b, "finished"
                 if self.every_step:

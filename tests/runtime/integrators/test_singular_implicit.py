@@ -451,24 +451,29 @@ def test_a_streamed_run_ending_inside_the_start_across_counts_its_calls(models, 
     assert np.array_equal(runs[0].q[-1], runs[1].q[-1])
 
 
-@pytest.mark.parametrize("rtol, t_end", [(1e-10, 0.15705), (1e-10, 0.1571), (1e-12, 0.155)])
-def test_ida_ending_as_its_last_step_enters_a_crossings_gap(models, rtol, t_end):
-    """The N four-bar (N = 1) from 0.3 rad heading down at 1 rad/s: IDA's last step, cut at t_end, ends
-    inside the gap of the first crossing (near t = 0.157), heading in. The run ends there, on the branch
-    (the reduced equation by DOP853 at 1e-14: within 100 rtol), streamed with the plain run's calls
-    (it stepped across from t_end with no span left: numpy's "SVD did not converge" at rtol 1e-10,
-    scipy's "first_step must be positive" from the bridge at 1e-12)."""
+@pytest.mark.parametrize("method, rtol, found", [("ida", 1e-10, (0.15705, 0.1571)), ("ida", 1e-12, (0.1579,)),
+                                                  ("radau", 1e-10, (0.15782,)), ("radau", 1e-12, (0.15782,))])
+def test_a_run_ending_next_to_a_crossing(models, method, rtol, found):
+    """The N four-bar (N = 1) from 0.3 rad heading down at 1 rad/s, ended at 21 times from 0.150 to 0.160
+    across the first crossing (near t = 0.157) and at times found by a scan with the code before
+    (`found`). Each run ends at t_end on the branch (the reduced equation by DOP853 at 1e-14: within
+    100 rtol); the found ones streamed with the plain run's calls. Before: ida's last step, cut at
+    t_end, ended inside the crossing's gap and it stepped across from t_end with no span left (numpy's
+    "SVD did not converge", rtol 1e-10); radau (and ida's bridge, radau) after a step across landing
+    just before t_end restarted with a first step past t_end (scipy's "`first_step` exceeds bounds")."""
     from scipy.integrate import solve_ivp
     model = models[1]
     q0, qd0 = nf.branch_state(model.coordinates, 0.3, -1.0)
     c = nf.reduced_coefficient(1)
-    exact = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, t_end), [0.3, -1.0], method="DOP853",
-                      rtol=1e-14, atol=1e-14).y[:, -1]
-    runs = [dynamica.simulate(model, t_end=t_end, rtol=rtol, atol=rtol, q0=q0, qd0=qd0, method="ida",
-                              output_step=1e-3, **kw) for kw in ({}, {"progress": lambda *a, **k: None})]
-    q_end, v_end = nf.branch_state(model.coordinates, *exact)
-    assert runs[0].t[-1] == t_end and np.abs(runs[0].q[-1] - q_end).max() <= 100 * rtol
-    assert runs[0].nfev == runs[1].nfev and np.array_equal(runs[0].q[-1], runs[1].q[-1])
+    exact = solve_ivp(lambda t, y: [y[1], -c * math.cos(y[0])], (0.0, 0.16), [0.3, -1.0], method="DOP853",
+                      rtol=1e-14, atol=1e-14, dense_output=True).sol
+    for t_end in sorted({*np.linspace(0.150, 0.160, 21).tolist(), *found}):
+        streams = ({}, {"progress": lambda *a, **k: None}) if t_end in found else ({},)
+        runs = [dynamica.simulate(model, t_end=t_end, rtol=rtol, atol=rtol, q0=q0, qd0=qd0, method=method,
+                                  output_step=1e-3, **kw) for kw in streams]
+        q_end, _ = nf.branch_state(model.coordinates, *exact(t_end))
+        assert runs[0].t[-1] == t_end and np.abs(runs[0].q[-1] - q_end).max() <= 100 * rtol, t_end
+        assert all(r.nfev == runs[0].nfev and np.array_equal(r.q[-1], runs[0].q[-1]) for r in runs), t_end
 
 
 def test_a_streamed_ida_run_ending_inside_its_bridge_counts_its_calls(models):
